@@ -1,0 +1,17 @@
+"""The engine's small family of exceptions; each message says what to fix."""
+
+
+class EngineError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class BadInput(EngineError):
+    """Input from a user or a file that the engine cannot use (bad JSON, a bad schema, a bad name)."""
+
+
+class TokenizerUnavailable(EngineError):
+    """The tokenizer files could not be found or read."""
+
+
+class ModelUnavailable(EngineError):
+    """Model weights could not be loaded (not cached, offline, or a failed download)."""
