@@ -1,0 +1,180 @@
+"""The command line: `python -m engine COMMAND ...`, one JSON object on stdout.
+
+The contract (commands, flags, JSON keys) is in DESIGN.md; classroom scripts and outside
+checks rely on it, so keys are only ever added. A bad argument or input file prints a
+one-line error on stderr and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import EngineError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line on stderr, exit 2
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _read_json(path: str, what: str):
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise EngineError(f"cannot read {what} file {path}: {error.strerror or error}") from error
+    except json.JSONDecodeError as error:
+        raise EngineError(f"{what} file {path} is not valid JSON: {error.msg} at line {error.lineno}") from error
+
+
+def _read_tools(path: str | None) -> list[dict]:
+    from .tools import check_tool_definitions
+
+    if path is None:
+        return []
+    return check_tool_definitions(_read_json(path, "tools"))
+
+
+def _read_messages(path: str | None) -> list[dict]:
+    from .harness import check_messages
+
+    if path is None:
+        return []
+    return check_messages(_read_json(path, "messages"))
+
+
+def cmd_tokens(args) -> dict:
+    from .prompt import Request, count_tools_tokens, render
+
+    request = Request(_read_messages(args.messages), _read_tools(args.tools), args.style)
+    prompt = render(request)
+    return {
+        "style": args.style,
+        "prompt_tokens": prompt.count,
+        "tools_tokens": count_tools_tokens(request),
+        "spans": [{"label": s.label, "tokens": s.tokens} for s in prompt.spans],
+    }
+
+
+def cmd_parse(args) -> dict:
+    from .parse import parse_turn
+
+    result = parse_turn(sys.stdin.read(), _read_tools(args.tools), args.style, args.policy)
+    return {
+        "calls": [{"name": c.name, "arguments": c.arguments} for c in result.calls],
+        "errors": [{"block": e.block, "error": e.error} for e in result.errors],
+        "final": result.final,
+    }
+
+
+def cmd_run(args) -> dict:
+    from .harness import load_scenario, run_scenario
+
+    run = run_scenario(load_scenario(args.scenario), args.style)
+    return run.ledger.as_json()
+
+
+def cmd_tool(args) -> dict:
+    from .tools import run_tool
+    from .workspace import Workspace
+
+    try:
+        arguments = json.loads(args.args)
+    except json.JSONDecodeError as error:
+        raise EngineError(f"--args is not valid JSON: {error.msg}") from error
+    if not isinstance(arguments, dict):
+        raise EngineError("--args must be a JSON object, such as '{\"path\": \"notes.txt\"}'")
+    outcome = run_tool(args.name, arguments, Workspace(args.workspace))
+    return {"error": outcome.error} if outcome.error is not None else {"result": outcome.result}
+
+
+def cmd_mask(args) -> dict:
+    from .constrain import mask_command
+
+    return mask_command(_read_tools(args.tools), args.prefix, args.tool_choice)
+
+
+def cmd_generate(args) -> dict:
+    from .model import generate_command
+
+    return generate_command(args, _read_messages(args.messages), _read_tools(args.tools))
+
+
+def cmd_download(args) -> dict:
+    from .model import download_command
+
+    return download_command(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m engine", description="The tool-calling explainer's engine.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("tokens", help="count a prompt's tokens, by span")
+    p.add_argument("--tools", required=True)
+    p.add_argument("--messages")
+    p.add_argument("--style", choices=["native", "react"], default="native")
+    p.set_defaults(handler=cmd_tokens)
+
+    p = sub.add_parser("parse", help="parse one assistant turn read from stdin")
+    p.add_argument("--tools", required=True)
+    p.add_argument("--style", choices=["native", "react"], default="native")
+    p.add_argument("--policy", choices=["per-block", "vllm"], default="per-block")
+    p.set_defaults(handler=cmd_parse)
+
+    p = sub.add_parser("mask", help="the tokens a call's grammar allows after a prefix")
+    p.add_argument("--tools", required=True)
+    p.add_argument("--prefix", required=True)
+    p.add_argument("--tool-choice", default="auto")
+    p.set_defaults(handler=cmd_mask)
+
+    p = sub.add_parser("generate", help="generate one turn, token by token, with top-k probabilities")
+    p.add_argument("--model", required=True, help="tiny, a hub id or a local folder")
+    p.add_argument("--messages", required=True)
+    p.add_argument("--tools")
+    p.add_argument("--tool-choice", default=None)
+    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--thinking", action="store_true", help="enable_thinking=True")
+    p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
+    p.add_argument("--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16")
+    p.add_argument("--record", default=None, metavar="PATH", help="also write the run to a JSON trace that pages can replay")
+    p.set_defaults(handler=cmd_generate)
+
+    p = sub.add_parser("download", help="fetch a model into the local cache, with progress (prepare a classroom)")
+    p.add_argument("--model", default=None, help="hub id (default: QWEN_MODEL or Qwen/Qwen3-1.7B)")
+    p.set_defaults(handler=cmd_download)
+
+    p = sub.add_parser("run", help="a scripted harness run and its token ledger")
+    p.add_argument("--scenario", required=True)
+    p.add_argument("--style", choices=["native", "react"], default="native")
+    p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("tool", help="run one tool in a workspace folder")
+    p.add_argument("name")
+    p.add_argument("--args", required=True)
+    p.add_argument("--workspace", required=True)
+    p.set_defaults(handler=cmd_tool)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        result = args.handler(args)
+    except EngineError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    json.dump(result, sys.stdout, ensure_ascii=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

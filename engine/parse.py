@@ -1,0 +1,350 @@
+"""Find tool calls in a model's turn and check each one, natively or in ReAct text.
+
+Native blocks are found with vLLM's Qwen regex `<tool_call>(.*?)</tool_call>|<tool_call>(.*)`
+(the second branch is a block cut off at the token limit). Each block is checked on its own
+with the Berkeley Function Calling Leaderboard's checks (seed 000): strict JSON, exactly
+`name` and `arguments`, a supplied tool, an object of arguments, every required argument,
+no unlisted one, each value of its schema's type (jsonschema). Every failure has one short,
+fixed error string, which goes back to the model as that call's result.
+
+Policies for a turn with good and bad blocks: `per-block` runs the good calls and reports
+each bad one; `vllm` drops every call when any block is not valid JSON and returns the turn
+as text, as vLLM's Qwen parser does. A turn with no block is a final answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from .errors import BadInput
+
+POLICIES = ("per-block", "vllm")
+BLOCK_PATTERN = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)", re.DOTALL)
+
+# the checks, in the order they run; a block stops at its first failure
+NATIVE_CHECKS = ("closed", "json", "shape", "name", "arguments", "required", "no extra", "types")
+REACT_CHECKS = ("format", "json", "name", "arguments", "required", "no extra", "types")
+CHECK_TITLES = {
+    "closed": "the block is closed with </tool_call>",
+    "format": "the reply has one Action and its Action Input",
+    "json": "valid JSON",
+    "shape": 'an object with exactly "name" and "arguments"',
+    "name": "a tool the harness offered",
+    "arguments": "the arguments are a JSON object",
+    "required": "every required argument is there",
+    "no extra": "no argument the schema does not list",
+    "types": "every value fits its schema",
+}
+
+# the fixed error wording
+NOT_CLOSED = "error: the <tool_call> block is not closed with </tool_call>; was the reply cut off?"
+EMPTY_BLOCK = "error: the <tool_call> block is empty"
+NOT_JSON = "error: the text inside <tool_call></tool_call> is not valid JSON"
+RAW_NEWLINE = "error: a string in the call contains a raw newline; write it as \\n"
+BAD_SHAPE = 'error: a tool call must be a JSON object with exactly "name" and "arguments"'
+ARGS_NOT_OBJECT = 'error: "arguments" must be a JSON object'
+REACT_NOT_JSON = "error: the Action Input is not valid JSON"
+REACT_FENCED = "error: write the Action Input as plain JSON, not inside a ``` code fence"
+REACT_NO_INPUT = "error: an Action: line must be followed by an Action Input: line"
+REACT_NO_ACTION = "error: write either an Action: with its Action Input:, or a Final Answer:"
+REACT_BOTH = "error: write an Action or a Final Answer, not both"
+REACT_INPUT_NOT_OBJECT = "error: the Action Input must be a JSON object"
+
+
+def unknown_tool(name: object, names: list[str]) -> str:
+    return f"error: unknown tool {name!r}; the tools are {', '.join(names) or '(none)'}"
+
+
+def react_two_actions(count: int) -> str:
+    return f"error: write one Action per reply; this reply has {count}"
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call that passed every check."""
+
+    name: str
+    arguments: dict
+    block: int  # index of the block it came from
+
+
+@dataclass(frozen=True)
+class BlockError:
+    block: int
+    error: str
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str  # a key of CHECK_TITLES
+    passed: bool | None  # None: not reached, an earlier check failed
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block the parser found, with every check's verdict."""
+
+    index: int
+    text: str  # the text between the tags (or the Action Input)
+    start: int  # where the block starts and ends in the turn text
+    end: int
+    checks: list[Check]
+    call: Call | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    style: str
+    policy: str
+    calls: list[Call]
+    errors: list[BlockError]
+    final: bool  # the turn ends the run: no call to run
+    blocks: list[Block] = field(default_factory=list)
+    returned_as_text: bool = False  # vllm policy: the turn came back as plain text
+    answer: str | None = None  # the final answer's text, when final
+
+
+# -- strict JSON ----------------------------------------------------------------------------
+class _JsonProblem(ValueError):
+    pass
+
+
+def _reject_constant(name: str):
+    raise _JsonProblem(f"{name} is not JSON")
+
+
+def _reject_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise _JsonProblem("duplicate key")
+    return dict(pairs)
+
+
+def load_strict_json(text: str) -> tuple[object, str | None]:
+    """Python's strict json.loads (no raw control characters, NaN or duplicate keys): (value, error)."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_reject_duplicates), None
+    except json.JSONDecodeError as error:
+        if error.msg == "Invalid control character at" and text[error.pos : error.pos + 1] in "\n\r":
+            return None, RAW_NEWLINE
+        return None, NOT_JSON
+    except (ValueError, RecursionError):  # duplicates, NaN, numbers too long to read, nesting too deep
+        return None, NOT_JSON
+
+
+# -- the checks on one call -------------------------------------------------------------------
+def _tool_map(tools: list[dict]) -> dict[str, dict]:
+    found: dict[str, dict] = {}
+    for tool in tools:
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            params = fn.get("parameters")
+            found[fn["name"]] = params if isinstance(params, dict) else {"type": "object", "properties": {}}
+    return found
+
+
+def _type_words(expected: object) -> str:
+    if isinstance(expected, list):
+        return " or ".join(_type_words(e) for e in expected)
+    article = "an" if str(expected)[:1] in "aeiou" else "a"
+    return f"{article} {expected}"
+
+
+def check_arguments(name: str, arguments: object, params: dict) -> tuple[list[Check], str | None]:
+    """The argument checks (object, required, no extra, types) for a known tool."""
+    checks: list[Check] = []
+    if not isinstance(arguments, dict):
+        return [Check("arguments", False, ARGS_NOT_OBJECT)], ARGS_NOT_OBJECT
+    checks.append(Check("arguments", True))
+    props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
+    required = [r for r in params.get("required", []) if isinstance(r, str)] if isinstance(params.get("required"), list) else []
+    missing = [r for r in required if r not in arguments]
+    if missing:
+        error = f"error: missing required argument{'s' if len(missing) > 1 else ''} " + ", ".join(repr(m) for m in missing) + f" for {name}"
+        return [*checks, Check("required", False, error)], error
+    checks.append(Check("required", True))
+    extra = [a for a in arguments if a not in props]
+    if extra:
+        error = f"error: {name} has no argument{'s' if len(extra) > 1 else ''} " + ", ".join(repr(e) for e in extra)
+        return [*checks, Check("no extra", False, error)], error
+    checks.append(Check("no extra", True))
+    try:
+        problems = sorted(Draft202012Validator(params).iter_errors(arguments), key=lambda e: list(e.path))
+    except (SchemaError, TypeError, ValueError, RecursionError):
+        error = f"error: the schema of {name} is not a valid JSON Schema, so its arguments cannot be checked"
+        return [*checks, Check("types", False, error)], error
+    if problems:
+        first = problems[0]
+        arg = str(first.path[0]) if first.path else "arguments"
+        if first.validator == "type":
+            error = f"error: argument {arg!r} of {name} must be {_type_words(first.validator_value)}"
+        else:
+            error = f"error: argument {arg!r} of {name}: {first.message[:200]}"
+        return [*checks, Check("types", False, error)], error
+    return [*checks, Check("types", True)], None
+
+
+def check_call_object(call: object, tools: dict[str, dict]) -> tuple[list[Check], Call | None, str | None]:
+    """The checks after JSON: shape, name, then the arguments."""
+    if not isinstance(call, dict) or set(call) != {"name", "arguments"}:
+        return [Check("shape", False, BAD_SHAPE)], None, BAD_SHAPE
+    checks = [Check("shape", True)]
+    name = call["name"]
+    if not isinstance(name, str) or name not in tools:
+        error = unknown_tool(name, list(tools))
+        return [*checks, Check("name", False, error)], None, error
+    checks.append(Check("name", True))
+    more, error = check_arguments(name, call["arguments"], tools[name])
+    return [*checks, *more], (None if error else Call(name, call["arguments"], -1)), error
+
+
+def _pad(checks: list[Check], order: tuple[str, ...]) -> list[Check]:
+    """Every check in order, those never reached marked None."""
+    done = {c.name for c in checks}
+    return [*checks, *(Check(n, None) for n in order if n not in done)]
+
+
+# -- native ---------------------------------------------------------------------------------------
+def find_blocks(text: str) -> list[tuple[str, bool, int, int]]:
+    """(inner text, closed, start, end) of each <tool_call> block, by vLLM's Qwen regex."""
+    return [
+        (m.group(1) if m.group(1) is not None else m.group(2), m.group(1) is not None, m.start(), m.end())
+        for m in BLOCK_PATTERN.finditer(text)
+    ]
+
+
+def check_block(index: int, inner: str, closed: bool, start: int, end: int, tools: dict[str, dict]) -> Block:
+    checks: list[Check] = []
+    if not closed:
+        return Block(index, inner, start, end, _pad([Check("closed", False, NOT_CLOSED)], NATIVE_CHECKS), None, NOT_CLOSED)
+    checks.append(Check("closed", True))
+    body = inner.strip()
+    if not body:
+        checks.append(Check("json", False, EMPTY_BLOCK))
+        return Block(index, inner, start, end, _pad(checks, NATIVE_CHECKS), None, EMPTY_BLOCK)
+    value, error = load_strict_json(body)
+    if error:
+        checks.append(Check("json", False, error))
+        return Block(index, inner, start, end, _pad(checks, NATIVE_CHECKS), None, error)
+    checks.append(Check("json", True))
+    more, call, error = check_call_object(value, tools)
+    checks.extend(more)
+    if call is not None:
+        call = Call(call.name, call.arguments, index)
+    return Block(index, inner, start, end, _pad(checks, NATIVE_CHECKS), call, error)
+
+
+def _bare_call(text: str, tools: dict[str, dict]) -> tuple[str, int] | None:
+    """A bare JSON call at the start of a reply naming a supplied tool (seed 003's Qwen2.5-Coder case)."""
+    start = len(text) - len(text.lstrip())
+    if not text[start:].startswith("{"):
+        return None
+    try:
+        value, end = json.JSONDecoder(strict=True).raw_decode(text, start)
+    except (json.JSONDecodeError, ValueError, RecursionError):
+        return None
+    if isinstance(value, dict) and isinstance(value.get("name"), str) and value["name"] in tools:
+        return text[start:end], end
+    return None
+
+
+def parse_native(text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
+    if policy not in POLICIES:
+        raise BadInput(f"policy must be 'per-block' or 'vllm', not {policy!r}")
+    known = _tool_map(tools)
+    found = find_blocks(text)
+    if not found and recover_bare:
+        bare = _bare_call(text, known)
+        if bare is not None:
+            start = len(text) - len(text.lstrip())
+            found = [(bare[0], True, start, bare[1])]
+    if not found:
+        return ParseResult("native", policy, [], [], True, [], answer=text.strip())
+    blocks = [check_block(i, *item, known) for i, item in enumerate(found)]
+    errors = [BlockError(b.index, b.error) for b in blocks if b.error]
+    calls = [b.call for b in blocks if b.call is not None]
+    # vLLM's rule: one block that is not valid JSON and the whole turn is returned as text
+    json_failed = any(c.name in ("closed", "json") and c.passed is False for b in blocks for c in b.checks)
+    if policy == "vllm" and json_failed:
+        return ParseResult("native", policy, [], errors, True, blocks, returned_as_text=True, answer=text.strip())
+    return ParseResult("native", policy, calls, errors, False, blocks)
+
+
+# -- ReAct ------------------------------------------------------------------------------------------
+ACTION_PATTERN = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+INPUT_PATTERN = re.compile(r"^[ \t]*Action[ \t]*Input[ \t]*:[ \t]*", re.MULTILINE)
+FINAL_PATTERN = re.compile(r"^[ \t]*Final[ \t]*Answer[ \t]*:[ \t]*", re.MULTILINE)
+OBSERVATION_PATTERN = re.compile(r"^[ \t]*Observation[ \t]*:", re.MULTILINE)
+
+
+def parse_react(text: str, tools: list[dict]) -> ParseResult:
+    known = _tool_map(tools)
+    # a model may run on and write its own Observation: the harness reads only up to it
+    cut = OBSERVATION_PATTERN.search(text)
+    reply = text[: cut.start()] if cut else text
+    actions = list(ACTION_PATTERN.finditer(reply))
+    final = FINAL_PATTERN.search(reply)
+
+    def failed(error: str, start: int = 0, end: int | None = None, body: str = "") -> ParseResult:
+        block = Block(0, body, start, len(reply) if end is None else end, _pad([Check("format", False, error)], REACT_CHECKS), None, error)
+        return ParseResult("react", "per-block", [], [BlockError(0, error)], False, [block])
+
+    if final and not actions:
+        return ParseResult("react", "per-block", [], [], True, [], answer=reply[final.end() :].strip())
+    if not actions:
+        return failed(REACT_NO_ACTION)
+    if final:
+        return failed(REACT_BOTH)
+    if len(actions) > 1:
+        return failed(react_two_actions(len(actions)))
+    action = actions[0]
+    given = INPUT_PATTERN.search(reply, action.end())
+    if given is None:
+        return failed(REACT_NO_INPUT, action.start())
+    body = reply[given.end() :].strip()
+    start, end = action.start(), len(reply)
+    checks = [Check("format", True)]
+
+    def block(error: str | None, call: Call | None = None) -> ParseResult:
+        b = Block(0, body, start, end, _pad(checks, REACT_CHECKS), call, error)
+        if error:
+            return ParseResult("react", "per-block", [], [BlockError(0, error)], False, [b])
+        return ParseResult("react", "per-block", [call], [], False, [b])
+
+    if body.startswith("```"):
+        checks.append(Check("json", False, REACT_FENCED))
+        return block(REACT_FENCED)
+    value, error = load_strict_json(body)
+    if error:
+        error = RAW_NEWLINE if error == RAW_NEWLINE else REACT_NOT_JSON
+        checks.append(Check("json", False, error))
+        return block(error)
+    checks.append(Check("json", True))
+    name = action.group(1).strip()
+    if name not in known:
+        error = unknown_tool(name, list(known))
+        checks.append(Check("name", False, error))
+        return block(error)
+    checks.append(Check("name", True))
+    if not isinstance(value, dict):
+        checks.append(Check("arguments", False, REACT_INPUT_NOT_OBJECT))
+        return block(REACT_INPUT_NOT_OBJECT)
+    more, error = check_arguments(name, value, known[name])
+    checks.extend(more)
+    return block(error, None if error else Call(name, value, 0))
+
+
+def parse_turn(text: str, tools: list[dict], style: str = "native", policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
+    """Calls and errors of one assistant turn, in either style."""
+    if style == "native":
+        return parse_native(text, tools, policy, recover_bare)
+    if style == "react":
+        return parse_react(text, tools)
+    raise BadInput(f"style must be 'native' or 'react', not {style!r}")

@@ -1,0 +1,139 @@
+"""Tool definitions (OpenAI-style JSON, shipped in lessons/tools/) and their implementations.
+
+The strawberry pair (`count_letter`, `tokenize`, seed 002), the five harness tools of seed
+000 (`read_file`, `list_files`, `grep`, `write_file`, `run_tests`) working inside a
+sandboxed `Workspace`, and a 12-tool coding-agent set (seed 003, without `git_commit`)
+whose extra tools are definitions only. A tool never raises: it returns a result or a short
+error string that goes back to the model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from .errors import BadInput
+from .settings import LESSONS
+from .workspace import ToolRefusal, Workspace
+
+TOOL_SETS = ("strawberry", "harness", "coding-agent")
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What running one call gave: a result, or an error for the model."""
+
+    result: str | None = None
+    error: str | None = None
+
+    @property
+    def text(self) -> str:
+        """What goes back to the model as the call's result."""
+        return self.error if self.error is not None else str(self.result)
+
+
+@lru_cache(maxsize=8)
+def _load_tool_set_text(name: str) -> str:
+    if name not in TOOL_SETS:
+        raise BadInput(f"unknown tool set {name!r}; the sets are {', '.join(TOOL_SETS)}")
+    return (LESSONS / "tools" / f"{name}.json").read_text(encoding="utf-8")
+
+
+def load_tool_set(name: str) -> list[dict]:
+    """A fresh copy of a shipped tool set."""
+    return json.loads(_load_tool_set_text(name))
+
+
+def tool_name(tool: dict) -> str:
+    return str(tool.get("function", {}).get("name", ""))
+
+
+def find_tool_problems(data: object) -> list[str]:
+    """Every problem with tool definitions a user pasted, one sentence each; [] when they are usable."""
+    if not isinstance(data, list):
+        return ['tools must be a JSON list of definitions: [{"type": "function", "function": {...}}, ...]']
+    problems: list[str] = []
+    seen: set[str] = set()
+    for i, tool in enumerate(data, start=1):
+        where = f"tool {i}"
+        if not isinstance(tool, dict) or not isinstance(tool.get("function"), dict):
+            problems.append(f'{where}: write it as {{"type": "function", "function": {{"name": ..., "parameters": ...}}}}')
+            continue
+        if tool.get("type", "function") != "function":
+            problems.append(f'{where}: "type" must be "function"')
+        fn = tool["function"]
+        name = fn.get("name")
+        if not isinstance(name, str) or not name:
+            problems.append(f"{where}: it has no name")
+        elif not NAME_PATTERN.match(name):
+            problems.append(f"{where}: the name {name!r} may use only letters, digits, _ and -, up to 64 characters")
+        elif name in seen:
+            problems.append(f"{where}: the name {name!r} is used twice")
+        else:
+            seen.add(name)
+            where = f"tool {name!r}"
+        if "description" in fn and not isinstance(fn["description"], str):
+            problems.append(f"{where}: the description must be a string")
+        params = fn.get("parameters", {"type": "object", "properties": {}})
+        if not isinstance(params, dict):
+            problems.append(f"{where}: parameters must be a JSON Schema object")
+            continue
+        try:
+            Draft202012Validator.check_schema(params)
+        except SchemaError as error:
+            problems.append(f"{where}: parameters is not a valid JSON Schema: {error.message}")
+            continue
+        if params.get("type") != "object":
+            problems.append(f'{where}: parameters must have "type": "object"')
+        if "properties" in params and not isinstance(params["properties"], dict):
+            problems.append(f"{where}: properties must be an object")
+    return problems
+
+
+def check_tool_definitions(data: object) -> list[dict]:
+    """The definitions, if usable; else BadInput listing what to fix."""
+    problems = find_tool_problems(data)
+    if problems:
+        raise BadInput("; ".join(problems))
+    return data  # type: ignore[return-value]
+
+
+# -- the strawberry tools -----------------------------------------------------------------
+def count_letter(word: str, letter: str) -> str:
+    if len(letter) != 1:
+        raise ToolRefusal(f"error: letter must be a single character, not {letter!r}")
+    return str(word.casefold().count(letter.casefold()))
+
+
+def tokenize(text: str) -> str:
+    from .tokenizer import load_tokenizer
+
+    tok = load_tokenizer()
+    return json.dumps([tok.token_text(i) for i in tok.encode(text)], ensure_ascii=False)
+
+
+def run_tool(name: str, arguments: dict, workspace: Workspace | None = None) -> ToolOutcome:
+    """Run one checked call. Refusals and failures become an error string, never an exception."""
+    from . import filetools
+
+    plain = {"count_letter": count_letter, "tokenize": tokenize}
+    try:
+        if name in plain:
+            return ToolOutcome(result=plain[name](**arguments))
+        if name in filetools.FILE_TOOLS:
+            if workspace is None:
+                return ToolOutcome(error=f"error: {name} needs a workspace, and none is open")
+            return ToolOutcome(result=filetools.FILE_TOOLS[name](workspace, **arguments))
+        return ToolOutcome(error=f"error: the tool {name!r} is described but has no implementation here")
+    except ToolRefusal as refusal:
+        return ToolOutcome(error=str(refusal))
+    except TypeError:
+        return ToolOutcome(error=f"error: wrong arguments for {name}")
+    except (OSError, ValueError, RecursionError) as error:
+        return ToolOutcome(error=f"error: {name} failed: {type(error).__name__}")

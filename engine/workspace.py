@@ -1,0 +1,91 @@
+"""The sandboxed workspace the harness tools work in: no path leaves it, every size is capped.
+
+A model's output is untrusted input. Every path is resolved (symlinks included) and must
+stay inside the workspace root; absolute paths, `~`, `..` that climbs out, NUL bytes, very
+long paths and anything that is not a regular file or folder are refused. A refusal is a
+`ToolRefusal` whose message goes back to the model as the call's result (seed 000).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import BadInput
+
+
+class ToolRefusal(Exception):
+    """A tool call the sandbox will not carry out; the message is sent back to the model."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    read_bytes: int = 64 * 1024  # largest file read_file returns
+    write_bytes: int = 64 * 1024  # largest content write_file accepts
+    workspace_bytes: int = 4 * 1024 * 1024  # the whole workspace may not grow past this
+    path_chars: int = 512  # longest path accepted
+    list_entries: int = 500  # most entries list_files returns
+    grep_lines: int = 200  # most matching lines grep returns
+    grep_bytes: int = 16 * 1024  # most bytes of grep output
+    grep_file_bytes: int = 1024 * 1024  # larger files are skipped by grep
+    grep_seconds: float = 2.0  # time budget of one grep
+    test_seconds: float = 20.0  # time budget of one run_tests
+    test_output_bytes: int = 8 * 1024  # most bytes of run_tests output returned
+
+
+class Workspace:
+    """A folder the tools may touch, and nothing outside it."""
+
+    def __init__(self, root: str | os.PathLike, limits: Limits | None = None):
+        self.limits = limits or Limits()
+        raw = os.fspath(root)
+        if "\0" in raw:
+            raise BadInput("the workspace path contains a NUL byte")
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise BadInput(f"the workspace folder {raw} does not exist")
+        if not path.is_dir():
+            raise BadInput(f"the workspace {raw} is a file, not a folder")
+        self.root = path.resolve()
+
+    def resolve(self, relative: object, must_exist: bool = True) -> Path:
+        """The real path of `relative` inside the workspace, or a ToolRefusal saying why not."""
+        if not isinstance(relative, str):
+            raise ToolRefusal("error: a path must be a string")
+        if "\0" in relative:
+            raise ToolRefusal("error: the path contains a NUL byte")
+        if len(relative) > self.limits.path_chars:
+            raise ToolRefusal(f"error: the path is longer than {self.limits.path_chars} characters")
+        if relative.startswith("~"):
+            raise ToolRefusal("error: paths are relative to the workspace; '~' is not allowed")
+        if os.path.isabs(relative):
+            raise ToolRefusal("error: paths are relative to the workspace; absolute paths are not allowed")
+        # resolve symlinks and '..' first, then check the result is still inside the root
+        candidate = (self.root / (relative or ".")).resolve()
+        if candidate != self.root and self.root not in candidate.parents:
+            raise ToolRefusal(f"error: the path {relative!r} leaves the workspace")
+        if must_exist and not candidate.exists():
+            raise ToolRefusal(f"error: no such file or directory: {relative}")
+        if candidate.exists():
+            mode = candidate.stat().st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise ToolRefusal(f"error: {relative} is not a regular file or folder")
+        return candidate
+
+    def relative(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix() or "."
+
+    def size(self) -> int:
+        """Bytes of every regular file in the workspace (symlinks not followed)."""
+        total = 0
+        for folder, _dirs, files in os.walk(self.root, followlinks=False):
+            for name in files:
+                try:
+                    info = os.lstat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    total += info.st_size
+        return total
