@@ -1,0 +1,313 @@
+"""Constrained decoding over a request's tools: tool_choice modes, and masks a learner can see.
+
+The grammar (engine/grammar.py, xgrammar) holds a call to Qwen's format; this module decides
+when it applies, as seed 003 describes the modes:
+
+    none       no constraint and no call (make_constraint returns None)
+    auto       nothing is restricted until the model writes its own opener <tool_call>; from
+               there the call is constrained, and each further call in the turn on its own.
+               Before the opener next_mask() is None, so prose decodes exactly as unconstrained.
+    required   a call to one of the tools, constrained from the first token
+    NAME       a call to that tool only ({"type": "function", "function": {"name": NAME}} too);
+               a name that is not in the request is a BadInput
+
+A tool schema the grammar cannot hold leaves auto and required unconstrained, with the reason
+in `StepConstraint.unconstrained_reason`, and refuses a named tool_choice with BadInput.
+
+For pages: `inspect_mask` shows the mask at any point of a turn (how many of the 151,669
+tokens survive, which ones, and the model's probabilities before and after), and `walk`
+steps through a whole text, token by token, with the allowed count at each step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .errors import BadInput
+from .grammar import (
+    MODEL_VOCAB,
+    REAL_VOCAB,
+    SchemaUnsupported,
+    bitmask_to_bool,
+    compile_calls,
+    new_bitmask,
+    tool_name,
+)
+from .tokenizer import TOOL_CALL, QwenTokenizer, load_tokenizer
+
+MODES = ("none", "auto", "required")
+OPENER_TEXT = "<tool_call>"
+
+
+class TokenRejected(BadInput):
+    """A token the grammar does not allow at that point (a prefix or a text that leaves the grammar)."""
+
+
+def normalize_tool_choice(tool_choice: str | dict | None, tools: list[dict]) -> tuple[str, str | None]:
+    """("none"|"auto"|"required"|"named", tool name or None); BadInput for a name not in the request."""
+    names = [tool_name(t) for t in tools]
+    if tool_choice is None:
+        tool_choice = "auto"
+    if isinstance(tool_choice, dict):
+        function = tool_choice.get("function") if isinstance(tool_choice.get("function"), dict) else tool_choice
+        name = function.get("name")
+        if not isinstance(name, str):
+            raise BadInput('tool_choice as an object needs {"type": "function", "function": {"name": ...}}')
+    elif isinstance(tool_choice, str):
+        if tool_choice in MODES:
+            if tool_choice != "none" and tool_choice != "auto" and not tools:
+                raise BadInput(f"tool_choice {tool_choice!r} needs at least one tool in the request")
+            return tool_choice, None
+        name = tool_choice
+    else:
+        raise BadInput(f"tool_choice must be auto, required, none or a tool name, not {tool_choice!r}")
+    if name not in names:
+        offered = ", ".join(names) or "none"
+        raise BadInput(f"tool_choice names {name!r}, which is not one of the request's tools ({offered})")
+    return "named", name
+
+
+class StepConstraint:
+    """The decode loop's hook: `next_mask()` before each step, `accept(id)` after it.
+
+    `state` is where the turn stands ("free" text, "call" being written, "done"); `reason` says
+    in words what the constraint does now; `allowed` is the last mask's count of real tokens.
+    """
+
+    def __init__(self, tools: list[dict], mode: str, name: str | None = None, tokenizer: QwenTokenizer | None = None):
+        self.tools = tools
+        self.mode = mode  # "auto" | "required" | "named"
+        self.tool = name  # the named tool, for mode "named"
+        self.unconstrained_reason: str | None = None
+        self.calls = 0  # calls completed under the grammar in this turn
+        self.allowed: int | None = None
+        self._tokenizer = tokenizer if isinstance(tokenizer, QwenTokenizer) else None
+        self._tail = ""  # the end of the free text, to see an opener spelled in pieces
+        self._matcher = None
+        self._bitmask = None
+        subset = [t for t in tools if tool_name(t) == name] if mode == "named" else tools
+        try:
+            grammar = compile_calls(subset, "body" if mode == "auto" else "calls")
+        except SchemaUnsupported as error:
+            if mode == "named":
+                raise BadInput(f"tool_choice names {name!r}, but its schema cannot be constrained: {error.reason}") from error
+            self.unconstrained_reason = f"unconstrained: {error.reason}"
+            self.state = "unconstrained"
+            return
+        import xgrammar as xgr
+
+        self._matcher = xgr.GrammarMatcher(grammar)
+        self._bitmask = new_bitmask()
+        self.state = "free" if mode == "auto" else "call"
+
+    @property
+    def names(self) -> list[str]:
+        return [self.tool] if self.mode == "named" else [tool_name(t) for t in self.tools]
+
+    @property
+    def reason(self) -> str:
+        """One line for the page: why this step is (or is not) restricted."""
+        if self.unconstrained_reason:
+            return self.unconstrained_reason
+        if self.state == "free":
+            return "auto: nothing is restricted until the model writes <tool_call>"
+        if self.state == "done":
+            return "the turn has ended"
+        who = f"the tool {self.tool}" if self.mode == "named" else "one of: " + ", ".join(self.names)
+        return f"{self.mode}: writing a call to {who}; only tokens that keep the call valid are allowed"
+
+    def next_mask(self) -> torch.Tensor | None:
+        """Bool over the model's 151,936 ids, True = allowed; None when nothing is restricted."""
+        if self.state in ("free", "unconstrained", "done"):
+            self.allowed = None
+            return None
+        self._matcher.fill_next_token_bitmask(self._bitmask)
+        mask = bitmask_to_bool(self._bitmask)
+        self.allowed = int(mask[:REAL_VOCAB].sum())
+        return mask
+
+    def accept(self, token_id: int) -> None:
+        """Move on by the chosen token. TokenRejected if the grammar does not allow it here."""
+        token_id = int(token_id)
+        if self.state in ("unconstrained", "done"):
+            return
+        if self.state == "free":
+            if token_id == TOOL_CALL or self._opener_spelled(token_id):
+                self._matcher.reset()
+                self.state = "call"
+            return
+        if not self._matcher.accept_token(token_id):
+            raise TokenRejected(f"the grammar does not allow {self._text(token_id)!r} here ({self.reason})")
+        if self.mode == "auto" and self._matcher.is_completed():
+            # the call is closed: back to free text until the next opener
+            self.calls += 1
+            self._tail = ""
+            self.state = "free"
+        elif self._matcher.is_terminated():
+            self.state = "done"
+
+    def _text(self, token_id: int) -> str:
+        if self._tokenizer is None:
+            self._tokenizer = load_tokenizer()
+        return self._tokenizer.token_text(token_id)
+
+    def _opener_spelled(self, token_id: int) -> bool:
+        # the opener written as ordinary text in pieces ("<tool" + "_call>") is a call to the parser too
+        self._tail = (self._tail + self._text(token_id))[-len(OPENER_TEXT):]
+        return self._tail == OPENER_TEXT
+
+
+def make_constraint(tools: list[dict], tool_choice: str | dict | None, tokenizer=None) -> StepConstraint | None:
+    """The constraint for one turn of a request, or None under "none" (or auto with no tools).
+
+    `tokenizer` may be the engine's QwenTokenizer (used for token text); the grammar itself
+    always uses the vendored Qwen3 vocabulary, which every Qwen3 size shares."""
+    mode, name = normalize_tool_choice(tool_choice, tools)
+    if mode == "none" or (mode == "auto" and not tools):
+        return None
+    return StepConstraint(tools, mode, name, tokenizer)
+
+
+# -- masks a page can draw ------------------------------------------------------------------
+@dataclass(frozen=True)
+class TokenProb:
+    id: int
+    token: str  # the token shown on its own
+    p: float
+
+
+@dataclass
+class MaskView:
+    """The mask at one point of a turn, and what it does to the model's choice there."""
+
+    prefix: str  # what the assistant has written so far
+    prefix_ids: list[int]  # that text as the model's tokens (<tool_call> is one id)
+    tool_choice: str  # "auto", "required", "none" or the named tool
+    state: str  # "free", "call", "done", "unconstrained" or "none"
+    reason: str  # why this step is or is not restricted, in words
+    unconstrained_reason: str | None  # set when a schema could not be compiled
+    vocab: int  # 151,669 real tokens
+    allowed: int  # how many of them may come next
+    mask: torch.Tensor | None = field(default=None, repr=False)  # bool over 151,936; None = nothing restricted
+    sample: list[str] = field(default_factory=list)  # up to 50 allowed tokens, lowest ids first
+    forbidden_mass: float | None = None  # with logits: the probability the model put on forbidden tokens
+    top_before: list[TokenProb] = field(default_factory=list)  # with logits: raw softmax, top-k
+    top_after: list[TokenProb] = field(default_factory=list)  # with logits: renormalised over the allowed, top-k
+
+    @property
+    def constrained(self) -> bool:
+        return self.mask is not None
+
+    def allowed_ids(self) -> list[int]:
+        """Every allowed id (all 151,669 when nothing is restricted)."""
+        if self.mask is None:
+            return list(range(REAL_VOCAB))
+        return self.mask[:REAL_VOCAB].nonzero().flatten().tolist()
+
+    def allowed_tokens(self) -> list[str]:
+        tok = load_tokenizer()
+        return [tok.token_text(i) for i in self.allowed_ids()]
+
+
+def _advance(constraint: StepConstraint | None, ids: list[int], tok: QwenTokenizer) -> None:
+    for position, token_id in enumerate(ids):
+        if constraint is None:
+            return
+        constraint.next_mask()
+        try:
+            constraint.accept(token_id)
+        except TokenRejected as error:
+            before = tok.decode(ids[:position])
+            raise TokenRejected(f"the prefix leaves the grammar at token {position + 1} "
+                                f"{tok.token_text(token_id)!r} after {before!r}: {error}") from None
+
+
+def _top(probs: torch.Tensor, k: int, tok: QwenTokenizer) -> list[TokenProb]:
+    values, ids = probs.topk(k)
+    return [TokenProb(int(i), tok.token_text(int(i)), float(v)) for v, i in zip(values, ids, strict=True)]
+
+
+def inspect_mask(tools: list[dict], prefix: str, tool_choice: str | dict | None = "auto",
+                 logits: torch.Tensor | None = None, top_k: int = 10, sample_size: int = 50) -> MaskView:
+    """The mask after `prefix` (the assistant's text so far), tokenized as the model writes it.
+
+    With `logits` (the model's raw logits at that point, over 151,936 ids): the probability
+    mass on forbidden tokens, and the top-k before (raw softmax) and after (renormalised)."""
+    tok = load_tokenizer()
+    mode, name = normalize_tool_choice(tool_choice, tools)
+    constraint = make_constraint(tools, tool_choice, tok)
+    ids = tok.encode(prefix)
+    _advance(constraint, ids, tok)
+    mask = constraint.next_mask() if constraint is not None else None
+    allowed = int(mask[:REAL_VOCAB].sum()) if mask is not None else REAL_VOCAB
+    sample_ids = mask[:REAL_VOCAB].nonzero().flatten()[:sample_size].tolist() if mask is not None else list(range(sample_size))
+    view = MaskView(
+        prefix=prefix, prefix_ids=ids, tool_choice=name if mode == "named" else mode,
+        state=constraint.state if constraint is not None else "none",
+        reason=constraint.reason if constraint is not None else
+        ("none: no constraint and no call" if mode == "none" else "auto with no tools: nothing to constrain"),
+        unconstrained_reason=constraint.unconstrained_reason if constraint is not None else None,
+        vocab=REAL_VOCAB, allowed=allowed, mask=mask, sample=[tok.token_text(i) for i in sample_ids],
+    )
+    if logits is not None:
+        raw = logits.detach().float().flatten()[:MODEL_VOCAB].clone()
+        raw[REAL_VOCAB:] = float("-inf")  # padding ids are never tokens
+        before = torch.softmax(raw, -1)
+        view.top_before = _top(before, top_k, tok)
+        if mask is None:
+            view.forbidden_mass = 0.0
+            view.top_after = view.top_before
+        else:
+            view.forbidden_mass = float(before[~mask].sum())
+            after = torch.softmax(raw.masked_fill(~mask, float("-inf")), -1)
+            view.top_after = _top(after, min(top_k, allowed), tok)
+    return view
+
+
+@dataclass(frozen=True)
+class MaskStep:
+    """One token of a walked text and the mask it met."""
+
+    index: int
+    id: int
+    token: str
+    allowed: int | None  # real tokens allowed at this step; None = nothing restricted
+    ok: bool  # whether the grammar allowed this token (the walk stops at the first that it did not)
+    state: str  # the constraint's state before this token
+
+
+def walk(tools: list[dict], text: str, tool_choice: str | dict | None = "auto") -> list[MaskStep]:
+    """Every token of `text` (an assistant turn) with the allowed count the grammar gave it.
+
+    A token the grammar forbids is the last step, with ok=False: where a constrained run
+    could never have gone."""
+    tok = load_tokenizer()
+    constraint = make_constraint(tools, tool_choice, tok)
+    steps = []
+    for index, token_id in enumerate(tok.encode(text)):
+        state = constraint.state if constraint is not None else "none"
+        mask = constraint.next_mask() if constraint is not None else None
+        ok = True if mask is None else bool(mask[token_id])
+        steps.append(MaskStep(index, token_id, tok.token_text(token_id),
+                              None if mask is None else int(mask[:REAL_VOCAB].sum()), ok, state))
+        if not ok:
+            break
+        if constraint is not None:
+            constraint.accept(token_id)
+    return steps
+
+
+def mask_command(tools: list[dict], prefix: str, tool_choice: str) -> dict:
+    """`python -m engine mask`: {"vocab", "allowed", "sample"} (DESIGN.md), and what the mask is doing."""
+    view = inspect_mask(tools, prefix, tool_choice)
+    return {
+        "vocab": view.vocab,
+        "allowed": view.allowed,
+        "sample": view.sample,
+        "constrained": view.constrained,
+        "state": view.state,
+        "reason": view.reason,
+        "unconstrained_reason": view.unconstrained_reason,
+    }

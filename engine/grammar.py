@@ -1,0 +1,213 @@
+"""The grammar of a tool call over a request's tools, compiled with xgrammar.
+
+Follows Qwen's call format as the Qwen3 chat template writes it,
+
+    <tool_call>\\n{"name": <name>, "arguments": <object fitting that tool's parameters>}\\n</tool_call>
+
+with the template's JSON (`", "` and `": "` separators, no other whitespace), so a constrained
+call is byte for byte what the template would render for the same call. The JSON part is
+xgrammar's JSON-schema grammar of an `anyOf` over the tools (one branch per tool: its name as
+a `const`, its parameters as the arguments), so the union accepts exactly what the one-tool
+grammars accept between them (seed 003). `<tool_call>` and `</tool_call>` are matched as the
+single special tokens the model writes (xgrammar's structural-tag `TokenFormat`).
+
+Two shapes are compiled, each once per distinct tool set (the cache key is the canonical JSON
+of the tools' names and parameters; descriptions do not change the grammar):
+
+    "body"   what follows an opener the model wrote itself: \\n{...}\\n</tool_call>   (auto)
+    "calls"  one call or more from the first token, then <|im_end|>            (required, a named tool)
+
+A schema xgrammar cannot compile, or that uses a keyword it would silently ignore, is reported
+as a `SchemaUnsupported` naming the tool, where in its parameters, and the keyword.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+
+import numpy as np
+import torch
+
+from .tokenizer import TOOL_CALL, TOOL_CALL_END
+
+MODEL_VOCAB = 151936  # rows of the model's output layer; TokenizerInfo must use this size
+REAL_VOCAB = 151669  # ids the tokenizer knows; the rest are padding and always masked
+SEPARATORS = (", ", ": ")  # the chat template's json.dumps separators
+
+# keywords xgrammar 0.2.9 accepts but does not enforce (its grammar is the same without them);
+# a schema using one would let a constrained call through that the schema check then rejects
+UNENFORCED = ("not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains",
+              "dependentSchemas", "propertyNames", "unevaluatedProperties", "unevaluatedItems")
+
+# where sub-schemas live, so a property *named* "not" is not mistaken for the keyword
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+               "unevaluatedProperties", "unevaluatedItems", "additionalItems")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+
+class SchemaUnsupported(Exception):
+    """A tool's parameters that the grammar cannot hold; `reason` is one line a page can show."""
+
+    def __init__(self, tool: str, reason: str):
+        super().__init__(f"tool {tool!r}: {reason}")
+        self.tool = tool
+        self.reason = str(self)
+
+
+def tool_name(tool: dict) -> str:
+    return tool.get("function", tool).get("name", "")
+
+
+def tool_parameters(tool: dict) -> dict:
+    params = tool.get("function", tool).get("parameters")
+    return params if isinstance(params, dict) and params else {"type": "object", "properties": {}}
+
+
+def canonical(tools: list[dict]) -> str:
+    """The cache key of a tool set: names and parameters, canonical JSON."""
+    return json.dumps([[tool_name(t), tool_parameters(t)] for t in tools], sort_keys=True, separators=(",", ":"))
+
+
+# -- the tokenizer side, built once ---------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def tokenizer_info():
+    """xgrammar's view of the Qwen3 vocabulary, sized to the model (151,936; 0.9 s, so cached)."""
+    import xgrammar as xgr
+
+    from .tokenizer import load_hf_tokenizer
+
+    return xgr.TokenizerInfo.from_huggingface(load_hf_tokenizer(), vocab_size=MODEL_VOCAB)
+
+
+@functools.lru_cache(maxsize=1)
+def compiler():
+    import xgrammar as xgr
+
+    return xgr.GrammarCompiler(tokenizer_info(), max_threads=2)
+
+
+# -- checking a schema ----------------------------------------------------------------------
+def _unenforced(schema: object, path: str) -> tuple[str, str] | None:
+    """The first keyword xgrammar would ignore, and where, walking only through sub-schemas."""
+    if not isinstance(schema, dict):
+        return None
+    for key in UNENFORCED:
+        if key in schema:
+            return key, path
+    if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) > 1:
+        return "allOf", path
+    for key in _SCHEMA_MAPS:
+        if isinstance(schema.get(key), dict):
+            for name, sub in schema[key].items():
+                found = _unenforced(sub, f"{path}.{key}.{name}")
+                if found:
+                    return found
+    for key in _SCHEMA_ONE:
+        found = _unenforced(schema.get(key), f"{path}.{key}")
+        if found:
+            return found
+    for key in _SCHEMA_LISTS:
+        if isinstance(schema.get(key), list):
+            for i, sub in enumerate(schema[key]):
+                found = _unenforced(sub, f"{path}.{key}[{i}]")
+                if found:
+                    return found
+    return None
+
+
+def _xgrammar_message(error: Exception) -> str:
+    # "[15:41:20] /project/cpp/json_schema_converter.cc:5082: Unsupported type "foo"" -> the last part
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return re.sub(r"^\[[\d:]+\]\s+\S+:\d+:\s*", "", text)
+
+
+@functools.lru_cache(maxsize=256)
+def _arguments_ebnf(params_json: str) -> str:
+    import xgrammar as xgr
+
+    return str(xgr.Grammar.from_json_schema(params_json, any_whitespace=False, separators=SEPARATORS))
+
+
+def check_tool(tool: dict) -> None:
+    """Raise SchemaUnsupported if this tool's parameters cannot be turned into a grammar."""
+    name, params = tool_name(tool), tool_parameters(tool)
+    found = _unenforced(params, "parameters")
+    if found:
+        keyword, where = found
+        raise SchemaUnsupported(name, f"{where} uses {keyword!r}, which the grammar engine (xgrammar) does not enforce")
+    try:
+        _arguments_ebnf(json.dumps(params, sort_keys=True))
+    except Exception as error:  # xgrammar raises RuntimeError / ValueError with the C++ message
+        raise SchemaUnsupported(name, f"the grammar engine (xgrammar) cannot compile its parameters: {_xgrammar_message(error)}") from error
+
+
+# -- compiling ------------------------------------------------------------------------------
+def call_schema(tools: list[dict]) -> dict:
+    """The JSON between the tags, as one schema: anyOf over the tools, name first, then arguments."""
+    branches = [
+        {
+            "type": "object",
+            "properties": {"name": {"const": tool_name(t)}, "arguments": tool_parameters(t)},
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        for t in tools
+    ]
+    return branches[0] if len(branches) == 1 else {"anyOf": branches}
+
+
+def _structural_tag(tools: list[dict], shape: str):
+    import xgrammar as xgr
+    from xgrammar.structural_tag import (
+        ConstStringFormat,
+        GrammarFormat,
+        SequenceFormat,
+        StarFormat,
+        StructuralTag,
+        TokenFormat,
+    )
+
+    json_ebnf = str(xgr.Grammar.from_json_schema(call_schema(tools), any_whitespace=False, separators=SEPARATORS))
+
+    def body():
+        return [ConstStringFormat(value="\n"), GrammarFormat(grammar=json_ebnf), ConstStringFormat(value="\n"),
+                TokenFormat(token=TOOL_CALL_END)]
+
+    if shape == "body":
+        return StructuralTag(format=SequenceFormat(elements=body()))
+    # a further call follows the template's "\n" between calls
+    more = StarFormat(content=SequenceFormat(elements=[ConstStringFormat(value="\n"), TokenFormat(token=TOOL_CALL), *body()]))
+    return StructuralTag(format=SequenceFormat(elements=[TokenFormat(token=TOOL_CALL), *body(), more]))
+
+
+@functools.lru_cache(maxsize=64)
+def _compile(key: str, shape: str):
+    tools = [{"type": "function", "function": {"name": n, "parameters": p}} for n, p in json.loads(key)]
+    for tool in tools:
+        check_tool(tool)
+    return compiler().compile_structural_tag(_structural_tag(tools, shape))
+
+
+def compile_calls(tools: list[dict], shape: str):
+    """The compiled grammar of a call over these tools ("body" or "calls"), from the cache when it can.
+
+    Raises SchemaUnsupported for the first tool whose parameters cannot be held."""
+    if shape not in ("body", "calls"):
+        raise ValueError(f"shape must be 'body' or 'calls', not {shape!r}")
+    return _compile(canonical(tools), shape)
+
+
+# -- masks ----------------------------------------------------------------------------------
+def new_bitmask() -> torch.Tensor:
+    import xgrammar as xgr
+
+    return xgr.allocate_token_bitmask(1, MODEL_VOCAB)
+
+
+def bitmask_to_bool(bitmask: torch.Tensor) -> torch.Tensor:
+    """xgrammar's packed int32 bitmask (1, 4748) as a bool tensor over the 151,936 ids (about 11 us)."""
+    bits = np.unpackbits(bitmask[0].numpy().view(np.uint8), bitorder="little")[:MODEL_VOCAB]
+    return torch.from_numpy(bits.view(np.bool_))
