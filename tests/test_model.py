@@ -1,0 +1,309 @@
+"""The live engine's decode loop and loading, with the tiny random-weights model only.
+
+Probabilities are checked against an independent forward pass over the whole sequence (no KV
+cache), and the greedy tokens against transformers' own `model.generate`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import pytest
+import torch
+
+from engine.decode import REAL_VOCAB, GenerationSettings, generate, nucleus, stream_steps
+from engine.errors import BadInput, EngineError, ModelUnavailable
+from engine.loading import MODEL_VOCAB, Engine, hub_reachable, load_engine
+from engine.model import LiveModel, build_constraint, generate_turn
+from engine.prompt import Request, render
+from engine.tokenizer import IM_END
+
+MESSAGES = [{"role": "user", "content": "How many r are in strawberry?"}]
+
+
+@pytest.fixture(scope="module")
+def prompt(tiny_engine):
+    return render(Request(MESSAGES), tiny_engine.tokenizer)
+
+
+def run(engine, prompt, **settings):
+    return list(stream_steps(engine, prompt.ids, GenerationSettings(**settings)))
+
+
+def full_forward_probs(engine, ids, temperature):
+    """The next-token distribution over the real tokens, from one plain forward pass over all of `ids`."""
+    with torch.no_grad():
+        logits = engine.model(input_ids=torch.tensor([ids])).logits[0, -1].float()
+    return torch.softmax(logits[:REAL_VOCAB] / (temperature or 1.0), dim=-1)
+
+
+class ForceAfter:
+    """A test constraint: nothing restricted for `free` steps, then only `token` is allowed."""
+
+    def __init__(self, free: int, token: int = IM_END):
+        self.free, self.token, self.accepted = free, token, []
+
+    def next_mask(self):
+        if len(self.accepted) < self.free:
+            return None
+        mask = torch.zeros(MODEL_VOCAB, dtype=torch.bool)
+        mask[self.token] = True
+        return mask
+
+    def accept(self, token_id):
+        self.accepted.append(token_id)
+
+
+class AllowOnly:
+    """A test constraint that allows a fixed set of ids at every step."""
+
+    def __init__(self, ids, size=MODEL_VOCAB, dtype=torch.bool):
+        self.mask = torch.zeros(size, dtype=dtype)
+        self.mask[list(ids)] = True
+        self.accepted = []
+
+    def next_mask(self):
+        return self.mask
+
+    def accept(self, token_id):
+        self.accepted.append(token_id)
+
+
+# -- reproducibility ----------------------------------------------------------------------------
+def test_greedy_steps_repeat_exactly(tiny_engine, prompt):
+    assert run(tiny_engine, prompt, max_new_tokens=8) == run(tiny_engine, prompt, max_new_tokens=8)
+
+
+def test_sampled_steps_repeat_with_the_same_seed_and_differ_with_another(tiny_engine, prompt):
+    first = run(tiny_engine, prompt, max_new_tokens=8, temperature=1.0, seed=7)
+    again = run(tiny_engine, prompt, max_new_tokens=8, temperature=1.0, seed=7)
+    other = run(tiny_engine, prompt, max_new_tokens=8, temperature=1.0, seed=8)
+    assert first == again
+    assert [s.id for s in first] != [s.id for s in other]
+
+
+def test_greedy_tokens_match_transformers_generate(tiny_engine, prompt):
+    ids = torch.tensor([prompt.ids])
+    with torch.no_grad():
+        out = tiny_engine.model.generate(
+            input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=8, do_sample=False,
+            suppress_tokens=list(range(REAL_VOCAB, MODEL_VOCAB)),
+        )
+    expected = out[0, len(prompt.ids):].tolist()
+    assert [s.id for s in run(tiny_engine, prompt, max_new_tokens=len(expected))] == expected
+
+
+# -- the probabilities are the model's own ---------------------------------------------------------
+@pytest.mark.parametrize("temperature", [0.0, 1.0, 0.05])
+def test_each_p_is_the_softmax_of_that_steps_logits(tiny_engine, prompt, temperature):
+    steps = run(tiny_engine, prompt, max_new_tokens=5, temperature=temperature, seed=3, top_k=5)
+    ids = list(prompt.ids)
+    for step in steps:
+        probs = full_forward_probs(tiny_engine, ids, temperature)
+        assert math.isclose(step.p, float(probs[step.id]), rel_tol=1e-4, abs_tol=1e-7)
+        for alt in step.top:
+            assert math.isclose(alt.p, float(probs[alt.id]), rel_tol=1e-4, abs_tol=1e-7)
+        ids.append(step.id)
+
+
+def test_top_k_is_sorted_and_greedy_picks_its_first(tiny_engine, prompt):
+    for step in run(tiny_engine, prompt, max_new_tokens=6, top_k=7):
+        assert len(step.top) == 7
+        assert [a.p for a in step.top] == sorted((a.p for a in step.top), reverse=True)
+        assert step.top[0].id == step.id and step.top[0].p == step.p
+        assert step.allowed is None and step.p_unmasked is None and step.top_unmasked is None
+
+
+def test_top_k_zero_reports_no_alternatives(tiny_engine, prompt):
+    assert all(step.top == [] for step in run(tiny_engine, prompt, max_new_tokens=3, top_k=0))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_steps_concatenate_to_the_returned_text(tiny_engine, prompt, seed):
+    # sampled at temperature 1 a random model often writes bytes of split characters
+    generation = generate(tiny_engine, prompt, GenerationSettings(max_new_tokens=24, temperature=1.0, seed=seed))
+    assert "".join(s.text for s in generation.steps) == generation.text
+    assert generation.text == tiny_engine.tokenizer.decode([s.id for s in generation.steps])
+    assert [s.token for s in generation.steps] == [tiny_engine.tokenizer.token_text(s.id) for s in generation.steps]
+
+
+# -- stopping -------------------------------------------------------------------------------------
+def test_stop_at_the_token_limit_is_reported_as_length(tiny_engine, prompt):
+    generation = generate(tiny_engine, prompt, GenerationSettings(max_new_tokens=4))
+    assert generation.finish == "length" and generation.output_tokens == 4
+    assert [s.finish for s in generation.steps] == [None, None, None, "length"]
+
+
+def test_stop_at_im_end_forced_by_a_test_constraint_is_reported_as_stop(tiny_engine, prompt):
+    # random weights almost never choose <|im_end|> on their own, so a test constraint forces it at step 3
+    constraint = ForceAfter(free=3)
+    generation = generate(tiny_engine, prompt, GenerationSettings(max_new_tokens=10), constraint)
+    assert generation.finish == "stop" and generation.output_tokens == 4
+    last = generation.steps[-1]
+    assert last.id == IM_END and last.token == "<|im_end|>" and last.text == "" and last.finish == "stop"
+    assert "<|im_end|>" not in generation.text
+    assert constraint.accepted == [s.id for s in generation.steps]
+    assert [s.allowed for s in generation.steps] == [None, None, None, 1]
+    assert last.p == 1.0 and last.top[0].id == IM_END
+    assert math.isclose(last.forbidden_mass, 1 - last.p_unmasked, rel_tol=1e-4)
+    assert last.top_unmasked is not None and len(last.top_unmasked) == 5
+
+
+# -- the constraint hook --------------------------------------------------------------------------
+def test_a_mask_renormalises_p_and_reports_what_it_forbade(tiny_engine, prompt):
+    allowed_ids = list(range(1000, 1100))
+    constraint = AllowOnly(allowed_ids, size=REAL_VOCAB)  # a mask over the real tokens only is accepted too
+    steps = list(stream_steps(tiny_engine, prompt.ids, GenerationSettings(max_new_tokens=3, temperature=1.0), constraint))
+    ids = list(prompt.ids)
+    for step in steps:
+        assert step.allowed == 100 and step.id in allowed_ids
+        assert all(a.id in allowed_ids for a in step.top)
+        probs = full_forward_probs(tiny_engine, ids, 1.0)
+        inside = float(probs[allowed_ids].sum())
+        assert math.isclose(step.p, float(probs[step.id]) / inside, rel_tol=1e-4)
+        assert math.isclose(step.p_unmasked, float(probs[step.id]), rel_tol=1e-4)
+        assert math.isclose(step.forbidden_mass, 1 - inside, rel_tol=1e-4)
+        ids.append(step.id)
+    assert constraint.accepted == [s.id for s in steps]
+
+
+def test_a_mask_that_allows_nothing_real_is_an_error_not_a_padding_token(tiny_engine, prompt):
+    with pytest.raises(EngineError, match="allowed no token"):
+        list(stream_steps(tiny_engine, prompt.ids, GenerationSettings(max_new_tokens=2), AllowOnly(range(REAL_VOCAB, MODEL_VOCAB))))
+
+
+def test_a_mask_that_is_not_bool_is_refused(tiny_engine, prompt):
+    with pytest.raises(EngineError, match="torch.bool"):
+        list(stream_steps(tiny_engine, prompt.ids, GenerationSettings(max_new_tokens=2), AllowOnly([5], dtype=torch.int32)))
+
+
+class PaddingLover(torch.nn.Module):
+    """The tiny model with its logits for the 267 padding ids raised far above every real token."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.inner, self.config = model, model.config
+
+    def forward(self, **kwargs):
+        out = self.inner(**kwargs)
+        out.logits[..., REAL_VOCAB:] += 1000.0
+        return out
+
+
+@pytest.mark.parametrize("temperature", [0.0, 2.0])
+def test_padding_ids_are_never_chosen_even_when_the_model_prefers_them(tiny_engine, prompt, temperature):
+    engine = Engine(PaddingLover(tiny_engine.model), tiny_engine.tokenizer, tiny_engine.info)
+    steps = run(engine, prompt, max_new_tokens=6, temperature=temperature, top_k=10)
+    assert all(s.id < REAL_VOCAB and all(a.id < REAL_VOCAB for a in s.top) for s in steps)
+
+
+# -- settings -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"max_new_tokens": 0}, "max_new_tokens"),
+        ({"temperature": -1.0}, "temperature"),
+        ({"top_p": 0.0}, "top_p"),
+        ({"top_k": 1000}, "top_k"),
+    ],
+)
+def test_bad_settings_say_what_to_change(tiny_engine, prompt, bad, message):
+    with pytest.raises(BadInput, match=message):
+        run(tiny_engine, prompt, **bad)
+
+
+def test_nucleus_keeps_the_smallest_set_reaching_top_p():
+    probs = torch.tensor([0.25, 0.5, 0.25])
+    assert nucleus(probs, 0.5).tolist() == [0.0, 0.5, 0.0]
+    assert nucleus(probs, 0.6).tolist() in ([0.25, 0.5, 0.0], [0.0, 0.5, 0.25])  # a tie: either one
+    assert nucleus(probs, 0.9).tolist() == [0.25, 0.5, 0.25]
+    assert nucleus(probs, 1.0) is probs
+
+
+def test_top_p_narrows_the_draw_to_the_nucleus(tiny_engine, prompt):
+    # at a low temperature the top token holds most of the mass, so a small top_p leaves only it
+    steps = run(tiny_engine, prompt, max_new_tokens=4, temperature=0.05, top_p=0.01, seed=5)
+    assert [s.id for s in steps] == [s.top[0].id for s in steps]
+
+
+# -- sharing and the harness ----------------------------------------------------------------------
+def test_two_users_at_once_get_the_same_steps_as_one_at_a_time(tiny_engine, prompt):
+    alone = {seed: run(tiny_engine, prompt, max_new_tokens=6, temperature=1.0, seed=seed) for seed in (1, 2)}
+    together = {}
+    threads = [
+        threading.Thread(target=lambda s=seed: together.__setitem__(s, run(tiny_engine, prompt, max_new_tokens=6, temperature=1.0, seed=s)))
+        for seed in (1, 2)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert together == alone
+
+
+def test_live_model_answers_the_harness_with_a_turn(tiny_engine):
+    seen = []
+    live = LiveModel(tiny_engine, GenerationSettings(max_new_tokens=5), on_step=seen.append)
+    turn = live.next_turn(Request(MESSAGES))
+    assert type(turn).__name__ == "Turn"
+    assert turn.finish == "length" and turn.output_tokens == 5 and turn.steps == seen
+    assert turn.text == live.generations[-1].text
+    assert live.generations[-1].prompt_tokens == render(Request(MESSAGES), tiny_engine.tokenizer).count
+
+
+def test_generate_turn_renders_thinking_on_and_off(tiny_engine):
+    off = generate_turn(tiny_engine, Request(MESSAGES, enable_thinking=False), GenerationSettings(max_new_tokens=1))
+    on = generate_turn(tiny_engine, Request(MESSAGES, enable_thinking=True), GenerationSettings(max_new_tokens=1))
+    assert off.prompt_text.endswith("<think>\n\n</think>\n\n") and on.prompt_text.endswith("assistant\n")
+
+
+def test_tool_choice_without_tools_says_to_add_tools(tiny_engine):
+    with pytest.raises(BadInput, match="needs tools"):
+        build_constraint(tiny_engine, [], "required")
+    assert build_constraint(tiny_engine, [{"type": "function"}], "none") is None
+
+
+# -- loading --------------------------------------------------------------------------------------
+def test_tiny_engine_is_labelled_as_random_weights(tiny_engine):
+    info = tiny_engine.info
+    assert info.random_weights and "outputs mean nothing" in info.note and "random weights" in info.label()
+    assert tiny_engine.model.config.vocab_size == MODEL_VOCAB
+    assert load_engine("tiny") is tiny_engine  # loaded once per process
+
+
+@pytest.mark.parametrize("offline_flag", [True, False])
+def test_a_model_that_is_nowhere_fails_fast_with_the_way_to_get_it(monkeypatch, offline_flag):
+    if offline_flag:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    started = time.perf_counter()
+    with pytest.raises(ModelUnavailable) as caught:
+        load_engine("nobody-at-all/no-such-model-7f3a9c")
+    assert time.perf_counter() - started < 10
+    message = str(caught.value)
+    assert "python -m engine download --model nobody-at-all/no-such-model-7f3a9c" in message
+    assert "QWEN_MODEL=" in message and "cache" in message
+
+
+def test_a_folder_without_weights_says_what_it_needs(tmp_path):
+    with pytest.raises(ModelUnavailable, match="config.json"):
+        load_engine(str(tmp_path))
+
+
+def test_hub_probe_answers_no_at_once_when_offline_is_set(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    started = time.perf_counter()
+    assert hub_reachable() is False
+    assert time.perf_counter() - started < 0.5
+
+
+def test_sampling_draws_each_token_as_often_as_its_probability():
+    from engine.decode import pick_token
+
+    probs = torch.tensor([0.1, 0.6, 0.3, 0.0])
+    generator = torch.Generator().manual_seed(0)
+    settings = GenerationSettings(temperature=1.0)
+    counts = torch.bincount(torch.tensor([pick_token(probs, settings, generator) for _ in range(20000)]), minlength=4)
+    assert counts[3] == 0
+    assert torch.allclose(counts[:3] / 20000, probs[:3], atol=0.015)
