@@ -7,8 +7,8 @@ when it applies, as seed 003 describes the modes:
     auto       nothing is restricted until the model writes its own opener <tool_call>; from
                there the call is constrained, and each further call in the turn on its own.
                Before the opener next_mask() is None, so prose decodes exactly as unconstrained.
-    required   a call to one of the tools, constrained from the first token
-    NAME       a call to that tool only ({"type": "function", "function": {"name": NAME}} too);
+    required   a call to one of the tools, constrained from the first token (further calls may follow)
+    NAME       one call to that tool only ({"type": "function", "function": {"name": NAME}} too);
                a name that is not in the request is a BadInput
 
 A tool schema the grammar cannot hold leaves auto and required unconstrained, with the reason
@@ -89,7 +89,7 @@ class StepConstraint:
         self._bitmask = None
         subset = [t for t in tools if tool_name(t) == name] if mode == "named" else tools
         try:
-            grammar = compile_calls(subset, "body" if mode == "auto" else "calls")
+            grammar = compile_calls(subset, {"auto": "body", "required": "calls", "named": "call"}[mode])
         except SchemaUnsupported as error:
             if mode == "named":
                 raise BadInput(f"tool_choice names {name!r}, but its schema cannot be constrained: {error.reason}") from error
@@ -193,6 +193,7 @@ class MaskView:
     mask: torch.Tensor | None = field(default=None, repr=False)  # bool over 151,936; None = nothing restricted
     sample: list[str] = field(default_factory=list)  # up to 50 allowed tokens, lowest ids first
     forbidden_mass: float | None = None  # with logits: the probability the model put on forbidden tokens
+    allowed_mass: float | None = None  # with logits: what it put on the allowed ones (summed directly, so exact when tiny)
     top_before: list[TokenProb] = field(default_factory=list)  # with logits: raw softmax, top-k
     top_after: list[TokenProb] = field(default_factory=list)  # with logits: renormalised over the allowed, top-k
 
@@ -257,10 +258,11 @@ def inspect_mask(tools: list[dict], prefix: str, tool_choice: str | dict | None 
         before = torch.softmax(raw, -1)
         view.top_before = _top(before, top_k, tok)
         if mask is None:
-            view.forbidden_mass = 0.0
+            view.forbidden_mass, view.allowed_mass = 0.0, 1.0
             view.top_after = view.top_before
         else:
             view.forbidden_mass = float(before[~mask].sum())
+            view.allowed_mass = float(before[mask].sum())
             after = torch.softmax(raw.masked_fill(~mask, float("-inf")), -1)
             view.top_after = _top(after, min(top_k, allowed), tok)
     return view

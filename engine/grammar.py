@@ -15,7 +15,10 @@ Two shapes are compiled, each once per distinct tool set (the cache key is the c
 of the tools' names and parameters; descriptions do not change the grammar):
 
     "body"   what follows an opener the model wrote itself: \\n{...}\\n</tool_call>   (auto)
-    "calls"  one call or more from the first token, then <|im_end|>            (required, a named tool)
+    "calls"  one call or more from the first token, then <|im_end|>            (required)
+    "call"   exactly one call from the first token, then <|im_end|>            (a named tool)
+
+(as vLLM does: `required` may call several tools in a turn, a named tool_choice calls that tool once)
 
 A schema xgrammar cannot compile, or that uses a keyword it would silently ignore, is reported
 as a `SchemaUnsupported` naming the tool, where in its parameters, and the keyword.
@@ -67,8 +70,11 @@ def tool_parameters(tool: dict) -> dict:
 
 
 def canonical(tools: list[dict]) -> str:
-    """The cache key of a tool set: names and parameters, canonical JSON."""
-    return json.dumps([[tool_name(t), tool_parameters(t)] for t in tools], sort_keys=True, separators=(",", ":"))
+    """The cache key of a tool set: names and parameters as compact JSON.
+
+    Keys are not sorted: the grammar keeps the schema's property order (as the template writes
+    the arguments), so two orders are two grammars."""
+    return json.dumps([[tool_name(t), tool_parameters(t)] for t in tools], separators=(",", ":"))
 
 
 # -- the tokenizer side, built once ---------------------------------------------------------
@@ -139,7 +145,7 @@ def check_tool(tool: dict) -> None:
         keyword, where = found
         raise SchemaUnsupported(name, f"{where} uses {keyword!r}, which the grammar engine (xgrammar) does not enforce")
     try:
-        _arguments_ebnf(json.dumps(params, sort_keys=True))
+        _arguments_ebnf(json.dumps(params))
     except Exception as error:  # xgrammar raises RuntimeError / ValueError with the C++ message
         raise SchemaUnsupported(name, f"the grammar engine (xgrammar) cannot compile its parameters: {_xgrammar_message(error)}") from error
 
@@ -178,6 +184,8 @@ def _structural_tag(tools: list[dict], shape: str):
 
     if shape == "body":
         return StructuralTag(format=SequenceFormat(elements=body()))
+    if shape == "call":
+        return StructuralTag(format=SequenceFormat(elements=[TokenFormat(token=TOOL_CALL), *body()]))
     # a further call follows the template's "\n" between calls
     more = StarFormat(content=SequenceFormat(elements=[ConstStringFormat(value="\n"), TokenFormat(token=TOOL_CALL), *body()]))
     return StructuralTag(format=SequenceFormat(elements=[TokenFormat(token=TOOL_CALL), *body(), more]))
@@ -192,11 +200,11 @@ def _compile(key: str, shape: str):
 
 
 def compile_calls(tools: list[dict], shape: str):
-    """The compiled grammar of a call over these tools ("body" or "calls"), from the cache when it can.
+    """The compiled grammar of a call over these tools ("body", "call" or "calls"), from the cache when it can.
 
     Raises SchemaUnsupported for the first tool whose parameters cannot be held."""
-    if shape not in ("body", "calls"):
-        raise ValueError(f"shape must be 'body' or 'calls', not {shape!r}")
+    if shape not in ("body", "call", "calls"):
+        raise ValueError(f"shape must be 'body', 'call' or 'calls', not {shape!r}")
     return _compile(canonical(tools), shape)
 
 
