@@ -1,0 +1,66 @@
+"""engine/calculator.py: a planned run's token costs, checked against the harness and the prompt renderer."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.calculator import call_text, example_arguments, malformed_text, plan_run
+from engine.errors import BadInput
+from engine.harness import load_scenario, run_scenario
+from engine.parse import parse_turn
+from engine.prompt import Request, count_tools_tokens, render
+from engine.tools import load_tool_set
+
+TOOLS = load_tool_set("strawberry")
+STRAWBERRY = {"word": "strawberry", "letter": "r"}
+
+
+def test_one_call_matches_the_scripted_strawberry_run():
+    plan = plan_run(TOOLS, "native", calls=1, arguments=STRAWBERRY)
+    run = run_scenario(load_scenario("strawberry"), "native")
+    assert [c.input_tokens for c in plan.calls] == [c.input_tokens for c in run.ledger.calls]
+    assert [c.output_tokens for c in plan.calls] == [c.output_tokens for c in run.ledger.calls]
+
+
+@pytest.mark.parametrize("style", ["native", "react"])
+def test_each_call_resends_the_whole_prompt_and_the_definitions(style):
+    plan = plan_run(TOOLS, style, calls=3, malformed=1)
+    question = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
+    first = render(Request(question, TOOLS, style))
+    assert plan.calls[0].input_tokens == first.count
+    for call in plan.calls:
+        assert call.tools_tokens + call.template_tokens + call.conversation_tokens == call.input_tokens
+        assert call.tools_tokens == plan.calls[0].tools_tokens  # the same definitions every time
+    assert [c.kind for c in plan.calls] == ["malformed call", "tool call", "tool call", "tool call", "final answer"]
+    assert all(b.input_tokens > a.input_tokens for a, b in zip(plan.calls, plan.calls[1:], strict=False))
+
+
+def test_template_and_tool_spans_add_up_to_the_tools_cost():
+    plan = plan_run(TOOLS, "native", calls=0)
+    question = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
+    call = plan.calls[0]
+    assert call.tools_tokens + call.template_tokens == count_tools_tokens(Request(question, TOOLS)) == 241
+
+
+@pytest.mark.parametrize("style", ["native", "react"])
+def test_a_malformed_call_gets_the_parsers_own_error_and_costs_more_early(style):
+    clean = plan_run(TOOLS, style, calls=3)
+    early = plan_run(TOOLS, style, calls=3, malformed=1, place="start")
+    late = plan_run(TOOLS, style, calls=3, malformed=1, place="end")
+    bad = early.calls[0]
+    assert bad.error == parse_turn(bad.text, TOOLS, style).errors[0].error
+    assert early.input_tokens > late.input_tokens > clean.input_tokens
+    assert late.calls[2].kind == "malformed call"
+
+
+def test_example_arguments_fit_the_schema():
+    args = example_arguments(TOOLS[0])
+    assert set(args) == {"word", "letter"}
+    assert parse_turn(call_text("count_letter", args, "native"), TOOLS).calls
+    assert parse_turn(malformed_text(call_text("count_letter", args, "native")), TOOLS).errors
+
+
+@pytest.mark.parametrize(("calls", "malformed", "tools", "place"), [(-1, 0, TOOLS, "start"), (1, 0, [], "start"), (1, 1, TOOLS, "middle")])
+def test_bad_plans_say_what_to_fix(calls, malformed, tools, place):
+    with pytest.raises(BadInput):
+        plan_run(tools, "native", calls=calls, malformed=malformed, place=place)
