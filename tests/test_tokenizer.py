@@ -1,0 +1,88 @@
+"""The vendored tokenizer against transformers' own AutoTokenizer over the same files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from engine.tokenizer import IM_END, TOOL_CALL, load_tokenizer
+
+CORPUS = [
+    "How many times does the letter r appear in strawberry?",
+    " strawberry",
+    "strawberry",
+    'def add(a, b):\n    """Return the sum."""\n    return a + b\n',
+    '{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}',
+    "<tool_call>\n{\"name\": \"x\"}\n</tool_call><|im_end|>",
+    "Ünïcödé — naïve café, 東京, Ελληνικά, русский, العربية",
+    "emoji 🍓🍓 👩‍👩‍👧 ✨",
+    "spaces   and\ttabs\n\n\n  trailing   ",
+    "",
+    "e\u0301 combining marks a\u0308\u0301",
+]
+
+
+@pytest.fixture(scope="module")
+def hf():
+    from engine.tokenizer import load_hf_tokenizer
+
+    return load_hf_tokenizer()
+
+
+def test_vocabulary_size_and_special_ids():
+    tok = load_tokenizer()
+    assert tok.vocab_size == 151669
+    assert tok.token_id("<tool_call>") == TOOL_CALL == 151657
+    assert tok.token_id("<|im_end|>") == IM_END == 151645
+    assert tok.encode("<tool_call>") == [151657]
+
+
+def test_strawberry_with_its_space_is_one_token():
+    tok = load_tokenizer()
+    assert tok.encode(" strawberry") == [72600]
+    assert tok.token_text(72600) == " strawberry"
+    assert len(tok.encode("strawberry")) == 3
+
+
+@pytest.mark.parametrize("text", CORPUS)
+def test_ids_equal_transformers(hf, text):
+    assert load_tokenizer().encode(text) == hf.encode(text, add_special_tokens=False)
+
+
+def test_pieces_rebuild_the_text_bytes():
+    import unicodedata
+
+    tok = load_tokenizer()
+    for text in CORPUS:
+        pieces = tok.encode_and_show_work(text)
+        # Qwen3 normalizes to NFC before splitting, so combining marks come back composed
+        assert b"".join(tok.token_bytes(p.id) for p in pieces) == unicodedata.normalize("NFC", text).encode("utf-8")
+
+
+def test_split_character_is_shown_as_bytes():
+    tok = load_tokenizer()
+    ids = tok.encode("𓀀")  # an Egyptian hieroglyph: no token holds all four of its bytes
+    assert len(ids) > 1
+    assert all(tok.token_text(i).startswith("<0x") for i in ids)
+
+
+def test_counting_tokens_does_not_import_torch():
+    code = (
+        "import sys\n"
+        "from engine.prompt import Request, render\n"
+        "from engine.tools import load_tool_set\n"
+        "render(Request([{'role': 'user', 'content': 'hi'}], load_tool_set('strawberry')))\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_missing_folder_explains_itself(tmp_path):
+    from engine.errors import TokenizerUnavailable
+    from engine.tokenizer import QwenTokenizer
+
+    with pytest.raises(TokenizerUnavailable, match="tokenizer.json"):
+        QwenTokenizer(tmp_path, "empty")
