@@ -307,3 +307,18 @@ def test_sampling_draws_each_token_as_often_as_its_probability():
     counts = torch.bincount(torch.tensor([pick_token(probs, settings, generator) for _ in range(20000)]), minlength=4)
     assert counts[3] == 0
     assert torch.allclose(counts[:3] / 20000, probs[:3], atol=0.015)
+
+
+def test_live_model_runs_a_harness_episode(tiny_engine):
+    import json
+
+    from engine.harness import run_episode
+    from engine.settings import LESSONS
+
+    tools = json.loads((LESSONS / "tools" / "strawberry.json").read_text(encoding="utf-8"))
+    live = LiveModel(tiny_engine, GenerationSettings(max_new_tokens=3), tool_choice="required")
+    run = run_episode(live, MESSAGES, tools)
+    calls = run.ledger.as_json()["calls"]
+    assert len(calls) == len(live.generations) >= 1
+    assert [c["output_tokens"] for c in calls] == [g.output_tokens for g in live.generations]
+    assert all(g.text.startswith("<tool_call>") for g in live.generations)
