@@ -1,0 +1,119 @@
+"""Lesson 1: the model sees token ids, not letters; counting is a job for a tool."""
+
+import streamlit as st
+
+from engine.harness import load_scenario, run_scenario
+from engine.prompt import Request
+from engine.tools import run_tool
+from pages.common import (
+    draw_tokens,
+    from_url,
+    lesson,
+    model_label,
+    model_source,
+    no_model_box,
+    notice,
+    style,
+    to_url,
+    tokenizer,
+)
+
+text = lesson("why-call-a-tool")
+tok = tokenizer()
+st.title(text["title"])
+st.markdown(text["intro"])
+
+# -- a word becomes tokens ---------------------------------------------------------------------
+st.header("Type a word")
+st.markdown(text["try it"])
+from_url("why_word", "word", " strawberry")
+word = st.text_input("Word or text", key="why_word", max_chars=200)
+to_url(word=word)
+
+
+def letters_hidden(piece) -> str:
+    n = sum(ch.isalpha() for ch in piece.text)
+    return f"{n} letter{'s' if n != 1 else ''}"
+
+
+pieces = tok.encode_and_show_work(word)
+st.metric("Tokens", len(pieces))
+if pieces:
+    draw_tokens([(p.id, p.text) for p in pieces], extra=[letters_hidden(p) for p in pieces], special=[p.special for p in pieces])
+
+bare = word.strip()
+if bare and " " not in bare:
+    st.subheader("With and without the leading space")
+    st.markdown(text["leading space"])
+    left, right = st.columns(2)
+    for column, variant in ((left, bare), (right, " " + bare)):
+        shown = tok.encode_and_show_work(variant)
+        column.markdown(f'`"{variant}"`: **{len(shown)} token{"s" if len(shown) != 1 else ""}**')
+        with column:
+            draw_tokens([(p.id, p.text) for p in shown], extra=[letters_hidden(p) for p in shown])
+
+# -- count with the tool -------------------------------------------------------------------------
+st.header("Count with code")
+st.markdown(text["count with code"])
+from_url("why_letter", "letter", "r")
+letter = st.text_input("Letter to count", key="why_letter", max_chars=1)
+to_url(letter=letter)
+outcome = run_tool("count_letter", {"word": word.strip(), "letter": letter})
+if outcome.error:
+    st.warning(outcome.error)
+else:
+    st.metric(f'count_letter(word="{word.strip()}", letter="{letter}")', outcome.result)
+
+# -- the live panel ----------------------------------------------------------------------------------
+st.header("Ask the model")
+st.markdown(text["live panel"])
+scenario = load_scenario("strawberry")
+question = scenario.messages[0]["content"]
+st.markdown(f"> {question}")
+kind, source = model_source("strawberry-no-tools")
+model_label(kind, source)
+if kind in ("live", "tiny"):
+    if st.button("Ask without tools, then with tools", key="why_ask", type="primary"):
+        from engine.decode import GenerationSettings
+        from engine.harness import iterate_episode
+        from engine.model import LiveModel, generate_turn
+
+        left, right = st.columns(2)
+        with left:
+            st.subheader("Without tools")
+            box = st.empty()
+            shown = []
+            settings = GenerationSettings(max_new_tokens=160, top_k=0)
+
+            def show(step):
+                shown.append(step.text)
+                box.markdown("".join(shown))
+
+            generation = generate_turn(source, Request(scenario.messages, [], "native"), settings, on_step=show)
+            st.caption(f"{generation.output_tokens} tokens, finish: {generation.finish}")
+        with right:
+            st.subheader("With tools")
+            live = LiveModel(source, GenerationSettings(max_new_tokens=80, top_k=0))
+            for step in iterate_episode(live, scenario.messages, scenario.tools, style(), max_turns=3):
+                st.code(step.turn.text or "(empty)", language=None, wrap_lines=True)
+                for result in step.results:
+                    st.markdown(f"Tool result: `{result.text}`")
+elif kind == "trace":
+    st.code(source.text, language=None, wrap_lines=True)
+    st.caption(f"{len(source.steps)} tokens, finish: {source.finish}")
+else:
+    no_model_box()
+st.markdown(text["seed measurement"])
+
+st.subheader("With tools: the scripted run")
+st.markdown(text["with tools, scripted"])
+run = run_scenario(scenario, style())
+for number, step in enumerate(run.steps, start=1):
+    with st.chat_message("assistant"):
+        st.code(step.turn.text, language=None, wrap_lines=True)
+        st.caption(f"model call {number}: {step.cost.input_tokens} tokens in, {step.cost.output_tokens} out")
+    for result in step.results:
+        with st.chat_message("user", avatar=":material/build:"):
+            st.markdown(f"`{result.name}` ran in the harness and returned **{result.text}**")
+
+notice(text["what to notice"])

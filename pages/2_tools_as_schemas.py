@@ -1,0 +1,85 @@
+"""Lesson 2: tools are JSON schemas pasted into the prompt, paid for in tokens on every call."""
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine.harness import load_scenario
+from engine.prompt import Request, count_tools_tokens, render
+from pages.common import KIND_NAMES, from_url, legend_html, lesson, notice, prompt_html, style, to_url, tool_editor
+
+text = lesson("tools-as-schemas")
+st.title(text["title"])
+st.markdown(text["intro"])
+messages = load_scenario("strawberry").messages
+
+# -- edit the tools, with the costs beside them ------------------------------------------------------
+st.header("Edit the tools")
+st.markdown(text["edit the tools"])
+left, right = st.columns([3, 2], gap="large")
+with left:
+    tools, problems = tool_editor("schemas")
+if tools is None:
+    tools = st.session_state.get("schemas_last_good", [])
+else:
+    st.session_state["schemas_last_good"] = tools
+with right:
+    for problem in problems:
+        st.error(problem)
+    if problems:
+        st.caption("The counts below are for the last tools that had no problems.")
+    st.subheader("Costs")
+    st.markdown(text["costs"])
+    costs = {}
+    for name in ("native", "react"):
+        request = Request(messages, tools, name)
+        costs[name] = (render(request).count, count_tools_tokens(request))
+    native_col, react_col = st.columns(2)
+    for column, name, label in ((native_col, "native", "Native"), (react_col, "react", "ReAct")):
+        prompt_tokens, tools_tokens = costs[name]
+        marker = " (shown below)" if name == style() else ""
+        column.metric(f"{label}: prompt tokens{marker}", prompt_tokens)
+        column.metric(f"{label}: tools cost", tools_tokens)
+    st.markdown(text["tools cost figure"].format(count=len(tools), tokens=costs[style()][1]))
+
+    def switch_style():
+        st.session_state["style"] = "react" if style() == "native" else "native"
+
+    other = "ReAct" if style() == "native" else "native"
+    st.button(f"Switch to the {other} prompt", key="schemas_switch", on_click=switch_style, type="primary")
+
+# -- the prompt as the model sees it --------------------------------------------------------------------
+st.header("The prompt")
+st.markdown(text["the prompt"])
+prompt = render(Request(messages, tools, style()))
+st.markdown(legend_html(), unsafe_allow_html=True)
+from_url("schemas_tokens", "tokens", False, lambda v: v == "1")
+by_token = st.toggle("Show every token (ids and boundaries)", key="schemas_tokens")
+to_url(tokens="1" if by_token else None)
+view, table = st.columns([3, 1], gap="medium")
+view.markdown(prompt_html(prompt, by_token), unsafe_allow_html=True)
+table.metric("Tokens in this prompt", prompt.count)
+table.dataframe(
+    [{"part": s.label, "kind": KIND_NAMES[s.kind], "tokens": s.tokens} for s in prompt.spans],
+    hide_index=True, width="stretch",
+)
+
+# -- over a run -----------------------------------------------------------------------------------------
+st.header("Over a run")
+st.markdown(text["over a run"])
+from_url("schemas_calls", "calls", 5, int, range(1, 21))
+calls = st.slider("Number of calls in the run", 1, 20, key="schemas_calls")
+to_url(calls=calls)
+figure = go.Figure()
+for name, label, colour in (("native", "Native", "#1f77b4"), ("react", "ReAct", "#ff7f0e")):
+    per_call = costs[name][1]
+    figure.add_bar(x=list(range(1, calls + 1)), y=[per_call * k for k in range(1, calls + 1)], name=label, marker_color=colour)
+figure.update_layout(
+    barmode="group", height=360, margin={"l": 10, "r": 10, "t": 30, "b": 10}, font={"size": 16},
+    xaxis_title="after this many calls", yaxis_title="tokens spent on tool definitions", legend={"orientation": "h"},
+)
+st.plotly_chart(figure, width="stretch")
+a, b = st.columns(2)
+a.metric(f"Native: definitions over {calls} calls", costs["native"][1] * calls)
+b.metric(f"ReAct: definitions over {calls} calls", costs["react"][1] * calls)
+
+notice(text["what to notice"])

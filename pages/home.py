@@ -1,0 +1,31 @@
+"""Home: what the site teaches, the lesson list, model status, the shared settings."""
+
+from pathlib import Path
+
+import streamlit as st
+
+from pages.common import ROOT, lesson, lesson_index, live_model_name, no_model_box, weights_on_disk
+
+text = lesson("home")
+st.title(text["title"])
+st.markdown(text["intro"])
+
+st.header("The lessons")
+st.markdown(text["the lessons"])
+for section in ("Lessons", "Tools"):
+    for entry in lesson_index():
+        if entry["section"] == section and Path(ROOT / entry["page"]).exists():
+            st.page_link(entry["page"], label=entry["title"])
+
+st.header("Model and settings")
+st.markdown(text["settings"])
+name = live_model_name()
+choice = st.session_state.get("model", "live")
+if choice == "tiny":
+    st.warning("The tiny model is selected: random weights, its words and probabilities mean nothing, only the mechanics are real.")
+elif st.session_state.get("model_loaded") == name and choice == "live":
+    st.success(f"{name} is loaded.")
+elif choice == "live" and weights_on_disk(name):
+    st.info(f"{name} is on this machine, not loaded yet: press **Load the model** in the sidebar.")
+else:
+    no_model_box()
