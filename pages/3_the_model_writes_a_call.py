@@ -1,0 +1,136 @@
+"""Lesson 3: a call is tokens the model chose one at a time, each with a probability."""
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine.harness import load_scenario
+from engine.prompt import Request
+from engine.tokenizer import IM_END
+from pages.common import (
+    TINY_LABEL,
+    draw_tokens,
+    from_url,
+    lesson,
+    model_label,
+    model_source,
+    no_model_box,
+    notice,
+    style,
+    to_url,
+    tokenizer,
+)
+
+text = lesson("the-model-writes-a-call")
+tok = tokenizer()
+st.title(text["title"])
+st.markdown(text["intro"])
+scenario = load_scenario("strawberry")
+st.markdown(f"> {scenario.messages[0]['content']}")
+
+# -- where the tokens come from: a model, a recorded run, or the scripted call's tokens -------------------
+kind, source = model_source(f"the-model-writes-a-call-{style()}")
+model_label(kind, source)
+steps = None  # rows of (id, token, p, top) when a model or a recording made them
+if kind in ("live", "tiny"):
+    made = st.session_state.get("call_generation")
+    wanted = (source.info.label(), style())
+    if st.button("Generate the call", key="call_generate", type="primary"):
+        from engine.decode import GenerationSettings
+        from engine.model import generate_turn
+
+        live = st.empty()
+        shown = []
+
+        def show(step):
+            shown.append((step.id, step.token))
+            with live.container():
+                draw_tokens(shown)
+
+        settings = GenerationSettings(max_new_tokens=40 if kind == "tiny" else 80, top_k=8)
+        generation = generate_turn(source, Request(scenario.messages, scenario.tools, style()), settings, on_step=show)
+        live.empty()
+        made = {"key": wanted, "steps": generation.steps}
+        st.session_state["call_generation"] = made
+        st.session_state["call_step"] = 0
+    if made and made["key"] == wanted:
+        steps = [(s.id, s.token, s.p, s.top) for s in made["steps"]]
+elif kind == "trace":
+    steps = [(s.id, s.token, s.p, s.top) for s in source.steps]
+
+if steps is None:
+    st.header("The call")
+    st.markdown(text["the call"])
+    call = scenario.turns[style()][0].text
+    st.code(call, language=None, wrap_lines=True)
+    pieces = tok.encode_and_show_work(call)
+    rows = [(p.id, p.text, None, None) for p in pieces] + [(IM_END, tok.token_text(IM_END), None, None)]
+    if kind == "none":
+        no_model_box()
+    st.markdown(text["no probabilities"])
+else:
+    rows = steps
+
+# -- step through it ------------------------------------------------------------------------------------------
+st.header("Step through")
+st.markdown(text["step through"])
+last = len(rows) - 1
+from_url("call_step", "step", 0, int, range(0, last + 1))
+st.session_state["call_step"] = min(st.session_state["call_step"], last)
+
+
+def move(delta: int) -> None:
+    st.session_state["call_step"] = max(0, min(last, st.session_state["call_step"] + delta))
+
+
+def jump(where: int) -> None:
+    st.session_state["call_step"] = where
+
+
+# the name's first token: the token holding the first character after '"name": "' (native) or 'Action: ' (ReAct)
+written = "".join(r[1] for r in rows)
+marker = '"name": "' if style() == "native" else "Action: "
+name_at, cursor = None, 0
+if marker in written:
+    target = written.index(marker) + len(marker)
+    for n, row in enumerate(rows):
+        if cursor <= target < cursor + len(row[1]):
+            name_at = n
+            break
+        cursor += len(row[1])
+
+controls = st.columns([1, 1, 2, 2, 2])
+controls[0].button("◀ Previous", key="call_prev", on_click=move, args=(-1,), width="stretch")
+controls[1].button("Next ▶", key="call_next", on_click=move, args=(1,), width="stretch")
+controls[2].number_input("Token number (from 0)", 0, last, key="call_step")
+controls[3].button("First token", key="call_first", on_click=jump, args=(0,), width="stretch")
+if name_at is not None:
+    controls[4].button("First token of the name", key="call_name", on_click=jump, args=(name_at,), width="stretch")
+step = st.session_state["call_step"]
+to_url(step=step)
+
+token_id, token, p, top = rows[step]
+draw_tokens([(r[0], r[1]) for r in rows], current=step, special=[tok.is_special(r[0]) for r in rows])
+facts, chart = st.columns([1, 2], gap="large")
+facts.metric(f"Token {step} of {last}", repr(token)[1:-1] or "(empty)", help=f"id {token_id}")
+facts.caption(f"id {token_id}")
+if p is not None:
+    facts.metric("Its probability", f"{p:.1%}" if p >= 0.001 else f"{p:.2e}")
+    if kind == "tiny":
+        facts.caption(TINY_LABEL)
+    labels = [repr(a.token)[1:-1] or "(empty)" for a in reversed(top)]
+    figure = go.Figure(
+        go.Bar(
+            x=[a.p for a in reversed(top)], y=labels, orientation="h",
+            marker_color=["#d62728" if a.id == token_id else "#9ecae1" for a in reversed(top)],
+            text=[f"{a.p:.1%}" if a.p >= 0.001 else f"{a.p:.1e}" for a in reversed(top)], textposition="auto",
+        )
+    )
+    figure.update_layout(
+        title=f"Top {len(top)} candidates at token {step} (red: the one chosen)", height=80 + 42 * len(top),
+        margin={"l": 10, "r": 10, "t": 50, "b": 10}, font={"size": 16}, xaxis_title="probability",
+    )
+    chart.plotly_chart(figure, width="stretch")
+else:
+    chart.markdown(text["decisive moments"])
+
+notice(text["what to notice"])

@@ -1,0 +1,79 @@
+"""The token-cost calculator: exact token counts per call and for a whole run, for any tool definitions."""
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine.calculator import plan_run
+from pages.common import from_url, lesson, notice, style, to_url, tool_editor
+
+text = lesson("calculator")
+st.title(text["title"])
+st.markdown(text["intro"])
+
+left, right = st.columns([3, 2], gap="large")
+with left:
+    tools, problems = tool_editor("calc", height=360)
+with right:
+    for problem in problems:
+        st.error(problem)
+    from_url("calc_calls", "calls", 3, int, range(0, 31))
+    from_url("calc_bad", "bad", 1, int, range(0, 11))
+    from_url("calc_place", "place", "start", str, ("start", "end"))
+    calls = st.slider("Tool calls that succeed", 0, 30, key="calc_calls")
+    bad = st.slider("Malformed calls", 0, 10, key="calc_bad")
+    place = st.radio(
+        "Where the malformed calls happen", ("start", "end"), key="calc_place", horizontal=True,
+        format_func=lambda p: {"start": "early in the run", "end": "late in the run"}[p],
+    )
+    to_url(calls=calls, bad=bad, place=place)
+    st.caption(f"Style: {'Native' if style() == 'native' else 'ReAct'} (switch it in the sidebar)")
+    with st.expander("How the run is built"):
+        st.markdown(text["how the run is built"])
+
+if tools is None:
+    st.info("Fix the tool definitions to see the costs; your text is kept as it is.")
+    st.stop()
+if not tools and (calls or bad):
+    st.info("Add at least one tool to make calls.")
+    st.stop()
+
+run = plan_run(tools, style(), calls=calls, malformed=bad, place=place)
+other = plan_run(tools, "react" if style() == "native" else "native", calls=calls, malformed=bad, place=place)
+clean = plan_run(tools, style(), calls=calls, malformed=0)
+totals = run.totals()
+
+st.header("The run")
+cols = st.columns(4)
+cols[0].metric("Model calls", totals["calls"])
+cols[1].metric("Input tokens, whole run", f"{totals['input_tokens']:,}")
+cols[2].metric("of which tool definitions", f"{totals['tools_tokens']:,}")
+cols[3].metric("Output tokens", f"{totals['output_tokens']:,}")
+cols = st.columns(4)
+cols[0].metric(f"Same run in {'ReAct' if style() == 'native' else 'native'} style", f"{other.input_tokens:,}", help="input tokens")
+cols[1].metric("Extra input from the malformed calls", f"{run.input_tokens - clean.input_tokens:,}")
+
+figure = go.Figure()
+x = [f"{c.number}. {c.kind}" for c in run.calls]
+for field, label, colour in (
+    ("tools_tokens", "tool definitions", "#ff9f40"),
+    ("template_tokens", "template instructions", "#a0a0a0"),
+    ("conversation_tokens", "conversation so far", "#4c9be8"),
+):
+    figure.add_bar(x=x, y=[getattr(c, field) for c in run.calls], name=label, marker_color=colour)
+figure.update_layout(
+    barmode="stack", height=420, margin={"l": 10, "r": 10, "t": 40, "b": 10}, font={"size": 16},
+    title="Input tokens of each call (the whole prompt, re-sent)", yaxis_title="tokens", legend={"orientation": "h"},
+)
+st.plotly_chart(figure, width="stretch")
+
+st.dataframe(
+    [
+        {
+            "call": c.number, "what the model writes": c.kind, "input tokens": c.input_tokens, "tool definitions": c.tools_tokens,
+            "output tokens": c.output_tokens, "error sent back": c.error or "",
+        }
+        for c in run.calls
+    ],
+    hide_index=True, width="stretch",
+)
+notice(text["what to notice"])
