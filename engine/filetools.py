@@ -55,7 +55,10 @@ def list_files(ws: Workspace, dir: str = ".") -> str:
 def write_file(ws: Workspace, path: str, content: str) -> str:
     if not isinstance(content, str):
         raise ToolRefusal("error: content must be a string")
-    data = content.encode("utf-8")
+    try:
+        data = content.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolRefusal("error: content is not valid text (it holds a lone surrogate)") from None
     if len(data) > ws.limits.write_bytes:
         raise ToolRefusal(f"error: content is {len(data)} bytes; write_file accepts up to {ws.limits.write_bytes}")
     target = ws.resolve(path, must_exist=False)
@@ -76,12 +79,19 @@ def write_file(ws: Workspace, path: str, content: str) -> str:
 
 def grep(ws: Workspace, pattern: str, path: str = ".") -> str:
     limits = ws.limits
+    if isinstance(pattern, str) and len(pattern) > limits.grep_pattern_chars:
+        raise ToolRefusal(f"error: the pattern is longer than {limits.grep_pattern_chars} characters")
+    options = re2.Options()
+    options.log_errors = False
     try:
-        regex = re2.compile(pattern)
+        regex = re2.compile(pattern, options)
     except re2.error:
         raise ToolRefusal(f"error: {pattern!r} is not a valid regular expression (RE2 syntax)") from None
     except Exception:
         raise ToolRefusal("error: the pattern could not be compiled") from None
+    # RE2 is linear in the text, but each byte costs up to the program's size: bound both
+    if regex.programsize > limits.grep_program_size:
+        raise ToolRefusal(f"error: the pattern is too complex for grep (its RE2 program has {regex.programsize} steps; the limit is {limits.grep_program_size})")
     start = ws.resolve(path)
     files = [start] if start.is_file() else sorted(_walk_files(start))
     lines: list[str] = []
@@ -98,7 +108,10 @@ def grep(ws: Workspace, pattern: str, path: str = ".") -> str:
         except (OSError, UnicodeDecodeError):
             continue
         for number, line in enumerate(text.splitlines(), start=1):
-            if regex.search(line):
+            if time.monotonic() > deadline:
+                lines.append(f"... stopped after {limits.grep_seconds:g} s")
+                return "\n".join(lines)
+            if regex.search(line[: limits.grep_line_chars]):
                 entry = f"{ws.relative(file)}:{number}: {line[:300]}"
                 size += len(entry) + 1
                 if len(lines) >= limits.grep_lines or size > limits.grep_bytes:

@@ -31,6 +31,9 @@ class Limits:
     grep_bytes: int = 16 * 1024  # most bytes of grep output
     grep_file_bytes: int = 1024 * 1024  # larger files are skipped by grep
     grep_seconds: float = 2.0  # time budget of one grep
+    grep_pattern_chars: int = 1000  # longest pattern grep accepts
+    grep_program_size: int = 2000  # largest compiled RE2 program (each byte searched costs up to this)
+    grep_line_chars: int = 4096  # grep searches this much of each line
     test_seconds: float = 20.0  # time budget of one run_tests
     test_output_bytes: int = 8 * 1024  # most bytes of run_tests output returned
 
@@ -62,16 +65,26 @@ class Workspace:
             raise ToolRefusal("error: paths are relative to the workspace; '~' is not allowed")
         if os.path.isabs(relative):
             raise ToolRefusal("error: paths are relative to the workspace; absolute paths are not allowed")
-        # resolve symlinks and '..' first, then check the result is still inside the root
-        candidate = (self.root / (relative or ".")).resolve()
-        if candidate != self.root and self.root not in candidate.parents:
-            raise ToolRefusal(f"error: the path {relative!r} leaves the workspace")
-        if must_exist and not candidate.exists():
-            raise ToolRefusal(f"error: no such file or directory: {relative}")
-        if candidate.exists():
-            mode = candidate.stat().st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                raise ToolRefusal(f"error: {relative} is not a regular file or folder")
+        try:
+            relative.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ToolRefusal("error: the path is not valid text (it holds a lone surrogate)") from None
+        try:
+            # resolve symlinks and '..' first, then check the result is still inside the root
+            candidate = (self.root / (relative or ".")).resolve()
+            if candidate != self.root and self.root not in candidate.parents:
+                raise ToolRefusal(f"error: the path {relative!r} leaves the workspace")
+            exists = candidate.exists()
+            if must_exist and not exists:
+                raise ToolRefusal(f"error: no such file or directory: {relative}")
+            if exists:
+                mode = candidate.stat().st_mode
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                    raise ToolRefusal(f"error: {relative} is not a regular file or folder")
+        except RuntimeError:  # pathlib's "Symlink loop"
+            raise ToolRefusal(f"error: the path {relative!r} goes round a loop of symlinks") from None
+        except OSError as error:  # a name too long for the file system, a loop the kernel found
+            raise ToolRefusal(f"error: the path cannot be used: {error.strerror or type(error).__name__}") from None
         return candidate
 
     def relative(self, path: Path) -> str:
