@@ -1,0 +1,277 @@
+"""Lesson 4: check it, run it, return it: the block the parser found, each check, the tool run, the result going back."""
+
+import html
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine.cost import measure_malformed_cost
+from engine.harness import list_scenarios, load_scenario, run_scenario
+from engine.parse import CHECK_TITLES, POLICIES, parse_turn
+from engine.prompt import Request, render
+from pages.common import from_url, lesson, notice, style, to_url, words
+
+ID = "check-run-return"
+CSS = """
+<style>
+.turn-view {font-family:ui-monospace,Menlo,Consolas,monospace; font-size:1.05em; white-space:pre-wrap;
+  word-break:break-word; line-height:1.55; border:1px solid #ccc; border-radius:8px; padding:0.8rem 1rem; color:#111;
+  background:#fafafa}
+.turn-view mark.ok {background:#c8efc8; color:#111} .turn-view mark.bad {background:#ffc9c9; color:#111}
+table.checks {border-collapse:collapse; width:100%; font-size:1.05em; margin:0.3rem 0 1rem 0}
+table.checks td {border-bottom:1px solid #e3e3e3; padding:0.35rem 0.6rem; vertical-align:top; color:inherit}
+table.checks td.v {white-space:nowrap; font-weight:600}
+table.checks tr.pass td.v {color:#1b7f1b} table.checks tr.fail td.v {color:#c62828} table.checks tr.skip td {color:#888}
+table.checks code {white-space:pre-wrap; font-size:0.95em}
+.equal {font-size:2.4em; font-weight:700; color:#1b7f1b; text-align:center; line-height:1.1; padding-top:0.6rem}
+</style>
+"""
+VERDICTS = {True: ("pass", "✅ pass"), False: ("fail", "❌ fail"), None: ("skip", "· not reached")}
+
+text = lesson(ID)
+st.title(text["title"])
+st.markdown(text["intro"])
+st.markdown(CSS, unsafe_allow_html=True)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def scripted_run(name: str, chosen_style: str, policy: str):
+    return run_scenario(load_scenario(name), chosen_style, policy)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def malformed_cost(name: str, chosen_style: str):
+    return measure_malformed_cost(load_scenario(name), chosen_style)
+
+
+def first_step(name: str) -> int:
+    """Open a scenario at the call that goes wrong (1-based), or at the first call."""
+    bad = load_scenario(name).malformed_turn
+    return 1 if bad is None else bad + 1
+
+
+def reset_step() -> None:
+    st.session_state["crr_step"] = first_step(st.session_state["crr_scenario"])
+
+
+def move(by: int, last: int) -> None:
+    st.session_state["crr_step"] = min(max(st.session_state["crr_step"] + by, 1), last)
+
+
+def switch_style(to: str) -> None:
+    st.session_state["style"] = to
+
+
+def turn_html(turn_text: str, blocks) -> str:
+    """The reply with each block the parser found highlighted, green if it passed, red if not."""
+    parts, cursor = [], 0
+    for block in sorted(blocks, key=lambda b: b.start):
+        parts.append(html.escape(turn_text[cursor : block.start]))
+        kind = "ok" if block.call is not None else "bad"
+        parts.append(f'<mark class="{kind}">{html.escape(turn_text[block.start : block.end])}</mark>')
+        cursor = block.end
+    parts.append(html.escape(turn_text[cursor:]))
+    return f'<div class="turn-view">{"".join(parts)}</div>'
+
+
+def checks_html(block) -> str:
+    rows = []
+    for check in block.checks:
+        kind, verdict = VERDICTS[check.passed]
+        error = f"<code>{html.escape(check.error)}</code>" if check.error else ""
+        rows.append(f'<tr class="{kind}"><td class="v">{verdict}</td><td>{html.escape(CHECK_TITLES[check.name])}</td><td>{error}</td></tr>')
+    return f'<table class="checks">{"".join(rows)}</table>'
+
+
+def returned_text(run, number: int) -> tuple[str, int]:
+    """The exact text the results of call `number` add to the next prompt, and its token count."""
+    step = run.steps[number - 1]
+    if number < len(run.steps):
+        prompt = run.steps[number].prompt
+    else:
+        last = max(step.result_indices)
+        prompt = render(Request(run.messages[: last + 1], load_scenario(scenario_name).tools, run.style))
+    wanted = set(step.result_indices)
+    spans = [s for s in prompt.spans if s.kind == "message" and s.message_index in wanted]
+    return "".join(prompt.span_text(s) for s in spans), sum(s.tokens for s in spans)
+
+
+def call_words(name: str, arguments: dict) -> str:
+    shown = ", ".join(f"{k}={v!r}" if len(repr(v)) < 60 else f"{k}=…({len(str(v))} characters)" for k, v in arguments.items())
+    return f"{name}({shown})"
+
+
+# -- the scenario, the style, the policy --------------------------------------------------------
+names = list_scenarios()
+scenario_name = from_url("crr_scenario", "scenario", "missing-brace", str, names)
+scenario = load_scenario(scenario_name)
+policy = from_url("crr_policy", "policy", "per-block", str, POLICIES)
+chosen_style = style()
+
+st.header("Pick a scenario")
+st.markdown(text["scenario"])
+left, right = st.columns([3, 2])
+with left:
+    st.selectbox(
+        "Scenario", names, key="crr_scenario", on_change=reset_step,
+        format_func=lambda n: load_scenario(n).title,
+    )
+with right:
+    st.segmented_control(
+        "Harness policy", POLICIES, key="crr_policy", required=True,
+        help="per-block runs the good calls of a reply; vllm drops them all when one block is not valid JSON.",
+    )
+st.markdown(f"**{scenario.summary}** {scenario.lesson}")
+
+if chosen_style not in scenario.styles:
+    other = scenario.styles[0]
+    st.warning(words(ID, "only one style", scenario=scenario.title, have="ReAct" if other == "react" else "native",
+                     why=text["why react only" if other == "react" else "why native only"]))
+    st.button(f"Show it in the {'ReAct' if other == 'react' else 'native'} style", key="crr_switch_style",
+              on_click=switch_style, args=(other,), type="primary")
+    to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=None)
+    notice(text["what to notice"])
+    st.stop()
+
+run = scripted_run(scenario_name, chosen_style, policy)
+total = len(run.steps)
+number = from_url("crr_step", "step", first_step(scenario_name), int)
+if not 1 <= number <= total:
+    # a link or a policy switch can point past the end of this run
+    st.session_state["crr_step"] = number = min(max(number, 1), total)
+to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=number)
+
+# -- stepping through the run -------------------------------------------------------------------
+st.header("Step through the run")
+back, slider, forward = st.columns([1, 6, 1], vertical_alignment="bottom")
+with back:
+    st.button("◀ Back", key="crr_prev", on_click=move, args=(-1, total), disabled=number <= 1,
+              shortcut="Left", width="stretch")
+with forward:
+    st.button("Next ▶", key="crr_next", on_click=move, args=(1, total), disabled=number >= total,
+              shortcut="Right", width="stretch", type="primary")
+with slider:
+    if total > 1:
+        st.slider("Call", 1, total, key="crr_step", format="call %d")
+    else:
+        st.markdown("**Call 1** (this run has one call)")
+
+step = run.steps[number - 1]
+parsed = step.parse
+st.subheader(f"Call {number} of {total}: the model wrote")
+st.markdown(text["the turn"])
+turn_text = run.messages[step.message_index]["content"]
+st.markdown(turn_html(turn_text, parsed.blocks), unsafe_allow_html=True)
+if step.turn.finish == "length":
+    st.warning(text["cut off"])
+
+if parsed.returned_as_text:
+    st.error(text["returned as text"])
+elif parsed.final:
+    st.success(text["final turn"])
+
+if parsed.blocks:
+    st.subheader("The checks")
+    st.markdown(text["the checks"])
+    for block in parsed.blocks:
+        if len(parsed.blocks) > 1:
+            st.markdown(f"**Block {block.index + 1}**")
+        st.markdown(checks_html(block), unsafe_allow_html=True)
+
+if step.results:
+    st.subheader("The tool runs")
+    st.markdown(text["the tool runs"])
+    for result in step.results:
+        if result.ok:
+            st.markdown(f"Block {result.block + 1}: ran `{call_words(result.name, result.arguments)}`")
+        else:
+            st.markdown(f"Block {result.block + 1}: not run; its error goes back instead")
+    st.subheader("What goes back to the model")
+    st.markdown(text[f"what goes back ({chosen_style})"])
+    back_text, back_tokens = returned_text(run, number)
+    st.code(back_text, language=None, wrap_lines=True)
+    st.caption(f"{back_tokens} tokens, read again by every later call of this run")
+
+# -- the ledger ----------------------------------------------------------------------------------
+st.header("The token ledger")
+st.markdown(text["the token ledger"])
+calls = run.ledger.calls
+rows = [
+    {
+        "call": n,
+        "input": c.input_tokens,
+        "output": c.output_tokens,
+        "tools run": ", ".join(t["name"] for t in c.tool_calls) or "—",
+        "errors": len(c.errors),
+    }
+    for n, c in enumerate(calls[:number], start=1)
+]
+chart, table = st.columns([1, 1])
+with table:
+    st.dataframe(rows, hide_index=True, width="stretch")
+    so_far = sum(c.input_tokens for c in calls[:number])
+    st.metric("Input tokens so far", f"{so_far:,}", help="the sum of every prompt sent up to this call")
+with chart:
+    figure = go.Figure()
+    xs = list(range(1, number + 1))
+    figure.add_bar(x=xs, y=[c.input_tokens for c in calls[:number]], name="input", marker_color="#4a90d9")
+    figure.add_bar(x=xs, y=[c.output_tokens for c in calls[:number]], name="output", marker_color="#f5a623")
+    figure.update_layout(
+        barmode="group", height=340, margin={"l": 10, "r": 10, "t": 30, "b": 10}, font={"size": 16},
+        xaxis={"title": "call", "range": [0.5, total + 0.5], "dtick": 1},
+        yaxis={"title": "tokens", "range": [0, max(c.input_tokens for c in calls) * 1.1]},
+        legend={"orientation": "h", "y": 1.12},
+    )
+    st.plotly_chart(figure, key="crr_ledger_chart")
+
+# -- the two policies side by side ------------------------------------------------------------------
+st.header("Forgiving or all-or-nothing")
+if chosen_style == "react":
+    st.markdown(text["policies in react"])
+else:
+    st.markdown(text["forgiving or all-or-nothing"])
+    bad_index = scenario.malformed_turn if scenario.malformed_turn is not None else number - 1
+    bad_text = scenario.script(chosen_style)[bad_index].text
+    columns = st.columns(2)
+    for column, name in zip(columns, POLICIES, strict=True):
+        with column:
+            st.subheader(name)
+            verdict = parse_turn(bad_text, scenario.tools, chosen_style, name)
+            whole = scripted_run(scenario_name, chosen_style, name)
+            if verdict.returned_as_text:
+                st.error("every call dropped; the reply comes back as text")
+            for call in verdict.calls:
+                st.success(f"runs `{call_words(call.name, call.arguments)}`")
+            if not verdict.returned_as_text:
+                for error in verdict.errors:
+                    st.error(f"block {error.block + 1} answered with `{error.error}`")
+            st.markdown(f"Reply {bad_index + 1} of the script. The whole run: **{len(whole.steps)} calls**, "
+                        f"{whole.ledger.input_tokens:,} input tokens; it ended with *{whole.stop_reason}*.")
+
+# -- what the broken call costs -------------------------------------------------------------------
+st.header("What a broken call costs")
+if scenario.malformed_turn is None:
+    st.markdown(text["no broken call"])
+else:
+    st.markdown(text["what a broken call costs"])
+    cost = malformed_cost(scenario_name, chosen_style)
+    st.latex(r"\Delta_{\text{in}} = C_{\text{bad}} + (a_{\text{bad}} + e)\times n_{\text{later}}")
+    measured, equal, formula = st.columns([5, 2, 5])
+    with measured:
+        st.metric(
+            "Measured: input with it − input without it",
+            f"{cost.measured_in:,}",
+            help=None,
+        )
+        st.markdown(f"{cost.with_bad['input_tokens']:,} − {cost.without_bad['input_tokens']:,} = **{cost.measured_in:,}** tokens")
+    with equal:
+        mark = "= ✓" if cost.agrees else "≠"
+        st.markdown(f'<div class="equal">{mark}</div>', unsafe_allow_html=True)
+        st.caption("equal" if cost.agrees else "not equal")
+    with formula:
+        st.metric("Formula: C_bad + (a_bad + e) × n_later", f"{cost.formula_in:,}")
+        st.markdown(f"{cost.formula_text} tokens")
+    st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
+    st.caption(text["seed 001"])
+
+notice(text["what to notice"])

@@ -1,0 +1,150 @@
+"""Lesson 5: the answer grounded in the result, and the first token that decides whether to call at all."""
+
+import json
+from types import SimpleNamespace
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine.harness import ScriptedModel, Turn, load_scenario, run_episode, run_scenario
+from engine.prompt import Request, render
+from engine.tokenizer import TOOL_CALL
+from pages.common import (
+    LESSONS,
+    current_engine,
+    find_trace,
+    legend_html,
+    lesson,
+    model_label,
+    notice,
+    prompt_html,
+    style,
+)
+
+ID = "when-not-to-call"
+DATA = json.loads((LESSONS / f"{ID}.json").read_text(encoding="utf-8"))
+
+text = lesson(ID)
+st.title(text["title"])
+st.markdown(text["intro"])
+chosen_style = style()
+strawberry = load_scenario("strawberry")
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def scripted(chosen: str, guess: bool):
+    if not guess:
+        return run_scenario(strawberry, chosen)
+    model = ScriptedModel([Turn(DATA["guess"][chosen])])
+    return run_episode(model, strawberry.messages, strawberry.tools, style=chosen)
+
+
+def percent(p: float) -> str:
+    """A probability for people: 99.7%, 0.042%, 0.0000031%."""
+    return f"{p * 100:.3g}%" if p >= 1e-9 else f"{p * 100:.1e}%"
+
+
+def conversation_html(prompt) -> str:
+    """The prompt from the first message on (the tool definitions before it are in the expander)."""
+    first = next(i for i, s in enumerate(prompt.spans) if s.kind == "message" and s.label != "system message 0")
+    return prompt_html(SimpleNamespace(spans=prompt.spans[first:], span_text=prompt.span_text))
+
+
+# -- the answer, read off the result ---------------------------------------------------------------
+st.header("With the result in context")
+run = scripted(chosen_style, False)
+last = run.steps[-1]
+st.markdown(text["the answer (react)" if chosen_style == "react" else "the answer"])
+st.markdown(legend_html(), unsafe_allow_html=True)
+st.markdown(conversation_html(last.prompt), unsafe_allow_html=True)
+with st.expander(f"The whole prompt of that call ({last.prompt.count:,} tokens, tool definitions included)"):
+    st.markdown(prompt_html(last.prompt), unsafe_allow_html=True)
+st.markdown(text["its answer"])
+st.success(run.answer)
+
+# -- the first token: call or answer -----------------------------------------------------------------
+st.header("When not to call")
+st.markdown(text["when not to call"])
+if chosen_style == "react":
+    st.caption(text["native only"])
+
+
+@st.cache_data(show_spinner="Asking the model for its first token…", max_entries=16)
+def first_token_figures(model_key: str, question: str) -> dict:
+    from engine.peek import first_token
+
+    engine = current_engine()
+    prompt = render(Request([{"role": "user", "content": question}], strawberry.tools, "native"), engine.tokenizer)
+    first = first_token(engine, prompt.ids, top_k=8)
+    return {"p": first.p[TOOL_CALL], "exact": True, "top": [(a.token, a.p) for a in first.top], "tokens": first.prompt_tokens}
+
+
+def trace_figures(question_id: str) -> tuple[dict, str] | None:
+    from engine.peek import p_in_trace_step
+
+    trace = find_trace(f"first-token-{question_id}")
+    if trace is None or not trace.steps:
+        return None
+    p, exact = p_in_trace_step(trace.steps[0], TOOL_CALL)
+    top = [(a.token, a.p) for a in trace.steps[0].top]
+    return {"p": p, "exact": exact, "top": top, "tokens": trace.prompt_tokens}, trace.source
+
+
+def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> None:
+    if all(t != "<tool_call>" for t, _ in top):
+        # <tool_call> always gets its bar, in red, however far down it ranks
+        top = [*top, ("<tool_call>", p_call)]
+    labels = [t.replace("\n", "↵").replace(" ", "␣") or "∅" for t, _ in top]
+    colours = ["#d62728" if t == "<tool_call>" else "#4a90d9" for t, _ in top]
+    figure = go.Figure(go.Bar(x=[p for _, p in top], y=labels, orientation="h", marker_color=colours,
+                              text=[percent(p) for _, p in top], textposition="auto"))
+    figure.update_layout(height=330, margin={"l": 10, "r": 10, "t": 10, "b": 10}, font={"size": 16},
+                         yaxis={"autorange": "reversed", "type": "category"}, xaxis={"title": "probability of the first token", "showticklabels": False})
+    st.plotly_chart(figure, key=key)
+
+
+engine = current_engine()
+if engine is not None:
+    model_label("tiny" if engine.info.random_weights else "live", engine)
+columns = st.columns(2)
+shown_any = False
+for column, question in zip(columns, DATA["questions"], strict=True):
+    with column:
+        st.subheader(question["label"])
+        st.markdown(f"> {question['content']}")
+        if engine is not None:
+            figures = first_token_figures(engine.info.label(), question["content"])
+            source = None
+        else:
+            found = trace_figures(question["id"])
+            if found is None:
+                continue
+            figures, source = found
+        shown_any = True
+        if source:
+            st.caption(f"Recorded run: {source}.")
+        bound = "" if figures["exact"] else "under "
+        st.metric("P(<tool_call>) as the first token", bound + percent(figures["p"]))
+        first_token_chart(figures["top"], figures["p"], f"wnc_first_{question['id']}")
+if engine is None and not shown_any:
+    st.info(text["needs the model"])
+st.caption(text["seed 002"])
+
+# -- the twin misconception ------------------------------------------------------------------------
+st.header("Grounded, or a guess?")
+st.markdown(text["the twin misconception"])
+grounded, guess = st.columns(2)
+for column, is_guess in ((grounded, False), (guess, True)):
+    with column:
+        episode = scripted(chosen_style, is_guess)
+        st.subheader("A guess" if is_guess else "Grounded")
+        st.markdown(text["guess" if is_guess else "grounded"])
+        for message in episode.messages:
+            role = {"tool": "tool result"}.get(message["role"], message["role"])
+            st.markdown(f"**{role}:**")
+            st.code(message["content"], language=None, wrap_lines=True)
+        results = sum(len(s.results) for s in episode.steps)
+        st.markdown(f"Tool results in the conversation: **{results}**")
+        st.info(f"The harness: *{episode.stop_reason}*. The answer: {episode.answer}")
+
+notice(text["what to notice"])
