@@ -225,6 +225,7 @@ def _install_guard(root):
     sys.addaudithook(guard)
 
 ROOT = os.path.realpath(os.getcwd())
+sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE; leave no __pycache__ behind
 LAYERS = sys.argv[2].split(",")
 if "landlock" in LAYERS:
     try:
