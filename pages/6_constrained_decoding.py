@@ -1,0 +1,216 @@
+"""Lesson 6: constrained decoding: the grammar's mask at each step of a call, by tool_choice mode."""
+
+import json
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine.constrain import REAL_VOCAB, inspect_mask, walk
+from engine.harness import load_scenario
+from engine.parse import parse_turn
+from engine.prompt import Request, render
+from engine.tools import load_tool_set
+from pages.common import (
+    LESSONS,
+    current_engine,
+    draw_tokens,
+    from_url,
+    lesson,
+    model_label,
+    notice,
+    to_url,
+    tokenizer,
+    words,
+)
+
+ID = "constrained-decoding"
+DATA = json.loads((LESSONS / f"{ID}.json").read_text(encoding="utf-8"))
+TOOLS = load_tool_set("strawberry")
+MODES = ["auto", "required", "count_letter", "tokenize", "none"]
+TURNS = {t["id"]: t for t in DATA["turns"]}
+QUESTION = load_scenario("strawberry").messages
+
+text = lesson(ID)
+st.title(text["title"])
+st.markdown(text["intro"])
+
+
+@st.cache_data(show_spinner="Building the grammar…", max_entries=64)
+def walked(turn_id: str, mode: str) -> list:
+    return walk(TOOLS, TURNS[turn_id]["text"], mode)
+
+
+@st.cache_data(show_spinner="Building the grammar…", max_entries=2)
+def walked_cut(cut_text: str) -> list:
+    return walk(load_scenario("cut-off").tools, cut_text, "auto")
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def mask_at(prefix: str, mode: str) -> dict:
+    view = inspect_mask(TOOLS, prefix, mode, sample_size=60)
+    return {"allowed": view.allowed, "sample": view.sample, "reason": view.reason, "state": view.state}
+
+
+def allowed_words(n: int | None) -> str:
+    return "all" if n is None or n == REAL_VOCAB else f"{n:,}"
+
+
+def move(by: int, last: int) -> None:
+    st.session_state["cd_step"] = min(max(st.session_state["cd_step"] + by, 1), last)
+
+
+def reset_step() -> None:
+    st.session_state["cd_step"] = 1
+
+
+def bars(rows, title: str, key: str) -> None:
+    labels = [r.token.replace("\n", "↵").replace(" ", "␣") or "∅" for r in rows]
+    figure = go.Figure(go.Bar(x=[r.p for r in rows], y=labels, orientation="h", marker_color="#4a90d9",
+                              text=[f"{r.p * 100:.3g}%" for r in rows], textposition="auto"))
+    figure.update_layout(title=title, height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10}, font={"size": 15},
+                         yaxis={"autorange": "reversed", "type": "category"}, xaxis={"showticklabels": False})
+    st.plotly_chart(figure, key=key)
+
+
+# -- the headline figure, computed now ----------------------------------------------------------
+at_name = mask_at(DATA["name_prefix"], "auto")
+st.metric("Tokens allowed at the tool's name", f"{at_name['allowed']} of {REAL_VOCAB:,}")
+st.markdown(words(ID, "at the name", allowed=at_name["allowed"], vocab=REAL_VOCAB))
+
+# -- the mask, step by step -----------------------------------------------------------------------
+st.header("The mask, step by step")
+st.markdown(words(ID, "the mask, step by step", vocab=REAL_VOCAB))
+with st.expander("The four tool_choice modes", expanded=False):
+    st.markdown(text["tool choice"])
+mode = from_url("cd_tool_choice", "tool_choice", "auto", str, MODES)
+turn_id = from_url("cd_turn", "turn", "call", str, list(TURNS))
+left, right = st.columns([3, 2])
+with left:
+    st.segmented_control("tool_choice", MODES, key="cd_tool_choice", required=True, on_change=reset_step)
+with right:
+    st.selectbox("The reply", list(TURNS), key="cd_turn", format_func=lambda t: TURNS[t]["label"], on_change=reset_step)
+
+steps = walked(turn_id, mode)
+total = len(steps)
+number = from_url("cd_step", "step", 1, int)
+if not 1 <= number <= total:
+    st.session_state["cd_step"] = number = min(max(number, 1), total)
+to_url(tool_choice=None if mode == "auto" else mode, turn=None if turn_id == "call" else turn_id, step=number)
+
+back, slider, forward = st.columns([1, 6, 1], vertical_alignment="bottom")
+with back:
+    st.button("◀ Back", key="cd_prev", on_click=move, args=(-1, total), disabled=number <= 1, shortcut="Left", width="stretch")
+with forward:
+    st.button("Next ▶", key="cd_next", on_click=move, args=(1, total), disabled=number >= total, shortcut="Right",
+              width="stretch", type="primary")
+with slider:
+    st.slider("Token", 1, max(total, 2), key="cd_step", format="token %d", disabled=total < 2)
+
+tok = tokenizer()
+draw_tokens(
+    [(s.id, s.token) for s in steps], show_ids=False, current=number - 1,
+    extra=[("✗" if not s.ok else allowed_words(s.allowed)) for s in steps],
+    special=[tok.is_special(s.id) for s in steps],
+)
+if total < len(tok.encode(TURNS[turn_id]["text"])):
+    st.caption(f"The reply stops after token {total}: the grammar forbids what came next.")
+
+step = steps[number - 1]
+ids = tok.encode(TURNS[turn_id]["text"])
+prefix = tok.decode(ids[: number - 1])
+view = mask_at(prefix, mode)
+count, sample = st.columns([1, 2])
+with count:
+    st.metric(f"Allowed before token {number}", f"{allowed_words(step.allowed)} of {REAL_VOCAB:,}")
+    st.caption(view["reason"])
+with sample:
+    if step.allowed is None:
+        st.markdown("Nothing is restricted at this step: every token may come next.")
+    else:
+        shown = view["sample"]
+        more = f" (the first {len(shown)} of {step.allowed:,})" if step.allowed > len(shown) else ""
+        st.markdown(f"**The allowed tokens{more}:**")
+        draw_tokens([(0, t) for t in shown], show_ids=False)
+if not step.ok:
+    st.error(text["forbidden here"])
+
+figure = go.Figure(go.Bar(
+    x=list(range(1, total + 1)), y=[REAL_VOCAB if s.allowed is None else s.allowed for s in steps],
+    marker_color=["#d62728" if n == number else ("#bbbbbb" if s.allowed is None else "#4a90d9") for n, s in enumerate(steps, 1)],
+    hovertext=[s.token for s in steps],
+))
+figure.update_layout(height=280, margin={"l": 10, "r": 10, "t": 10, "b": 10}, font={"size": 15},
+                     yaxis={"type": "log", "title": "tokens allowed"}, xaxis={"title": "token of the reply", "dtick": 1})
+st.plotly_chart(figure, key="cd_allowed_chart")
+
+# -- probabilities before and after the mask -----------------------------------------------------
+st.subheader("Before and after the mask")
+engine = current_engine()
+if engine is None:
+    st.info(text["needs the model"])
+elif mode == "none" or step.allowed is None:
+    model_label("tiny" if engine.info.random_weights else "live", engine)
+    st.markdown("Nothing is masked at this step, so the probabilities are the model's own.")
+else:
+    from engine.peek import next_logits
+
+    model_label("tiny" if engine.info.random_weights else "live", engine)
+    st.markdown(text["before and after"])
+    prompt = render(Request(QUESTION, TOOLS, "native"), engine.tokenizer)
+    masked = inspect_mask(TOOLS, prefix, mode, logits=next_logits(engine, prompt.ids + ids[: number - 1]), top_k=8)
+    st.metric("Probability the model put on forbidden tokens", f"{masked.forbidden_mass:.2%}")
+    before, after = st.columns(2)
+    with before:
+        bars(masked.top_before, "before: the model's own top 8", "cd_before")
+    with after:
+        bars(masked.top_after, "after: renormalised over the allowed", "cd_after")
+
+# -- constrained vs unconstrained on the same prompt and seed --------------------------------------
+st.header("Free and constrained, side by side")
+st.markdown(text["side by side"])
+if engine is None:
+    st.info(text["side by side needs the model"])
+else:
+    from engine.model import GenerationSettings, build_constraint, generate_turn
+
+    model_label("tiny" if engine.info.random_weights else "live", engine)
+    settings = GenerationSettings(max_new_tokens=48, temperature=0.7, seed=0, top_k=0)
+    st.caption(f"Sampled at temperature {settings.temperature}, seed {settings.seed}, up to {settings.max_new_tokens} tokens.")
+    if st.button("Decode both", key="cd_generate", type="primary"):
+        request = Request(QUESTION, TOOLS, "native")
+        pair = {}
+        for label, choice in (("free", None), ("constrained", None if mode == "none" else mode)):
+            with st.spinner(f"Decoding the {label} reply…"):
+                constraint = build_constraint(engine, TOOLS, choice)
+                pair[label] = generate_turn(engine, request, settings, constraint)
+        st.session_state["cd_pair"] = (engine.info.label(), mode, pair)
+    stored = st.session_state.get("cd_pair")
+    if stored and stored[0] == engine.info.label() and stored[1] == mode:
+        columns = st.columns(2)
+        for column, (label, generation) in zip(columns, stored[2].items(), strict=True):
+            with column:
+                st.markdown(f"**{label}** ({'no grammar' if label == 'free' or mode == 'none' else 'tool_choice ' + mode})")
+                st.code(generation.text or "(empty)", language=None, wrap_lines=True)
+                verdict = parse_turn(generation.text, TOOLS, "native")
+                ended = "hit the token limit" if generation.finish == "length" else "stopped by itself"
+                if verdict.final:
+                    st.markdown(f"No call: a prose reply. It {ended}.")
+                else:
+                    runs = len(verdict.calls)
+                    errors = "; ".join(e.error for e in verdict.errors)
+                    st.markdown(f"Calls that pass every check: **{runs}**. It {ended}." + (f" Errors: `{errors}`" if errors else ""))
+
+# -- what the constraint does not do ---------------------------------------------------------------
+st.header("What the grammar does not do")
+st.markdown(text["what it does not do"])
+other = walked("other-tool", "auto")
+st.markdown(words(ID, "wrong tool", allowed=sum(s.ok for s in other), total=len(other)))
+cut = load_scenario("cut-off")
+cut_text = cut.turns["native"][cut.malformed_turn].text
+cut_steps = walked_cut(cut_text)
+st.markdown(words(ID, "cut off", allowed=sum(s.ok for s in cut_steps), total=len(cut_steps)))
+cut_verdict = parse_turn(cut_text, cut.tools, "native")
+st.code(cut_verdict.errors[0].error if cut_verdict.errors else "(no error)", language=None)
+st.caption(text["seed 003"])
+
+notice(words(ID, "what to notice", allowed=at_name["allowed"], vocab=REAL_VOCAB))
