@@ -4,9 +4,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import lesson_index, setup_defaults, sidebar
+from pages.common import PAGE_TITLE, lesson_index, setup_defaults, sidebar
 
-st.set_page_config(page_title="Tool calling, token by token", layout="wide")
+st.set_page_config(page_title=PAGE_TITLE, layout="wide")
 
 ROOT = Path(__file__).parent
 sections: dict[str, list] = {}
@@ -19,4 +19,5 @@ for entry in lesson_index():
 pg = st.navigation(sections)
 setup_defaults()
 sidebar()
+st.session_state["_routed"] = True  # this run has the sidebar; see pages.common.page_chrome
 pg.run()

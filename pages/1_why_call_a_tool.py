@@ -13,10 +13,13 @@ from pages.common import (
     model_source,
     no_model_box,
     notice,
+    page_chrome,
     style,
     to_url,
     tokenizer,
 )
+
+page_chrome()
 
 text = lesson("why-call-a-tool")
 tok = tokenizer()

@@ -5,7 +5,18 @@ import streamlit as st
 
 from engine.harness import load_scenario
 from engine.prompt import Request, count_tools_tokens, render
-from pages.common import KIND_NAMES, from_url, legend_html, lesson, notice, prompt_html, style, to_url, tool_editor
+from pages.common import (
+    KIND_NAMES,
+    from_url,
+    legend_html,
+    lesson,
+    notice,
+    page_chrome,
+    prompt_html,
+    style,
+    to_url,
+    tool_editor,
+)
 
 text = lesson("tools-as-schemas")
 st.title(text["title"])
@@ -77,6 +88,8 @@ figure.update_layout(
     barmode="group", height=360, margin={"l": 10, "r": 10, "t": 30, "b": 10}, font={"size": 16},
     xaxis_title="after this many calls", yaxis_title="tokens spent on tool definitions", legend={"orientation": "h"},
 )
+
+page_chrome()
 st.plotly_chart(figure, width="stretch")
 a, b = st.columns(2)
 a.metric(f"Native: definitions over {calls} calls", costs["native"][1] * calls)

@@ -15,10 +15,14 @@ from pages.common import (
     model_source,
     no_model_box,
     notice,
+    page_chrome,
+    show_token,
     style,
     to_url,
     tokenizer,
 )
+
+page_chrome()
 
 text = lesson("the-model-writes-a-call")
 tok = tokenizer()
@@ -111,13 +115,13 @@ to_url(step=step)
 token_id, token, p, top = rows[step]
 draw_tokens([(r[0], r[1]) for r in rows], current=step, special=[tok.is_special(r[0]) for r in rows])
 facts, chart = st.columns([1, 2], gap="large")
-facts.metric(f"Token {step} of {last}", repr(token)[1:-1] or "(empty)", help=f"id {token_id}")
+facts.metric(f"Token {step} of {last}", show_token(token) or "(empty)")
 facts.caption(f"id {token_id}")
 if p is not None:
     facts.metric("Its probability", f"{p:.1%}" if p >= 0.001 else f"{p:.2e}")
     if kind == "tiny":
         facts.caption(TINY_LABEL)
-    labels = [repr(a.token)[1:-1] or "(empty)" for a in reversed(top)]
+    labels = [show_token(a.token) or "(empty)" for a in reversed(top)]
     figure = go.Figure(
         go.Bar(
             x=[a.p for a in reversed(top)], y=labels, orientation="h",

@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.calculator import plan_run
-from pages.common import from_url, lesson, notice, style, to_url, tool_editor
+from pages.common import from_url, lesson, notice, page_chrome, style, to_url, tool_editor
 
 text = lesson("calculator")
 st.title(text["title"])
@@ -76,4 +76,6 @@ st.dataframe(
     ],
     hide_index=True, width="stretch",
 )
+
+page_chrome()
 notice(text["what to notice"])

@@ -317,6 +317,24 @@ def _inline_markdown(text: str) -> str:
 
 
 # -- the shared sidebar ------------------------------------------------------------------------
+PAGE_TITLE = "Tool calling, token by token"
+
+
+def page_chrome() -> None:
+    """Call first in every page: draws the shared sidebar when the page runs without app.py's router.
+
+    With a pages/ folder beside app.py, Streamlit runs a page file directly when its url_path
+    equals the file's name (home, calculator, playground) and st.navigation has not yet run
+    in the process: a cold server's first request, and every AppTest switch_page. app.py
+    marks each run it routes, so the sidebar is never drawn twice.
+    """
+    if st.session_state.pop("_routed", False):
+        return
+    st.set_page_config(page_title=PAGE_TITLE, layout="wide")
+    setup_defaults()
+    sidebar()
+
+
 def setup_defaults() -> None:
     """Global defaults, set once per session (the URL can set style, model and presenter mode)."""
     from_url("style", "style", "native", str, STYLES)

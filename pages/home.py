@@ -4,7 +4,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import ROOT, lesson, lesson_index, live_model_name, no_model_box, weights_on_disk
+from pages.common import ROOT, lesson, lesson_index, live_model_name, no_model_box, page_chrome, weights_on_disk
+
+page_chrome()
 
 text = lesson("home")
 st.title(text["title"])

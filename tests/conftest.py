@@ -18,3 +18,73 @@ def tiny_engine():
     from engine.model import TINY, load_engine
 
     return load_engine(TINY)
+
+
+# -- the site: AppTest helpers and a real server for the browser tests -------------------------------------
+def open_page(page: str | None = None, timeout: float = 60, **query):
+    """An AppTest of app.py, run once, then switched to `page` (a path such as "pages/home.py"); `query` seeds the URL."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    if page is not None:
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture
+def page_app():
+    """`open_page` as a fixture: page_app("pages/2_tools_as_schemas.py", style="react")."""
+    return open_page
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def streamlit_server():
+    """`streamlit run app.py` on a free local port, healthy before the tests start; its base URL. Stopped at the end."""
+    import os
+    import subprocess
+    import time
+    import urllib.request
+
+    port = _free_port()
+    log = open(ROOT / ".pytest_cache" / "streamlit-server.log", "w") if (ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL  # noqa: SIM115
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+         "--client.toolbarMode", "minimal"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+                if answer.read().strip() == b"ok":
+                    break
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            pytest.fail(f"streamlit did not start on port {port} (exit code {server.poll()})")
+        time.sleep(0.3)
+    try:
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        if log is not subprocess.DEVNULL:
+            log.close()
