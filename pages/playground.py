@@ -1,0 +1,170 @@
+"""Harness playground: a whole episode, scripted or live, on an editable sandboxed workspace."""
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine.errors import EngineError
+from engine.harness import Run, ScriptedModel, iterate_episode, list_scenarios, load_scenario
+from engine.playground import check_files, fresh_workspace, snapshot
+from pages.common import current_engine, from_url, lesson, model_label, notice, style, to_url
+
+ID = "playground"
+MAX_TURNS = 8
+
+text = lesson(ID)
+st.title(text["title"])
+st.markdown(text["intro"])
+chosen_style = style()
+
+
+def load_files(name: str) -> None:
+    """Put a scenario's files and question into the editors (a fresh start for that scenario)."""
+    scenario = load_scenario(name)
+    for key in [k for k in st.session_state if k.startswith(("pg_path_", "pg_text_"))]:
+        del st.session_state[key]
+    files = list(scenario.files.items())
+    st.session_state["pg_files"] = list(range(len(files)))
+    for n, (path, body) in enumerate(files):
+        st.session_state[f"pg_path_{n}"] = path
+        st.session_state[f"pg_text_{n}"] = body
+    st.session_state["pg_question"] = scenario.messages[-1]["content"]
+    st.session_state.pop("pg_result", None)
+
+
+def add_file() -> None:
+    slots = st.session_state["pg_files"]
+    new = max(slots, default=-1) + 1
+    st.session_state[f"pg_path_{new}"] = f"notes{new}.txt"
+    st.session_state[f"pg_text_{new}"] = ""
+    st.session_state["pg_files"] = [*slots, new]
+
+
+def remove_file(slot: int) -> None:
+    st.session_state["pg_files"] = [s for s in st.session_state["pg_files"] if s != slot]
+
+
+# -- scripted or live ---------------------------------------------------------------------------
+names = list_scenarios()
+scenario_name = from_url("pg_scenario", "scenario", "missing-brace", str, names)
+scenario = load_scenario(scenario_name)
+if "pg_files" not in st.session_state:
+    load_files(scenario_name)
+mode = from_url("pg_mode", "mode", "scripted", str, ["scripted", "live"])
+to_url(scenario=scenario_name, mode=None if mode == "scripted" else mode)
+
+st.markdown(text["model"])
+left, right = st.columns([2, 3])
+with left:
+    st.segmented_control("Who writes the turns", ["scripted", "live"], key="pg_mode", required=True)
+with right:
+    st.selectbox("Scenario (its files, question and tools)", names, key="pg_scenario",
+                 format_func=lambda n: load_scenario(n).title, on_change=lambda: load_files(st.session_state["pg_scenario"]))
+
+engine = current_engine() if mode == "live" else None
+if mode == "live":
+    if engine is None:
+        st.info(text["live needs the model"])
+    else:
+        model_label("tiny" if engine.info.random_weights else "live", engine)
+elif chosen_style not in scenario.styles:
+    st.warning(text["scenario only in other style"])
+
+# -- the workspace, editable ---------------------------------------------------------------------
+st.header("Workspace")
+st.markdown(text["workspace"])
+slots = st.session_state["pg_files"]
+entries = [(st.session_state.get(f"pg_path_{s}", ""), st.session_state.get(f"pg_text_{s}", "")) for s in slots]
+good, problems = check_files(entries)
+problem_at = {p.index: p.message for p in problems}
+for position, slot in enumerate(slots):
+    name_column, body_column = st.columns([2, 5])
+    with name_column:
+        st.text_input("File name", key=f"pg_path_{slot}")
+        if position in problem_at:
+            st.error(problem_at[position])
+        st.button("Remove", key=f"pg_remove_{slot}", on_click=remove_file, args=(slot,))
+    with body_column:
+        st.text_area("Contents", key=f"pg_text_{slot}", height=160)
+st.button("Add a file", key="pg_add", on_click=add_file)
+if not slots:
+    st.caption("(no files: the tools will see an empty folder)")
+
+# -- the question and the run ----------------------------------------------------------------------
+st.header("Question")
+if mode == "scripted":
+    st.caption(text["scripted question"])
+else:
+    st.markdown(text["question"])
+st.text_area("The user's message", key="pg_question", height=80, disabled=mode == "scripted")
+
+can_run = (mode == "scripted" and chosen_style in scenario.styles) or (mode == "live" and engine is not None)
+if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_run):
+    messages = [*scenario.messages[:-1], {"role": "user", "content": st.session_state["pg_question"]}]
+    if mode == "scripted":
+        model = ScriptedModel(scenario.script(chosen_style))
+        messages = scenario.messages
+    else:
+        from engine.model import GenerationSettings, LiveModel
+
+        model = LiveModel(engine, GenerationSettings(max_new_tokens=256))
+    run = Run(chosen_style, "per-block")
+    with st.status("Running the episode…", expanded=True) as status, fresh_workspace(good) as workspace:
+        try:
+            for step in iterate_episode(model, messages, scenario.tools, style=chosen_style, workspace=workspace,
+                                        max_turns=MAX_TURNS, run=run):
+                status.write(f"Call {len(run.steps)}: {step.cost.input_tokens:,} tokens in, {step.cost.output_tokens:,} out")
+        except EngineError as error:
+            run.stop_reason = f"the model failed: {error}"
+        files_after = snapshot(workspace)
+        status.update(label=f"Done: {len(run.steps)} calls", state="complete", expanded=False)
+    st.session_state["pg_result"] = {
+        "steps": run.steps, "files_before": dict(good), "files_after": files_after, "left_out": len(problems),
+        "style": chosen_style, "answer": run.answer, "stop": run.stop_reason,
+        "model": "scripted" if mode == "scripted" else engine.info.label(),
+    }
+
+# -- what the run did ------------------------------------------------------------------------------
+result = st.session_state.get("pg_result")
+if result:
+    st.header("The loop")
+    st.markdown(text["the loop"])
+    st.caption(f"Turns written by: {result['model']}; style {result['style']}"
+               + (f"; {result['left_out']} file(s) left out" if result["left_out"] else ""))
+    for number, step in enumerate(result["steps"], start=1):
+        with st.container(border=True):
+            st.markdown(f"**Call {number}** · {step.cost.input_tokens:,} tokens in · {step.cost.output_tokens:,} out"
+                        + (" · cut off at the token limit" if step.turn.finish == "length" else ""))
+            st.code(step.turn.text or "(empty)", language=None, wrap_lines=True)
+            if step.parse.final:
+                st.success("No call: the harness takes this as the final answer.")
+            for item in step.results:
+                if item.ok:
+                    st.markdown(f"✅ ran `{item.name}` → result:")
+                else:
+                    st.markdown(f"❌ block {item.block + 1} → error sent back:")
+                st.code(item.text[:2000] or "(empty)", language=None, wrap_lines=True)
+    steps = result["steps"]
+    st.subheader("The ledger")
+    total_in = sum(s.cost.input_tokens for s in steps)
+    total_out = sum(s.cost.output_tokens for s in steps)
+    a, b, c = st.columns(3)
+    a.metric("Calls", len(steps))
+    b.metric("Input tokens", f"{total_in:,}")
+    c.metric("Output tokens", f"{total_out:,}")
+    figure = go.Figure()
+    xs = list(range(1, len(steps) + 1))
+    figure.add_bar(x=xs, y=[s.cost.input_tokens for s in steps], name="input", marker_color="#4a90d9")
+    figure.add_bar(x=xs, y=[s.cost.output_tokens for s in steps], name="output", marker_color="#f5a623")
+    figure.update_layout(barmode="group", height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10}, font={"size": 15},
+                         xaxis={"title": "call", "dtick": 1}, yaxis={"title": "tokens"}, legend={"orientation": "h", "y": 1.15})
+    st.plotly_chart(figure, key="pg_ledger_chart")
+    st.info(f"The run stopped: {result['stop']}." + (f" The answer: {result['answer']}" if result["answer"] else ""))
+    st.subheader("After the run")
+    st.markdown(text["after the run"])
+    for path, body in result["files_after"].items():
+        before = result["files_before"].get(path)
+        tag = "new" if before is None else ("changed" if before != body else "unchanged")
+        with st.expander(f"{path} ({tag})", expanded=tag != "unchanged"):
+            st.code(body, language=None)
+
+notice(text["what to notice"])
