@@ -1,0 +1,406 @@
+"""Hostile tool calls: every one is refused with a short error, and nothing around the workspace changes.
+
+The arena is a folder holding the workspace (`ws/`) and a sibling `outside/` with a canary
+file. Each row of HOSTILE goes through `run_tool` (a few through `python -m engine tool`)
+and names the exact error, or a precise pattern of the result. After the table, both trees
+are hashed again and must be byte for byte what they were. The escapes that `run_tests`
+might try from inside a test file are then run once per sandbox layer on its own (the audit
+hook alone, Landlock alone, no network namespace), so that each layer is shown to hold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import select
+import socket
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from engine import filetools
+from engine.errors import BadInput
+from engine.tools import run_tool
+from engine.workspace import Limits, Workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+LIMITS = Limits()
+
+
+# -- the escapes a test file may try from inside run_tests ------------------------------------------
+# each is the body of one unittest method; OUT is the outside folder, PORT a loopback server's port
+ESCAPES = {
+    "t_overwrite.py": 'open(OUT + "/canary.txt", "w").write("gotcha")',
+    "t_create.py": 'open(OUT + "/new.txt", "x").write("gotcha")',
+    "t_dirfd.py": """
+        fd = os.open(OUT, os.O_RDONLY)
+        out = os.open("dirfd.txt", os.O_WRONLY | os.O_CREAT, dir_fd=fd)
+        os.write(out, b"gotcha")""",
+    "t_patch_guard.py": """
+        import __main__
+        __main__.inside = lambda path: True
+        __main__.ROOT = "/"
+        open(OUT + "/patched.txt", "w").write("gotcha")""",
+    "t_rename.py": 'os.rename("notes.txt", OUT + "/moved.txt")',
+    "t_copy.py": 'import shutil; shutil.copy(__file__, OUT + "/copied.py")',
+    "t_sqlite.py": 'import sqlite3; sqlite3.connect(OUT + "/db.sqlite").execute("create table t (x)")',
+    "t_symlink.py": """
+        os.symlink(OUT + "/canary.txt", "inner_link")
+        open("inner_link", "w").write("gotcha")""",
+    "t_hardlink.py": """
+        os.link(OUT + "/canary.txt", "inner_hardlink")
+        open("inner_hardlink", "w").write("gotcha")""",
+    "t_remove.py": 'os.remove(OUT + "/canary.txt")',
+    "t_mkdir.py": 'os.mkdir(OUT + "/newdir")',
+    "t_chmod.py": 'os.chmod(OUT + "/canary.txt", 0o777)',
+    "t_truncate.py": 'os.truncate(OUT + "/canary.txt", 0)',
+    "t_subprocess.py": 'import subprocess; subprocess.run(["/bin/sh", "-c", "echo gotcha > " + OUT + "/sh.txt"])',
+    "t_system.py": 'os.system("echo gotcha > " + OUT + "/system.txt")',
+    "t_posixsubprocess.py": """
+        import _posixsubprocess
+        r, w = os.pipe()
+        pid = _posixsubprocess.fork_exec(["/bin/sh", "-c", "echo gotcha > " + OUT + "/fork_exec.txt"], [b"/bin/sh"],
+            True, (), None, None, -1, -1, -1, -1, -1, -1, r, w, True, False, -1, None, None, None, -1, None, False)
+        os.waitpid(pid, 0)""",
+    "t_fork.py": """
+        pid = os.fork()
+        if pid == 0:
+            try:
+                open(OUT + "/forked.txt", "w").write("gotcha")
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)""",
+    "t_ctypes.py": 'import ctypes; ctypes.CDLL(None).system(("echo gotcha > " + OUT + "/ctypes.txt").encode())',
+    "t_network.py": 'import socket; socket.create_connection(("127.0.0.1", PORT), timeout=2).sendall(b"gotcha")',
+}
+# what the audit hook says (the default layers: the hook answers before the kernel is asked)
+HOOK_SAYS = {
+    "t_overwrite.py": "may not write outside the workspace",
+    "t_create.py": "may not write outside the workspace",
+    "t_dirfd.py": "may not open folders outside the workspace",
+    "t_patch_guard.py": "may not write outside the workspace",
+    "t_rename.py": "may not change files outside the workspace",
+    "t_copy.py": "may not change files outside the workspace",
+    "t_sqlite.py": "may not write outside the workspace",
+    "t_symlink.py": "may not change files outside the workspace",
+    "t_hardlink.py": "may not change files outside the workspace",
+    "t_remove.py": "may not change files outside the workspace",
+    "t_mkdir.py": "may not change files outside the workspace",
+    "t_chmod.py": "may not change files outside the workspace",
+    "t_truncate.py": "may not change files outside the workspace",
+    "t_subprocess.py": "may not start processes or load native code",
+    "t_system.py": "may not start processes or load native code",
+    "t_posixsubprocess.py": "may not start processes or load native code",
+    "t_fork.py": "may not start processes or load native code",
+    "t_ctypes.py": "may not start processes or load native code",
+    "t_network.py": "may not use the network",
+}
+assert set(HOOK_SAYS) == set(ESCAPES)
+
+
+def escape_source(body: str, out: Path, port: int) -> str:
+    return (
+        f"import os\nimport unittest\nOUT = {str(out)!r}\nPORT = {port}\n\n\n"
+        "class Escape(unittest.TestCase):\n    def test_escape(self):\n"
+        + textwrap.indent(textwrap.dedent(body).strip(), "        ") + "\n"
+    )
+
+
+# -- the arena --------------------------------------------------------------------------------------
+def tree_state(folder: Path) -> dict[str, tuple]:
+    """Every entry under `folder`: its kind and content hash, link target, or mode; symlinks not followed."""
+    state = {}
+    for here, dirs, files in os.walk(folder, followlinks=False):
+        for name in sorted(dirs + files):
+            path = Path(here) / name
+            info = os.lstat(path)
+            key = path.relative_to(folder).as_posix()
+            if stat.S_ISLNK(info.st_mode):
+                state[key] = ("link", os.readlink(path))
+            elif stat.S_ISREG(info.st_mode):
+                state[key] = ("file", info.st_mode, hashlib.sha256(path.read_bytes()).hexdigest())
+            else:
+                state[key] = ("other", info.st_mode)
+    return state
+
+
+class Arena:
+    def __init__(self, base: Path, port: int):
+        self.base, self.port = base, port
+        self.ws_dir, self.out = base / "ws", base / "outside"
+        ws, out = self.ws_dir, self.out
+        out.mkdir()
+        (out / "canary.txt").write_text("the canary\n")
+        (out / "secret").mkdir()
+        (out / "secret" / "key.txt").write_text("do not read\n")
+        ws.mkdir()
+        (ws / "notes.txt").write_text("hello\n")
+        (ws / "src").mkdir()
+        (ws / "src" / "a.py").write_text("x = 1\ny = 2\n")
+        (ws / "big.txt").write_text("b" * (LIMITS.read_bytes + 1))
+        # a thousand matching lines, for grep's output caps
+        (ws / "many.txt").write_text("match me\n" * 1000)
+        # a file that keeps a slow pattern busy well past grep's time budget
+        (ws / "slow").mkdir()
+        (ws / "slow" / "aaa.txt").write_text(("a" * 1000 + "\n") * 1000)
+        os.mkfifo(ws / "fifo")
+        os.symlink("../outside/canary.txt", ws / "link_file")
+        os.symlink("../outside", ws / "link_dir")
+        os.symlink("chain2", ws / "chain1")
+        os.symlink("chain3", ws / "chain2")
+        os.symlink("../outside/canary.txt", ws / "chain3")
+        os.symlink("/dev/null", ws / "devnull")
+        os.symlink("/etc/passwd", ws / "passwd")
+        os.symlink("loop2", ws / "loop1")
+        os.symlink("loop1", ws / "loop2")
+        os.symlink("../outside/not-there-yet.txt", ws / "dangling")
+        (ws / "sub").mkdir()
+        os.symlink("../../outside", ws / "sub" / "out")
+        (ws / "tests").mkdir()
+        for name, body in ESCAPES.items():
+            (ws / name).write_text(escape_source(body, out, port))
+        (ws / "t_loop.py").write_text(escape_source("while True:\n    pass", out, port))
+        (ws / "t_flood.py").write_text(escape_source('import sys\nwhile True:\n    sys.stdout.write("x" * 65536)', out, port))
+        (ws / "t_memory.py").write_text(escape_source('blob = bytearray(4 << 30)', out, port))
+        (ws / "a_file_not_a_folder.txt").write_text("x")
+        self.before = self.state()
+
+    def workspace(self, **limits) -> Workspace:
+        return Workspace(self.ws_dir, replace(LIMITS, **limits) if limits else LIMITS)
+
+    def state(self) -> dict:
+        return {"ws": tree_state(self.ws_dir), "outside": tree_state(self.out)}
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A loopback TCP server no test file may reach; it only counts connections, never answers."""
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.setblocking(False)
+    yield srv
+    srv.close()
+
+
+def connections_waiting(srv: socket.socket) -> int:
+    count = 0
+    while select.select([srv], [], [], 0)[0]:
+        conn, _ = srv.accept()
+        conn.close()
+        count += 1
+    return count
+
+
+@pytest.fixture(scope="module")
+def arena(tmp_path_factory, server):
+    return Arena(tmp_path_factory.mktemp("arena"), server.getsockname()[1])
+
+
+# -- the table --------------------------------------------------------------------------------------
+def leaves(path: str) -> str:
+    return f"error: the path {path!r} leaves the workspace"
+
+
+ABSOLUTE = "error: paths are relative to the workspace; absolute paths are not allowed"
+TILDE = "error: paths are relative to the workspace; '~' is not allowed"
+NUL = "error: the path contains a NUL byte"
+TOO_LONG = f"error: the path is longer than {LIMITS.path_chars} characters"
+ran = re.compile  # a pattern the whole text must match (re.fullmatch, DOTALL)
+
+# (id, tool, arguments, limits overrides, expected text: exact string or ran(pattern), seconds allowed)
+HOSTILE = [
+    # climbing out with '..'
+    ("dotdot-read", "read_file", {"path": "../outside/canary.txt"}, {}, leaves("../outside/canary.txt")),
+    ("dotdot-deep", "read_file", {"path": "src/../../outside/canary.txt"}, {}, leaves("src/../../outside/canary.txt")),
+    ("dotdot-list", "list_files", {"dir": ".."}, {}, leaves("..")),
+    ("dotdot-grep", "grep", {"pattern": "canary", "path": "../outside"}, {}, leaves("../outside")),
+    ("dotdot-write", "write_file", {"path": "../outside/new.txt", "content": "x"}, {}, leaves("../outside/new.txt")),
+    ("dotdot-new-folders", "write_file", {"path": "new/a/../../../outside/x.txt", "content": "x"}, {}, leaves("new/a/../../../outside/x.txt")),
+    # absolute paths, '~', NUL, length, type
+    ("absolute", "read_file", {"path": "/etc/passwd"}, {}, ABSOLUTE),
+    ("absolute-double-slash", "read_file", {"path": "//etc/passwd"}, {}, ABSOLUTE),
+    ("absolute-list", "list_files", {"dir": "/"}, {}, ABSOLUTE),
+    ("absolute-write", "write_file", {"path": "/tmp/x.txt", "content": "x"}, {}, ABSOLUTE),
+    ("tilde", "read_file", {"path": "~/.bashrc"}, {}, TILDE),
+    ("tilde-user", "write_file", {"path": "~root/x", "content": "x"}, {}, TILDE),
+    ("nul", "read_file", {"path": "notes.txt\0../../etc/passwd"}, {}, NUL),
+    ("nul-write", "write_file", {"path": "a\0b", "content": "x"}, {}, NUL),
+    ("very-long-path", "read_file", {"path": "a/" * 300}, {}, TOO_LONG),
+    ("name-too-long", "write_file", {"path": "n" * 300, "content": "x"}, {}, "error: the path cannot be used: File name too long"),
+    ("path-not-a-string", "read_file", {"path": ["notes.txt"]}, {}, "error: a path must be a string"),
+    ("lone-surrogate", "read_file", {"path": "\ud800.txt"}, {}, "error: the path is not valid text (it holds a lone surrogate)"),
+    ("unknown-argument", "read_file", {"path": "notes.txt", "mode": "w"}, {}, "error: wrong arguments for read_file"),
+    # symlinks pointing out
+    ("symlink-file", "read_file", {"path": "link_file"}, {}, leaves("link_file")),
+    ("symlink-dir", "read_file", {"path": "link_dir/canary.txt"}, {}, leaves("link_dir/canary.txt")),
+    ("symlink-dir-secret", "list_files", {"dir": "link_dir/secret"}, {}, leaves("link_dir/secret")),
+    ("symlink-chain", "read_file", {"path": "chain1"}, {}, leaves("chain1")),
+    ("symlink-to-etc", "read_file", {"path": "passwd"}, {}, leaves("passwd")),
+    ("symlink-loop", "read_file", {"path": "loop1"}, {}, "error: the path 'loop1' goes round a loop of symlinks"),
+    ("write-through-symlink", "write_file", {"path": "link_file", "content": "x"}, {}, leaves("link_file")),
+    ("write-through-chain", "write_file", {"path": "chain1", "content": "x"}, {}, leaves("chain1")),
+    ("write-into-symlinked-dir", "write_file", {"path": "link_dir/new.txt", "content": "x"}, {}, leaves("link_dir/new.txt")),
+    ("write-symlink-in-subfolder", "write_file", {"path": "sub/out/deeper/new.txt", "content": "x"}, {}, leaves("sub/out/deeper/new.txt")),
+    ("write-dangling-symlink", "write_file", {"path": "dangling", "content": "x"}, {}, leaves("dangling")),
+    ("grep-through-symlinked-dir", "grep", {"pattern": ".", "path": "link_dir"}, {}, leaves("link_dir")),
+    # device files
+    ("dev-null-via-symlink", "read_file", {"path": "devnull"}, {}, leaves("devnull")),
+    ("write-dev-null-via-symlink", "write_file", {"path": "devnull", "content": "x"}, {}, leaves("devnull")),
+    ("fifo-read", "read_file", {"path": "fifo"}, {}, "error: fifo is not a regular file or folder"),
+    ("fifo-write", "write_file", {"path": "fifo", "content": "x"}, {}, "error: fifo is not a regular file or folder"),
+    ("fifo-grep", "grep", {"pattern": "x", "path": "fifo"}, {}, "error: fifo is not a regular file or folder"),
+    # sizes
+    ("oversized-read", "read_file", {"path": "big.txt"}, {},
+     f"error: big.txt is {LIMITS.read_bytes + 1} bytes; read_file returns files up to {LIMITS.read_bytes} bytes"),
+    ("oversized-write", "write_file", {"path": "huge.txt", "content": "x" * (LIMITS.write_bytes + 1)}, {},
+     f"error: content is {LIMITS.write_bytes + 1} bytes; write_file accepts up to {LIMITS.write_bytes}"),
+    ("workspace-size-cap", "write_file", {"path": "fill.txt", "content": "x" * 60_000}, {"workspace_bytes": 100_000},
+     "error: the workspace would grow past 100000 bytes"),
+    ("content-not-text", "write_file", {"path": "s.txt", "content": "\udcff"}, {}, "error: content is not valid text (it holds a lone surrogate)"),
+    ("write-over-folder", "write_file", {"path": "src", "content": "x"}, {}, "error: src is a folder"),
+    # grep: patterns that could run for ever, and output caps
+    ("grep-catastrophic-backtracking", "grep", {"pattern": "(a+)+$b", "path": "slow"}, {}, "(no matches)"),
+    ("grep-nested-quantifiers", "grep", {"pattern": "(a|aa|aaa)*c", "path": "slow"}, {}, "(no matches)"),
+    ("grep-too-complex", "grep", {"pattern": "(a?){500}a{500}b"}, {},
+     "error: the pattern is too complex for grep (its RE2 program has 2505 steps; the limit is 2000)"),
+    ("grep-too-long", "grep", {"pattern": "x" * 1001}, {}, "error: the pattern is longer than 1000 characters"),
+    ("grep-backreference", "grep", {"pattern": r"(a)\1"}, {}, "error: '(a)\\\\1' is not a valid regular expression (RE2 syntax)"),
+    ("grep-time-budget", "grep", {"pattern": "(a?){390}a{390}b", "path": "slow"}, {"grep_seconds": 1.0}, "... stopped after 1 s"),
+    ("grep-line-cap", "grep", {"pattern": "match", "path": "many.txt"}, {},
+     ran(r"(many\.txt:\d+: match me\n){200}\.\.\. more matches not shown")),
+    ("grep-byte-cap", "grep", {"pattern": "match", "path": "many.txt"}, {"grep_bytes": 500},
+     ran(r"(many\.txt:\d+: match me\n){23}\.\.\. more matches not shown")),
+    # run_tests: time, output, memory, and every escape (the hook's message; nothing changes outside)
+    ("tests-pattern-path", "run_tests", {"pattern": "../outside/*.py"}, {}, "error: pattern must be a file-name glob such as test_*.py"),
+    ("tests-loop-forever", "run_tests", {"pattern": "t_loop.py"}, {"test_seconds": 2.0},
+     "error: the tests did not finish within 2 s and were stopped"),
+    ("tests-flood-output", "run_tests", {"pattern": "t_flood.py"}, {},
+     ran(r"x{8192}\n\.\.\. output cut; the tests were stopped for printing too much")),
+    ("tests-memory", "run_tests", {"pattern": "t_memory.py"}, {}, ran(r".*MemoryError.*FAILED \(errors=1\)")),
+    *[
+        (f"tests-{name[2:-3]}", "run_tests", {"pattern": name}, {},
+         ran(rf".*PermissionError: run_tests {re.escape(said)}.*FAILED \(errors=1\)"))
+        for name, said in HOOK_SAYS.items()
+    ],
+]
+
+
+@pytest.mark.parametrize(
+    "tool, arguments, limits, expected", [pytest.param(*row[1:], id=row[0]) for row in HOSTILE]
+)
+def test_hostile_call_is_refused(arena, tool, arguments, limits, expected):
+    started = time.monotonic()
+    outcome = run_tool(tool, arguments, arena.workspace(**limits))
+    seconds = time.monotonic() - started
+    if isinstance(expected, re.Pattern):
+        assert re.fullmatch(expected.pattern, outcome.text, re.DOTALL), outcome.text[-400:]
+    else:
+        assert outcome.text == expected
+    if expected.__class__ is str and expected.startswith("error:"):
+        assert outcome.error == expected and outcome.result is None
+    # short enough to send back to a model, and quick
+    assert len(outcome.text) <= LIMITS.test_output_bytes + 100
+    assert seconds < 8
+
+
+def test_the_table_is_large_enough():
+    assert len(HOSTILE) >= 30
+
+
+# -- the command line -------------------------------------------------------------------------------
+def engine_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "engine", "tool", *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    "name, arguments, error",
+    [
+        ("read_file", {"path": "../outside/canary.txt"}, leaves("../outside/canary.txt")),
+        ("write_file", {"path": "link_dir/new.txt", "content": "x"}, leaves("link_dir/new.txt")),
+        ("read_file", {"path": "/etc/passwd"}, ABSOLUTE),
+        ("list_files", {"dir": "link_dir"}, leaves("link_dir")),
+    ],
+)
+def test_cli_refuses_hostile_calls(arena, name, arguments, error):
+    done = engine_cli(name, "--args", json.dumps(arguments), "--workspace", str(arena.ws_dir))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"error": error}
+
+
+@pytest.mark.parametrize(
+    "workspace, message",
+    [
+        ("ws/a_file_not_a_folder.txt", "is a file, not a folder"),
+        ("no-such-folder", "does not exist"),
+    ],
+)
+def test_cli_refuses_a_bad_workspace(arena, workspace, message):
+    path = arena.base / workspace
+    done = engine_cli("read_file", "--args", '{"path": "x"}', "--workspace", str(path))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().startswith("error: the workspace") and message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_workspace_that_is_a_file_or_has_a_nul_is_bad_input(arena):
+    with pytest.raises(BadInput, match="is a file, not a folder"):
+        Workspace(arena.ws_dir / "a_file_not_a_folder.txt")
+    with pytest.raises(BadInput, match="NUL byte"):
+        Workspace(str(arena.ws_dir) + "\0")
+
+
+# -- after the table: nothing moved ---------------------------------------------------------------------
+def test_the_workspace_and_its_surroundings_are_unchanged(arena, server):
+    after = arena.state()
+    assert after["outside"] == arena.before["outside"]
+    assert after["ws"] == arena.before["ws"]
+    assert connections_waiting(server) == 0
+
+
+# -- each layer of run_tests on its own -------------------------------------------------------------
+LAYERS = [
+    pytest.param(("hook",), id="audit-hook-only"),
+    pytest.param(
+        ("landlock",), id="landlock-only",
+        marks=pytest.mark.skipif(filetools.landlock_abi() < 1, reason="this kernel has no Landlock"),
+    ),
+]
+
+
+@pytest.mark.parametrize("layers", LAYERS)
+def test_each_sandbox_layer_holds_on_its_own(tmp_path, server, monkeypatch, layers):
+    """Every escape, run with one layer and without the network namespace: nothing outside changes."""
+    monkeypatch.setattr(filetools, "SANDBOX_LAYERS", layers)
+    monkeypatch.setattr(filetools, "_ISOLATION", [])
+    arena = Arena(tmp_path, server.getsockname()[1])
+    escapes = dict(ESCAPES)
+    if layers == ("landlock",):
+        # Landlock does not govern a file's metadata (mode, owner, times): only the hook refuses chmod
+        escapes.pop("t_chmod.py")
+        if filetools.landlock_abi() < 4:
+            escapes.pop("t_network.py")  # Landlock governs TCP from ABI 4 (Linux 6.7)
+    ws = arena.workspace()
+    for name in escapes:
+        outcome = run_tool("run_tests", {"pattern": name}, ws)
+        # the attempt failed inside the test (refused, or denied by the kernel)
+        assert outcome.error is None and re.search(r"FAILED \((errors|failures)=1\)|\nOK$", outcome.result), outcome.result
+        if layers == ("hook",):
+            assert f"PermissionError: run_tests {HOOK_SAYS[name]}" in outcome.result, (name, outcome.result)
+        assert arena.state()["outside"] == arena.before["outside"], name
+    after = arena.state()
+    assert after["outside"] == arena.before["outside"]
+    # inside, Landlock lets a test make a symlink (writing through it is what the kernel refuses)
+    made_inside = {k: v for k, v in after["ws"].items() if arena.before["ws"].get(k) != v}
+    assert made_inside == ({} if layers == ("hook",) else {"inner_link": ("link", str(arena.out / "canary.txt"))})
+    assert connections_waiting(server) == 0
