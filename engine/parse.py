@@ -18,8 +18,11 @@ import json
 import re
 from dataclasses import dataclass, field
 
+import re2
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.validators import extend
+from referencing.exceptions import Unresolvable
 
 from .errors import BadInput
 
@@ -150,6 +153,31 @@ def _tool_map(tools: list[dict]) -> dict[str, dict]:
     return found
 
 
+# JSON Schema's "pattern" keywords run with RE2 (linear time), not Python's backtracking re:
+# a schema a user pasted, such as {"pattern": "^(a+)+$"}, cannot stall the server
+def re2_search(pattern: str, text: str) -> bool:
+    options = re2.Options()
+    options.log_errors = False
+    return re2.compile(pattern, options).search(text) is not None
+
+
+def _pattern(validator, pattern, instance, schema):
+    if validator.is_type(instance, "string") and not re2_search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator, patterns, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if re2_search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+ArgumentValidator = extend(Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties})
+
+
 def _type_words(expected: object) -> str:
     if isinstance(expected, list):
         return " or ".join(_type_words(e) for e in expected)
@@ -176,8 +204,8 @@ def check_arguments(name: str, arguments: object, params: dict) -> tuple[list[Ch
         return [*checks, Check("no extra", False, error)], error
     checks.append(Check("no extra", True))
     try:
-        problems = sorted(Draft202012Validator(params).iter_errors(arguments), key=lambda e: list(e.path))
-    except (SchemaError, TypeError, ValueError, RecursionError):
+        problems = sorted(ArgumentValidator(params).iter_errors(arguments), key=lambda e: list(e.path))
+    except (SchemaError, TypeError, ValueError, RecursionError, re2.error, Unresolvable):
         error = f"error: the schema of {name} is not a valid JSON Schema, so its arguments cannot be checked"
         return [*checks, Check("types", False, error)], error
     if problems:

@@ -89,11 +89,55 @@ def find_tool_problems(data: object) -> list[str]:
         except SchemaError as error:
             problems.append(f"{where}: parameters is not a valid JSON Schema: {error.message}")
             continue
+        except RecursionError:
+            problems.append(f"{where}: parameters is nested too deeply to check")
+            continue
+        unusable = _schema_references_problem(params)
+        if unusable:
+            problems.append(f"{where}: {unusable}")
+            continue
         if params.get("type") != "object":
             problems.append(f'{where}: parameters must have "type": "object"')
         if "properties" in params and not isinstance(params["properties"], dict):
             problems.append(f"{where}: properties must be an object")
     return problems
+
+
+def _schema_references_problem(params: dict) -> str | None:
+    """A $ref the checker cannot follow, or a pattern RE2 cannot run (parse.py checks arguments with RE2)."""
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    from .parse import re2_search
+
+    resolver = Registry().with_resource("urn:tool", DRAFT202012.create_resource(params)).resolver("urn:tool")
+    stack: list[object] = [params]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        stack.extend(node.values())
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            if not ref.startswith("#"):
+                return f"$ref {ref!r} points to another document; write that schema inline"
+            try:
+                resolver.lookup(ref)
+            except Unresolvable:
+                return f"$ref {ref!r} points to nothing in this schema"
+        patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
+        if isinstance(node.get("patternProperties"), dict):
+            patterns += list(node["patternProperties"])
+        for pattern in patterns:
+            try:
+                re2_search(pattern, "")
+            except Exception:
+                return f"the pattern {pattern[:80]!r} uses syntax RE2 cannot run (lookaround or a backreference)"
+    return None
 
 
 def check_tool_definitions(data: object) -> list[dict]:
