@@ -9,7 +9,7 @@ from engine.cost import measure_malformed_cost
 from engine.harness import list_scenarios, load_scenario, run_scenario
 from engine.parse import CHECK_TITLES, POLICIES, parse_turn
 from engine.prompt import Request, render
-from pages.common import from_url, lesson, notice, style, to_url, words
+from pages.common import from_url, lesson, notice, page_chrome, style, to_url, words
 
 ID = "check-run-return"
 CSS = """
@@ -28,6 +28,7 @@ table.checks code {white-space:pre-wrap; font-size:0.95em}
 """
 VERDICTS = {True: ("pass", "✅ pass"), False: ("fail", "❌ fail"), None: ("skip", "· not reached")}
 
+page_chrome()
 text = lesson(ID)
 st.title(text["title"])
 st.markdown(text["intro"])

@@ -17,6 +17,7 @@ from pages.common import (
     lesson,
     model_label,
     notice,
+    page_chrome,
     prompt_html,
     style,
 )
@@ -24,6 +25,7 @@ from pages.common import (
 ID = "when-not-to-call"
 DATA = json.loads((LESSONS / f"{ID}.json").read_text(encoding="utf-8"))
 
+page_chrome()
 text = lesson(ID)
 st.title(text["title"])
 st.markdown(text["intro"])

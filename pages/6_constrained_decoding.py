@@ -18,6 +18,7 @@ from pages.common import (
     lesson,
     model_label,
     notice,
+    page_chrome,
     to_url,
     tokenizer,
     words,
@@ -30,6 +31,7 @@ MODES = ["auto", "required", "count_letter", "tokenize", "none"]
 TURNS = {t["id"]: t for t in DATA["turns"]}
 QUESTION = load_scenario("strawberry").messages
 
+page_chrome()
 text = lesson(ID)
 st.title(text["title"])
 st.markdown(text["intro"])

@@ -6,11 +6,12 @@ import streamlit as st
 from engine.errors import EngineError
 from engine.harness import Run, ScriptedModel, iterate_episode, list_scenarios, load_scenario
 from engine.playground import check_files, fresh_workspace, snapshot
-from pages.common import current_engine, from_url, lesson, model_label, notice, style, to_url
+from pages.common import current_engine, from_url, lesson, model_label, notice, page_chrome, style, to_url
 
 ID = "playground"
 MAX_TURNS = 8
 
+page_chrome()
 text = lesson(ID)
 st.title(text["title"])
 st.markdown(text["intro"])

@@ -1,0 +1,214 @@
+"""Page tests (streamlit AppTest) for lessons 4-6 and the harness playground.
+
+Scripted runs and the grammar carry these pages without a model; the tiny random-weights
+model covers the panels that need logits, labelled as such. Never weights.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import open_page
+
+from engine.constrain import inspect_mask
+from engine.cost import measure_malformed_cost
+from engine.harness import list_scenarios, load_scenario, run_scenario
+from engine.tools import load_tool_set
+
+P4, P5, P6, PG = (
+    "pages/4_check_run_return.py", "pages/5_answer_and_when_not_to_call.py", "pages/6_constrained_decoding.py",
+    "pages/playground.py",
+)
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def captions(at) -> str:
+    return "\n".join(c.value for c in at.caption)
+
+
+def all_text(at) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.code] + [x.value for x in at.info]
+    parts += [x.value for x in at.error] + [x.value for x in at.warning] + [x.value for x in at.success]
+    return "\n".join(parts)
+
+
+# -- lesson 4 ---------------------------------------------------------------------------------------
+def test_lesson_4_opens_on_the_broken_call_with_its_failed_check_and_cost():
+    at = open_page(P4)
+    assert at.title[0].value == "4 · Check it, run it, return it"
+    assert at.session_state["crr_scenario"] == "missing-brace" and at.session_state["crr_step"] == 2
+    text = all_text(at)
+    assert "❌ fail" in text and "error: the text inside &lt;tool_call&gt;&lt;/tool_call&gt; is not valid JSON" in text
+    assert "<tool_response>\nerror: the text inside <tool_call></tool_call> is not valid JSON\n</tool_response>" in text
+    cost = measure_malformed_cost(load_scenario("missing-brace"), "native")
+    shown = metrics(at)
+    assert shown["Measured: input with it − input without it"] == f"{cost.measured_in:,}"
+    assert shown["Formula: C_bad + (a_bad + e) × n_later"] == f"{cost.formula_in:,}"
+    assert cost.formula_text in text and "= ✓" in text and "561 + (32 + 22) × 5 = 831" in captions(at)
+    assert at.query_params["scenario"] == "missing-brace" and at.query_params["step"] == "2"
+    assert at.get("plotly_chart")
+
+
+def test_lesson_4_steps_forward_and_back_with_a_growing_ledger():
+    at = open_page(P4)
+    run = run_scenario(load_scenario("missing-brace"), "native")
+    at.button(key="crr_next").click().run()
+    assert at.session_state["crr_step"] == 3 and at.subheader[0].value == "Call 3 of 7: the model wrote"
+    assert "✅ pass" in all_text(at) and "ran `read_file(path='calc.py')`" in all_text(at)
+    assert metrics(at)["Input tokens so far"] == f"{sum(c.input_tokens for c in run.ledger.calls[:3]):,}"
+    assert len(at.dataframe[0].value) == 3
+    at.slider(key="crr_step").set_value(7).run()
+    assert "final answer" in all_text(at) and at.button(key="crr_next").disabled
+    at.button(key="crr_prev").click().run()
+    assert at.session_state["crr_step"] == 6 and at.query_params["step"] == "6"
+
+
+@pytest.mark.parametrize("name", list_scenarios())
+def test_lesson_4_shows_every_scenario(name):
+    at = open_page(P4)
+    at.selectbox(key="crr_scenario").select(name).run()
+    assert not at.exception
+    scenario = load_scenario(name)
+    if "native" not in scenario.styles:
+        assert "exists only in the ReAct style" in all_text(at)
+        at.button(key="crr_switch_style").click().run()
+        assert at.session_state["style"] == "react"
+    step = at.session_state["crr_step"]
+    run = run_scenario(scenario, at.session_state["style"])
+    assert at.subheader[0].value == f"Call {step} of {len(run.steps)}: the model wrote"
+    if scenario.malformed_turn is not None:
+        assert "= ✓" in all_text(at)
+    else:
+        assert "no broken call" in all_text(at)
+
+
+def test_lesson_4_react_style_and_mixed_turn_policies():
+    at = open_page(P4, style="react", scenario="mixed-turn")
+    assert "exists only in the native style" in all_text(at)
+    at = open_page(P4, scenario="mixed-turn")
+    text = all_text(at)
+    assert "runs `read_file(path='calc.py')`" in text and "every call dropped; the reply comes back as text" in text
+    at.segmented_control(key="crr_policy").set_value("vllm").run()
+    assert at.query_params["policy"] == "vllm" and at.subheader[0].value == "Call 1 of 1: the model wrote"
+    assert "comes back as plain text" in all_text(at)
+    at = open_page(P4, style="react", scenario="missing-brace", step="3")
+    assert at.subheader[0].value == "Call 3 of 7: the model wrote" and "Observation: " in all_text(at)
+    assert "both policies treat" in all_text(at)
+
+
+def test_lesson_4_link_past_the_end_is_clamped():
+    at = open_page(P4, scenario="strawberry", step="99", policy="nonsense")
+    assert at.session_state["crr_step"] == 2 and at.session_state["crr_policy"] == "per-block"
+
+
+# -- lesson 5 ---------------------------------------------------------------------------------------
+def test_lesson_5_without_a_model_says_so_and_shows_the_grounded_answer():
+    at = open_page(P5)
+    assert at.title[0].value == "5 · The answer, and when not to call"
+    assert 'The letter "r" appears 3 times in "strawberry".' in [s.value for s in at.success]
+    assert "needs the model's own numbers" in all_text(at) and not at.metric
+    assert "under 0.1%" in captions(at)
+    stops = [i.value for i in at.info if i.value.startswith("The harness")]
+    assert len(stops) == 2 and all("final answer: the turn has no call" in s for s in stops)
+    assert "Tool results in the conversation: **1**" in all_text(at) and "Tool results in the conversation: **0**" in all_text(at)
+
+
+def test_lesson_5_with_the_tiny_model_shows_the_first_token_probability_labelled():
+    at = open_page(P5, timeout=120)
+    at.radio(key="model").set_value("tiny").run(timeout=120)
+    shown = metrics(at)
+    assert list(shown) == ["P(<tool_call>) as the first token"] or len(at.metric) == 2
+    assert all(m.value.endswith("%") for m in at.metric) and len(at.metric) == 2
+    assert any("random weights" in w.value for w in at.warning)
+    at.segmented_control(key="style").set_value("react").run()
+    assert "native style whatever the sidebar says" in captions(at)
+    assert "after `Observation:`" in all_text(at)
+
+
+# -- lesson 6 ---------------------------------------------------------------------------------------
+def test_lesson_6_computes_8_of_151669_at_the_name_without_a_model():
+    at = open_page(P6)
+    expected = inspect_mask(load_tool_set("strawberry"), '<tool_call>\n{"name": "', "auto").allowed
+    assert expected == 8
+    assert metrics(at)["Tokens allowed at the tool's name"] == "8 of 151,669"
+    assert "**8 of 151,669**" in all_text(at) and "14 of 111" in captions(at)
+    assert metrics(at)["Allowed before token 1"] == "all of 151,669"
+    assert "needs only the grammar" in all_text(at) or "need only the grammar" in all_text(at)
+    at.slider(key="cd_step").set_value(7).run()
+    assert metrics(at)["Allowed before token 7"] == "8 of 151,669" and at.query_params["step"] == "7"
+
+
+@pytest.mark.parametrize(("mode", "first", "second"), [
+    ("auto", "all of 151,669", "1 of 151,669"),
+    ("required", "1 of 151,669", "1 of 151,669"),
+    ("count_letter", "1 of 151,669", "1 of 151,669"),
+    ("none", "all of 151,669", "all of 151,669"),
+])
+def test_lesson_6_tool_choice_modes(mode, first, second):
+    at = open_page(P6)
+    at.segmented_control(key="cd_tool_choice").set_value(mode).run()
+    assert metrics(at)["Allowed before token 1"] == first
+    at.button(key="cd_next").click().run()
+    assert metrics(at)["Allowed before token 2"] == second
+
+
+def test_lesson_6_prose_is_free_under_auto_and_forbidden_under_required():
+    at = open_page(P6, turn="prose")
+    assert metrics(at)["Allowed before token 1"] == "all of 151,669" and not at.error
+    at.segmented_control(key="cd_tool_choice").set_value("required").run()
+    assert any("forbids this token" in e.value for e in at.error)
+    at = open_page(P6, turn="other-tool", tool_choice="count_letter", step="7")
+    assert any("forbids this token" in e.value for e in at.error)
+
+
+def test_lesson_6_with_the_tiny_model_shows_before_after_and_side_by_side():
+    at = open_page(P6, timeout=120, step="7", tool_choice="required")
+    at.radio(key="model").set_value("tiny").run(timeout=120)
+    assert "Probability the model put on forbidden tokens" in metrics(at)
+    assert any("random weights" in w.value for w in at.warning)
+    at.button(key="cd_generate").click().run(timeout=120)
+    codes = [c.value for c in at.code]
+    assert any(c.startswith("<tool_call>") for c in codes)
+    assert "Calls that pass every check" in all_text(at)
+
+
+# -- the playground ---------------------------------------------------------------------------------
+def test_playground_scripted_run_shows_the_loop_and_the_ledger():
+    at = open_page(PG)
+    assert [t.value for t in at.text_input] == ["calc.py", "test_calc.py"]
+    at.button(key="pg_run").click().run()
+    run = run_scenario(load_scenario("missing-brace"), "native")
+    assert metrics(at) == {"Calls": "7", "Input tokens": f"{run.ledger.input_tokens:,}", "Output tokens": f"{run.ledger.output_tokens:,}"}
+    assert any("final answer" in i.value for i in at.info)
+    assert any("calc.py (changed)" in e.label for e in at.expander)
+
+
+def test_playground_bad_files_get_a_message_and_keep_their_text():
+    at = open_page(PG)
+    at.text_input(key="pg_path_0").input("../outside.py").run()
+    assert "the path '../outside.py' leaves the workspace" in [e.value for e in at.error]
+    assert at.text_input(key="pg_path_0").value == "../outside.py"
+    at.text_area(key="pg_text_1").input("x" * 70_000).run()
+    assert any("70,000 bytes" in e.value for e in at.error) and len(at.text_area(key="pg_text_1").value) == 70_000
+    at.button(key="pg_run").click().run()
+    assert not at.exception and "2 file(s) left out" in captions(at)
+    at.button(key="pg_add").click().run()
+    assert len(at.text_input) == 3
+    at.button(key="pg_remove_2").click().run()
+    assert len(at.text_input) == 2
+
+
+def test_playground_scenarios_and_live_mode():
+    at = open_page(PG)
+    at.selectbox(key="pg_scenario").select("strawberry").run()
+    assert not at.text_input and "pg_result" not in at.session_state
+    at.button(key="pg_run").click().run()
+    assert any('appears 3 times' in i.value for i in at.info)
+    at.segmented_control(key="pg_mode").set_value("live").run()
+    assert "A live run needs a model" in all_text(at) and at.button(key="pg_run").disabled
+    at.radio(key="model").set_value("tiny").run(timeout=120)
+    at.button(key="pg_run").click().run(timeout=120)
+    assert not at.exception and any(w.value.startswith("Tiny model") for w in at.warning)
+    assert any("The run stopped" in i.value for i in at.info)
