@@ -322,3 +322,67 @@ def test_live_model_runs_a_harness_episode(tiny_engine):
     assert len(calls) == len(live.generations) >= 1
     assert [c["output_tokens"] for c in calls] == [g.output_tokens for g in live.generations]
     assert all(g.text.startswith("<tool_call>") for g in live.generations)
+
+
+def fake_snapshot(tmp_path, fail=None):
+    """A stand-in for huggingface_hub.snapshot_download that reports bytes from a worker thread, as the real one does."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def snapshot_download(repo_id, tqdm_class=None, **kwargs):
+        def work():
+            network = tqdm_class(desc="Downloading bytes", total=0, unit="B")
+            written = tqdm_class(desc="Reconstructing (incomplete total...)", total=100, unit="B")
+            for _ in range(4):
+                network.update(30)
+                written.update(25)
+            if fail:
+                raise fail
+            folder = tmp_path / "snapshots" / "0123abcd"
+            folder.mkdir(parents=True)
+            (folder / "config.json").write_text("{}")
+            (folder / "model.safetensors").write_bytes(b"")
+            return str(folder)
+
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(work).result()
+
+    return snapshot_download
+
+
+def test_download_reports_bytes_on_the_callers_thread(monkeypatch, tmp_path):
+    import huggingface_hub
+
+    from engine import loading
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot(tmp_path))
+    monkeypatch.setattr(loading, "hub_reachable", lambda: True)
+    seen = []
+    folder = loading.download_weights("someone/some-model", lambda *event: seen.append((*event, threading.get_ident())))
+    assert [(d, t) for d, t, _, _ in seen] == [(25, 100), (50, 100), (75, 100), (100, 100)]
+    assert {who for *_, who in seen} == {threading.get_ident()}  # a page may draw from the callback
+    assert seen[0][2] == "downloading someone/some-model"
+    assert loading.revision_of(folder) == "0123abcd"
+
+
+def test_a_failed_download_says_what_failed_and_how_to_get_the_weights(monkeypatch, tmp_path):
+    import huggingface_hub
+
+    from engine import loading
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot(tmp_path, fail=OSError("401 gated repo")))
+    monkeypatch.setattr(loading, "hub_reachable", lambda: True)
+    with pytest.raises(ModelUnavailable, match="the download failed: OSError: 401 gated repo") as caught:
+        loading.download_weights("someone/some-model")
+    assert "python -m engine download --model someone/some-model" in str(caught.value)
+
+
+def test_a_model_folder_loads_through_the_real_path_and_gives_the_same_steps(tiny_engine, prompt, tmp_path):
+    # the tiny weights saved as a model folder go through AutoModelForCausalLM.from_pretrained, as Qwen3-1.7B does
+    tiny_engine.model.save_pretrained(tmp_path)
+    engine = load_engine(str(tmp_path), device="cpu")
+    assert engine.info.source == "local folder" and engine.info.dtype == "float32" and not engine.info.random_weights
+    assert engine.info.parameters == tiny_engine.info.parameters
+    loaded, built = run(engine, prompt, max_new_tokens=4), run(tiny_engine, prompt, max_new_tokens=4)
+    assert [s.id for s in loaded] == [s.id for s in built]
+    assert all(math.isclose(a.p, b.p, rel_tol=1e-5) for a, b in zip(loaded, built, strict=True))
+    assert load_engine(str(tmp_path), device="cpu") is engine

@@ -1,0 +1,202 @@
+"""Speed of the decode loop that shows its work, against plain `model.generate`, on the same prompt.
+
+    python bench/bench_generate.py [--tokens 64] [--runs 5] [--models tiny,Qwen/Qwen3-1.7B]
+
+For each model (the tiny random-weights model always; real models only when their weights
+are already in the local cache, otherwise reported as skipped), greedy decoding of the same
+number of new tokens after the same prompt, four ways, interleaved run by run so that load
+from other processes falls on all of them alike:
+
+    generate          model.generate(do_sample=False)             the baseline
+    generate_scores   the same with output_scores/output_logits   how transformers returns probabilities
+    loop_topk         engine.decode.stream_steps, top_k=5          what the pages use
+    loop_no_topk      the same with top_k=0                        to price the top-k bookkeeping
+
+Figures are medians over the runs: tokens per second, time to first token, and the process's
+peak resident memory. Prints one JSON object. Timings on a shared machine are noisy: run it
+when nothing else is running, and read `load_average` in the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+from transformers import LogitsProcessor  # noqa: E402
+from transformers.generation.streamers import BaseStreamer  # noqa: E402
+
+from engine.decode import REAL_VOCAB, GenerationSettings, stream_steps, top_alternatives  # noqa: E402
+from engine.loading import MODEL_VOCAB, TINY, find_cached_weights, load_engine  # noqa: E402
+from engine.prompt import Request, render  # noqa: E402
+
+MESSAGES = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
+TOOLS_FILE = Path(__file__).resolve().parent.parent / "lessons" / "tools" / "strawberry.json"
+REAL_MODELS = ["Qwen/Qwen3-1.7B", "Qwen/Qwen3-0.6B"]
+
+
+class FirstTokenClock(BaseStreamer):
+    """Notes when generate hands over its first new token (its first put() is the prompt)."""
+
+    def __init__(self):
+        self.puts, self.first = 0, None
+
+    def put(self, value):
+        self.puts += 1
+        if self.puts == 2:
+            self.first = time.perf_counter()
+
+    def end(self):
+        pass
+
+
+class MaskPadding(LogitsProcessor):
+    """The loop's padding mask (ids >= 151,669 get -inf), as cheap as in the loop.
+
+    transformers' own suppress_tokens / min_new_tokens processors call torch.isin over the
+    whole vocabulary at every step, which on 2 CPU cores more than doubled generate's time:
+    a baseline slowed by them would flatter the loop.
+    """
+
+    def __call__(self, input_ids, scores):
+        scores[:, REAL_VOCAB:MODEL_VOCAB] = float("-inf")
+        return scores
+
+
+def time_generate(engine, ids, tokens, scores):
+    clock = FirstTokenClock()
+    inputs = torch.tensor([ids], device=engine.device)
+    # no end-of-turn token: every run writes exactly `tokens` new tokens, as the loop does
+    config = copy.deepcopy(engine.model.generation_config)
+    config.update(
+        eos_token_id=None, do_sample=False, max_new_tokens=tokens,
+        return_dict_in_generate=scores, output_scores=scores, output_logits=scores,
+    )
+    started = time.perf_counter()
+    with torch.no_grad():
+        out = engine.model.generate(
+            input_ids=inputs, attention_mask=torch.ones_like(inputs), generation_config=config,
+            logits_processor=[MaskPadding()], streamer=clock,
+        )
+    total = time.perf_counter() - started
+    sequence = out.sequences if scores else out
+    return total, clock.first - started, sequence[0, len(ids):].tolist()
+
+
+def time_loop(engine, ids, tokens, top_k):
+    settings = GenerationSettings(max_new_tokens=tokens, top_k=top_k, stop_ids=())
+    started = time.perf_counter()
+    first, chosen = None, []
+    for step in stream_steps(engine, ids, settings):
+        if first is None:
+            first = time.perf_counter() - started
+        chosen.append(step.id)
+    return time.perf_counter() - started, first, chosen
+
+
+def time_topk_bookkeeping(engine, ids, repeats=200):
+    """Seconds per call of the loop's top-k step (topk, token texts, Alternative rows) on a real distribution."""
+    with torch.no_grad():
+        logits = engine.model(input_ids=torch.tensor([ids], device=engine.device), logits_to_keep=1).logits[0, -1]
+    probs = torch.softmax(logits.float().cpu()[:REAL_VOCAB], dim=-1)
+    top_alternatives(probs, 5, engine)
+    started = time.perf_counter()
+    for _ in range(repeats):
+        top_alternatives(probs, 5, engine)
+    return (time.perf_counter() - started) / repeats
+
+
+def bench_model(name, tokens, runs):
+    started = time.perf_counter()
+    engine = load_engine(name)
+    load_seconds = time.perf_counter() - started
+    tools = json.loads(TOOLS_FILE.read_text(encoding="utf-8"))
+    prompt = render(Request(MESSAGES, tools), engine.tokenizer)
+    ways = {
+        "generate": lambda: time_generate(engine, prompt.ids, tokens, scores=False),
+        "generate_scores": lambda: time_generate(engine, prompt.ids, tokens, scores=True),
+        "loop_topk": lambda: time_loop(engine, prompt.ids, tokens, top_k=5),
+        "loop_no_topk": lambda: time_loop(engine, prompt.ids, tokens, top_k=0),
+    }
+    for way in ways.values():  # warm up once each
+        way()
+    totals = {k: [] for k in ways}
+    firsts = {k: [] for k in ways}
+    outputs = {}
+    order = list(ways)
+    for run in range(runs):
+        # rotate the order each run, so no way always runs right after another
+        for key in order[run % len(order):] + order[: run % len(order)]:
+            way = ways[key]
+            total, first, ids = way()
+            totals[key].append(total)
+            firsts[key].append(first)
+            outputs[key] = ids
+    median = {k: statistics.median(v) for k, v in totals.items()}
+    result = {
+        "model": engine.info.label(),
+        "parameters": engine.info.parameters,
+        "load_seconds": round(load_seconds, 2),
+        "prompt_tokens": prompt.count,
+        "new_tokens": tokens,
+        "runs": runs,
+        "same_tokens_as_generate": all(ids == outputs["generate"] for ids in outputs.values()),
+        "tokens_per_second": {k: round(tokens / v, 1) for k, v in median.items()},
+        "time_to_first_token_ms": {k: round(1000 * statistics.median(v), 1) for k, v in firsts.items()},
+        "ms_per_token_spread": {k: [round(1000 * min(v) / tokens, 2), round(1000 * max(v) / tokens, 2)] for k, v in totals.items()},
+        # speed of the loop the pages use, as a fraction of generate's (1.0 = as fast)
+        "ratio_loop_topk_to_generate": round(median["generate"] / median["loop_topk"], 3),
+        "ratio_loop_topk_to_generate_scores": round(median["generate_scores"] / median["loop_topk"], 3),
+        # extra time the top-k alternatives cost the loop (the issue allows at most 5%); end to end, so noisy
+        "topk_overhead_percent": round(100 * (median["loop_topk"] / median["loop_no_topk"] - 1), 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    # the same price measured directly: the top-k call alone, against a loop step's median time
+    bookkeeping = time_topk_bookkeeping(engine, prompt.ids)
+    result["topk_bookkeeping_ms_per_step"] = round(1000 * bookkeeping, 3)
+    result["topk_bookkeeping_percent_of_step"] = round(100 * bookkeeping / (median["loop_topk"] / tokens), 2)
+    result["topk_overhead_within_5_percent"] = result["topk_bookkeeping_percent_of_step"] <= 5.0
+    if engine.info.device.startswith("cuda"):
+        result["peak_cuda_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=64, help="new tokens per run (tiny); real models get a quarter on a CPU")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--models", default=None, help="comma-separated; default: tiny, QWEN_MODEL and the Qwen3 sizes found in the cache")
+    args = parser.parse_args(argv)
+    names = args.models.split(",") if args.models else [TINY, *dict.fromkeys([os.environ.get("QWEN_MODEL"), *REAL_MODELS])]
+    report = {
+        "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+                    "cuda": torch.cuda.is_available(), "load_average_before": [round(x, 2) for x in os.getloadavg()]},
+        "models": {},
+        "skipped": {},
+    }
+    for name in names:
+        if not name:
+            continue
+        if name != TINY and not Path(name).is_dir() and find_cached_weights(name) is None:
+            report["skipped"][name] = "not in the local cache (python -m engine download --model " + name + ")"
+            continue
+        slow = name != TINY and not torch.cuda.is_available()
+        tokens = max(8, args.tokens // 4) if slow else args.tokens
+        runs = max(3, args.runs // 2) if slow else args.runs
+        report["models"][name] = bench_model(name, tokens, runs)
+    report["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    json.dump(report, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
