@@ -45,7 +45,8 @@ class GenerationSettings:
     top_k: int = 5
     # seeds the sampler's own torch.Generator, so a sampled run repeats exactly
     seed: int = 0
-    # Qwen3's thinking switch, used when a request is rendered (off: the prompt ends with an empty <think></think>)
+    # Qwen3's thinking switch for requests the engine builds itself (the command line); a Request's
+    # own enable_thinking decides in generate_turn and LiveModel. Off: the prompt ends with an empty <think></think>
     enable_thinking: bool = False
     # tokens that end the turn (finish "stop"); Qwen3's generation_config lists both
     stop_ids: tuple[int, ...] = (IM_END, END_OF_TEXT)

@@ -263,13 +263,18 @@ def locate_weights(name: str, progress: Progress | None = None) -> tuple[Path, s
     return download_weights(name, progress), "downloaded"
 
 
+def how_to_get(model_id: str) -> str:
+    """The sentence that tells a teacher how to get a model's weights onto this machine."""
+    return (
+        f"To get the weights, run `python -m engine download --model {model_id}` on a machine that is online (the cache "
+        f"is ~/.cache/huggingface/hub), or copy a downloaded model folder here and set QWEN_MODEL=/path/to/folder."
+    )
+
+
 def _advice(model_id: str, what_failed: str) -> str:
     return (
         f"cannot load the model {model_id!r}. Tried: a local folder of that name (none), the Hugging Face cache "
-        f"(not there), and the hub ({what_failed}). To get the weights, run "
-        f"`python -m engine download --model {model_id}` on a machine that is online (the cache is "
-        f"~/.cache/huggingface/hub), or copy a downloaded model folder here and set QWEN_MODEL=/path/to/folder. "
-        f"Lessons that need no live model still work."
+        f"(not there), and the hub ({what_failed}). {how_to_get(model_id)} Lessons that need no live model still work."
     )
 
 
@@ -331,6 +336,42 @@ def load_engine(
             if progress is not None:
                 progress(0, 0, f"{name} ready in {time.perf_counter() - started:.1f} s")
         return _engines[key]
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """Whether a model can be had now, without loading it: for a sidebar or a panel's "no model" note."""
+
+    name: str
+    state: str  # "loaded", "tiny", "local folder", "cached", "downloadable" or "missing"
+    path: str | None
+    message: str  # one line for the page; for "missing", how to get the weights
+
+    @property
+    def available(self) -> bool:
+        return self.state != "missing"
+
+
+def check_model(name: str | None = None, probe_hub: bool = False) -> ModelStatus:
+    """Where `name` (default QWEN_MODEL or Qwen/Qwen3-1.7B) would load from; probes the hub (up to 3 s) only if asked."""
+    name = name or load_settings().model
+    if any(key[0] == name for key in _engines):
+        return ModelStatus(name, "loaded", None, f"{name} is loaded")
+    if name == TINY:
+        return ModelStatus(name, "tiny", None, f"tiny: {TINY_NOTE}")
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if has_weights(path):
+            return ModelStatus(name, "local folder", str(path), f"{name} loads from the folder {path}")
+        return ModelStatus(name, "missing", str(path), f"the folder {path} has no config.json and .safetensors weights")
+    cached = find_cached_weights(name)
+    if cached is not None:
+        return ModelStatus(name, "cached", str(cached), f"{name} is in the local cache")
+    if probe_hub and hub_reachable():
+        return ModelStatus(name, "downloadable", None, f"{name} is not cached; loading it will download it from the Hugging Face hub")
+    if probe_hub:
+        return ModelStatus(name, "missing", None, _advice(name, "unreachable"))
+    return ModelStatus(name, "missing", None, f"{name} is not in the local cache. {how_to_get(name)}")
 
 
 def forget_engines() -> None:

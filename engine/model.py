@@ -21,8 +21,10 @@ from .loading import (
     TINY_NOTE,
     Engine,
     ModelInfo,
+    ModelStatus,
     Progress,
     build_tiny_engine,
+    check_model,
     download_weights,
     find_cached_weights,
     hub_reachable,
@@ -31,8 +33,9 @@ from .loading import (
 from .prompt import Request, render
 
 __all__ = [
-    "Alternative", "Constraint", "Engine", "Generation", "GenerationSettings", "LiveModel", "ModelInfo", "Progress",
-    "Step", "TINY", "TINY_NOTE", "build_constraint", "build_tiny_engine", "download_command", "download_weights",
+    "Alternative", "Constraint", "Engine", "Generation", "GenerationSettings", "LiveModel", "ModelInfo", "ModelStatus",
+    "Progress", "Step", "TINY", "TINY_NOTE", "build_constraint", "build_tiny_engine", "check_model", "download_command",
+    "download_weights",
     "find_cached_weights", "generate", "generate_command", "generate_turn", "hub_reachable", "load_engine",
     "stream_steps",
 ]

@@ -386,3 +386,14 @@ def test_a_model_folder_loads_through_the_real_path_and_gives_the_same_steps(tin
     assert [s.id for s in loaded] == [s.id for s in built]
     assert all(math.isclose(a.p, b.p, rel_tol=1e-5) for a, b in zip(loaded, built, strict=True))
     assert load_engine(str(tmp_path), device="cpu") is engine
+
+
+def test_check_model_says_where_a_model_would_come_from(tiny_engine, tmp_path, monkeypatch):
+    from engine.loading import check_model
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert check_model("tiny").state in ("tiny", "loaded") and check_model("tiny").available
+    missing = check_model("nobody-at-all/no-such-model-7f3a9c", probe_hub=True)
+    assert missing.state == "missing" and not missing.available
+    assert "python -m engine download --model nobody-at-all/no-such-model-7f3a9c" in missing.message
+    assert check_model(str(tmp_path)).state == "missing"
