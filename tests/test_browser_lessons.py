@@ -1,0 +1,130 @@
+"""Click through lesson 4 and the harness playground in headless Chromium, as a learner would.
+
+Slow-ish (about half a minute): it uses the `streamlit_server` fixture (a real `streamlit run
+app.py`) and drives Debian's chromium through Python playwright. Screenshots go to
+artifacts/screenshots/. Without chromium the tests skip, except under REQUIRE_BROWSER=1
+(CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARTIFACTS = ROOT / "artifacts" / "screenshots"
+
+
+def _missing(reason: str):
+    if os.environ.get("REQUIRE_BROWSER") == "1":
+        pytest.fail(f"REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def chromium_browser():
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        _missing(f"no chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("the playwright Python package is not installed (pip install playwright; never `playwright install`)")
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield launched
+        launched.close()
+
+
+def _settle(page) -> None:
+    """Wait until Streamlit has finished the current run (its running indicator is gone)."""
+    page.wait_for_timeout(500)
+    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=60_000)
+
+
+def _close_dialog(page) -> None:
+    """Close Streamlit's "Page not found" notice, shown when a cold server's first request is a deep link
+    (the router has not run yet; the page itself then opens normally)."""
+    dialog = page.get_by_role("dialog")
+    if dialog.count():
+        page.keyboard.press("Escape")
+        dialog.wait_for(state="detached", timeout=10_000)
+
+
+def _no_errors(page) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').all_inner_texts()
+
+
+def _shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_lesson_4_click_through_the_missing_brace_run(streamlit_server, chromium_browser):
+    from playwright.sync_api import expect
+
+    page = chromium_browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(f"{streamlit_server}/check-run-return")
+    expect(page.get_by_text("Call 2 of 7: the model wrote")).to_be_visible(timeout=90_000)
+    _settle(page)
+    _close_dialog(page)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+    expect(page.get_by_text("is not valid JSON").first).to_be_visible()
+    _no_errors(page)
+    _shot(page, "check-run-return-call-2")
+
+    # turn 3 repairs the call: every check passes and read_file runs
+    page.get_by_role("button", name="Next").click()
+    expect(page.get_by_text("Call 3 of 7: the model wrote")).to_be_visible(timeout=30_000)
+    _settle(page)
+    expect(page.get_by_text("ran read_file(path='calc.py')")).to_be_visible()
+    assert "step=3" in page.url
+    _no_errors(page)
+    _shot(page, "check-run-return-call-3")
+
+    # back again with the keyboard's left arrow
+    page.get_by_role("heading", name="Step through the run").click()
+    page.keyboard.press("ArrowLeft")
+    expect(page.get_by_text("Call 2 of 7: the model wrote")).to_be_visible(timeout=30_000)
+
+    # a prepared link opens the mixed turn under the vllm policy
+    page.goto(f"{streamlit_server}/check-run-return?scenario=mixed-turn&policy=vllm&step=1")
+    expect(page.get_by_text("Call 1 of 1: the model wrote")).to_be_visible(timeout=60_000)
+    _settle(page)
+    expect(page.get_by_text("comes back as plain text").first).to_be_visible()
+    _no_errors(page)
+    page.close()
+
+
+def test_playground_runs_an_episode_and_refuses_a_bad_path(streamlit_server, chromium_browser):
+    from playwright.sync_api import expect
+
+    page = chromium_browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(f"{streamlit_server}/playground")
+    expect(page.get_by_role("heading", name="Harness playground")).to_be_visible(timeout=90_000)
+    _settle(page)
+    _close_dialog(page)
+
+    # a path that leaves the workspace gets a message beside it, and keeps its text
+    name = page.get_by_label("File name").first
+    name.fill("../outside.py")
+    name.press("Enter")
+    expect(page.get_by_text("the path '../outside.py' leaves the workspace")).to_be_visible(timeout=30_000)
+    _settle(page)
+    assert page.get_by_label("File name").first.input_value() == "../outside.py"
+
+    page.get_by_role("button", name="Run the episode").click()
+    expect(page.get_by_text("The run stopped").first).to_be_visible(timeout=60_000)
+    _settle(page)
+    expect(page.locator("strong", has_text="Call 7")).to_be_visible()
+    assert page.locator(".js-plotly-plot").count() >= 1
+    _no_errors(page)
+    _shot(page, "playground-run")
+    page.close()
