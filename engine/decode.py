@@ -24,7 +24,7 @@ from typing import Protocol
 
 import torch
 
-from .errors import BadInput, EngineError
+from .errors import BadInput, EngineError, GenerationFailed
 from .loading import MODEL_VOCAB, Engine, ModelInfo
 from .tokenizer import END_OF_TEXT, IM_END
 
@@ -210,6 +210,20 @@ def top_alternatives(probs: torch.Tensor, k: int, engine: Engine, first: int | N
     return [Alternative(i, engine.tokenizer.token_text(i), p) for i, p in rows]
 
 
+def failure_message(error: BaseException | None, index: int, info: ModelInfo) -> str:
+    """What went wrong at step `index` and what to do; `error` None means the logits were NaN."""
+    rest = "The model is still loaded and the next run starts afresh."
+    if error is None:
+        return (f"the model's output at step {index} is not a number (NaN): its weights may be damaged. {rest} "
+                f"If it happens again, download {info.name} again (python -m engine download --model {info.name}).")
+    what = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:200]}"
+    if isinstance(error, MemoryError) or "out of memory" in str(error).lower():
+        return (f"the model ran out of memory at step {index} ({what}). {rest} Try fewer new tokens, a shorter "
+                f"conversation, or a smaller model (QWEN_MODEL).")
+    return (f"the model failed at step {index} ({what}). {rest} If it fails again, its weights may be damaged: "
+            f"download {info.name} again (python -m engine download --model {info.name}).")
+
+
 # -- the loop ---------------------------------------------------------------------------------
 def stream_steps(
     engine: Engine,
@@ -236,9 +250,14 @@ def stream_steps(
     scale = settings.temperature if settings.temperature > 0 else 1.0
     feed = torch.tensor([list(prompt_ids)], device=device)
     for index in range(settings.max_new_tokens):
-        with engine.lock, torch.no_grad():
-            out = model(input_ids=feed, cache=cache, logits_to_keep=1)
+        try:
+            with engine.lock, torch.no_grad():
+                out = model(input_ids=feed, cache=cache, logits_to_keep=1)
+        except Exception as error:  # the lock is released already; this run's cache is dropped with it
+            raise GenerationFailed(failure_message(error, index, engine.info)) from error
         logits = out.logits[0, -1].float().cpu()
+        if torch.isnan(logits[:REAL_VOCAB]).any():
+            raise GenerationFailed(failure_message(None, index, engine.info))
         # the padding rows are not tokens: never shown, never chosen
         logits[REAL_VOCAB:] = float("-inf")
         raw = constraint.next_mask() if constraint is not None else None

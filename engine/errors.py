@@ -15,3 +15,7 @@ class TokenizerUnavailable(EngineError):
 
 class ModelUnavailable(EngineError):
     """Model weights could not be loaded (not cached, offline, or a failed download)."""
+
+
+class GenerationFailed(EngineError):
+    """The model failed in the middle of a generation (out of memory, damaged weights); it stays loaded."""
