@@ -409,6 +409,10 @@ def read_tools(text: str) -> tuple[list[dict] | None, list[str]]:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         return None, [f"Not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."]
+    except RecursionError:
+        return None, ["Not usable JSON: it is nested too deeply to read."]
+    except ValueError:  # an integer longer than Python reads (4,300 digits)
+        return None, ["Not usable JSON: a number in it has too many digits to read."]
     problems = find_tool_problems(data)
     return (None, problems) if problems else (data, [])
 
