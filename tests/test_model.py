@@ -397,3 +397,14 @@ def test_check_model_says_where_a_model_would_come_from(tiny_engine, tmp_path, m
     assert missing.state == "missing" and not missing.available
     assert "python -m engine download --model nobody-at-all/no-such-model-7f3a9c" in missing.message
     assert check_model(str(tmp_path)).state == "missing"
+
+
+@pytest.mark.parametrize("k", [1, 5, 37, 100])
+def test_fast_topk_equals_torch_topk(k):
+    from engine.decode import fast_topk
+
+    values = torch.softmax(torch.randn(MODEL_VOCAB, generator=torch.Generator().manual_seed(k)), dim=-1)
+    top, ids = fast_topk(values, k)
+    expected_top, expected_ids = values.topk(k)
+    assert torch.equal(top, expected_top) and torch.equal(ids, expected_ids)
+    assert torch.equal(fast_topk(values[:1000], k)[1], values[:1000].topk(k)[1])  # a length that is not in blocks
