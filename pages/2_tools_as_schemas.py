@@ -6,7 +6,6 @@ import streamlit as st
 from engine.harness import load_scenario
 from engine.prompt import Request, count_tools_tokens, render
 from pages.common import (
-    KIND_NAMES,
     from_url,
     legend_html,
     lesson,
@@ -47,8 +46,7 @@ with right:
     native_col, react_col = st.columns(2)
     for column, name, label in ((native_col, "native", "Native"), (react_col, "react", "ReAct")):
         prompt_tokens, tools_tokens = costs[name]
-        marker = " (shown below)" if name == style() else ""
-        column.metric(f"{label}: prompt tokens{marker}", prompt_tokens)
+        column.metric(f"{label}: prompt tokens", prompt_tokens)
         column.metric(f"{label}: tools cost", tools_tokens)
     st.markdown(text["tools cost figure"].format(count=len(tools), tokens=costs[style()][1]))
 
@@ -62,7 +60,7 @@ with right:
 st.header("The prompt")
 st.markdown(text["the prompt"])
 prompt = render(Request(messages, tools, style()))
-st.markdown(legend_html(), unsafe_allow_html=True)
+st.markdown(legend_html() + f"<p>Shown: the <b>{'native' if style() == 'native' else 'ReAct'}</b> prompt.</p>", unsafe_allow_html=True)
 from_url("schemas_tokens", "tokens", False, lambda v: v == "1")
 by_token = st.toggle("Show every token (ids and boundaries)", key="schemas_tokens")
 to_url(tokens="1" if by_token else None)
@@ -70,7 +68,7 @@ view, table = st.columns([3, 1], gap="medium")
 view.markdown(prompt_html(prompt, by_token), unsafe_allow_html=True)
 table.metric("Tokens in this prompt", prompt.count)
 table.dataframe(
-    [{"part": s.label, "kind": KIND_NAMES[s.kind], "tokens": s.tokens} for s in prompt.spans],
+    [{"part": s.label, "tokens": s.tokens} for s in prompt.spans],
     hide_index=True, width="stretch",
 )
 

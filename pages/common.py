@@ -331,8 +331,19 @@ def page_chrome() -> None:
     if st.session_state.pop("_routed", False):
         return
     st.set_page_config(page_title=PAGE_TITLE, layout="wide")
+    navigation()  # registers the real pages (and ends that fallback for the process); this page goes on drawing itself
     setup_defaults()
     sidebar()
+
+
+def navigation():
+    """st.navigation over lessons/index.json, by section; a page whose file is not written yet is left out."""
+    sections: dict[str, list] = {}
+    for entry in lesson_index():
+        if (ROOT / entry["page"]).exists():
+            page = st.Page(entry["page"], title=entry["title"], url_path=entry["url_path"], default=entry.get("default", False))
+            sections.setdefault(entry["section"], []).append(page)
+    return st.navigation(sections, expanded=True)
 
 
 def setup_defaults() -> None:
