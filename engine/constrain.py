@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from .errors import BadInput
@@ -124,8 +125,7 @@ class StepConstraint:
             self.allowed = None
             return None
         self._matcher.fill_next_token_bitmask(self._bitmask)
-        mask = bitmask_to_bool(self._bitmask)
-        self.allowed = int(mask[:REAL_VOCAB].sum())
+        mask, self.allowed = bitmask_to_bool(self._bitmask)
         return mask
 
     def accept(self, token_id: int) -> None:
@@ -205,7 +205,7 @@ class MaskView:
         """Every allowed id (all 151,669 when nothing is restricted)."""
         if self.mask is None:
             return list(range(REAL_VOCAB))
-        return self.mask[:REAL_VOCAB].nonzero().flatten().tolist()
+        return np.flatnonzero(self.mask.numpy()[:REAL_VOCAB]).tolist()
 
     def allowed_tokens(self) -> list[str]:
         tok = load_tokenizer()
@@ -242,8 +242,8 @@ def inspect_mask(tools: list[dict], prefix: str, tool_choice: str | dict | None 
     ids = tok.encode(prefix)
     _advance(constraint, ids, tok)
     mask = constraint.next_mask() if constraint is not None else None
-    allowed = int(mask[:REAL_VOCAB].sum()) if mask is not None else REAL_VOCAB
-    sample_ids = mask[:REAL_VOCAB].nonzero().flatten()[:sample_size].tolist() if mask is not None else list(range(sample_size))
+    allowed = constraint.allowed if mask is not None else REAL_VOCAB
+    sample_ids = list(range(sample_size)) if mask is None else np.flatnonzero(mask.numpy()[:REAL_VOCAB])[:sample_size].tolist()
     view = MaskView(
         prefix=prefix, prefix_ids=ids, tool_choice=name if mode == "named" else mode,
         state=constraint.state if constraint is not None else "none",
@@ -293,7 +293,7 @@ def walk(tools: list[dict], text: str, tool_choice: str | dict | None = "auto") 
         mask = constraint.next_mask() if constraint is not None else None
         ok = True if mask is None else bool(mask[token_id])
         steps.append(MaskStep(index, token_id, tok.token_text(token_id),
-                              None if mask is None else int(mask[:REAL_VOCAB].sum()), ok, state))
+                              None if mask is None else constraint.allowed, ok, state))
         if not ok:
             break
         if constraint is not None:
@@ -313,3 +313,29 @@ def mask_command(tools: list[dict], prefix: str, tool_choice: str) -> dict:
         "reason": view.reason,
         "unconstrained_reason": view.unconstrained_reason,
     }
+
+
+# -- constrained and unconstrained, side by side ------------------------------------------------
+@dataclass
+class SideBySide:
+    """The same request, settings and seed, decoded with and without the constraint."""
+
+    constrained: object  # engine.decode.Generation
+    unconstrained: object  # engine.decode.Generation
+    reason: str  # what the constraint does at the start of the turn (or why it cannot), in words
+    first_difference: int | None  # the first step where the two chose differently; None = identical turns
+
+
+def side_by_side(engine, request, tool_choice: str | dict, settings=None) -> SideBySide:
+    """Decode `request` twice with the live engine: under `tool_choice`'s constraint, and free."""
+    from .model import generate_turn
+
+    constraint = make_constraint(request.tools, tool_choice, engine.tokenizer)
+    reason = constraint.reason if constraint is not None else "none: no constraint and no call"
+    constrained = generate_turn(engine, request, settings, constraint)
+    unconstrained = generate_turn(engine, request, settings, None)
+    pairs = zip(constrained.steps, unconstrained.steps, strict=False)
+    first = next((i for i, (a, b) in enumerate(pairs) if a.id != b.id), None)
+    if first is None and len(constrained.steps) != len(unconstrained.steps):
+        first = min(len(constrained.steps), len(unconstrained.steps))
+    return SideBySide(constrained, unconstrained, reason, first)
