@@ -328,6 +328,10 @@ def load_engine(
     with the way to get the weights.
     """
     name = name or load_settings().model
+    if name != TINY:
+        # "auto" and the resolved choice name the same load
+        device = choose_device(device)
+        dtype = choose_dtype(device, dtype)
     key = (name, device, dtype)
     with _engines_lock:
         if key not in _engines:
