@@ -221,5 +221,8 @@ def bitmask_to_bool(bitmask: torch.Tensor) -> tuple[torch.Tensor, int]:
 
     numpy unpacks and counts on one thread: a torch reduction over 151,936 entries goes to the
     thread pool, which on a busy 2-core machine was seen to wait 10 ms for its threads."""
-    bits = np.unpackbits(bitmask[0].numpy().view(np.uint8), bitorder="little")[:MODEL_VOCAB].view(np.bool_)
-    return torch.from_numpy(bits), int(np.count_nonzero(bits[:REAL_VOCAB]))
+    words = bitmask[0].numpy()
+    bits = np.unpackbits(words.view(np.uint8), bitorder="little")[:MODEL_VOCAB].view(np.bool_)
+    # a popcount of the 4,748 words, less any padding id (xgrammar never allows one)
+    allowed = int(np.bitwise_count(words.view(np.uint32)).sum()) - int(np.count_nonzero(bits[REAL_VOCAB:]))
+    return torch.from_numpy(bits), allowed
