@@ -78,6 +78,9 @@ def from_url(key: str, param: str, default, cast=str, choices=None):
             except (TypeError, ValueError):
                 pass
         st.session_state[key] = value
+    elif choices is not None and st.session_state[key] not in choices:
+        # a widget can be left empty (a segmented control clicked off): fall back, never pass None on
+        st.session_state[key] = default
     return st.session_state[key]
 
 
