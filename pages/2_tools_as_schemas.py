@@ -17,6 +17,7 @@ from pages.common import (
     tool_editor,
 )
 
+page_chrome()
 text = lesson("tools-as-schemas")
 st.title(text["title"])
 st.markdown(text["intro"])
@@ -87,7 +88,6 @@ figure.update_layout(
     xaxis_title="after this many calls", yaxis_title="tokens spent on tool definitions", legend={"orientation": "h"},
 )
 
-page_chrome()
 st.plotly_chart(figure, width="stretch")
 a, b = st.columns(2)
 a.metric(f"Native: definitions over {calls} calls", costs["native"][1] * calls)

@@ -6,6 +6,7 @@ import streamlit as st
 from engine.calculator import plan_run
 from pages.common import from_url, lesson, notice, page_chrome, style, to_url, tool_editor
 
+page_chrome()
 text = lesson("calculator")
 st.title(text["title"])
 st.markdown(text["intro"])
@@ -77,5 +78,4 @@ st.dataframe(
     hide_index=True, width="stretch",
 )
 
-page_chrome()
 notice(text["what to notice"])

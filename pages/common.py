@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -323,20 +324,45 @@ def _inline_markdown(text: str) -> str:
 PAGE_TITLE = "Tool calling, token by token"
 
 
+def _chrome():
+    """Page config, navigation and the shared sidebar; the page st.navigation chose for this request."""
+    st.set_page_config(page_title=PAGE_TITLE, layout="wide")
+    page = navigation()
+    setup_defaults()
+    sidebar()
+    return page
+
+
+def route() -> None:
+    """The router (app.py runs this): the shared chrome, then the chosen page."""
+    page = _chrome()
+    st.session_state["_routed"] = True  # this run has the sidebar; the page's page_chrome() lets it through
+    page.run()
+
+
 def page_chrome() -> None:
-    """Call first in every page: draws the shared sidebar when the page runs without app.py's router.
+    """Call first in every page: when the page runs without app.py's router, run it through the router instead.
 
     With a pages/ folder beside app.py, Streamlit runs a page file directly when its url_path
-    equals the file's name (home, calculator, playground) and st.navigation has not yet run
-    in the process: a cold server's first request, and every AppTest switch_page. app.py
-    marks each run it routes, so the sidebar is never drawn twice.
+    equals the file's name and st.navigation has not yet run in the process: a cold server's
+    first request (a teacher's link), and every AppTest switch_page. Drawing the page in that
+    run is not enough: st.navigation moves the run onto app.py's page hash, so the page's
+    widgets would get other element ids than in the routed runs that follow, and the browser
+    would then send their defaults back (lesson 4's scenario jumped to its first option on the
+    second click). So the fallback does what app.py does: the page runs again inside it, under
+    its own page hash, and this outer run stops.
     """
     if st.session_state.pop("_routed", False):
         return
-    st.set_page_config(page_title=PAGE_TITLE, layout="wide")
-    navigation()  # registers the real pages (and ends that fallback for the process); this page goes on drawing itself
-    setup_defaults()
-    sidebar()
+    caller = Path(sys._getframe(1).f_globals.get("__file__", "")).resolve()
+    page = _chrome()
+    # (the default page's url_path reads "" whatever index.json gives it)
+    chosen = {"" if e.get("default") else e["url_path"]: ROOT / e["page"] for e in lesson_index()}.get(page.url_path)
+    if chosen is not None and chosen.resolve() == caller:
+        st.session_state["_routed"] = True
+        page.run()
+        st.stop()
+    # st.navigation chose another page than the one running (never seen): go on drawing this one
 
 
 def navigation():
