@@ -49,16 +49,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def streamlit_server():
-    """`streamlit run app.py` on a free local port, healthy before the tests start; its base URL. Stopped at the end."""
+def _serve(log_name: str = "streamlit-server.log"):
+    """`streamlit run app.py` on a free local port, healthy before it is handed out; its base URL. Stopped after."""
     import os
     import subprocess
     import time
     import urllib.request
 
     port = _free_port()
-    log = open(ROOT / ".pytest_cache" / "streamlit-server.log", "w") if (ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL  # noqa: SIM115
+    log = open(ROOT / ".pytest_cache" / log_name, "w") if (ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL  # noqa: SIM115
     server = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
@@ -88,3 +87,16 @@ def streamlit_server():
             server.kill()
         if log is not subprocess.DEVNULL:
             log.close()
+
+
+@pytest.fixture(scope="session")
+def streamlit_server():
+    """A real server for the whole test session; its base URL."""
+    yield from _serve()
+
+
+@pytest.fixture
+def fresh_streamlit_server():
+    """A server of its own whose first request is the test's: a cold server behaves differently
+    (Streamlit runs a deep-linked page file without the router on its first request)."""
+    yield from _serve("streamlit-server-fresh.log")

@@ -67,11 +67,24 @@ def _shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
+def _query(page) -> dict[str, str]:
+    from urllib.parse import parse_qs, urlparse
+
+    return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
+
+
+def _press(page, key: str) -> None:
+    """Press a keyboard shortcut with the page body focused, once the page has settled."""
+    _settle(page)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press(key)
+
+
 def test_lesson_4_click_through_the_missing_brace_run(streamlit_server, chromium_browser):
     from playwright.sync_api import expect
 
     page = chromium_browser.new_page(viewport={"width": 1400, "height": 2400})
-    page.goto(f"{streamlit_server}/check-run-return")
+    page.goto(f"{streamlit_server}/check_run_return")
     expect(page.get_by_text("Call 2 of 7: the model wrote")).to_be_visible(timeout=90_000)
     _settle(page)
     _close_dialog(page)
@@ -89,16 +102,38 @@ def test_lesson_4_click_through_the_missing_brace_run(streamlit_server, chromium
     _no_errors(page)
     _shot(page, "check-run-return-call-3")
 
-    # back again with the keyboard's left arrow
-    page.get_by_role("heading", name="Step through the run").click()
-    page.keyboard.press("ArrowLeft")
+    # back again with the keyboard's left arrow (shortcuts act when no widget holds the focus)
+    _press(page, "ArrowLeft")
     expect(page.get_by_text("Call 2 of 7: the model wrote")).to_be_visible(timeout=30_000)
+    assert _query(page) == {"style": "native", "scenario": "missing-brace", "step": "2"}
 
     # a prepared link opens the mixed turn under the vllm policy
-    page.goto(f"{streamlit_server}/check-run-return?scenario=mixed-turn&policy=vllm&step=1")
+    page.goto(f"{streamlit_server}/check_run_return?scenario=mixed-turn&policy=vllm&step=1")
     expect(page.get_by_text("Call 1 of 1: the model wrote")).to_be_visible(timeout=60_000)
     _settle(page)
     expect(page.get_by_text("comes back as plain text").first).to_be_visible()
+    _no_errors(page)
+    page.close()
+
+
+def test_lesson_4_cold_link_keeps_its_scenario_while_stepping(fresh_streamlit_server, chromium_browser):
+    """A fresh server's first request runs the page without the router; its widgets must keep their
+    values through the runs that follow (the scenario once jumped to "strawberry" on Next, then Back)."""
+    from playwright.sync_api import expect
+
+    page = chromium_browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(f"{fresh_streamlit_server}/check_run_return")
+    expect(page.get_by_text("Call 2 of 7: the model wrote")).to_be_visible(timeout=90_000)
+    _settle(page)
+    _close_dialog(page)
+    for press, number in (("Next", 3), ("Back", 2), ("ArrowRight", 3), ("ArrowLeft", 2), ("ArrowLeft", 1)):
+        if press.startswith("Arrow"):
+            _press(page, press)
+        else:
+            page.get_by_role("button", name=press).click()
+        expect(page.get_by_text(f"Call {number} of 7: the model wrote")).to_be_visible(timeout=30_000)
+        _settle(page)
+        assert _query(page) == {"style": "native", "scenario": "missing-brace", "step": str(number)}, press
     _no_errors(page)
     page.close()
 
@@ -124,7 +159,8 @@ def test_playground_runs_an_episode_and_refuses_a_bad_path(streamlit_server, chr
     expect(page.get_by_text("The run stopped").first).to_be_visible(timeout=60_000)
     _settle(page)
     expect(page.locator("strong", has_text="Call 7")).to_be_visible()
-    assert page.locator(".js-plotly-plot").count() >= 1
+    # plotly draws after the page settles; wait for the ledger chart itself
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
     _no_errors(page)
     _shot(page, "playground-run")
     page.close()
