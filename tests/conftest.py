@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -100,3 +102,31 @@ def fresh_streamlit_server():
     """A server of its own whose first request is the test's: a cold server behaves differently
     (Streamlit runs a deep-linked page file without the router on its first request)."""
     yield from _serve("streamlit-server-fresh.log")
+
+
+# -- headless Chromium (Debian's chromium, driven by Python playwright; never `playwright install`) --
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def _browser_missing(reason: str):
+    """Skip a browser test, except under REQUIRE_BROWSER=1 (CI), where a missing browser is a failure."""
+    if os.environ.get("REQUIRE_BROWSER") == "1":
+        pytest.fail(f"REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One headless Chromium for every browser test of the session."""
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        _browser_missing(f"no chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _browser_missing("the playwright Python package is not installed (pip install playwright; never `playwright install`)")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

@@ -8,8 +8,6 @@ artifacts/screenshots/. Without chromium the tests skip, except under REQUIRE_BR
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,30 +15,7 @@ import pytest
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 ARTIFACTS = ROOT / "artifacts" / "screenshots"
-
-
-def _missing(reason: str):
-    if os.environ.get("REQUIRE_BROWSER") == "1":
-        pytest.fail(f"REQUIRE_BROWSER=1 but {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def chromium_browser():
-    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        _missing(f"no chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("the playwright Python package is not installed (pip install playwright; never `playwright install`)")
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield launched
-        launched.close()
 
 
 def _settle(page) -> None:
@@ -80,10 +55,10 @@ def _press(page, key: str) -> None:
     page.keyboard.press(key)
 
 
-def test_lesson_4_click_through_the_missing_brace_run(streamlit_server, chromium_browser):
+def test_lesson_4_click_through_the_missing_brace_run(streamlit_server, chromium):
     from playwright.sync_api import expect
 
-    page = chromium_browser.new_page(viewport={"width": 1400, "height": 2400})
+    page = chromium.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(f"{streamlit_server}/check_run_return")
     expect(page.get_by_text("Call 2 of 7: the model wrote")).to_be_visible(timeout=90_000)
     _settle(page)
@@ -116,12 +91,12 @@ def test_lesson_4_click_through_the_missing_brace_run(streamlit_server, chromium
     page.close()
 
 
-def test_lesson_4_cold_link_keeps_its_scenario_while_stepping(fresh_streamlit_server, chromium_browser):
+def test_lesson_4_cold_link_keeps_its_scenario_while_stepping(fresh_streamlit_server, chromium):
     """A fresh server's first request runs the page without the router; its widgets must keep their
     values through the runs that follow (the scenario once jumped to "strawberry" on Next, then Back)."""
     from playwright.sync_api import expect
 
-    page = chromium_browser.new_page(viewport={"width": 1400, "height": 2400})
+    page = chromium.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(f"{fresh_streamlit_server}/check_run_return")
     expect(page.get_by_text("Call 2 of 7: the model wrote")).to_be_visible(timeout=90_000)
     _settle(page)
@@ -138,10 +113,10 @@ def test_lesson_4_cold_link_keeps_its_scenario_while_stepping(fresh_streamlit_se
     page.close()
 
 
-def test_playground_runs_an_episode_and_refuses_a_bad_path(streamlit_server, chromium_browser):
+def test_playground_runs_an_episode_and_refuses_a_bad_path(streamlit_server, chromium):
     from playwright.sync_api import expect
 
-    page = chromium_browser.new_page(viewport={"width": 1400, "height": 2400})
+    page = chromium.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(f"{streamlit_server}/playground")
     expect(page.get_by_role("heading", name="Harness playground")).to_be_visible(timeout=90_000)
     _settle(page)
