@@ -130,3 +130,17 @@ def chromium():
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+class FailingModel:
+    """The tiny model's forward pass, raising `error` on call number `fail_at` (0 = the prompt's pass)."""
+
+    def __init__(self, model, fail_at: int, error: BaseException):
+        self.model, self.fail_at, self.error, self.calls = model, fail_at, error, 0
+        self.config = model.config
+
+    def __call__(self, **kwargs):
+        self.calls += 1
+        if self.calls - 1 == self.fail_at:
+            raise self.error
+        return self.model(**kwargs)

@@ -12,6 +12,7 @@ import threading
 
 import pytest
 import torch
+from conftest import FailingModel
 
 from engine.decode import GenerationSettings, generate, stream_steps
 from engine.errors import EngineError, GenerationFailed, ModelUnavailable
@@ -22,20 +23,6 @@ from engine.prompt import Request, render
 
 MESSAGES = [{"role": "user", "content": "How many r are in strawberry?"}]
 SETTINGS = GenerationSettings(max_new_tokens=6, temperature=1.0, seed=11)
-
-
-class FailingModel:
-    """The tiny model's forward pass, raising `error` on call number `fail_at` (0 = the prompt's pass)."""
-
-    def __init__(self, model, fail_at: int, error: BaseException):
-        self.model, self.fail_at, self.error, self.calls = model, fail_at, error, 0
-        self.config = model.config
-
-    def __call__(self, **kwargs):
-        self.calls += 1
-        if self.calls - 1 == self.fail_at:
-            raise self.error
-        return self.model(**kwargs)
 
 
 def failing_engine(tiny: Engine, fail_at: int, error: BaseException) -> Engine:

@@ -14,7 +14,7 @@ import json
 
 import pytest
 import torch
-from conftest import open_page
+from conftest import FailingModel, open_page
 
 P1, P2, CALC, PG = "pages/1_why_call_a_tool.py", "pages/2_tools_as_schemas.py", "pages/calculator.py", "pages/playground.py"
 
@@ -135,20 +135,6 @@ def test_playground_file_fields_bad_input():
     at.button(key="pg_run").click().run()
     assert_fine(at, "good again")
     assert {m.label: m.value for m in at.metric}["Calls"] == "7"
-
-
-class FailingModel:
-    """The tiny model's forward pass, raising `error` on call number `fail_at`."""
-
-    def __init__(self, model, fail_at: int, error: BaseException):
-        self.model, self.fail_at, self.error, self.calls = model, fail_at, error, 0
-        self.config = model.config
-
-    def __call__(self, **kwargs):
-        self.calls += 1
-        if self.calls - 1 == self.fail_at:
-            raise self.error
-        return self.model(**kwargs)
 
 
 def test_playground_live_run_that_fails_mid_run_says_so_and_the_next_run_works(monkeypatch):
