@@ -142,8 +142,11 @@ def bench_decode(runs: int, tokens: int) -> dict:
                 settings = GenerationSettings(max_new_tokens=tokens, temperature=1.0, top_k=5, seed=run)
                 constraint = make_constraint(tools, choice, engine.tokenizer) if which == "constrained" else None
                 generation = generate(engine, prompt, settings, constraint)
-                if run:
-                    speeds[which].append(len(generation.steps) / generation.seconds)
+                if run and len(generation.steps) > 1:
+                    # decode speed after the first token: the prompt's prefill is the same work in both
+                    # runs, and a constrained call that stops early would spread it over fewer tokens
+                    decoding = generation.seconds - generation.first_token_seconds
+                    speeds[which].append((len(generation.steps) - 1) / decoding)
                 texts[which] = generation.text
         ratios = [c / u for c, u in zip(speeds["constrained"], speeds["unconstrained"], strict=True)]
         result[label] = {
