@@ -16,8 +16,9 @@ on every call.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from .cost import Ledger
 from .errors import BadInput
 from .parse import parse_turn
 from .prompt import Request, render
@@ -42,19 +43,10 @@ class PlannedCall:
 
 
 @dataclass
-class RunCost:
-    """A whole run, call by call, with its totals."""
+class RunCost(Ledger):
+    """A whole planned run, call by call (PlannedCall records), with its totals."""
 
-    style: str
-    calls: list[PlannedCall] = field(default_factory=list)
-
-    @property
-    def input_tokens(self) -> int:
-        return sum(c.input_tokens for c in self.calls)
-
-    @property
-    def output_tokens(self) -> int:
-        return sum(c.output_tokens for c in self.calls)
+    style: str = "native"
 
     @property
     def tools_tokens(self) -> int:
@@ -63,10 +55,7 @@ class RunCost:
 
     def totals(self) -> dict:
         return {
-            "calls": len(self.calls),
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "tokens": self.input_tokens + self.output_tokens,
+            **self.token_totals(),
             "tools_tokens": self.tools_tokens,
             "malformed": sum(c.kind == "malformed call" for c in self.calls),
         }
@@ -150,7 +139,7 @@ def plan_run(
     kinds = fails + goods if place == "start" or not goods else goods[:-1] + fails + goods[-1:]
     kinds.append("final answer")
     messages = [{"role": "user", "content": question}]
-    run = RunCost(style)
+    run = RunCost(style=style)
     for number, kind in enumerate(kinds, start=1):
         prompt = render(Request(messages, tools, style), tok)
         parts = {"tool": 0, "template": 0, "message": 0, "generation": 0}

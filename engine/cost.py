@@ -42,12 +42,18 @@ class Ledger:
     def output_tokens(self) -> int:
         return sum(c.output_tokens for c in self.calls)
 
-    def totals(self) -> dict:
+    def token_totals(self) -> dict:
+        """Calls and tokens over the run (any call record with input_tokens and output_tokens)."""
         return {
             "calls": len(self.calls),
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "tokens": self.input_tokens + self.output_tokens,
+        }
+
+    def totals(self) -> dict:
+        return {
+            **self.token_totals(),
             "tool_calls": sum(len(c.tool_calls) for c in self.calls),
             "errors": sum(len(c.errors) for c in self.calls),
         }
