@@ -35,9 +35,11 @@ import torch  # noqa: E402
 from transformers import LogitsProcessor  # noqa: E402
 from transformers.generation.streamers import BaseStreamer  # noqa: E402
 
-from engine.decode import REAL_VOCAB, GenerationSettings, stream_steps, top_alternatives  # noqa: E402
-from engine.loading import MODEL_VOCAB, TINY, find_cached_weights, load_engine  # noqa: E402
+from engine.decode import GenerationSettings, stream_steps, top_alternatives  # noqa: E402
+from engine.loading import TINY, load_model  # noqa: E402
 from engine.prompt import Request, render  # noqa: E402
+from engine.tokenizer import MODEL_VOCAB, REAL_VOCAB  # noqa: E402
+from engine.weights import find_cached_weights  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 TOOLS_FILE = Path(__file__).resolve().parent.parent / "lessons" / "tools" / "strawberry.json"
@@ -119,7 +121,7 @@ def time_topk_bookkeeping(engine, ids, repeats=200):
 
 def bench_model(name, tokens, runs):
     started = time.perf_counter()
-    engine = load_engine(name)
+    engine = load_model(name)
     load_seconds = time.perf_counter() - started
     tools = json.loads(TOOLS_FILE.read_text(encoding="utf-8"))
     prompt = render(Request(MESSAGES, tools), engine.tokenizer)

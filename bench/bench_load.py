@@ -120,9 +120,9 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--model", default="tiny", help="tiny (default), a hub id or a local folder")
     args = parser.parse_args()
-    from engine.loading import load_engine
+    from engine.loading import load_model
 
-    figures = run_load(load_engine(args.model), args.sessions, args.requests, args.max_new_tokens)
+    figures = run_load(load_model(args.model), args.sessions, args.requests, args.max_new_tokens)
     print(json.dumps(figures, indent=2))
     return 0 if figures["failures"] == 0 and not figures["mismatches"] else 1
 

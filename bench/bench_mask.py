@@ -41,8 +41,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from engine.constrain import make_constraint  # noqa: E402
-from engine.grammar import MODEL_VOCAB, tokenizer_info, tool_name, tool_parameters  # noqa: E402
-from engine.tokenizer import IM_END, load_tokenizer  # noqa: E402
+from engine.grammar import tokenizer_info, tool_name, tool_parameters  # noqa: E402
+from engine.tokenizer import (  # noqa: E402
+    IM_END,
+    MODEL_VOCAB,  # noqa: E402
+    load_tokenizer,
+)
 from engine.tools import load_tool_set  # noqa: E402
 
 
@@ -122,10 +126,10 @@ def bench_masks(tools: list[dict], passes: int) -> dict:
 
 def bench_decode(runs: int, tokens: int) -> dict:
     from engine.decode import GenerationSettings, generate
-    from engine.loading import TINY, load_engine
+    from engine.loading import TINY, load_model
     from engine.prompt import Request, render
 
-    engine = load_engine(TINY)
+    engine = load_model(TINY)
     tools = load_tool_set("strawberry")
     cases = {
         "prose_auto": ("What is the capital of France?", "auto"),

@@ -12,7 +12,15 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import EngineError
+from .errors import BadInput, EngineError
+from .harness import check_messages, load_scenario, run_scenario
+from .loading import TINY, load_model
+from .parse import parse_turn
+from .prompt import Request, count_tools_tokens, render
+from .settings import load_settings
+from .tools import check_tool_definitions, run_tool
+from .weights import locate_weights, revision_of
+from .workspace import Workspace
 
 
 class _Parser(argparse.ArgumentParser):
@@ -31,24 +39,18 @@ def _read_json(path: str, what: str):
 
 
 def _read_tools(path: str | None) -> list[dict]:
-    from .tools import check_tool_definitions
-
     if path is None:
         return []
     return check_tool_definitions(_read_json(path, "tools"))
 
 
 def _read_messages(path: str | None) -> list[dict]:
-    from .harness import check_messages
-
     if path is None:
         return []
     return check_messages(_read_json(path, "messages"))
 
 
 def cmd_tokens(args) -> dict:
-    from .prompt import Request, count_tools_tokens, render
-
     request = Request(_read_messages(args.messages), _read_tools(args.tools), args.style)
     prompt = render(request)
     return {
@@ -60,8 +62,6 @@ def cmd_tokens(args) -> dict:
 
 
 def cmd_parse(args) -> dict:
-    from .parse import parse_turn
-
     result = parse_turn(sys.stdin.read(), _read_tools(args.tools), args.style, args.policy)
     return {
         "calls": [{"name": c.name, "arguments": c.arguments} for c in result.calls],
@@ -71,16 +71,11 @@ def cmd_parse(args) -> dict:
 
 
 def cmd_run(args) -> dict:
-    from .harness import load_scenario, run_scenario
-
     run = run_scenario(load_scenario(args.scenario), args.style)
     return run.ledger.as_json()
 
 
 def cmd_tool(args) -> dict:
-    from .tools import run_tool
-    from .workspace import Workspace
-
     try:
         arguments = json.loads(args.args)
     except json.JSONDecodeError as error:
@@ -92,21 +87,67 @@ def cmd_tool(args) -> dict:
 
 
 def cmd_mask(args) -> dict:
-    from .constrain import mask_command
+    """{"vocab", "allowed", "sample"} (DESIGN.md), and what the mask is doing."""
+    # constrain imports torch and xgrammar: only the commands that need them pay for it
+    from .constrain import inspect_mask
 
-    return mask_command(_read_tools(args.tools), args.prefix, args.tool_choice)
+    view = inspect_mask(_read_tools(args.tools), args.prefix, args.tool_choice)
+    return {
+        "vocab": view.vocab,
+        "allowed": view.allowed,
+        "sample": view.sample,
+        "constrained": view.constrained,
+        "state": view.state,
+        "reason": view.reason,
+        "unconstrained_reason": view.unconstrained_reason,
+    }
+
+
+def print_progress(done: int, total: int, desc: str) -> None:
+    """A progress line on stderr for the command line (stdout carries the JSON)."""
+    if total:
+        sys.stderr.write(f"\r{desc}: {done / 1e6:,.1f} / {total / 1e6:,.1f} MB ({100 * done / total:.0f}%)")
+        if done >= total:
+            sys.stderr.write("\n")
+    else:
+        sys.stderr.write(f"{desc}\n")
+    sys.stderr.flush()
 
 
 def cmd_generate(args) -> dict:
-    from .model import generate_command
+    """One turn, token by token, as DESIGN.md's JSON."""
+    # live imports torch: only the commands that need it pay for it
+    from .decode import GenerationSettings
+    from .live import build_constraint, generate_turn
+    from .trace import record_trace
 
-    return generate_command(args, _read_messages(args.messages), _read_tools(args.tools))
+    messages, tools = _read_messages(args.messages), _read_tools(args.tools)
+    settings = GenerationSettings(
+        max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
+        top_k=args.top_k, seed=args.seed, enable_thinking=args.thinking,
+    )
+    settings.check()
+    model = load_model(args.model, args.device, args.dtype, print_progress)
+    request = Request(messages, tools, "native", enable_thinking=settings.enable_thinking)
+    constraint = build_constraint(model, tools, args.tool_choice)
+    generation = generate_turn(model, request, settings, constraint)
+    result = generation.as_json()
+    if args.record:
+        result["trace"] = str(record_trace(args.record, generation, request, tool_choice=args.tool_choice))
+    return result
 
 
 def cmd_download(args) -> dict:
-    from .model import download_command
-
-    return download_command(args)
+    """Fetch a model into the Hugging Face cache, progress on stderr."""
+    name = args.model or load_settings().model
+    if name == TINY:
+        raise BadInput("the tiny model is built in memory from a seed; there is nothing to download")
+    folder, source = locate_weights(name, print_progress)
+    files = sorted(p.name for p in Path(folder).iterdir() if p.is_file())
+    size = sum((Path(folder) / f).stat().st_size for f in files)
+    return {
+        "model": name, "path": str(folder), "source": source, "revision": revision_of(folder), "files": files, "bytes": size,
+    }
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .cost import Ledger
 from .errors import BadInput
+from .ledger import Ledger
 from .parse import parse_turn
 from .prompt import Request, render
 from .tokenizer import QwenTokenizer, load_tokenizer

@@ -1,6 +1,6 @@
-"""The token ledger of a run, and what a malformed call costs (seed 001).
+"""What a malformed call costs (seed 001): measured from two runs, and by the formula.
 
-Every model call re-sends the whole context, so a run's input cost is the sum of its
+Every model call re-sends the whole context (engine/ledger.py), so a run's input cost is the sum of its
 prompts. A malformed call costs, over the rest of the run,
 
     Δ_in = C_bad + (a_bad + e) · n_later,    Δ_out = a_bad's output tokens
@@ -14,58 +14,10 @@ and without the bad turn and reports the measured difference beside the formula.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class CallCost:
-    """One model call: what it was sent and what it wrote."""
-
-    input_tokens: int  # the whole prompt, re-sent at every call
-    output_tokens: int  # the turn's tokens, with <|im_end|> when it stopped there
-    tool_calls: list[dict] = field(default_factory=list)  # {"name", "arguments"} of each call run
-    errors: list[str] = field(default_factory=list)  # the error sent back for each malformed block
-
-
-@dataclass
-class Ledger:
-    calls: list[CallCost] = field(default_factory=list)
-
-    def record(self, cost: CallCost) -> None:
-        self.calls.append(cost)
-
-    @property
-    def input_tokens(self) -> int:
-        return sum(c.input_tokens for c in self.calls)
-
-    @property
-    def output_tokens(self) -> int:
-        return sum(c.output_tokens for c in self.calls)
-
-    def token_totals(self) -> dict:
-        """Calls and tokens over the run (any call record with input_tokens and output_tokens)."""
-        return {
-            "calls": len(self.calls),
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "tokens": self.input_tokens + self.output_tokens,
-        }
-
-    def totals(self) -> dict:
-        return {
-            **self.token_totals(),
-            "tool_calls": sum(len(c.tool_calls) for c in self.calls),
-            "errors": sum(len(c.errors) for c in self.calls),
-        }
-
-    def as_json(self) -> dict:
-        return {
-            "calls": [
-                {"input_tokens": c.input_tokens, "output_tokens": c.output_tokens, "tool_calls": c.tool_calls, "errors": c.errors}
-                for c in self.calls
-            ],
-            "totals": self.totals(),
-        }
+from .errors import BadInput
+from .harness import run_scenario
 
 
 @dataclass(frozen=True)
@@ -100,9 +52,6 @@ class MalformedCost:
 
 def measure_malformed_cost(scenario, style: str = "native") -> MalformedCost:
     """Run `scenario` with and without its malformed turn and compare with the formula."""
-    from .errors import BadInput
-    from .harness import run_scenario
-
     bad = run_scenario(scenario, style, "per-block")
     clean = run_scenario(scenario, style, "per-block", clean=True)
     index = scenario.malformed_turn
@@ -113,14 +62,14 @@ def measure_malformed_cost(scenario, style: str = "native") -> MalformedCost:
     # the tokens the bad turn and its errors occupy in the next prompt, read off its spans
     bad_next = bad.steps[index + 1].prompt
     turn_message = bad.steps[index].message_index
-    a_bad = _message_tokens(bad_next, [turn_message])
-    e = _message_tokens(bad_next, bad.steps[index].result_indices)
+    a_bad = bad_next.message_tokens([turn_message])
+    e = bad_next.message_tokens(bad.steps[index].result_indices)
     c_bad = bad.steps[index].prompt.count if dropped else 0
     if not dropped:
         clean_next = clean.steps[index + 1].prompt
         clean_step = clean.steps[index]
-        a_bad -= _message_tokens(clean_next, [clean_step.message_index])
-        e -= _message_tokens(clean_next, clean_step.result_indices)
+        a_bad -= clean_next.message_tokens([clean_step.message_index])
+        e -= clean_next.message_tokens(clean_step.result_indices)
     return MalformedCost(
         scenario=scenario.name,
         style=style,
@@ -135,8 +84,3 @@ def measure_malformed_cost(scenario, style: str = "native") -> MalformedCost:
         with_bad=bad.ledger.totals(),
         without_bad=clean.ledger.totals(),
     )
-
-
-def _message_tokens(prompt, indices: list[int]) -> int:
-    wanted = set(indices)
-    return sum(s.tokens for s in prompt.spans if s.kind == "message" and s.message_index in wanted)

@@ -26,10 +26,8 @@ import numpy as np
 import torch
 
 from .errors import BadInput, EngineError, GenerationFailed
-from .loading import MODEL_VOCAB, Engine, ModelInfo
-from .tokenizer import END_OF_TEXT, IM_END
-
-REAL_VOCAB = 151669  # ids the tokenizer knows; the model's 151,936 rows include 267 padding ids
+from .loading import LoadedModel, ModelInfo
+from .tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB, REAL_VOCAB
 
 
 @dataclass(frozen=True)
@@ -192,7 +190,7 @@ def allowed_logits(scaled: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tens
     return ids, scaled[ids]
 
 def what_the_model_wanted(
-    scaled: torch.Tensor, allowed_lse: torch.Tensor, chosen: int, k: int, engine: Engine
+    scaled: torch.Tensor, allowed_lse: torch.Tensor, chosen: int, k: int, engine: LoadedModel
 ) -> tuple[float, float, list[Alternative]]:
     """Under a mask: the chosen token's probability had nothing been forbidden, the mass the model
     put on forbidden tokens, and its own top-k, from log-sum-exps (no second softmax over the vocabulary).
@@ -255,7 +253,7 @@ def pick_token(probs: torch.Tensor, settings: GenerationSettings, generator: tor
 
 
 def top_alternatives(
-    probs: torch.Tensor, k: int, engine: Engine, first: int | None = None, ids: torch.Tensor | None = None
+    probs: torch.Tensor, k: int, engine: LoadedModel, first: int | None = None, ids: torch.Tensor | None = None
 ) -> list[Alternative]:
     """The k most likely tokens, most likely first; `first` goes first among tokens tied with it.
 
@@ -289,7 +287,7 @@ def failure_message(error: BaseException | None, index: int, info: ModelInfo) ->
 
 # -- the loop ---------------------------------------------------------------------------------
 def stream_steps(
-    engine: Engine,
+    engine: LoadedModel,
     prompt_ids: list[int],
     settings: GenerationSettings | None = None,
     constraint: Constraint | None = None,
@@ -373,7 +371,7 @@ def stream_steps(
 
 
 def generate(
-    engine: Engine,
+    engine: LoadedModel,
     prompt,
     settings: GenerationSettings | None = None,
     constraint: Constraint | None = None,

@@ -33,10 +33,8 @@ import re
 import numpy as np
 import torch
 
-from .tokenizer import TOOL_CALL, TOOL_CALL_END
+from .tokenizer import MODEL_VOCAB, REAL_VOCAB, TOOL_CALL, TOOL_CALL_END
 
-MODEL_VOCAB = 151936  # rows of the model's output layer; TokenizerInfo must use this size
-REAL_VOCAB = 151669  # ids the tokenizer knows; the rest are padding and always masked
 SEPARATORS = (", ", ": ")  # the chat template's json.dumps separators
 
 # keywords xgrammar 0.2.9 accepts but does not enforce (its grammar is the same without them);

@@ -17,8 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
-from .cost import CallCost, Ledger
 from .errors import BadInput, EngineError
+from .ledger import CallCost, Ledger
 from .parse import OBSERVATION_PATTERN, ParseResult, parse_turn
 from .prompt import Prompt, Request, render
 from .settings import LESSONS

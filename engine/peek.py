@@ -6,7 +6,7 @@ Qwen3-1.7B puts on `<tool_call>` as its first token when asked the capital of Fr
 raw logits after a prompt plus part of a turn, so a page can show a grammar's mask before and
 after renormalising (`constrain.inspect_mask(..., logits=...)`).
 
-    engine = load_engine("tiny")
+    engine = load_model("tiny")
     first = first_token(engine, render(Request(messages, tools)).ids)
     first.p[TOOL_CALL]            # the probability of <tool_call> as the first token
 
@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .decode import REAL_VOCAB, Alternative, Step
-from .loading import Engine, ModelInfo
-from .tokenizer import TOOL_CALL
+from .decode import Alternative, Step
+from .loading import LoadedModel, ModelInfo
+from .tokenizer import REAL_VOCAB, TOOL_CALL
 
 
-def next_logits(engine: Engine, ids: list[int]) -> torch.Tensor:
+def next_logits(engine: LoadedModel, ids: list[int]) -> torch.Tensor:
     """Raw logits for the token after `ids`, over the model's 151,936 rows (padding rows -inf)."""
     if not ids:
         raise ValueError("next_logits needs at least one token id")
@@ -49,7 +49,7 @@ class FirstToken:
     watched: list[str] = field(default_factory=list)  # the watched ids as token text, same order
 
 
-def first_token(engine: Engine, prompt_ids: list[int], watch: tuple[int, ...] = (TOOL_CALL,), top_k: int = 10) -> FirstToken:
+def first_token(engine: LoadedModel, prompt_ids: list[int], watch: tuple[int, ...] = (TOOL_CALL,), top_k: int = 10) -> FirstToken:
     """One forward pass over the prompt: P(each watched id) and the top-k, as the model's first step sees them."""
     probs = torch.softmax(next_logits(engine, prompt_ids), dim=-1)
     values, ids = probs.topk(top_k)

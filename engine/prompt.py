@@ -61,6 +61,19 @@ class Prompt:
     def span_text(self, span: Span) -> str:
         return self.text[span.start : span.end]
 
+    def message_spans(self, indices) -> list[Span]:
+        """The spans that render the messages at `indices` (their place in the request's messages)."""
+        wanted = set(indices)
+        return [s for s in self.spans if s.kind == "message" and s.message_index in wanted]
+
+    def message_tokens(self, indices) -> int:
+        """How many of this prompt's tokens the messages at `indices` take."""
+        return sum(s.tokens for s in self.message_spans(indices))
+
+    def message_text(self, indices) -> str:
+        """The exact text the messages at `indices` add to this prompt, template markers included."""
+        return "".join(self.span_text(s) for s in self.message_spans(indices))
+
 
 # -- ReAct prose --------------------------------------------------------------------------
 REACT_INTRO = "Answer the following questions as best you can. You have access to the following tools:\n"

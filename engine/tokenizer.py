@@ -17,15 +17,12 @@ from .errors import TokenizerUnavailable
 from .settings import VENDORED_TOKENIZER
 
 # single-token ids of the Qwen3 vocabulary that the lessons talk about
-IM_START = 151644
+REAL_VOCAB = 151669  # ids the tokenizer knows (151,643 ordinary tokens, then the special ones)
+MODEL_VOCAB = 151936  # rows of every Qwen3 embedding and output matrix; ids >= REAL_VOCAB are padding, never tokens
 IM_END = 151645
 END_OF_TEXT = 151643
 TOOL_CALL = 151657
 TOOL_CALL_END = 151658
-TOOL_RESPONSE = 151665
-TOOL_RESPONSE_END = 151666
-THINK = 151667
-THINK_END = 151668
 
 
 @dataclass(frozen=True)
@@ -108,7 +105,8 @@ class QwenTokenizer:
         piece = self._tok.id_to_token(token_id)
         if piece is None:
             return b""
-        if token_id in self._special or token_id >= 151643:
+        # from <|endoftext|> on, ids are special tokens: their text is the bytes themselves
+        if token_id in self._special or token_id >= END_OF_TEXT:
             return piece.encode("utf-8")
         table = _byte_decoder()
         return bytes(table[c] for c in piece)

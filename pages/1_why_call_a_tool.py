@@ -79,7 +79,7 @@ if kind in ("live", "tiny"):
     if st.button("Ask without tools, then with tools", key="why_ask", type="primary"):
         from engine.decode import GenerationSettings
         from engine.harness import iterate_episode
-        from engine.model import LiveModel, generate_turn
+        from engine.live import LiveModel, generate_turn
 
         left, right = st.columns(2)
         with left:

@@ -40,7 +40,7 @@ if kind in ("live", "tiny"):
     wanted = (source.info.label(), style())
     if st.button("Generate the call", key="call_generate", type="primary"):
         from engine.decode import GenerationSettings
-        from engine.model import generate_turn
+        from engine.live import generate_turn
 
         live = st.empty()
         shown = []

@@ -92,9 +92,7 @@ def returned_text(run, number: int) -> tuple[str, int]:
     else:
         last = max(step.result_indices)
         prompt = render(Request(run.messages[: last + 1], load_scenario(scenario_name).tools, run.style))
-    wanted = set(step.result_indices)
-    spans = [s for s in prompt.spans if s.kind == "message" and s.message_index in wanted]
-    return "".join(prompt.span_text(s) for s in spans), sum(s.tokens for s in spans)
+    return prompt.message_text(step.result_indices), prompt.message_tokens(step.result_indices)
 
 
 def call_words(name: str, arguments: dict) -> str:

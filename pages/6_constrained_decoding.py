@@ -5,10 +5,11 @@ import json
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.constrain import REAL_VOCAB, inspect_mask, walk
+from engine.constrain import inspect_mask, walk
 from engine.harness import load_scenario
 from engine.parse import parse_turn
 from engine.prompt import Request, render
+from engine.tokenizer import REAL_VOCAB
 from engine.tools import load_tool_set
 from pages.common import (
     LESSONS,
@@ -173,7 +174,8 @@ st.markdown(text["side by side"])
 if engine is None:
     st.info(text["side by side needs the model"])
 else:
-    from engine.model import GenerationSettings, build_constraint, generate_turn
+    from engine.decode import GenerationSettings
+    from engine.live import build_constraint, generate_turn
 
     model_label("tiny" if engine.info.random_weights else "live", engine)
     settings = GenerationSettings(max_new_tokens=48, temperature=0.7, seed=0, top_k=0)

@@ -110,16 +110,16 @@ def tokenizer():
 @st.cache_resource(show_spinner="Building the tiny random-weights model…")
 def tiny_engine():
     """The tiny random-weights Qwen3 (imports torch the first time)."""
-    from engine.loading import TINY, load_engine
+    from engine.loading import TINY, load_model
 
-    return load_engine(TINY)
+    return load_model(TINY)
 
 
 @st.cache_resource(show_spinner=False)
 def _load_live(name: str, _progress=None):
-    from engine.loading import load_engine
+    from engine.loading import load_model
 
-    return load_engine(name, progress=_progress)
+    return load_model(name, progress=_progress)
 
 
 def live_model_name() -> str:

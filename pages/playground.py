@@ -105,7 +105,8 @@ if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_r
         model = ScriptedModel(scenario.script(chosen_style))
         messages = scenario.messages
     else:
-        from engine.model import GenerationSettings, LiveModel
+        from engine.decode import GenerationSettings
+        from engine.live import LiveModel
 
         model = LiveModel(engine, GenerationSettings(max_new_tokens=256))
     run = Run(chosen_style, "per-block")

@@ -17,9 +17,9 @@ if str(ROOT) not in sys.path:
 @pytest.fixture(scope="session")
 def tiny_engine():
     """The tiny random-weights Qwen3 with the real tokenizer, built once per test session (imports torch)."""
-    from engine.model import TINY, load_engine
+    from engine.loading import TINY, load_model
 
-    return load_engine(TINY)
+    return load_model(TINY)
 
 
 # -- the site: AppTest helpers and a real server for the browser tests -------------------------------------

@@ -21,13 +21,12 @@ from engine.constrain import (
     TokenRejected,
     inspect_mask,
     make_constraint,
-    mask_command,
     normalize_tool_choice,
     walk,
 )
 from engine.errors import BadInput
-from engine.grammar import MODEL_VOCAB, REAL_VOCAB, compile_calls
-from engine.tokenizer import IM_END, TOOL_CALL, load_tokenizer
+from engine.grammar import compile_calls
+from engine.tokenizer import IM_END, MODEL_VOCAB, REAL_VOCAB, TOOL_CALL, load_tokenizer
 from engine.tools import load_tool_set
 
 NAME_PREFIX = '<tool_call>\n{"name": "'
@@ -280,8 +279,8 @@ def test_uncompilable_schema_decodes_unconstrained_with_the_reason(strawberry, t
     for token_id in tok.encode("Hello " + COUNT_CALL):
         assert c.next_mask() is None
         c.accept(token_id)
-    out = mask_command([*strawberry, bad], NAME_PREFIX, mode)
-    assert (out["allowed"], out["constrained"], out["unconstrained_reason"]) == (REAL_VOCAB, False, "unconstrained: " + why)
+    view = inspect_mask([*strawberry, bad], NAME_PREFIX, mode)
+    assert (view.allowed, view.constrained, view.unconstrained_reason) == (REAL_VOCAB, False, "unconstrained: " + why)
 
 
 @pytest.mark.parametrize("bad", [NOT_ENFORCED, NOT_COMPILED], ids=["not enforced", "not compiled"])
@@ -359,9 +358,9 @@ def test_mask_command_line(tmp_path, strawberry):
 @pytest.mark.parametrize("choice, allowed, sample", [
     ("auto", 151669, 50), ("none", 151669, 50), ("required", 1, 1), ("tokenize", 1, 1),
 ])
-def test_mask_command_at_the_start_of_a_turn(strawberry, choice, allowed, sample):
-    out = mask_command(strawberry, "", choice)
-    assert (out["vocab"], out["allowed"], len(out["sample"])) == (151669, allowed, sample)
+def test_mask_at_the_start_of_a_turn(strawberry, choice, allowed, sample):
+    view = inspect_mask(strawberry, "", choice)
+    assert (view.vocab, view.allowed, len(view.sample)) == (151669, allowed, sample)
 
 
 def test_mask_command_line_refuses_a_tool_not_in_the_request(tmp_path, strawberry, capsys):

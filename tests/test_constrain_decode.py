@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from engine.constrain import make_constraint, side_by_side
-from engine.grammar import REAL_VOCAB, compile_calls
+from engine.constrain import make_constraint
+from engine.grammar import compile_calls
+from engine.live import side_by_side
 from engine.parse import NOT_CLOSED, parse_turn
 from engine.prompt import Request, render
-from engine.tokenizer import END_OF_TEXT, IM_END
+from engine.tokenizer import END_OF_TEXT, IM_END, REAL_VOCAB
 from engine.tools import load_tool_set
 from tests.test_constrain import BOUNDED
 

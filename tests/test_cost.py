@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.cost import CallCost, Ledger, measure_malformed_cost
+from engine.cost import measure_malformed_cost
 from engine.harness import list_scenarios, load_scenario
+from engine.ledger import CallCost, Ledger
 
 MALFORMED = [(n, s) for n in list_scenarios() for s in load_scenario(n).styles if load_scenario(n).malformed_turn is not None]
 

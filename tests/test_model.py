@@ -13,12 +13,13 @@ import time
 import pytest
 import torch
 
-from engine.decode import REAL_VOCAB, GenerationSettings, generate, nucleus, stream_steps
+from engine.decode import GenerationSettings, generate, nucleus, stream_steps
 from engine.errors import BadInput, EngineError, ModelUnavailable
-from engine.loading import MODEL_VOCAB, Engine, hub_reachable, load_engine
-from engine.model import LiveModel, build_constraint, generate_turn
+from engine.live import LiveModel, build_constraint, generate_turn
+from engine.loading import LoadedModel, load_model
 from engine.prompt import Request, render
-from engine.tokenizer import IM_END
+from engine.tokenizer import IM_END, MODEL_VOCAB, REAL_VOCAB
+from engine.weights import hub_reachable
 
 MESSAGES = [{"role": "user", "content": "How many r are in strawberry?"}]
 
@@ -194,7 +195,7 @@ class PaddingLover(torch.nn.Module):
 
 @pytest.mark.parametrize("temperature", [0.0, 2.0])
 def test_padding_ids_are_never_chosen_even_when_the_model_prefers_them(tiny_engine, prompt, temperature):
-    engine = Engine(PaddingLover(tiny_engine.model), tiny_engine.tokenizer, tiny_engine.info)
+    engine = LoadedModel(PaddingLover(tiny_engine.model), tiny_engine.tokenizer, tiny_engine.info)
     steps = run(engine, prompt, max_new_tokens=6, temperature=temperature, top_k=10)
     assert all(s.id < REAL_VOCAB and all(a.id < REAL_VOCAB for a in s.top) for s in steps)
 
@@ -270,7 +271,7 @@ def test_tiny_engine_is_labelled_as_random_weights(tiny_engine):
     info = tiny_engine.info
     assert info.random_weights and "outputs mean nothing" in info.note and "random weights" in info.label()
     assert tiny_engine.model.config.vocab_size == MODEL_VOCAB
-    assert load_engine("tiny") is tiny_engine  # loaded once per process
+    assert load_model("tiny") is tiny_engine  # loaded once per process
 
 
 @pytest.mark.parametrize("offline_flag", [True, False])
@@ -279,7 +280,7 @@ def test_a_model_that_is_nowhere_fails_fast_with_the_way_to_get_it(monkeypatch, 
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
     with pytest.raises(ModelUnavailable) as caught:
-        load_engine("nobody-at-all/no-such-model-7f3a9c")
+        load_model("nobody-at-all/no-such-model-7f3a9c")
     assert time.perf_counter() - started < 10
     message = str(caught.value)
     assert "python -m engine download --model nobody-at-all/no-such-model-7f3a9c" in message
@@ -288,7 +289,7 @@ def test_a_model_that_is_nowhere_fails_fast_with_the_way_to_get_it(monkeypatch, 
 
 def test_a_folder_without_weights_says_what_it_needs(tmp_path):
     with pytest.raises(ModelUnavailable, match="config.json"):
-        load_engine(str(tmp_path))
+        load_model(str(tmp_path))
 
 
 def test_hub_probe_answers_no_at_once_when_offline_is_set(monkeypatch):
@@ -352,40 +353,40 @@ def fake_snapshot(tmp_path, fail=None):
 def test_download_reports_bytes_on_the_callers_thread(monkeypatch, tmp_path):
     import huggingface_hub
 
-    from engine import loading
+    from engine import weights
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot(tmp_path))
-    monkeypatch.setattr(loading, "hub_reachable", lambda: True)
+    monkeypatch.setattr(weights, "hub_reachable", lambda: True)
     seen = []
-    folder = loading.download_weights("someone/some-model", lambda *event: seen.append((*event, threading.get_ident())))
+    folder = weights.download_weights("someone/some-model", lambda *event: seen.append((*event, threading.get_ident())))
     assert [(d, t) for d, t, _, _ in seen] == [(25, 100), (50, 100), (75, 100), (100, 100)]
     assert {who for *_, who in seen} == {threading.get_ident()}  # a page may draw from the callback
     assert seen[0][2] == "downloading someone/some-model"
-    assert loading.revision_of(folder) == "0123abcd"
+    assert weights.revision_of(folder) == "0123abcd"
 
 
 def test_a_failed_download_says_what_failed_and_how_to_get_the_weights(monkeypatch, tmp_path):
     import huggingface_hub
 
-    from engine import loading
+    from engine import weights
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot(tmp_path, fail=OSError("401 gated repo")))
-    monkeypatch.setattr(loading, "hub_reachable", lambda: True)
+    monkeypatch.setattr(weights, "hub_reachable", lambda: True)
     with pytest.raises(ModelUnavailable, match="the download failed: OSError: 401 gated repo") as caught:
-        loading.download_weights("someone/some-model")
+        weights.download_weights("someone/some-model")
     assert "python -m engine download --model someone/some-model" in str(caught.value)
 
 
 def test_a_model_folder_loads_through_the_real_path_and_gives_the_same_steps(tiny_engine, prompt, tmp_path):
     # the tiny weights saved as a model folder go through AutoModelForCausalLM.from_pretrained, as Qwen3-1.7B does
     tiny_engine.model.save_pretrained(tmp_path)
-    engine = load_engine(str(tmp_path), device="cpu")
+    engine = load_model(str(tmp_path), device="cpu")
     assert engine.info.source == "local folder" and engine.info.dtype == "float32" and not engine.info.random_weights
     assert engine.info.parameters == tiny_engine.info.parameters
     loaded, built = run(engine, prompt, max_new_tokens=4), run(tiny_engine, prompt, max_new_tokens=4)
     assert [s.id for s in loaded] == [s.id for s in built]
     assert all(math.isclose(a.p, b.p, rel_tol=1e-5) for a, b in zip(loaded, built, strict=True))
-    assert load_engine(str(tmp_path), device="cpu") is engine
+    assert load_model(str(tmp_path), device="cpu") is engine
 
 
 def test_check_model_says_where_a_model_would_come_from(tiny_engine, tmp_path, monkeypatch):

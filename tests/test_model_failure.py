@@ -17,16 +17,16 @@ from conftest import FailingModel
 from engine.decode import GenerationSettings, generate, stream_steps
 from engine.errors import EngineError, GenerationFailed, ModelUnavailable
 from engine.harness import iterate_episode
-from engine.loading import Engine, load_weights
-from engine.model import LiveModel
+from engine.live import LiveModel
+from engine.loading import LoadedModel, load_weights
 from engine.prompt import Request, render
 
 MESSAGES = [{"role": "user", "content": "How many r are in strawberry?"}]
 SETTINGS = GenerationSettings(max_new_tokens=6, temperature=1.0, seed=11)
 
 
-def failing_engine(tiny: Engine, fail_at: int, error: BaseException) -> Engine:
-    return Engine(FailingModel(tiny.model, fail_at, error), tiny.tokenizer, tiny.info, lock=tiny.lock)
+def failing_engine(tiny: LoadedModel, fail_at: int, error: BaseException) -> LoadedModel:
+    return LoadedModel(FailingModel(tiny.model, fail_at, error), tiny.tokenizer, tiny.info, lock=tiny.lock)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def alone(tiny_engine, prompt):
     return generate(tiny_engine, prompt, SETTINGS).text
 
 
-def assert_lock_free(engine: Engine) -> None:
+def assert_lock_free(engine: LoadedModel) -> None:
     assert engine.lock.acquire(blocking=False), "the shared lock is still held after the failure"
     engine.lock.release()
 
@@ -75,7 +75,7 @@ def test_nan_weights_are_reported_not_sampled(tiny_engine, prompt, alone):
     damaged = copy.deepcopy(tiny_engine.model)
     with torch.no_grad():
         damaged.model.norm.weight[0] = float("nan")
-    broken = Engine(damaged, tiny_engine.tokenizer, tiny_engine.info, lock=tiny_engine.lock)
+    broken = LoadedModel(damaged, tiny_engine.tokenizer, tiny_engine.info, lock=tiny_engine.lock)
     with pytest.raises(GenerationFailed, match=r"^the model's output at step 0 is not a number \(NaN\): its weights may be damaged"):
         generate(broken, prompt, SETTINGS)
     assert_lock_free(tiny_engine)

@@ -11,7 +11,7 @@ import pytest
 
 from engine.decode import GenerationSettings
 from engine.errors import BadInput
-from engine.model import generate_turn
+from engine.live import generate_turn
 from engine.prompt import Request
 from engine.trace import load_trace, record_trace
 
