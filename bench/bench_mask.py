@@ -41,13 +41,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from engine.constrain import make_constraint  # noqa: E402
-from engine.grammar import tokenizer_info, tool_name, tool_parameters  # noqa: E402
+from engine.grammar import tokenizer_info, tool_parameters  # noqa: E402
 from engine.tokenizer import (  # noqa: E402
     IM_END,
     MODEL_VOCAB,  # noqa: E402
     load_tokenizer,
 )
-from engine.tools import load_tool_set  # noqa: E402
+from engine.tools import (
+    load_tool_set,  # noqa: E402
+    tool_name,  # noqa: E402
+)
 
 
 def example_value(schema: dict, name: str):

@@ -269,7 +269,7 @@ def inspect_mask(tools: list[dict], prefix: str, tool_choice: str | dict | None 
 
 
 @dataclass(frozen=True)
-class MaskStep:
+class MaskedToken:
     """One token of a walked text and the mask it met."""
 
     index: int
@@ -280,7 +280,7 @@ class MaskStep:
     state: str  # the constraint's state before this token
 
 
-def walk(tools: list[dict], text: str, tool_choice: str | dict | None = "auto") -> list[MaskStep]:
+def walk(tools: list[dict], text: str, tool_choice: str | dict | None = "auto") -> list[MaskedToken]:
     """Every token of `text` (an assistant turn) with the allowed count the grammar gave it.
 
     A token the grammar forbids is the last step, with ok=False: where a constrained run
@@ -292,7 +292,7 @@ def walk(tools: list[dict], text: str, tool_choice: str | dict | None = "auto") 
         state = constraint.state if constraint is not None else "none"
         mask = constraint.next_mask() if constraint is not None else None
         ok = True if mask is None else bool(mask[token_id])
-        steps.append(MaskStep(index, token_id, tok.token_text(token_id),
+        steps.append(MaskedToken(index, token_id, tok.token_text(token_id),
                               None if mask is None else constraint.allowed, ok, state))
         if not ok:
             break

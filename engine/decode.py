@@ -78,11 +78,11 @@ class Alternative:
 
     id: int
     token: str  # the token shown on its own (tokenizer.token_text)
-    p: float  # its probability under the same distribution as Step.p
+    p: float  # its probability under the same distribution as DecodeStep.p
 
 
 @dataclass(frozen=True)
-class Step:
+class DecodeStep:
     """One generated token and what the model thought at that step."""
 
     index: int  # 0 for the first new token
@@ -101,7 +101,7 @@ class Step:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> Step:
+    def from_json(cls, data: dict) -> DecodeStep:
         def alternatives(rows):
             return None if rows is None else [Alternative(int(r["id"]), str(r["token"]), float(r["p"])) for r in rows]
 
@@ -132,7 +132,7 @@ class Generation:
 
     text: str  # the turn's text, without the stop token
     finish: str  # "stop" or "length"
-    steps: list[Step]
+    steps: list[DecodeStep]
     prompt_tokens: int
     model: ModelInfo
     settings: GenerationSettings
@@ -161,7 +161,7 @@ class Generation:
 
 
 # -- one step's arithmetic ------------------------------------------------------------------
-def normalise_mask(mask: torch.Tensor, index: int) -> torch.Tensor:
+def normalize_mask(mask: torch.Tensor, index: int) -> torch.Tensor:
     """The constraint's mask as a bool tensor of MODEL_VOCAB entries on the CPU (padding ids False).
 
     A full-width mask is used as it is (its padding ids set False in place): a constraint hands
@@ -291,8 +291,8 @@ def stream_steps(
     prompt_ids: list[int],
     settings: GenerationSettings | None = None,
     constraint: Constraint | None = None,
-) -> Iterator[Step]:
-    """Generate one turn after `prompt_ids`, yielding each Step as soon as its token is chosen.
+) -> Iterator[DecodeStep]:
+    """Generate one turn after `prompt_ids`, yielding each DecodeStep as soon as its token is chosen.
 
     The last step has `finish` set. The engine's lock is held for each forward pass only, so
     two users' generations interleave step by step but never mix: each has its own cache and
@@ -322,7 +322,7 @@ def stream_steps(
         # the padding rows are not tokens: never shown, never chosen
         logits[REAL_VOCAB:] = float("-inf")
         raw = constraint.next_mask() if constraint is not None else None
-        mask = None if raw is None else normalise_mask(raw, index)
+        mask = None if raw is None else normalize_mask(raw, index)
         greedy = settings.temperature == 0
         unmasked = None
         if mask is None:
@@ -352,7 +352,7 @@ def stream_steps(
         stop = chosen in settings.stop_ids
         finish = "stop" if stop else ("length" if index == settings.max_new_tokens - 1 else None)
         text = utf8.decode(b"" if stop else engine.tokenizer.token_bytes(chosen), final=finish is not None)
-        yield Step(
+        yield DecodeStep(
             index=index,
             id=chosen,
             token=engine.tokenizer.token_text(chosen),
@@ -375,7 +375,7 @@ def generate(
     prompt,
     settings: GenerationSettings | None = None,
     constraint: Constraint | None = None,
-    on_step: Callable[[Step], None] | None = None,
+    on_step: Callable[[DecodeStep], None] | None = None,
 ) -> Generation:
     """Generate one turn and return it whole; `on_step` sees each step as it comes (to draw it live).
 
@@ -385,7 +385,7 @@ def generate(
     ids = list(getattr(prompt, "ids", prompt))
     started = time.perf_counter()
     first = 0.0
-    steps: list[Step] = []
+    steps: list[DecodeStep] = []
     for step in stream_steps(engine, ids, settings, constraint):
         if not steps:
             first = time.perf_counter() - started

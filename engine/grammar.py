@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from .tokenizer import MODEL_VOCAB, REAL_VOCAB, TOOL_CALL, TOOL_CALL_END
+from .tools import tool_name
 
 SEPARATORS = (", ", ": ")  # the chat template's json.dumps separators
 
@@ -56,10 +57,6 @@ class SchemaUnsupported(Exception):
         super().__init__(f"tool {tool!r}: {reason}")
         self.tool = tool
         self.reason = str(self)
-
-
-def tool_name(tool: dict) -> str:
-    return tool.get("function", tool).get("name", "")
 
 
 def tool_parameters(tool: dict) -> dict:

@@ -68,7 +68,7 @@ class ToolResult:
 
 
 @dataclass
-class RunStep:
+class RunCall:
     """One model call of a run and everything that followed from it."""
 
     prompt: Prompt
@@ -84,7 +84,7 @@ class RunStep:
 class Run:
     style: str
     policy: str
-    steps: list[RunStep] = field(default_factory=list)
+    steps: list[RunCall] = field(default_factory=list)
     messages: list[dict] = field(default_factory=list)
     ledger: Ledger = field(default_factory=Ledger)
     stop_reason: str = ""
@@ -126,7 +126,7 @@ def iterate_episode(
     max_turns: int = 8,
     recover_bare: bool = False,
     run: Run | None = None,
-) -> Iterator[RunStep]:
+) -> Iterator[RunCall]:
     """Run the loop, yielding each call's step as it completes; `run` collects the whole record."""
     run = run if run is not None else Run(style, policy)
     run.messages = [dict(m) for m in messages]
@@ -160,7 +160,7 @@ def iterate_episode(
             [r.text for r in results if not r.ok],
         )
         run.ledger.record(cost)
-        step = RunStep(prompt, turn, parsed, results, message_index, result_indices, cost)
+        step = RunCall(prompt, turn, parsed, results, message_index, result_indices, cost)
         run.steps.append(step)
         yield step
         if parsed.final:
@@ -180,6 +180,17 @@ def _run_blocks(parsed: ParseResult, workspace: Workspace | None) -> list[ToolRe
         else:
             results.append(ToolResult(block.index, None, None, block.error or "error", False))
     return results
+
+
+def returned_text(run: Run, number: int, tools: list[dict]) -> tuple[str, int]:
+    """The exact text the results of call `number` (1-based) add to the next prompt, and its token count."""
+    call = run.steps[number - 1]
+    if number < len(run.steps):
+        prompt = run.steps[number].prompt
+    else:
+        # no call followed: render the prompt the next call would get
+        prompt = render(Request(run.messages[: max(call.result_indices) + 1], tools, run.style))
+    return prompt.message_text(call.result_indices), prompt.message_tokens(call.result_indices)
 
 
 def run_episode(model: TurnModel, messages: list[dict], tools: list[dict], **options) -> Run:

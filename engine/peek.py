@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .decode import Alternative, Step
+from .decode import Alternative, DecodeStep
 from .loading import LoadedModel, ModelInfo
 from .tokenizer import REAL_VOCAB, TOOL_CALL
 
@@ -63,7 +63,7 @@ def first_token(engine: LoadedModel, prompt_ids: list[int], watch: tuple[int, ..
     )
 
 
-def p_in_trace_step(step: Step, token_id: int) -> tuple[float, bool]:
+def p_in_trace_step(step: DecodeStep, token_id: int) -> tuple[float, bool]:
     """(probability, exact) of `token_id` at a recorded step.
 
     Exact when it was the chosen token or in the recorded top-k; otherwise the smallest

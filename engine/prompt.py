@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from .errors import BadInput
 from .tokenizer import QwenTokenizer, TokenPiece, load_tokenizer
+from .tools import tool_name
 
 STYLES = ("native", "react")
 
@@ -60,6 +61,11 @@ class Prompt:
 
     def span_text(self, span: Span) -> str:
         return self.text[span.start : span.end]
+
+    def conversation_spans(self) -> list[Span]:
+        """The spans from the first message after the system turn on: the conversation, without the tool definitions."""
+        first = next(i for i, s in enumerate(self.spans) if s.kind == "message" and s.label != "system message 0")
+        return self.spans[first:]
 
     def message_spans(self, indices) -> list[Span]:
         """The spans that render the messages at `indices` (their place in the request's messages)."""
@@ -121,10 +127,6 @@ def describe_tool_react(tool: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _tool_name(tool: dict) -> str:
-    return str(tool.get("function", tool).get("name", "?"))
-
-
 # -- rendering ----------------------------------------------------------------------------
 def render(request: Request, tokenizer: QwenTokenizer | None = None) -> Prompt:
     """The prompt of one model call, as text, token ids and labelled spans."""
@@ -168,7 +170,7 @@ def _render_native(request: Request, tok: QwenTokenizer) -> tuple[str, list[Span
         cursor = open_at
         for tool in request.tools:
             line_end = text.index("\n", cursor + 1)
-            spans.append(Span(f"tool {_tool_name(tool)}", "tool", cursor, line_end))
+            spans.append(Span(f"tool {tool_name(tool) or '?'}", "tool", cursor, line_end))
             cursor = line_end
         close = text.index("<|im_end|>\n", cursor) + len("<|im_end|>\n")
         spans.append(Span("template", "template", cursor, close))
@@ -188,8 +190,8 @@ def _render_react(request: Request, tok: QwenTokenizer) -> tuple[str, list[Span]
     if request.tools:
         parts.append(("template", "template", REACT_INTRO))
         for tool in request.tools:
-            parts.append((f"tool {_tool_name(tool)}", "tool", describe_tool_react(tool)))
-        names = ", ".join(_tool_name(t) for t in request.tools)
+            parts.append((f"tool {tool_name(tool) or '?'}", "tool", describe_tool_react(tool)))
+        names = ", ".join(tool_name(t) or "?" for t in request.tools)
         parts.append(("template", "template", REACT_PROTOCOL.format(names=names)))
     rest = messages[1:] if has_system else messages
     if parts:

@@ -50,8 +50,10 @@ def load_tool_set(name: str) -> list[dict]:
     return json.loads(_load_tool_set_text(name))
 
 
-def tool_name(tool: dict) -> str:
-    return str(tool.get("function", {}).get("name", ""))
+def tool_name(tool: object) -> str:
+    """A definition's name ({"type": "function", "function": {"name": ...}} or the bare function object); "" if none."""
+    function = tool.get("function", tool) if isinstance(tool, dict) else None
+    return str(function.get("name", "")) if isinstance(function, dict) else ""
 
 
 def find_tool_problems(data: object) -> list[str]:

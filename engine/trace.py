@@ -3,7 +3,7 @@
 A teacher records at home on a GPU and shows the run in a classroom without one. A trace
 holds what DESIGN.md's "honest figures" rule asks of a recording: which model (id, commit
 hash when known, dtype, device), the settings, the prompt and the request it came from, the
-date, and every step with its top-k. `load_trace(path).steps` are the same Step dataclasses
+date, and every step with its top-k. `load_trace(path).steps` are the same DecodeStep dataclasses
 the live loop yields, and `Trace.source` says what recorded them and when. Only traces a real
 model produced belong in assets/; the tiny model's are for tests.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .decode import Generation, GenerationSettings, Step
+from .decode import DecodeStep, Generation, GenerationSettings
 from .errors import BadInput
 from .loading import ModelInfo
 
@@ -34,7 +34,7 @@ class Trace:
     recorded_at: str  # ISO 8601, UTC
     text: str
     finish: str
-    steps: list[Step]
+    steps: list[DecodeStep]
     prompt_text: str | None
     prompt_tokens: int
     messages: list[dict] = field(default_factory=list)
@@ -55,7 +55,7 @@ class Trace:
         revision = f", revision {self.model.revision[:12]}" if self.model.revision and not self.model.random_weights else ""
         return f"recorded with {self.model.label()}{revision} on {when}"
 
-    def replay(self) -> Iterator[Step]:
+    def replay(self) -> Iterator[DecodeStep]:
         """The steps one by one, as `stream_steps` yields them live."""
         yield from self.steps
 
@@ -122,7 +122,7 @@ def load_trace(path) -> Trace:
             recorded_at=str(data["recorded_at"]),
             text=str(data["text"]),
             finish=str(data["finish"]),
-            steps=[Step.from_json(s) for s in data["steps"]],
+            steps=[DecodeStep.from_json(s) for s in data["steps"]],
             prompt_text=prompt.get("text"),
             prompt_tokens=int(prompt.get("tokens", 0)),
             messages=request.get("messages") or [],

@@ -5,21 +5,13 @@ import streamlit as st
 from engine.harness import load_scenario, run_scenario
 from engine.prompt import Request
 from engine.tools import run_tool
-from pages.common import (
-    draw_tokens,
-    from_url,
-    lesson,
-    model_label,
-    model_source,
-    no_model_box,
-    notice,
-    page_chrome,
-    style,
-    to_url,
-    tokenizer,
-)
+from pages.common.chrome import page_chrome
+from pages.common.draw import draw_tokens, notice
+from pages.common.models import model_label, model_source, no_model_box, tokenizer
+from pages.common.state import from_url, style, to_url
+from pages.common.words import lesson
 
-page_chrome()
+page_chrome(__file__)
 
 text = lesson("why-call-a-tool")
 tok = tokenizer()

@@ -5,19 +5,13 @@ import streamlit as st
 
 from engine.harness import load_scenario
 from engine.prompt import Request, count_tools_tokens, render
-from pages.common import (
-    from_url,
-    legend_html,
-    lesson,
-    notice,
-    page_chrome,
-    prompt_html,
-    style,
-    to_url,
-    tool_editor,
-)
+from pages.common.chrome import page_chrome
+from pages.common.draw import chart_layout, legend_html, notice, prompt_html
+from pages.common.state import from_url, style, to_url
+from pages.common.tool_editor import tool_editor
+from pages.common.words import lesson
 
-page_chrome()
+page_chrome(__file__)
 text = lesson("tools-as-schemas")
 st.title(text["title"])
 st.markdown(text["intro"])
@@ -83,10 +77,8 @@ figure = go.Figure()
 for name, label, colour in (("native", "Native", "#1f77b4"), ("react", "ReAct", "#ff7f0e")):
     per_call = costs[name][1]
     figure.add_bar(x=list(range(1, calls + 1)), y=[per_call * k for k in range(1, calls + 1)], name=label, marker_color=colour)
-figure.update_layout(
-    barmode="group", height=360, margin={"l": 10, "r": 10, "t": 30, "b": 10}, font={"size": 16},
-    xaxis_title="after this many calls", yaxis_title="tokens spent on tool definitions", legend={"orientation": "h"},
-)
+chart_layout(figure, 360, barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on tool definitions",
+             legend={"orientation": "h"})
 
 st.plotly_chart(figure, width="stretch")
 a, b = st.columns(2)

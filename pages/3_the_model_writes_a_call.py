@@ -4,25 +4,16 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.harness import load_scenario
+from engine.parse import find_name_token
 from engine.prompt import Request
 from engine.tokenizer import IM_END
-from pages.common import (
-    TINY_LABEL,
-    draw_tokens,
-    from_url,
-    lesson,
-    model_label,
-    model_source,
-    no_model_box,
-    notice,
-    page_chrome,
-    show_token,
-    style,
-    to_url,
-    tokenizer,
-)
+from pages.common.chrome import page_chrome
+from pages.common.draw import chart_layout, draw_tokens, notice, show_token
+from pages.common.models import TINY_LABEL, model_label, model_source, no_model_box, tokenizer
+from pages.common.state import from_url, style, to_url
+from pages.common.words import lesson
 
-page_chrome()
+page_chrome(__file__)
 
 text = lesson("the-model-writes-a-call")
 tok = tokenizer()
@@ -90,17 +81,7 @@ def jump(where: int) -> None:
     st.session_state["call_step"] = where
 
 
-# the name's first token: the token holding the first character after '"name": "' (native) or 'Action: ' (ReAct)
-written = "".join(r[1] for r in rows)
-marker = '"name": "' if style() == "native" else "Action: "
-name_at, cursor = None, 0
-if marker in written:
-    target = written.index(marker) + len(marker)
-    for n, row in enumerate(rows):
-        if cursor <= target < cursor + len(row[1]):
-            name_at = n
-            break
-        cursor += len(row[1])
+name_at = find_name_token([r[1] for r in rows], style())
 
 controls = st.columns([1, 1, 2, 2, 2])
 controls[0].button("◀ Previous", key="call_prev", on_click=move, args=(-1,), width="stretch")
@@ -129,10 +110,8 @@ if p is not None:
             text=[f"{a.p:.1%}" if a.p >= 0.001 else f"{a.p:.1e}" for a in reversed(top)], textposition="auto",
         )
     )
-    figure.update_layout(
-        title=f"Top {len(top)} candidates at token {step} (red: the one chosen)", height=80 + 42 * len(top),
-        margin={"l": 10, "r": 10, "t": 50, "b": 10}, font={"size": 16}, xaxis_title="probability",
-    )
+    chart_layout(figure, 80 + 42 * len(top), f"Top {len(top)} candidates at token {step} (red: the one chosen)",
+                 xaxis_title="probability")
     chart.plotly_chart(figure, width="stretch")
 else:
     chart.markdown(text["decisive moments"])

@@ -1,38 +1,22 @@
 """Lesson 4: check it, run it, return it: the block the parser found, each check, the tool run, the result going back."""
 
-import html
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from engine.cost import measure_malformed_cost
-from engine.harness import list_scenarios, load_scenario, run_scenario
-from engine.parse import CHECK_TITLES, POLICIES, parse_turn
-from engine.prompt import Request, render
-from pages.common import from_url, lesson, notice, page_chrome, style, to_url, words
+from engine.harness import list_scenarios, load_scenario, returned_text, run_scenario
+from engine.parse import POLICIES, parse_turn
+from pages.common.chrome import page_chrome
+from pages.common.draw import call_words, checks_html, ledger_figure, notice, turn_html
+from pages.common.state import from_url, style, to_url
+from pages.common.words import lesson, words
 
 ID = "check-run-return"
-CSS = """
-<style>
-.turn-view {font-family:ui-monospace,Menlo,Consolas,monospace; font-size:1.05em; white-space:pre-wrap;
-  word-break:break-word; line-height:1.55; border:1px solid #ccc; border-radius:8px; padding:0.8rem 1rem; color:#111;
-  background:#fafafa}
-.turn-view mark.ok {background:#c8efc8; color:#111} .turn-view mark.bad {background:#ffc9c9; color:#111}
-table.checks {border-collapse:collapse; width:100%; font-size:1.05em; margin:0.3rem 0 1rem 0}
-table.checks td {border-bottom:1px solid #e3e3e3; padding:0.35rem 0.6rem; vertical-align:top; color:inherit}
-table.checks td.v {white-space:nowrap; font-weight:600}
-table.checks tr.pass td.v {color:#1b7f1b} table.checks tr.fail td.v {color:#c62828} table.checks tr.skip td {color:#888}
-table.checks code {white-space:pre-wrap; font-size:0.95em}
-.equal {font-size:2.4em; font-weight:700; color:#1b7f1b; text-align:center; line-height:1.1; padding-top:0.6rem}
-</style>
-"""
-VERDICTS = {True: ("pass", "✅ pass"), False: ("fail", "❌ fail"), None: ("skip", "· not reached")}
 
-page_chrome()
+page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
 st.markdown(text["intro"])
-st.markdown(CSS, unsafe_allow_html=True)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -61,43 +45,6 @@ def move(by: int, last: int) -> None:
 
 def switch_style(to: str) -> None:
     st.session_state["style"] = to
-
-
-def turn_html(turn_text: str, blocks) -> str:
-    """The reply with each block the parser found highlighted, green if it passed, red if not."""
-    parts, cursor = [], 0
-    for block in sorted(blocks, key=lambda b: b.start):
-        parts.append(html.escape(turn_text[cursor : block.start]))
-        kind = "ok" if block.call is not None else "bad"
-        parts.append(f'<mark class="{kind}">{html.escape(turn_text[block.start : block.end])}</mark>')
-        cursor = block.end
-    parts.append(html.escape(turn_text[cursor:]))
-    return f'<div class="turn-view">{"".join(parts)}</div>'
-
-
-def checks_html(block) -> str:
-    rows = []
-    for check in block.checks:
-        kind, verdict = VERDICTS[check.passed]
-        error = f"<code>{html.escape(check.error)}</code>" if check.error else ""
-        rows.append(f'<tr class="{kind}"><td class="v">{verdict}</td><td>{html.escape(CHECK_TITLES[check.name])}</td><td>{error}</td></tr>')
-    return f'<table class="checks">{"".join(rows)}</table>'
-
-
-def returned_text(run, number: int) -> tuple[str, int]:
-    """The exact text the results of call `number` add to the next prompt, and its token count."""
-    step = run.steps[number - 1]
-    if number < len(run.steps):
-        prompt = run.steps[number].prompt
-    else:
-        last = max(step.result_indices)
-        prompt = render(Request(run.messages[: last + 1], load_scenario(scenario_name).tools, run.style))
-    return prompt.message_text(step.result_indices), prompt.message_tokens(step.result_indices)
-
-
-def call_words(name: str, arguments: dict) -> str:
-    shown = ", ".join(f"{k}={v!r}" if len(repr(v)) < 60 else f"{k}=…({len(str(v))} characters)" for k, v in arguments.items())
-    return f"{name}({shown})"
 
 
 # -- the scenario, the style, the policy --------------------------------------------------------
@@ -187,7 +134,7 @@ if step.results:
             st.markdown(f"Block {result.block + 1}: not run; its error goes back instead")
     st.subheader("What goes back to the model")
     st.markdown(text[f"what goes back ({chosen_style})"])
-    back_text, back_tokens = returned_text(run, number)
+    back_text, back_tokens = returned_text(run, number, scenario.tools)
     st.code(back_text, language=None, wrap_lines=True)
     st.caption(f"{back_tokens} tokens, read again by every later call of this run")
 
@@ -211,16 +158,8 @@ with table:
     so_far = sum(c.input_tokens for c in calls[:number])
     st.metric("Input tokens so far", f"{so_far:,}", help="the sum of every prompt sent up to this call")
 with chart:
-    figure = go.Figure()
-    xs = list(range(1, number + 1))
-    figure.add_bar(x=xs, y=[c.input_tokens for c in calls[:number]], name="input", marker_color="#4a90d9")
-    figure.add_bar(x=xs, y=[c.output_tokens for c in calls[:number]], name="output", marker_color="#f5a623")
-    figure.update_layout(
-        barmode="group", height=340, margin={"l": 10, "r": 10, "t": 30, "b": 10}, font={"size": 16},
-        xaxis={"title": "call", "range": [0.5, total + 0.5], "dtick": 1},
-        yaxis={"title": "tokens", "range": [0, max(c.input_tokens for c in calls) * 1.1]},
-        legend={"orientation": "h", "y": 1.12},
-    )
+    figure = ledger_figure(calls[:number], 340)
+    figure.update_layout(xaxis={"range": [0.5, total + 0.5]}, yaxis={"range": [0, max(c.input_tokens for c in calls) * 1.1]})
     st.plotly_chart(figure, key="crr_ledger_chart")
 
 # -- the two policies side by side ------------------------------------------------------------------

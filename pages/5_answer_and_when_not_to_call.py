@@ -1,7 +1,6 @@
 """Lesson 5: the answer grounded in the result, and the first token that decides whether to call at all."""
 
 import json
-from types import SimpleNamespace
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -9,23 +8,16 @@ import streamlit as st
 from engine.harness import ScriptedModel, Turn, load_scenario, run_episode, run_scenario
 from engine.prompt import Request, render
 from engine.tokenizer import TOOL_CALL
-from pages.common import (
-    LESSONS,
-    current_engine,
-    find_trace,
-    legend_html,
-    lesson,
-    model_label,
-    notice,
-    page_chrome,
-    prompt_html,
-    style,
-)
+from pages.common.chrome import page_chrome
+from pages.common.draw import chart_layout, legend_html, notice, prompt_html, show_token
+from pages.common.models import current_engine, find_trace, model_label
+from pages.common.state import style
+from pages.common.words import LESSONS, lesson
 
 ID = "when-not-to-call"
 DATA = json.loads((LESSONS / f"{ID}.json").read_text(encoding="utf-8"))
 
-page_chrome()
+page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
 st.markdown(text["intro"])
@@ -48,8 +40,7 @@ def percent(p: float) -> str:
 
 def conversation_html(prompt) -> str:
     """The prompt from the first message on (the tool definitions before it are in the expander)."""
-    first = next(i for i, s in enumerate(prompt.spans) if s.kind == "message" and s.label != "system message 0")
-    return prompt_html(SimpleNamespace(spans=prompt.spans[first:], span_text=prompt.span_text))
+    return prompt_html(prompt, spans=prompt.conversation_spans())
 
 
 # -- the answer, read off the result ---------------------------------------------------------------
@@ -96,12 +87,12 @@ def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> 
     if all(t != "<tool_call>" for t, _ in top):
         # <tool_call> always gets its bar, in red, however far down it ranks
         top = [*top, ("<tool_call>", p_call)]
-    labels = [t.replace("\n", "↵").replace(" ", "␣") or "∅" for t, _ in top]
+    labels = [show_token(t) or "∅" for t, _ in top]
     colours = ["#d62728" if t == "<tool_call>" else "#4a90d9" for t, _ in top]
     figure = go.Figure(go.Bar(x=[p for _, p in top], y=labels, orientation="h", marker_color=colours,
                               text=[percent(p) for _, p in top], textposition="auto"))
-    figure.update_layout(height=330, margin={"l": 10, "r": 10, "t": 10, "b": 10}, font={"size": 16},
-                         yaxis={"autorange": "reversed", "type": "category"}, xaxis={"title": "probability of the first token", "showticklabels": False})
+    chart_layout(figure, 330, yaxis={"autorange": "reversed", "type": "category"},
+                 xaxis={"title": "probability of the first token", "showticklabels": False})
     st.plotly_chart(figure, key=key)
 
 

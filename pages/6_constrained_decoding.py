@@ -11,19 +11,11 @@ from engine.parse import parse_turn
 from engine.prompt import Request, render
 from engine.tokenizer import REAL_VOCAB
 from engine.tools import load_tool_set
-from pages.common import (
-    LESSONS,
-    current_engine,
-    draw_tokens,
-    from_url,
-    lesson,
-    model_label,
-    notice,
-    page_chrome,
-    to_url,
-    tokenizer,
-    words,
-)
+from pages.common.chrome import page_chrome
+from pages.common.draw import chart_layout, draw_tokens, notice, show_token
+from pages.common.models import current_engine, model_label, tokenizer
+from pages.common.state import from_url, to_url
+from pages.common.words import LESSONS, lesson, words
 
 ID = "constrained-decoding"
 DATA = json.loads((LESSONS / f"{ID}.json").read_text(encoding="utf-8"))
@@ -32,7 +24,7 @@ MODES = ["auto", "required", "count_letter", "tokenize", "none"]
 TURNS = {t["id"]: t for t in DATA["turns"]}
 QUESTION = load_scenario("strawberry").messages
 
-page_chrome()
+page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
 st.markdown(text["intro"])
@@ -67,11 +59,10 @@ def reset_step() -> None:
 
 
 def bars(rows, title: str, key: str) -> None:
-    labels = [r.token.replace("\n", "↵").replace(" ", "␣") or "∅" for r in rows]
+    labels = [show_token(r.token) or "∅" for r in rows]
     figure = go.Figure(go.Bar(x=[r.p for r in rows], y=labels, orientation="h", marker_color="#4a90d9",
                               text=[f"{r.p * 100:.3g}%" for r in rows], textposition="auto"))
-    figure.update_layout(title=title, height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10}, font={"size": 15},
-                         yaxis={"autorange": "reversed", "type": "category"}, xaxis={"showticklabels": False})
+    chart_layout(figure, 320, title, yaxis={"autorange": "reversed", "type": "category"}, xaxis={"showticklabels": False})
     st.plotly_chart(figure, key=key)
 
 
@@ -142,8 +133,7 @@ figure = go.Figure(go.Bar(
     marker_color=["#d62728" if n == number else ("#bbbbbb" if s.allowed is None else "#4a90d9") for n, s in enumerate(steps, 1)],
     hovertext=[s.token for s in steps],
 ))
-figure.update_layout(height=280, margin={"l": 10, "r": 10, "t": 10, "b": 10}, font={"size": 15},
-                     yaxis={"type": "log", "title": "tokens allowed"}, xaxis={"title": "token of the reply", "dtick": 1})
+chart_layout(figure, 280, yaxis={"type": "log", "title": "tokens allowed"}, xaxis={"title": "token of the reply", "dtick": 1})
 st.plotly_chart(figure, key="cd_allowed_chart")
 
 # -- probabilities before and after the mask -----------------------------------------------------
@@ -175,19 +165,15 @@ if engine is None:
     st.info(text["side by side needs the model"])
 else:
     from engine.decode import GenerationSettings
-    from engine.live import build_constraint, generate_turn
+    from engine.live import side_by_side
 
     model_label("tiny" if engine.info.random_weights else "live", engine)
     settings = GenerationSettings(max_new_tokens=48, temperature=0.7, seed=0, top_k=0)
     st.caption(f"Sampled at temperature {settings.temperature}, seed {settings.seed}, up to {settings.max_new_tokens} tokens.")
     if st.button("Decode both", key="cd_generate", type="primary"):
-        request = Request(QUESTION, TOOLS, "native")
-        pair = {}
-        for label, choice in (("free", None), ("constrained", None if mode == "none" else mode)):
-            with st.spinner(f"Decoding the {label} reply…"):
-                constraint = build_constraint(engine, TOOLS, choice)
-                pair[label] = generate_turn(engine, request, settings, constraint)
-        st.session_state["cd_pair"] = (engine.info.label(), mode, pair)
+        with st.spinner("Decoding the reply twice, free and constrained…"):
+            both = side_by_side(engine, Request(QUESTION, TOOLS, "native"), mode, settings)
+        st.session_state["cd_pair"] = (engine.info.label(), mode, {"free": both.unconstrained, "constrained": both.constrained})
     stored = st.session_state.get("cd_pair")
     if stored and stored[0] == engine.info.label() and stored[1] == mode:
         columns = st.columns(2)

@@ -4,9 +4,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.calculator import plan_run
-from pages.common import from_url, lesson, notice, page_chrome, style, to_url, tool_editor
+from pages.common.chrome import page_chrome
+from pages.common.draw import chart_layout, notice
+from pages.common.state import from_url, style, to_url
+from pages.common.tool_editor import tool_editor
+from pages.common.words import lesson
 
-page_chrome()
+page_chrome(__file__)
 text = lesson("calculator")
 st.title(text["title"])
 st.markdown(text["intro"])
@@ -61,10 +65,8 @@ for field, label, colour in (
     ("conversation_tokens", "conversation so far", "#4c9be8"),
 ):
     figure.add_bar(x=x, y=[getattr(c, field) for c in run.calls], name=label, marker_color=colour)
-figure.update_layout(
-    barmode="stack", height=420, margin={"l": 10, "r": 10, "t": 40, "b": 10}, font={"size": 16},
-    title="Input tokens of each call (the whole prompt, re-sent)", yaxis_title="tokens", legend={"orientation": "h"},
-)
+chart_layout(figure, 420, "Input tokens of each call (the whole prompt, re-sent)", barmode="stack", yaxis_title="tokens",
+             legend={"orientation": "h"})
 st.plotly_chart(figure, width="stretch")
 
 st.dataframe(

@@ -4,9 +4,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import ROOT, lesson, lesson_index, live_model_name, no_model_box, page_chrome, weights_on_disk
+from pages.common.chrome import page_chrome
+from pages.common.models import live_model_name, no_model_box, weights_on_disk
+from pages.common.words import ROOT, lesson, lesson_index
 
-page_chrome()
+page_chrome(__file__)
 
 text = lesson("home")
 st.title(text["title"])

@@ -1,17 +1,20 @@
 """Harness playground: a whole episode, scripted or live, on an editable sandboxed workspace."""
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from engine.errors import EngineError
 from engine.harness import Run, ScriptedModel, iterate_episode, list_scenarios, load_scenario
 from engine.playground import check_files, fresh_workspace, snapshot
-from pages.common import current_engine, from_url, lesson, model_label, notice, page_chrome, style, to_url
+from pages.common.chrome import page_chrome
+from pages.common.draw import ledger_figure, notice
+from pages.common.models import current_engine, model_label
+from pages.common.state import from_url, style, to_url
+from pages.common.words import lesson
 
 ID = "playground"
 MAX_TURNS = 8
 
-page_chrome()
+page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
 st.markdown(text["intro"])
@@ -153,13 +156,7 @@ if result:
     a.metric("Calls", len(steps))
     b.metric("Input tokens", f"{total_in:,}")
     c.metric("Output tokens", f"{total_out:,}")
-    figure = go.Figure()
-    xs = list(range(1, len(steps) + 1))
-    figure.add_bar(x=xs, y=[s.cost.input_tokens for s in steps], name="input", marker_color="#4a90d9")
-    figure.add_bar(x=xs, y=[s.cost.output_tokens for s in steps], name="output", marker_color="#f5a623")
-    figure.update_layout(barmode="group", height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10}, font={"size": 15},
-                         xaxis={"title": "call", "dtick": 1}, yaxis={"title": "tokens"}, legend={"orientation": "h", "y": 1.15})
-    st.plotly_chart(figure, key="pg_ledger_chart")
+    st.plotly_chart(ledger_figure([s.cost for s in steps], 300), key="pg_ledger_chart")
     st.info(f"The run stopped: {result['stop']}." + (f" The answer: {result['answer']}" if result["answer"] else ""))
     st.subheader("After the run")
     st.markdown(text["after the run"])

@@ -66,6 +66,12 @@ def test_every_command_line_handler_is_in_main():
         assert handlers == [], f"{path.name} defines command-line handlers {handlers}: they belong in engine/__main__.py"
 
 
+def test_no_page_file_is_over_250_lines():
+    long = {p.relative_to(ROOT).as_posix(): n for p in (ROOT / "pages").rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 250}
+    assert long == {}, f"pages should stay short scripts; move logic into engine/ or a pages/common module: {long}"
+
+
 def test_each_vocabulary_size_is_written_in_one_engine_file():
     for figure in ("151669", "151936"):
         holders = [p.name for p in ENGINE.glob("*.py") if figure in p.read_text(encoding="utf-8")]

@@ -138,7 +138,7 @@ def test_playground_file_fields_bad_input():
 
 
 def test_playground_live_run_that_fails_mid_run_says_so_and_the_next_run_works(monkeypatch):
-    from pages.common import tiny_engine
+    from pages.common.models import tiny_engine
 
     at = open_page(PG)
     at.segmented_control(key="pg_mode").set_value("live").run()

@@ -201,3 +201,17 @@ def test_broken_tool_schema_is_the_tools_fault_not_a_crash():
     broken = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": 12}}}}}]
     result = parse_turn(call("f", {"x": 1}), broken)
     assert result.errors[0].error == "error: the schema of f is not a valid JSON Schema, so its arguments cannot be checked"
+
+
+# -- where the name starts ------------------------------------------------------------------------
+@pytest.mark.parametrize("tokens, style, expected", [
+    (["<tool_call>", "\n", '{"', "name", '":', ' "', "count", "_letter", '",'], "native", 6),
+    (['{"name": "', "tok", "enize"], "native", 1),
+    (["Thought", ":", " count", "\n", "Action", ":", " count", "_letter"], "react", 6),
+    (["The", " capital", " is", " Paris"], "native", None),
+    (["<tool_call>", "\n", '{"name": "'], "native", None),  # cut off before the name
+], ids=["native split marker", "marker in one token", "react", "prose", "cut before the name"])
+def test_find_name_token(tokens, style, expected):
+    from engine.parse import find_name_token
+
+    assert find_name_token(tokens, style) == expected

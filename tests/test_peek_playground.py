@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.decode import Alternative, Step
+from engine.decode import Alternative, DecodeStep
 from engine.peek import first_token, next_logits, p_in_trace_step
 from engine.playground import check_files, fresh_workspace, snapshot
 from engine.prompt import Request, render
@@ -29,9 +29,9 @@ def test_first_token_matches_the_decode_loop(tiny_engine):
 
 def test_p_in_trace_step_is_exact_only_when_recorded():
     top = [Alternative(5, "a", 0.6), Alternative(TOOL_CALL, "<tool_call>", 0.3), Alternative(7, "b", 0.1)]
-    assert p_in_trace_step(Step(0, 5, "a", "a", 0.6, top, None), TOOL_CALL) == (0.3, True)
-    assert p_in_trace_step(Step(0, 5, "a", "a", 0.6, top[:1] + top[2:], None), TOOL_CALL) == (0.1, False)
-    assert p_in_trace_step(Step(0, TOOL_CALL, "<tool_call>", "", 0.9, [], None), TOOL_CALL) == (0.9, True)
+    assert p_in_trace_step(DecodeStep(0, 5, "a", "a", 0.6, top, None), TOOL_CALL) == (0.3, True)
+    assert p_in_trace_step(DecodeStep(0, 5, "a", "a", 0.6, top[:1] + top[2:], None), TOOL_CALL) == (0.1, False)
+    assert p_in_trace_step(DecodeStep(0, TOOL_CALL, "<tool_call>", "", 0.9, [], None), TOOL_CALL) == (0.9, True)
 
 
 @pytest.mark.parametrize(

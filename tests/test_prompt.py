@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.prompt import Request, count_tools_tokens, describe_tool_react, render
+from engine.tokenizer import load_tokenizer
 from engine.tools import load_tool_set
 
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
@@ -113,3 +114,19 @@ def test_bad_style_is_refused():
 
     with pytest.raises(BadInput, match="native"):
         render(Request(QUESTION, [], "xml"))
+
+
+def test_message_spans_give_the_text_and_tokens_of_chosen_messages():
+    tools = load_tool_set("strawberry")
+    messages = [
+        {"role": "user", "content": "How many r's in strawberry?"},
+        {"role": "assistant", "content": "Let me count."},
+        {"role": "tool", "content": "3"},
+    ]
+    prompt = render(Request(messages, tools, "native"))
+    assert prompt.message_text([2]) == "<|im_start|>user\n<tool_response>\n3\n</tool_response><|im_end|>\n"
+    assert prompt.message_tokens([2]) == len(load_tokenizer().encode(prompt.message_text([2])))
+    assert prompt.message_tokens([0, 1, 2]) == sum(s.tokens for s in prompt.spans if s.kind == "message")
+    # the conversation starts at the user's question: the tool definitions come before it
+    assert prompt.conversation_spans()[0].message_index == 0
+    assert all(s.kind != "tool" for s in prompt.conversation_spans())

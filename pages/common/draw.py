@@ -1,0 +1,166 @@
+"""How the pages draw tokens, prompts, notices and charts: HTML strings and one plotly layout."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine.parse import CHECK_TITLES
+
+CSS = """
+<style>
+.tok-strip {display:flex; flex-wrap:wrap; gap:4px; margin:0.4rem 0 0.8rem 0; line-height:1.25}
+.tok {display:inline-flex; flex-direction:column; align-items:center; border-radius:6px; padding:3px 6px;
+      border:1px solid rgba(0,0,0,0.18); color:#111; min-width:1.6em}
+.tok .t {font-family:ui-monospace,Menlo,Consolas,monospace; font-size:1.05em; white-space:pre}
+.tok .i {font-family:ui-monospace,Menlo,Consolas,monospace; font-size:0.72em; color:#333}
+.tok.a {background:#cfe8ff} .tok.b {background:#ffe2b8} .tok.sp {background:#e6d4ff; font-weight:600}
+.tok.now {outline:3px solid #d62728; outline-offset:1px}
+.tok.later {opacity:0.35}
+.prompt-view {font-family:ui-monospace,Menlo,Consolas,monospace; font-size:0.92em; white-space:pre-wrap;
+      word-break:break-word; line-height:1.5; border:1px solid #ddd; border-radius:8px; padding:0.8rem; color:#111}
+.prompt-view span {border-radius:3px}
+.k-template {background:#e8e8e8} .k-tool {background:#ffe2b8} .k-message {background:#cfe8ff} .k-generation {background:#d5f5d5}
+.legend span {display:inline-block; padding:2px 8px; margin-right:6px; border-radius:4px; color:#111}
+.notice {border-left:6px solid #2e7d32; background:#eef7ee; padding:0.8rem 1rem; border-radius:6px; margin:1rem 0; color:#111}
+.notice b {display:block; margin-bottom:0.3rem}
+.turn-view {font-family:ui-monospace,Menlo,Consolas,monospace; font-size:1.05em; white-space:pre-wrap;
+  word-break:break-word; line-height:1.55; border:1px solid #ccc; border-radius:8px; padding:0.8rem 1rem; color:#111;
+  background:#fafafa}
+.turn-view mark.ok {background:#c8efc8; color:#111} .turn-view mark.bad {background:#ffc9c9; color:#111}
+table.checks {border-collapse:collapse; width:100%; font-size:1.05em; margin:0.3rem 0 1rem 0}
+table.checks td {border-bottom:1px solid #e3e3e3; padding:0.35rem 0.6rem; vertical-align:top; color:inherit}
+table.checks td.v {white-space:nowrap; font-weight:600}
+table.checks tr.pass td.v {color:#1b7f1b} table.checks tr.fail td.v {color:#c62828} table.checks tr.skip td {color:#888}
+table.checks code {white-space:pre-wrap; font-size:0.95em}
+.equal {font-size:2.4em; font-weight:700; color:#1b7f1b; text-align:center; line-height:1.1; padding-top:0.6rem}
+</style>
+"""
+
+PRESENTER_CSS = """
+<style>
+html {font-size: 22px;}
+.block-container {max-width: 100% !important; padding-left: 2rem; padding-right: 2rem;}
+</style>
+"""
+
+KIND_NAMES = {"template": "template instructions", "tool": "tool definitions", "message": "messages", "generation": "generation prompt"}
+
+
+def show_token(text: str) -> str:
+    """A token's text with its invisible characters made visible (space as ␣, newline as ↵)."""
+    return text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
+
+
+def token_strip(pieces, show_ids: bool = True, current: int | None = None, extra=None, special=None) -> str:
+    """HTML: one box per token, alternating colours, the id (and `extra[i]`) under each; `current` is outlined."""
+    boxes = []
+    for n, piece in enumerate(pieces):
+        token_id, text = piece[0], piece[1]
+        is_special = special[n] if special is not None else False
+        kind = "sp" if is_special else ("a" if n % 2 == 0 else "b")
+        if current is not None:
+            kind += " now" if n == current else (" later" if n > current else "")
+        under = []
+        if show_ids:
+            under.append(str(token_id))
+        if extra is not None and extra[n] is not None:
+            under.append(str(extra[n]))
+        sub = f'<span class="i">{html.escape(" · ".join(under))}</span>' if under else ""
+        boxes.append(f'<span class="tok {kind}"><span class="t">{html.escape(show_token(text))}</span>{sub}</span>')
+    return f'<div class="tok-strip">{"".join(boxes)}</div>'
+
+
+def draw_tokens(pieces, **options) -> None:
+    st.markdown(token_strip(pieces, **options), unsafe_allow_html=True)
+
+
+def prompt_html(prompt, by_token: bool = False, spans=None) -> str:
+    """HTML of a rendered prompt coloured by span kind (only `spans`, when given); with `by_token`, one box per token."""
+    if by_token:
+        boxes = []
+        for n, (piece, owner) in enumerate(zip(prompt.pieces, prompt.token_spans, strict=True)):
+            kind = prompt.spans[owner].kind
+            shade = "" if n % 2 == 0 else "filter:brightness(0.9);"
+            boxes.append(
+                f'<span class="tok k-{kind}" style="{shade}" title="{piece.id}"><span class="t">'
+                f'{html.escape(show_token(piece.text))}</span><span class="i">{piece.id}</span></span>'
+            )
+        return f'<div class="tok-strip">{"".join(boxes)}</div>'
+    parts = [
+        f'<span class="k-{s.kind}" title="{html.escape(s.label)}: {s.tokens} tokens">{html.escape(prompt.span_text(s))}</span>'
+        for s in (prompt.spans if spans is None else spans)
+    ]
+    return f'<div class="prompt-view">{"".join(parts)}</div>'
+
+
+def legend_html() -> str:
+    return '<div class="legend">' + "".join(f'<span class="k-{k}">{v}</span>' for k, v in KIND_NAMES.items()) + "</div>"
+
+
+def notice(text: str, heading: str = "What to notice") -> None:
+    """The box a teacher reads out at the end of a lesson."""
+    body = _inline_markdown(text)
+    st.markdown(f'<div class="notice"><b>{html.escape(heading)}</b>{body}</div>', unsafe_allow_html=True)
+
+
+def _inline_markdown(text: str) -> str:
+    # paragraphs, `code` and **bold** only: enough for a notice box
+    out = []
+    for para in [p for p in text.split("\n\n") if p.strip()]:
+        escaped = html.escape(para.strip())
+        escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+        escaped = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", escaped)
+        out.append(f"<p>{escaped}</p>")
+    return "".join(out)
+
+
+def chart_layout(figure, height: int, title: str | None = None, **layout) -> None:
+    """The layout every chart shares (readable at the back of a room, no wasted margin), then draw it."""
+    figure.update_layout(
+        title=title, height=height, font={"size": 15}, margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10}, **layout
+    )
+
+
+def ledger_figure(calls, height: int):
+    """Grouped bars of each call's input and output tokens (anything with input_tokens and output_tokens)."""
+    figure = go.Figure()
+    xs = list(range(1, len(calls) + 1))
+    figure.add_bar(x=xs, y=[c.input_tokens for c in calls], name="input", marker_color="#4a90d9")
+    figure.add_bar(x=xs, y=[c.output_tokens for c in calls], name="output", marker_color="#f5a623")
+    chart_layout(figure, height, barmode="group", xaxis={"title": "call", "dtick": 1}, yaxis={"title": "tokens"},
+                 legend={"orientation": "h", "y": 1.12})
+    return figure
+
+
+# -- lesson 4: a reply's blocks and their checks -----------------------------------------------
+VERDICTS = {True: ("pass", "✅ pass"), False: ("fail", "❌ fail"), None: ("skip", "· not reached")}
+
+
+def turn_html(turn_text: str, blocks) -> str:
+    """The reply with each block the parser found highlighted, green if it passed, red if not."""
+    parts, cursor = [], 0
+    for block in sorted(blocks, key=lambda b: b.start):
+        parts.append(html.escape(turn_text[cursor : block.start]))
+        kind = "ok" if block.call is not None else "bad"
+        parts.append(f'<mark class="{kind}">{html.escape(turn_text[block.start : block.end])}</mark>')
+        cursor = block.end
+    parts.append(html.escape(turn_text[cursor:]))
+    return f'<div class="turn-view">{"".join(parts)}</div>'
+
+
+def checks_html(block) -> str:
+    rows = []
+    for check in block.checks:
+        kind, verdict = VERDICTS[check.passed]
+        error = f"<code>{html.escape(check.error)}</code>" if check.error else ""
+        rows.append(f'<tr class="{kind}"><td class="v">{verdict}</td><td>{html.escape(CHECK_TITLES[check.name])}</td><td>{error}</td></tr>')
+    return f'<table class="checks">{"".join(rows)}</table>'
+
+
+def call_words(name: str, arguments: dict) -> str:
+    shown = ", ".join(f"{k}={v!r}" if len(repr(v)) < 60 else f"{k}=…({len(str(v))} characters)" for k, v in arguments.items())
+    return f"{name}({shown})"

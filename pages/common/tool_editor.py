@@ -1,0 +1,84 @@
+"""The tool-definition editor of lesson 2 and the calculator: JSON text with add / remove / reset, checked by the engine."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from engine.tools import TOOL_SETS, find_tool_problems, load_tool_set
+from pages.common.state import from_url, to_url
+
+NEW_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "new_tool",
+        "description": "Describe what the tool does.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "What to look up."}}, "required": ["query"]},
+    },
+}
+
+
+def tool_set_text(name: str) -> str:
+    return json.dumps(load_tool_set(name), indent=2, ensure_ascii=False)
+
+
+def read_tools(text: str) -> tuple[list[dict] | None, list[str]]:
+    """The tools in an editor's text, or None with the problems to show beside it (the text is never changed)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, [f"Not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."]
+    except RecursionError:
+        return None, ["Not usable JSON: it is nested too deeply to read."]
+    except ValueError:  # an integer longer than Python reads (4,300 digits)
+        return None, ["Not usable JSON: a number in it has too many digits to read."]
+    problems = find_tool_problems(data)
+    return (None, problems) if problems else (data, [])
+
+
+def _edit_tools(text_key: str, change) -> None:
+    tools, problems = read_tools(st.session_state[text_key])
+    if tools is None:
+        st.session_state[f"{text_key}_note"] = "Fix the problems first; the text was left as it is."
+        return
+    st.session_state.pop(f"{text_key}_note", None)
+    st.session_state[text_key] = json.dumps(change(tools), indent=2, ensure_ascii=False)
+
+
+def _add_tool(tools: list[dict]) -> list[dict]:
+    names = {t.get("function", {}).get("name") for t in tools}
+    number = 1
+    while f"new_tool_{number}" in names:
+        number += 1
+    tool = json.loads(json.dumps(NEW_TOOL))
+    tool["function"]["name"] = f"new_tool_{number}"
+    return [*tools, tool]
+
+
+def tool_editor(prefix: str, default_set: str = "strawberry", height: int = 420) -> tuple[list[dict] | None, list[str]]:
+    """A JSON editor for tool definitions with add / remove / reset; returns (tools or None, problems).
+
+    The problems are for the caller to show beside the field; the user's text always stays.
+    """
+    set_key, text_key = f"{prefix}_set", f"{prefix}_json"
+    from_url(set_key, "tools", default_set, str, TOOL_SETS)
+
+    def reset():
+        st.session_state[text_key] = tool_set_text(st.session_state[set_key])
+        st.session_state.pop(f"{text_key}_note", None)
+
+    if text_key not in st.session_state:
+        reset()
+    st.selectbox("Start from a shipped tool set", TOOL_SETS, key=set_key, on_change=reset)
+    to_url(tools=st.session_state[set_key])
+    buttons = st.columns(3)
+    buttons[0].button("Add a tool", key=f"{prefix}_add", on_click=_edit_tools, args=(text_key, _add_tool), width="stretch")
+    buttons[1].button("Remove the last tool", key=f"{prefix}_remove", on_click=_edit_tools, args=(text_key, lambda t: t[:-1]), width="stretch")
+    buttons[2].button("Reset", key=f"{prefix}_reset", on_click=reset, width="stretch")
+    st.text_area("Tool definitions (JSON)", key=text_key, height=height)
+    tools, problems = read_tools(st.session_state[text_key])
+    note = st.session_state.get(f"{text_key}_note")
+    if note and problems:
+        problems = [*problems, note]
+    return tools, problems

@@ -1,0 +1,48 @@
+"""The lessons' words: lessons/index.json and one Markdown file per lesson, split into sections."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+LESSONS = ROOT / "lessons"
+
+
+def lesson_index() -> list[dict]:
+    """The ordered lessons and pages (lessons/index.json): id, title, section, page, url_path."""
+    return json.loads((LESSONS / "index.json").read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=32)
+def _lesson_cached(path: str, mtime: float) -> dict[str, str]:
+    text = Path(path).read_text(encoding="utf-8")
+    sections: dict[str, str] = {}
+    title = ""
+    name = "intro"
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("# ") and not title:
+            title = line[2:].strip()
+            continue
+        if line.startswith("## "):
+            sections[name] = "\n".join(lines).strip()
+            name, lines = line[3:].strip().lower(), []
+            continue
+        lines.append(line)
+    sections[name] = "\n".join(lines).strip()
+    sections["title"] = title
+    return sections
+
+
+def lesson(lesson_id: str) -> dict[str, str]:
+    """A lesson's Markdown split into sections: "title", "intro", then each "## Heading" by its lowercase name."""
+    path = LESSONS / f"{lesson_id}.md"
+    return _lesson_cached(str(path), path.stat().st_mtime)
+
+
+def words(lesson_id: str, section: str, **values) -> str:
+    """One section of a lesson, with {placeholders} filled from `values` (figures the engine computed)."""
+    text = lesson(lesson_id).get(section.lower(), "")
+    return text.format(**values) if values else text
