@@ -269,6 +269,41 @@ def estimate_openai_tokens(tools: list[dict], messages: list[dict], model: str =
     )
 
 
+@dataclass(frozen=True)
+class CostRow:
+    """One column of the calculator's comparison: the same tools and messages on one model."""
+
+    label: str  # "Qwen3 native", "Qwen3 ReAct", "gpt-4o", "gpt-4"
+    tokenizer: str  # "Qwen3" or the OpenAI encoding
+    tools_tokens: int
+    prompt_tokens: int
+    exact: bool  # True: counted on the real prompt; False: estimated by OpenAI's published method
+    method: str  # how the figure was made, in words
+
+
+def compare_tool_costs(
+    tools: list[dict], messages: list[dict], models: tuple[str, ...] = ("gpt-4o", "gpt-4")
+) -> list[CostRow]:
+    """Qwen3's exact counts (native and ReAct) beside OpenAI's published estimate for each model."""
+    from .prompt import Request, count_tools_tokens, render
+    from .tokenizer import load_tokenizer
+
+    tok = load_tokenizer()
+    rows = []
+    for style, label in (("native", "Qwen3 native"), ("react", "Qwen3 ReAct")):
+        request = Request(messages, tools, style)
+        rows.append(
+            CostRow(label, "Qwen3", count_tools_tokens(request, tok), render(request, tok).count, True,
+                    "counted on the prompt the chat template renders")
+        )
+    for estimate in compare_with_openai(tools, messages, models):
+        rows.append(
+            CostRow(estimate.model, estimate.encoding, estimate.tools_tokens, estimate.total, False,
+                    "estimated by OpenAI's cookbook method, not measured against the API")
+        )
+    return rows
+
+
 def compare_with_openai(
     tools: list[dict], messages: list[dict], models: tuple[str, ...] = ("gpt-4o", "gpt-4")
 ) -> list[OpenAIEstimate]:

@@ -202,3 +202,16 @@ def test_gallery_json_is_plain_data():
         data = json.loads((LESSONS / "scenarios" / f"{name}.json").read_text(encoding="utf-8"))
         assert data["turns"] and data["summary"] and data["lesson"]
     assert load_tokenizer().count(load_scenario("endless-number").script("native")[0].text) == 64
+
+
+@pytest.mark.parametrize("tool_choice", ["auto", "required"])
+def test_grammar_still_allows_the_closing_tag_inside_a_string(tool_choice):
+    # what the gallery says: the mask inside write_file's content string lets the one-token
+    # </tool_call> through, so only the parser can keep the block whole
+    from engine.constrain import inspect_mask
+
+    text = load_scenario("tag-in-string").script("native")[0].text
+    prefix = text[: text.index("</tool_call>")]
+    view = inspect_mask(load_tool_set("harness"), prefix, tool_choice)
+    assert view.state == "call" and view.allowed == 147_021
+    assert bool(view.mask[load_tokenizer().token_id("</tool_call>")]) is True

@@ -20,6 +20,7 @@ from engine.errors import BadInput
 from engine.openai_tokens import (
     ENCODING_SPECS,
     ENCODINGS_DIR,
+    compare_tool_costs,
     compare_with_openai,
     count_openai_messages,
     count_openai_text,
@@ -216,3 +217,17 @@ def test_cli_openai_tokens_bad_files(capsys, tmp_path):
     assert "needs a role" in err and err.count("\n") == 1
     assert main(["openai-tokens", "--tools", str(tmp_path / "none.json"), "--messages", str(messages)]) == 2
     assert "cannot read tools file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "tool_set, expected",
+    [
+        ("strawberry", [("Qwen3 native", 241, 264, True), ("Qwen3 ReAct", 198, 221, True), ("gpt-4o", 83, 101, False), ("gpt-4", 89, 107, False)]),
+        ("coding-agent", [("Qwen3 native", 1147, 1170, True), ("Qwen3 ReAct", 662, 685, True), ("gpt-4o", 532, 550, False), ("gpt-4", 568, 586, False)]),
+    ],
+)
+def test_calculator_comparison_puts_estimates_beside_exact_counts(tool_set, expected):
+    messages = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
+    rows = compare_tool_costs(load_tool_set(tool_set), messages)
+    assert [(r.label, r.tools_tokens, r.prompt_tokens, r.exact) for r in rows] == expected
+    assert all("not measured" in r.method for r in rows if not r.exact)
