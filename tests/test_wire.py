@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from engine.errors import BadInput
@@ -505,3 +507,29 @@ def test_bad_requests_are_explained(call, fmt, choice, message):
         return
     with pytest.raises(BadInput, match=message):
         write_call(fmt, call, STRAWBERRY, QUESTION, choice)
+
+
+# -- properties: any call survives each API's encoding -------------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=10,
+)
+CALLS = st.lists(
+    st.builds(WireCall, st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,20}", fullmatch=True),
+              st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=4), st.text(max_size=40), st.booleans()),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(CALLS)
+def test_any_calls_keep_their_arguments_and_ids_in_every_api(calls):
+    for fmt in ("openai-chat", "openai-responses", "anthropic"):
+        exchange = write_call(fmt, calls, STRAWBERRY, QUESTION)
+        check_exchange(exchange, calls)
+        # one distinct id per call, and the same ids on a second writing
+        assert len(set(exchange.ids)) == len(calls)
+        assert write_call(fmt, calls, STRAWBERRY, QUESTION).ids == exchange.ids
