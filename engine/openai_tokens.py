@@ -33,6 +33,7 @@ is never called, because it downloads the file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -132,14 +133,15 @@ def load_openai_encoding(name: str):
     path = ENCODINGS_DIR / spec.file
     if not path.is_file():
         raise BadInput(f"the encoding file {spec.file} is missing from assets/openai-encodings/; restore it from git")
+    # tiktoken skips its hash check when its cache is off, so check the pinned sha256 here
+    if hashlib.sha256(path.read_bytes()).hexdigest() != spec.sha256:
+        raise BadInput(f"{spec.file} does not match tiktoken's pinned sha256; restore it from git")
     # an empty TIKTOKEN_CACHE_DIR makes tiktoken read the file as is, without copying it to a cache
     with _ENV_LOCK:
         saved = os.environ.get("TIKTOKEN_CACHE_DIR")
         os.environ["TIKTOKEN_CACHE_DIR"] = ""
         try:
             ranks = load_tiktoken_bpe(str(path), expected_hash=spec.sha256)
-        except ValueError as error:
-            raise BadInput(f"{spec.file} does not match tiktoken's pinned sha256; restore it from git") from error
         finally:
             if saved is None:
                 del os.environ["TIKTOKEN_CACHE_DIR"]

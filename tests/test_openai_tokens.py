@@ -110,6 +110,24 @@ def test_vendored_files_are_byte_for_byte_the_official_ones(name):
     assert hashlib.sha256((ENCODINGS_DIR / spec.file).read_bytes()).hexdigest() == spec.sha256
 
 
+def test_a_damaged_encoding_file_is_refused(monkeypatch, tmp_path):
+    import engine.openai_tokens as module
+
+    damaged = tmp_path / "cl100k_base.tiktoken"
+    damaged.write_bytes((ENCODINGS_DIR / "cl100k_base.tiktoken").read_bytes()[:-10])
+    monkeypatch.setattr(module, "ENCODINGS_DIR", tmp_path)
+    load_openai_encoding.cache_clear()
+    try:
+        with pytest.raises(BadInput, match="does not match tiktoken's pinned sha256"):
+            load_openai_encoding("cl100k_base")
+        with pytest.raises(BadInput, match="is missing"):
+            load_openai_encoding("o200k_base")
+        with pytest.raises(BadInput, match="unknown encoding"):
+            load_openai_encoding("p50k_base")
+    finally:
+        load_openai_encoding.cache_clear()
+
+
 def test_loading_needs_no_network_and_writes_no_cache(monkeypatch, tmp_path):
     def refuse(*args, **kwargs):
         raise AssertionError("the encodings must load without the network")
