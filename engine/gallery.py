@@ -175,3 +175,29 @@ def measure_retry_loop(scenario: Scenario, style: str = "native", policy: str = 
         bounded.stop_reason,
         unbounded.stop_reason,
     )
+
+
+@dataclass(frozen=True)
+class GalleryCase:
+    """One gallery case at its failing turn: the turn, the naive parser, ours under each policy."""
+
+    scenario: Scenario
+    style: str
+    turn_index: int  # the turn that shows the failure (the malformed one, else the first)
+    text: str
+    naive: NaiveParse | None  # native only: a first-block-only parser's reading
+    ours: dict  # policy -> engine.parse.ParseResult
+    cut: BlockCut | None  # where the regex ended the first block
+
+
+def show_gallery_case(scenario: Scenario, style: str = "native") -> GalleryCase:
+    """Everything a page draws for one case, computed from the scenario's own turn."""
+    from .parse import POLICIES, parse_turn
+
+    index = scenario.malformed_turn if scenario.malformed_turn is not None else 0
+    text = scenario.script(style)[index].text
+    ours = {policy: parse_turn(text, scenario.tools, style, policy) for policy in POLICIES}
+    native = style == "native"
+    return GalleryCase(
+        scenario, style, index, text, parse_first_block(text) if native else None, ours, find_block_cut(text) if native else None
+    )

@@ -215,3 +215,25 @@ def test_grammar_still_allows_the_closing_tag_inside_a_string(tool_choice):
     view = inspect_mask(load_tool_set("harness"), prefix, tool_choice)
     assert view.state == "call" and view.allowed == 147_021
     assert bool(view.mask[load_tokenizer().token_id("</tool_call>")]) is True
+
+
+@pytest.mark.parametrize(
+    "name, turn, naive_name, per_block_calls, vllm_as_text",
+    [
+        ("tag-in-string", 0, None, [], True),
+        ("two-calls", 0, "count_letter", ["count_letter", "tokenize"], False),
+        ("made-up-name", 0, "count_letters", [], False),
+        ("tool-choice-none", 0, None, [], False),
+        ("endless-number", 0, None, [], True),
+        ("retry-loop", 0, "run_tests", [], False),
+    ],
+)
+def test_each_case_at_its_failing_turn(name, turn, naive_name, per_block_calls, vllm_as_text):
+    from engine.gallery import show_gallery_case
+
+    case = show_gallery_case(load_scenario(name))
+    assert case.turn_index == turn and case.naive.name == naive_name
+    assert [c.name for c in case.ours["per-block"].calls] == per_block_calls
+    assert case.ours["vllm"].returned_as_text is vllm_as_text
+    react = show_gallery_case(load_scenario("retry-loop"), "react")
+    assert react.naive is None and react.cut is None and react.ours["per-block"].errors[0].error == NO_VERBOSE
