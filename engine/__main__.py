@@ -150,6 +150,12 @@ def cmd_download(args) -> dict:
     }
 
 
+def cmd_openai_tokens(args) -> dict:
+    from .openai_tokens import estimate_openai_tokens
+
+    return estimate_openai_tokens(_read_tools(args.tools), _read_messages(args.messages), args.model).as_json()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m engine", description="The tool-calling explainer's engine.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -196,6 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", required=True)
     p.add_argument("--style", choices=["native", "react"], default="native")
     p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("openai-tokens", help="estimate the same tools and messages on an OpenAI model (the cookbook's method)")
+    p.add_argument("--tools", required=True)
+    p.add_argument("--messages", required=True)
+    p.add_argument("--model", choices=["gpt-4o", "gpt-4", "gpt-4o-mini", "gpt-3.5-turbo"], default="gpt-4o")
+    p.set_defaults(handler=cmd_openai_tokens)
 
     p = sub.add_parser("tool", help="run one tool in a workspace folder")
     p.add_argument("name")

@@ -95,6 +95,7 @@ STOP_FINAL = "final answer: the turn has no call"
 STOP_AS_TEXT = "returned as text: a block was not valid JSON (vllm policy)"
 STOP_LIMIT = "turn limit reached"
 STOP_SCRIPT = "the script has no more turns"
+STOP_RETRIES = "retry budget spent: too many turns in a row had only failed calls"
 
 
 def check_messages(data: object) -> list[dict]:
@@ -126,10 +127,16 @@ def iterate_episode(
     max_turns: int = 8,
     recover_bare: bool = False,
     run: Run | None = None,
+    retry_budget: int | None = None,
 ) -> Iterator[RunCall]:
-    """Run the loop, yielding each call's step as it completes; `run` collects the whole record."""
+    """Run the loop, yielding each call's step as it completes; `run` collects the whole record.
+
+    `retry_budget`: how many turns in a row whose calls all failed get their errors sent back
+    for another try; the next such turn ends the run (None: no budget, only `max_turns`).
+    """
     run = run if run is not None else Run(style, policy)
     run.messages = [dict(m) for m in messages]
+    failed_in_a_row = 0
     for _ in range(max_turns):
         request = Request(run.messages, tools, style)
         prompt = render(request)
@@ -166,6 +173,11 @@ def iterate_episode(
         if parsed.final:
             run.stop_reason = STOP_AS_TEXT if parsed.returned_as_text else STOP_FINAL
             run.answer = parsed.answer
+            return
+        # a turn whose every call failed spends one retry; a turn with a good call earns them back
+        failed_in_a_row = failed_in_a_row + 1 if not any(r.ok for r in results) else 0
+        if retry_budget is not None and failed_in_a_row > retry_budget:
+            run.stop_reason = STOP_RETRIES
             return
     run.stop_reason = STOP_LIMIT
 
@@ -215,6 +227,11 @@ class Scenario:
     malformed_turn: int | None  # 0-based index of the turn that goes wrong
     clean: dict[str, Turn | None]  # by style: what that turn is in the run without it (None: dropped)
     lesson: str = ""  # what the scenario shows, one or two sentences
+    tool_choice: str = "auto"  # what the request asked for (the gallery's tool_choice: none case)
+    retry_budget: int | None = None  # the harness's retry budget for this run, if it has one
+    max_turns: int | None = None  # the harness's turn limit for this run, if the scenario sets one
+    max_new_tokens: int | None = None  # the token limit a cut-off turn ran into, if the scenario says
+    gallery: dict = field(default_factory=dict)  # failure gallery: "failure", "naive", "prevents"
 
     @property
     def styles(self) -> list[str]:
@@ -242,15 +259,23 @@ def _turn(data: dict) -> Turn:
 
 
 def list_scenarios() -> list[str]:
+    """The scenarios of lesson 4, in order."""
     order = json.loads((LESSONS / "scenarios" / "index.json").read_text(encoding="utf-8"))
+    return list(order)
+
+
+def list_gallery() -> list[str]:
+    """The failure gallery's scenarios (failures seen in real servers), in order."""
+    order = json.loads((LESSONS / "scenarios" / "gallery.json").read_text(encoding="utf-8"))
     return list(order)
 
 
 @lru_cache(maxsize=32)
 def load_scenario(name: str) -> Scenario:
     path = LESSONS / "scenarios" / f"{name}.json"
-    if name not in list_scenarios() or not path.exists():
-        raise BadInput(f"unknown scenario {name!r}; the scenarios are {', '.join(list_scenarios())}")
+    known = [*list_scenarios(), *list_gallery()]
+    if name not in known or not path.exists():
+        raise BadInput(f"unknown scenario {name!r}; the scenarios are {', '.join(known)}")
     data = json.loads(path.read_text(encoding="utf-8"))
     return Scenario(
         name=name,
@@ -263,6 +288,11 @@ def load_scenario(name: str) -> Scenario:
         malformed_turn=data.get("malformed_turn"),
         clean={style: (_turn(t) if t else None) for style, t in data.get("clean", {}).items()},
         lesson=data.get("lesson", ""),
+        tool_choice=data.get("tool_choice", "auto"),
+        retry_budget=data.get("retry_budget"),
+        max_turns=data.get("max_turns"),
+        max_new_tokens=data.get("max_new_tokens"),
+        gallery=data.get("gallery", {}),
     )
 
 
@@ -277,12 +307,31 @@ def make_workspace(files: dict[str, str], folder: str | Path) -> Workspace:
 
 
 def run_scenario(
-    scenario: Scenario, style: str = "native", policy: str = "per-block", clean: bool = False, max_turns: int = 12
+    scenario: Scenario,
+    style: str = "native",
+    policy: str = "per-block",
+    clean: bool = False,
+    max_turns: int | None = None,
+    retry_budget: int | None = None,
+    use_retry_budget: bool = True,
 ) -> Run:
-    """A scripted scenario from start to end, in a fresh temporary workspace."""
+    """A scripted scenario from start to end, in a fresh temporary workspace.
+
+    The turn limit and retry budget are the scenario's own unless given; `use_retry_budget`
+    False runs it with no budget at all (to measure what the budget saved).
+    """
+    limit = max_turns if max_turns is not None else (scenario.max_turns or 12)
+    budget = retry_budget if retry_budget is not None else scenario.retry_budget
     with tempfile.TemporaryDirectory(prefix="workspace-") as folder:
         workspace = make_workspace(scenario.files, folder)
         model = ScriptedModel(scenario.script(style, clean))
         return run_episode(
-            model, scenario.messages, scenario.tools, style=style, policy=policy, workspace=workspace, max_turns=max_turns
+            model,
+            scenario.messages,
+            scenario.tools,
+            style=style,
+            policy=policy,
+            workspace=workspace,
+            max_turns=limit,
+            retry_budget=budget if use_retry_budget else None,
         )
