@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from helpers import open_page  # noqa: E402
+
 
 @pytest.fixture(scope="session")
 def tiny_engine():
@@ -22,21 +24,7 @@ def tiny_engine():
     return load_model(TINY)
 
 
-# -- the site: AppTest helpers and a real server for the browser tests -------------------------------------
-def open_page(page: str | None = None, timeout: float = 60, **query):
-    """An AppTest of app.py, run once, then switched to `page` (a path such as "pages/home.py"); `query` seeds the URL."""
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    if page is not None:
-        at.switch_page(page).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
+# -- the site: AppTest pages and a real server for the browser tests --------------------------------------
 @pytest.fixture
 def page_app():
     """`open_page` as a fixture: page_app("pages/2_tools_as_schemas.py", style="react")."""
@@ -130,17 +118,3 @@ def chromium():
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
-
-
-class FailingModel:
-    """The tiny model's forward pass, raising `error` on call number `fail_at` (0 = the prompt's pass)."""
-
-    def __init__(self, model, fail_at: int, error: BaseException):
-        self.model, self.fail_at, self.error, self.calls = model, fail_at, error, 0
-        self.config = model.config
-
-    def __call__(self, **kwargs):
-        self.calls += 1
-        if self.calls - 1 == self.fail_at:
-            raise self.error
-        return self.model(**kwargs)

@@ -13,6 +13,7 @@ import sys
 
 import pytest
 import torch
+from helpers import function
 
 from engine import grammar
 from engine.constrain import (
@@ -54,19 +55,6 @@ def tok():
     return load_tokenizer()
 
 
-def function(name: str, properties: dict, required: list[str] | None = None) -> dict:
-    params = {"type": "object", "properties": properties, "required": list(properties) if required is None else required}
-    return {"type": "function", "function": {"name": name, "description": f"The {name} tool.", "parameters": params}}
-
-
-# tools whose every value is bounded, so a random model always finishes the call
-BOUNDED = [
-    function("set_light", {"room": {"type": "string", "enum": ["kitchen", "hall"]}, "on": {"type": "boolean"}}),
-    function("roll", {"sides": {"type": "integer", "minimum": 1, "maximum": 6}}),
-    function("set_mode", {"speed": {"const": "fast"}}),
-]
-
-
 # -- the figure of seed 002 -----------------------------------------------------------------
 def test_eight_of_151669_tokens_at_the_name(strawberry, tok):
     view = inspect_mask(strawberry, NAME_PREFIX, "auto")
@@ -101,8 +89,6 @@ def test_allowed_counts_at_every_step_of_a_whole_call(strawberry):
     assert counts[6] == 8  # the name
     assert counts[tokens.index("</tool_call>")] == 1  # the closing tag, as one token
     assert counts[-1] == 2  # after the call: <|im_end|>, or "\n" for another call
-    # inside a free string almost everything is allowed; never more than the real vocabulary
-    assert max(counts) < REAL_VOCAB and min(counts) >= 1
 
 
 def test_auto_walks_the_same_call_and_leaves_the_rest_free(strawberry):

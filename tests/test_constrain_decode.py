@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from helpers import BOUNDED
 
 from engine.constrain import make_constraint
 from engine.grammar import compile_calls
@@ -19,7 +20,6 @@ from engine.parse import NOT_CLOSED, parse_turn
 from engine.prompt import Request, render
 from engine.tokenizer import END_OF_TEXT, IM_END, REAL_VOCAB
 from engine.tools import load_tool_set
-from tests.test_constrain import BOUNDED
 
 STOPS = (IM_END, END_OF_TEXT)
 RUNS = 100  # sampled calls per tool_choice

@@ -15,7 +15,7 @@ MALFORMED = [(n, s) for n in list_scenarios() for s in load_scenario(n).styles i
 def test_measured_equals_formula(name, style):
     cost = measure_malformed_cost(load_scenario(name), style)
     assert cost.measured_in == cost.formula_in
-    assert cost.agrees
+    assert cost.agrees and cost.formula_text.endswith(f"= {cost.measured_in}")
     assert cost.measured_out == cost.a_bad_output > 0
     assert cost.n_later == cost.with_bad["calls"] - cost.bad_call
 

@@ -76,3 +76,14 @@ def test_each_vocabulary_size_is_written_in_one_engine_file():
     for figure in ("151669", "151936"):
         holders = [p.name for p in ENGINE.glob("*.py") if figure in p.read_text(encoding="utf-8")]
         assert holders == ["tokenizer.py"], f"{figure} is written in {holders}"
+
+
+def test_tests_share_helpers_through_helpers_py_only():
+    offenders = []
+    for path in (ROOT / "tests").glob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and (
+                node.module == "conftest" or node.module.startswith(("tests.", "test_"))
+            ):
+                offenders.append(f"{path.name}: from {node.module}")
+    assert offenders == [], f"move what tests share into tests/helpers.py: {offenders}"

@@ -15,6 +15,7 @@ import torch
 
 from engine.decode import GenerationSettings, generate, nucleus, stream_steps
 from engine.errors import BadInput, EngineError, ModelUnavailable
+from engine.harness import Turn
 from engine.live import LiveModel, build_constraint, generate_turn
 from engine.loading import LoadedModel, load_model
 from engine.prompt import Request, render
@@ -248,7 +249,7 @@ def test_live_model_answers_the_harness_with_a_turn(tiny_engine):
     seen = []
     live = LiveModel(tiny_engine, GenerationSettings(max_new_tokens=5), on_step=seen.append)
     turn = live.next_turn(Request(MESSAGES))
-    assert type(turn).__name__ == "Turn"
+    assert isinstance(turn, Turn)
     assert turn.finish == "length" and turn.output_tokens == 5 and turn.steps == seen
     assert turn.text == live.generations[-1].text
     assert live.generations[-1].prompt_tokens == render(Request(MESSAGES), tiny_engine.tokenizer).count
@@ -390,10 +391,13 @@ def test_a_model_folder_loads_through_the_real_path_and_gives_the_same_steps(tin
 
 
 def test_check_model_says_where_a_model_would_come_from(tiny_engine, tmp_path, monkeypatch):
+    from engine import loading
     from engine.loading import check_model
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert check_model("tiny").state in ("tiny", "loaded") and check_model("tiny").available
+    assert check_model("tiny").state == "loaded" and check_model("tiny").available  # the fixture loaded it
+    monkeypatch.setattr(loading, "_loaded", {})
+    assert check_model("tiny").state == "tiny" and check_model("tiny").available
     missing = check_model("nobody-at-all/no-such-model-7f3a9c", probe_hub=True)
     assert missing.state == "missing" and not missing.available
     assert "python -m engine download --model nobody-at-all/no-such-model-7f3a9c" in missing.message

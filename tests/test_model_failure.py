@@ -12,7 +12,7 @@ import threading
 
 import pytest
 import torch
-from conftest import FailingModel
+from helpers import FailingModel
 
 from engine.decode import GenerationSettings, generate, stream_steps
 from engine.errors import EngineError, GenerationFailed, ModelUnavailable

@@ -14,7 +14,7 @@ import json
 
 import pytest
 import torch
-from conftest import FailingModel, open_page
+from helpers import FailingModel, open_page
 
 P1, P2, CALC, PG = "pages/1_why_call_a_tool.py", "pages/2_tools_as_schemas.py", "pages/calculator.py", "pages/playground.py"
 

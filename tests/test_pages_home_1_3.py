@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import open_page
+from helpers import open_page
 
 from engine.calculator import plan_run
 from engine.prompt import Request, count_tools_tokens, render
@@ -27,7 +27,7 @@ def metrics(at) -> dict[str, str]:
 
 
 def all_text(at) -> str:
-    return "\n".join(m.value for m in at.markdown) + "\n".join(i.value for i in at.info)
+    return "\n".join([*(m.value for m in at.markdown), *(i.value for i in at.info)])
 
 
 def test_home_lists_every_page_and_says_the_model_is_missing():

@@ -101,13 +101,18 @@ def test_tool_shaped_values_never_crash_and_what_passes_is_usable(data, text):
 
 
 @PROPERTY
-@given(st.text(max_size=200))
-def test_pasted_text_that_is_json_is_checked_and_text_that_is_not_is_refused_by_json(text):
+@given(st.one_of(json_values.map(json.dumps), tools.map(json.dumps), st.text(max_size=200)))
+def test_pasted_text_is_checked_when_it_is_json_and_refused_with_the_json_error_when_not(text):
+    from pages.common.tool_editor import read_tools
+
+    tools, problems = read_tools(text)
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
-        return  # the editor reports the JSON error itself (tests/test_pages_bad_input.py)
-    assert isinstance(find_tool_problems(data), list)
+        assert tools is None and len(problems) == 1 and problems[0].startswith(("Not valid JSON", "Not usable JSON"))
+        return
+    assert problems == find_tool_problems(data)
+    assert (tools is None) == bool(problems)
 
 
 def fn(name="a", **more) -> dict:

@@ -1,0 +1,51 @@
+"""What several test modules share (tests import from here, never from conftest or from each other)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# -- the site: a page in streamlit's AppTest -------------------------------------------------------------
+def open_page(page: str | None = None, timeout: float = 60, **query):
+    """An AppTest of app.py, run once, then switched to `page` (a path such as "pages/home.py"); `query` seeds the URL."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    if page is not None:
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+# -- the live model: a forward pass that fails on purpose -----------------------------------------------
+class FailingModel:
+    """The tiny model's forward pass, raising `error` on call number `fail_at` (0 = the prompt's pass)."""
+
+    def __init__(self, model, fail_at: int, error: BaseException):
+        self.model, self.fail_at, self.error, self.calls = model, fail_at, error, 0
+        self.config = model.config
+
+    def __call__(self, **kwargs):
+        self.calls += 1
+        if self.calls - 1 == self.fail_at:
+            raise self.error
+        return self.model(**kwargs)
+
+
+# -- tool definitions for the constrained-decoding tests --------------------------------------------------
+def function(name: str, properties: dict, required: list[str] | None = None) -> dict:
+    params = {"type": "object", "properties": properties, "required": list(properties) if required is None else required}
+    return {"type": "function", "function": {"name": name, "description": f"The {name} tool.", "parameters": params}}
+
+
+# tools whose every value is bounded, so a random model always finishes the call
+BOUNDED = [
+    function("set_light", {"room": {"type": "string", "enum": ["kitchen", "hall"]}, "on": {"type": "boolean"}}),
+    function("roll", {"sides": {"type": "integer", "minimum": 1, "maximum": 6}}),
+    function("set_mode", {"speed": {"const": "fast"}}),
+]
