@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from .harness import Scenario, run_scenario
-from .parse import BLOCK_PATTERN
+from .parse import BLOCK_PATTERN, POLICIES, parse_turn
 from .prompt import Request, render
 from .tokenizer import load_tokenizer
 
@@ -192,8 +192,6 @@ class GalleryCase:
 
 def show_gallery_case(scenario: Scenario, style: str = "native") -> GalleryCase:
     """Everything a page draws for one case, computed from the scenario's own turn."""
-    from .parse import POLICIES, parse_turn
-
     index = scenario.malformed_turn if scenario.malformed_turn is not None else 0
     text = scenario.script(style)[index].text
     ours = {policy: parse_turn(text, scenario.tools, style, policy) for policy in POLICIES}

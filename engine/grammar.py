@@ -33,7 +33,7 @@ import re
 import numpy as np
 import torch
 
-from .tokenizer import MODEL_VOCAB, REAL_VOCAB, TOOL_CALL, TOOL_CALL_END
+from .tokenizer import MODEL_VOCAB, REAL_VOCAB, TOOL_CALL, TOOL_CALL_END, load_hf_tokenizer
 from .tools import tool_name
 
 SEPARATORS = (", ", ": ")  # the chat template's json.dumps separators
@@ -77,8 +77,6 @@ def canonical(tools: list[dict]) -> str:
 def tokenizer_info():
     """xgrammar's view of the Qwen3 vocabulary, sized to the model (151,936; 0.9 s, so cached)."""
     import xgrammar as xgr
-
-    from .tokenizer import load_hf_tokenizer
 
     return xgr.TokenizerInfo.from_huggingface(load_hf_tokenizer(), vocab_size=MODEL_VOCAB)
 

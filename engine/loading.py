@@ -12,7 +12,6 @@ line) never imports it.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -89,7 +88,7 @@ def choose_device(requested: str | None = None) -> str:
     """'cuda' when present, else Apple 'mps', else 'cpu'; `requested` (or QWEN_DEVICE) overrides."""
     import torch
 
-    requested = requested or os.environ.get("QWEN_DEVICE") or "auto"
+    requested = requested or load_settings().device
     if requested == "auto":
         if torch.cuda.is_available():
             return "cuda"
@@ -105,7 +104,7 @@ def choose_device(requested: str | None = None) -> str:
 
 def choose_dtype(device: str, requested: str | None = None) -> str:
     """bfloat16 on a GPU, float32 on a CPU (bf16 matmuls are slow there); `requested` (or QWEN_DTYPE) overrides."""
-    requested = requested or os.environ.get("QWEN_DTYPE") or "auto"
+    requested = requested or load_settings().dtype
     if requested == "auto":
         return "bfloat16" if device.startswith("cuda") else ("float16" if device == "mps" else "float32")
     if requested not in DTYPES:

@@ -33,15 +33,16 @@ is never called, because it downloads the file.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
-import os
-import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
 from .errors import BadInput
+from .prompt import Request, count_tools_tokens, render
 from .settings import ASSETS
+from .tokenizer import load_tokenizer
 
 ENCODINGS_DIR = ASSETS / "openai-encodings"
 METHOD = "openai-cookbook"
@@ -118,14 +119,12 @@ MODELS = {
     "gpt-3.5-turbo": ModelFamily("gpt-3.5-turbo", "cl100k_base", 10, 3, 3, -3, 3, 12),
 }
 
-_ENV_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=2)
 def load_openai_encoding(name: str):
     """An OpenAI encoding built from the vendored file: no network, no cache folder."""
     import tiktoken
-    from tiktoken.load import load_tiktoken_bpe
 
     if name not in ENCODING_SPECS:
         raise BadInput(f"unknown encoding {name!r}; the vendored ones are {', '.join(ENCODING_SPECS)}")
@@ -133,20 +132,13 @@ def load_openai_encoding(name: str):
     path = ENCODINGS_DIR / spec.file
     if not path.is_file():
         raise BadInput(f"the encoding file {spec.file} is missing from assets/openai-encodings/; restore it from git")
-    # tiktoken skips its hash check when its cache is off, so check the pinned sha256 here
-    if hashlib.sha256(path.read_bytes()).hexdigest() != spec.sha256:
+    # the same sha256 that tiktoken pins for the official file
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != spec.sha256:
         raise BadInput(f"{spec.file} does not match tiktoken's pinned sha256; restore it from git")
-    # an empty TIKTOKEN_CACHE_DIR makes tiktoken read the file as is, without copying it to a cache
-    with _ENV_LOCK:
-        saved = os.environ.get("TIKTOKEN_CACHE_DIR")
-        os.environ["TIKTOKEN_CACHE_DIR"] = ""
-        try:
-            ranks = load_tiktoken_bpe(str(path), expected_hash=spec.sha256)
-        finally:
-            if saved is None:
-                del os.environ["TIKTOKEN_CACHE_DIR"]
-            else:
-                os.environ["TIKTOKEN_CACHE_DIR"] = saved
+    # the file format is one "base64-token rank" pair per line (tiktoken.load.load_tiktoken_bpe
+    # reads it the same way); reading it here needs no cache folder and no change to the environment
+    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
     return tiktoken.Encoding(name, pat_str=spec.pat_str, mergeable_ranks=ranks, special_tokens=spec.special_tokens)
 
 
@@ -287,9 +279,6 @@ def compare_tool_costs(
     tools: list[dict], messages: list[dict], models: tuple[str, ...] = ("gpt-4o", "gpt-4")
 ) -> list[CostRow]:
     """Qwen3's exact counts (native and ReAct) beside OpenAI's published estimate for each model."""
-    from .prompt import Request, count_tools_tokens, render
-    from .tokenizer import load_tokenizer
-
     tok = load_tokenizer()
     rows = []
     for style, label in (("native", "Qwen3 native"), ("react", "Qwen3 ReAct")):

@@ -17,10 +17,20 @@ DEFAULT_MODEL = "Qwen/Qwen3-1.7B"
 class Settings:
     # hub id or local folder of the live model; QWEN_MODEL overrides the default
     model: str = field(default_factory=lambda: os.environ.get("QWEN_MODEL", DEFAULT_MODEL))
-    # where the tokenizer comes from: the vendored copy unless QWEN_TOKENIZER names another id or folder
-    tokenizer: str = field(default_factory=lambda: os.environ.get("QWEN_TOKENIZER", str(VENDORED_TOKENIZER)))
-    # Qwen3's thinking switch, off by default as in the lessons (seed 002: "thinking off")
-    enable_thinking: bool = False
+    # another tokenizer than the vendored copy: QWEN_TOKENIZER, else the model's own folder or cached
+    # id (QWEN_MODEL); None means the vendored files (every Qwen3 size shares one tokenizer)
+    tokenizer: str | None = field(
+        default_factory=lambda: os.environ.get("QWEN_TOKENIZER") or _model_tokenizer(os.environ.get("QWEN_MODEL"))
+    )
+    # where the live model runs: auto (a GPU when there is one), cpu, cuda or mps (QWEN_DEVICE)
+    device: str = field(default_factory=lambda: os.environ.get("QWEN_DEVICE") or "auto")
+    # the live model's weights: auto (chosen for the device), float32, bfloat16 or float16 (QWEN_DTYPE)
+    dtype: str = field(default_factory=lambda: os.environ.get("QWEN_DTYPE") or "auto")
+
+
+def _model_tokenizer(model: str | None) -> str | None:
+    # the tiny model is built in memory and uses the vendored tokenizer
+    return None if model in (None, "", "tiny") else model
 
 
 def load_settings() -> Settings:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import TokenizerUnavailable
-from .settings import VENDORED_TOKENIZER
+from .settings import VENDORED_TOKENIZER, load_settings
 
 # single-token ids of the Qwen3 vocabulary that the lessons talk about
 REAL_VOCAB = 151669  # ids the tokenizer knows (151,643 ordinary tokens, then the special ones)
@@ -182,10 +182,8 @@ def load_tokenizer(source: str | None = None) -> QwenTokenizer:
     tokenizer, so a Qwen3 id that is not cached falls back to the vendored files.
     """
     if source is None:
-        import os
-
-        override = os.environ.get("QWEN_TOKENIZER") or os.environ.get("QWEN_MODEL")
-        if override and override != "tiny":
+        override = load_settings().tokenizer
+        if override:
             try:
                 return load_tokenizer(override)
             except TokenizerUnavailable:

@@ -17,8 +17,11 @@ from functools import lru_cache
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from . import filetools
 from .errors import BadInput
+from .parse import re2_search
 from .settings import LESSONS
+from .tokenizer import load_tokenizer
 from .workspace import ToolRefusal, Workspace
 
 TOOL_SETS = ("strawberry", "harness", "coding-agent")
@@ -111,8 +114,6 @@ def _schema_references_problem(params: dict) -> str | None:
     from referencing.exceptions import Unresolvable
     from referencing.jsonschema import DRAFT202012
 
-    from .parse import re2_search
-
     resolver = Registry().with_resource("urn:tool", DRAFT202012.create_resource(params)).resolver("urn:tool")
     stack: list[object] = [params]
     while stack:
@@ -158,16 +159,12 @@ def count_letter(word: str, letter: str) -> str:
 
 
 def tokenize(text: str) -> str:
-    from .tokenizer import load_tokenizer
-
     tok = load_tokenizer()
     return json.dumps([tok.token_text(i) for i in tok.encode(text)], ensure_ascii=False)
 
 
 def run_tool(name: str, arguments: dict, workspace: Workspace | None = None) -> ToolOutcome:
     """Run one checked call. Refusals and failures become an error string, never an exception."""
-    from . import filetools
-
     plain = {"count_letter": count_letter, "tokenize": tokenize}
     try:
         if name in plain:

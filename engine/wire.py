@@ -33,8 +33,12 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from .calculator import call_text
 from .errors import BadInput
+from .harness import load_scenario, run_scenario
+from .parse import ACTION_PATTERN, load_strict_json
 from .prompt import Request, render
+from .tokenizer import load_tokenizer
 
 FORMATS = ("qwen3", "react", "openai-chat", "openai-responses", "anthropic")
 TITLES = {
@@ -345,8 +349,6 @@ def qwen3_text(
     calls: list[WireCall], tools: list[dict], messages: list[dict], choice: str = "auto", answer: str | None = None
 ) -> WireExchange:
     """The template's own text: the prompt, the reply it writes for these calls, the results' turn."""
-    from .tokenizer import load_tokenizer
-
     _check(calls, messages, answer)
     tok = load_tokenizer()
     prompt = render(Request(messages, tools, "native"), tok)
@@ -379,9 +381,6 @@ def react_text(
     calls: list[WireCall], tools: list[dict], messages: list[dict], choice: str = "auto", answer: str | None = None
 ) -> WireExchange:
     """The project's ReAct text: one Action per reply, each followed by its Observation turn."""
-    from .calculator import call_text
-    from .tokenizer import load_tokenizer
-
     _check(calls, messages, answer)
     tok = load_tokenizer()
     prompt = render(Request(messages, tools, "react"), tok)
@@ -436,8 +435,6 @@ def calls_of_step(step) -> list[WireCall]:
     that failed a later check (an unknown name, a wrong type) still has one, and its error goes
     back as its result.
     """
-    from .parse import load_strict_json
-
     calls = []
     for result, block in zip(step.results, step.parse.blocks):
         if result.ok:
@@ -456,8 +453,6 @@ def calls_of_step(step) -> list[WireCall]:
 
 
 def _react_action_name(text: str) -> str | None:
-    from .parse import ACTION_PATTERN
-
     found = ACTION_PATTERN.search(text)
     return found.group(1).strip() if found else None
 
@@ -478,8 +473,6 @@ def scenario_exchanges(name: str, style: str = "native", choice: str | None = No
     Each request carries the scenario's opening messages, so the formats stay side by side
     and short; the earlier calls of the run are not replayed in each API's history form.
     """
-    from .harness import load_scenario, run_scenario
-
     scenario = load_scenario(name)
     choice = choice or scenario.tool_choice
     run = run_scenario(scenario, style)
