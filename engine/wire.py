@@ -370,10 +370,9 @@ def qwen3_text(
                 tools, "native", add_generation_prompt=False),
         tok,
     )
-    first = len(messages) + 1
-    spans = [s for s in after.spans if s.kind == "message" and (s.message_index or 0) >= first]
-    result = "".join(after.span_text(s) for s in spans)
-    tokens = {"request": prompt.count, "replies": [tok.count(turn) + 1], "results": [sum(s.tokens for s in spans)]}
+    results = range(len(messages) + 1, len(messages) + 1 + len(calls))
+    result = after.message_text(results)
+    tokens = {"request": prompt.count, "replies": [tok.count(turn) + 1], "results": [after.message_tokens(results)]}
     return WireExchange("qwen3", TITLES["qwen3"], prompt.text, [reply], [result], tokens)
 
 
