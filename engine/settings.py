@@ -21,6 +21,9 @@ class Settings:
     tokenizer: str = field(default_factory=lambda: os.environ.get("QWEN_TOKENIZER", str(VENDORED_TOKENIZER)))
     # Qwen3's thinking switch, off by default as in the lessons (seed 002: "thinking off")
     enable_thinking: bool = False
+    # run_tests without bubblewrap or Landlock (the audit hook alone): only on a single-user machine,
+    # since a test could then read any file the server can; QWEN_SANDBOX_WEAK=1 allows it
+    sandbox_weak: bool = field(default_factory=lambda: os.environ.get("QWEN_SANDBOX_WEAK", "") == "1")
 
 
 def load_settings() -> Settings:
