@@ -87,3 +87,32 @@ def test_grep_time_budget_covers_walking_100000_files(hundred_thousand_files, bu
     seconds = time.monotonic() - started
     assert outcome.result == f"... stopped after {budget:g} s"
     assert seconds < budget + 0.5
+
+
+@pytest.mark.parametrize(
+    "files, shown, note",
+    [
+        pytest.param({f"f{i:04}.txt": "x" for i in range(3000)}, 30,
+                     "2,970 more file(s) (2,970 bytes) not shown: the page shows up to 30 files and 65,536 bytes of text",
+                     id="3000-files"),
+        pytest.param({f"f{i}.txt": "y" * 40_000 for i in range(3)}, 1,
+                     "2 more file(s) (80,000 bytes) not shown: the page shows up to 30 files and 65,536 bytes of text",
+                     id="too-many-bytes"),
+        pytest.param({"a.txt": "hello", "b/c.txt": "bye"}, 2, None, id="all-fit"),
+    ],
+)
+def test_the_playground_caps_what_it_shows(files, shown, note):
+    from engine.playground import cap_for_display
+
+    capped = cap_for_display(files)
+    assert len(capped.files) == shown and capped.note == note
+    assert list(capped.files) == sorted(files)[:shown]
+
+
+def test_snapshot_stops_at_the_entry_cap(tmp_path):
+    from engine.playground import snapshot
+
+    for i in range(50):
+        (tmp_path / f"f{i:02}.txt").write_text(str(i))
+    files = snapshot(Workspace(tmp_path, replace(LIMITS, workspace_entries=20)))
+    assert list(files) == [f"f{i:02}.txt" for i in range(20)]
