@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .settings import load_settings
-from .workspace import Limits, ToolRefusal, Workspace
+from .workspace import ToolRefusal, Workspace
 
 GUARD = Path(__file__).resolve().with_name("sandbox_guard.py")
 # the modes tried, strongest first (tests narrow this to check one mode on its own)
@@ -40,6 +40,7 @@ MODES = ("bwrap", "landlock", "weak")
 LAYERS = ("landlock", "hook")
 GUARD_INSIDE = "/run/sandbox_guard.py"  # where bubblewrap shows the guard
 SOURCE_INSIDE = "/run/workspace"  # where bubblewrap shows the workspace, read-only, to be copied
+MEMORY_BYTES = 1 << 30  # the test process's address space
 
 
 @dataclass(frozen=True)
@@ -154,21 +155,6 @@ def choose_confinement(modes: tuple[str, ...] | None = None, allow_weak: bool | 
     raise ToolRefusal(REFUSED)
 
 
-def _limit_child(limits: Limits):
-    def limit() -> None:  # runs in the child before exec
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-        # the guard lowers this to limits.write_bytes once it has copied the workspace in
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.workspace_bytes, limits.workspace_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-        # the tests yield to the server's own threads: a spinning test must not slow other sessions
-        os.nice(10)
-
-    return limit
-
-
 def kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -229,7 +215,7 @@ def run_confined(ws: Workspace, pattern: str, layers: tuple[str, ...] | None = N
     # the copy may hold the workspace as it is (up to its cap) and what the tests write
     budget = {"bytes": limits.workspace_bytes, "entries": limits.workspace_entries}
     settings = {"pattern": pattern, "layers": list(layers), "max_new_entries": limits.test_new_entries,
-                "copy_budget": budget, "file_bytes": limits.write_bytes}
+                "copy_budget": budget, "file_bytes": limits.write_bytes, "memory_bytes": MEMORY_BYTES}
     env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "LANG": "C.UTF-8"}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="run-tests-") as scratch:
@@ -237,16 +223,17 @@ def run_confined(ws: Workspace, pattern: str, layers: tuple[str, ...] | None = N
             tmpfs = limits.workspace_bytes + limits.test_write_bytes
             settings["source"] = SOURCE_INSIDE
             command = [*bwrap_command(str(ws.root), tmpfs), sys.executable, "-I", GUARD_INSIDE]
-            cwd = scratch
         else:
+            # the copy is made in `scratch`, the child's working folder
             settings["source"] = str(ws.root)
             settings["landlock_required"] = confinement.mode == "landlock"
             command = [*confinement.network_prefix, sys.executable, "-I", str(GUARD)]
-            cwd = scratch
         command.append(json.dumps(settings))
+        # its own session and process group, killed as one; the guard sets its own resource limits
+        # (no preexec_fn: it is unsafe in a server with threads)
         proc = subprocess.Popen(
-            command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_limit_child(limits), close_fds=True,
+            command, cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True,
         )
         try:
             output, stopped = watch_child(proc, limits.test_seconds, 4 * limits.test_output_bytes)

@@ -266,8 +266,22 @@ def install_audit_hook(root, max_new_entries):
     sys.addaudithook(guard)
 
 
+def limit_resources(settings):
+    """Memory, file size (the copy's largest first; lowered once it is made), descriptors, no core dumps."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (settings["memory_bytes"], settings["memory_bytes"]))
+    total = settings["copy_budget"]["bytes"]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (total, total))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    # the tests yield to the server's own threads: a spinning test must not slow other sessions
+    os.nice(10)
+
+
 def main():
     settings = json.loads(sys.argv[1])
+    limit_resources(settings)
     root = os.path.realpath(os.getcwd())
     sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE; leave no __pycache__ behind
     note = copy_workspace(settings["source"], settings["copy_budget"]) if settings.get("source") else None
