@@ -397,7 +397,11 @@ def row_values(row) -> tuple:
 
 def as_param(row):
     values = row_values(row)
-    return pytest.param(*values[1:], id=values[0], marks=getattr(row, "marks", ()))
+    marks = list(getattr(row, "marks", ()))
+    # a row that runs tests needs bubblewrap or Landlock (without either, run_tests is refused)
+    if values[1] == "run_tests" and values[0] != "tests-pattern-path" and NEEDS_CONFINEMENT not in marks:
+        marks.append(NEEDS_CONFINEMENT)
+    return pytest.param(*values[1:], id=values[0], marks=marks)
 
 
 @pytest.mark.parametrize("tool, arguments, limits, expected", [as_param(row) for row in HOSTILE])
@@ -536,6 +540,50 @@ def test_each_sandbox_layer_holds_on_its_own(tmp_path, server, decoy, one_mode, 
     # the tests ran on a copy: nothing they made is left in the workspace
     assert after["ws"] == arena.before["ws"]
     assert connections_waiting(server) == 0
+
+
+ORDINARY_TEST = """
+import os
+import shutil
+import sqlite3
+import tempfile
+import unittest
+
+
+class Ordinary(unittest.TestCase):
+    def test_files_folders_and_a_database(self):
+        os.makedirs("a/b/c")
+        with open("a/b/c/f.txt", "w") as f:
+            f.write("x")
+        folder = os.open("a/b", os.O_RDONLY)
+        os.rename("c/f.txt", "c/g.txt", src_dir_fd=folder, dst_dir_fd=folder)
+        os.close(folder)
+        shutil.rmtree("a")
+        with tempfile.TemporaryDirectory() as scratch:
+            with open(os.path.join(scratch, "t.txt"), "w") as f:
+                f.write("y")
+        db = sqlite3.connect("db.sqlite")
+        db.execute("create table t (x)")
+        db.close()
+        self.assertFalse(os.path.exists("a"))
+"""
+
+
+@pytest.mark.parametrize("mode, layers", [
+    pytest.param("weak", ("hook",), id="audit-hook"),
+    pytest.param("landlock", ("landlock", "hook"), id="landlock-and-hook",
+                 marks=pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock")),
+    pytest.param("bwrap", ("landlock", "hook"), id="bubblewrap-landlock-and-hook",
+                 marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here")),
+])
+def test_ordinary_tests_pass_in_every_mode(tmp_path, one_mode, mode, layers):
+    """Folders, dir_fd= inside, rmtree, a temporary folder and sqlite: what a real suite does still works."""
+    one_mode(mode, layers)
+    (tmp_path / "test_ordinary.py").write_text(ORDINARY_TEST)
+    outcome = run_tool("run_tests", {}, Workspace(tmp_path))
+    assert outcome.result is not None and outcome.result.endswith("Ran 1 tests\n\nOK"), outcome.text
+    # the tests ran on a copy
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["test_ordinary.py"]
 
 
 def test_run_tests_refuses_without_confinement(tmp_path, monkeypatch):
