@@ -254,6 +254,8 @@ def run_hostile_load(engine, sessions: int = 6, requests: int = 2, max_new_token
         "finish_ratio_with_to_without_hostile": (round(max(hostile["times"].values()) / max(crowd["times"].values()), 3)
                                                  if hostile["times"] and crowd["times"] else None),
         "session_ratio_max": round(max(ratios.values()), 3) if ratios else None,
+        # each session's time beside the hostile pair against its time alone (one session at a time)
+        "solo_ratio_max": round(max(hostile["times"][s] / solo[s] for s in hostile["times"]), 3) if hostile["times"] else None,
         "hostile_runs": {kind: rs for kind, rs in hostile["hostile"].items()},
         "hostile_past_limit_max_s": round(max((r["past_limit_s"] for r in runs), default=0.0), 3),
         "failures": crowd["failures"] + hostile["failures"],
