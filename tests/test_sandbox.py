@@ -102,6 +102,17 @@ ESCAPES = {
         fresh = importlib.util.module_from_spec(importlib.machinery.BuiltinImporter.find_spec("_signal"))
         fresh.pidfd_send_signal(os.pidfd_open(DECOY), 9)
         self.fail("got through")""",
+    # and an extension module made afresh from its spec: the original fork_exec
+    "t_fresh_extension.py": """
+        import importlib.util
+        spec = importlib.util.find_spec("_posixsubprocess")
+        fresh = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(fresh)
+        r, w = os.pipe()
+        pid = fresh.fork_exec(["/bin/sh", "-c", "echo gotcha > " + OUT + "/fresh.txt"], [b"/bin/sh"],
+            True, (), None, None, -1, -1, -1, -1, -1, -1, r, w, True, False, -1, None, None, None, -1, None, False)
+        os.waitpid(pid, 0)
+        self.assertFalse(os.path.exists(OUT + "/fresh.txt"), "got through")""",
 }
 # reads a test may try: each must fail (no such file under bubblewrap, denied by Landlock)
 READS = {
@@ -146,6 +157,7 @@ HOOK_SAYS = {
     "t_kill.py": "may not send signals",
     "t_pidfd.py": "may not send signals",
     "t_fresh_builtin.py": "may not start processes or load native code",
+    "t_fresh_extension.py": "may not start processes or load native code",
 }
 assert set(HOOK_SAYS) == set(ESCAPES)
 
