@@ -102,6 +102,12 @@ ESCAPES = {
         fresh = importlib.util.module_from_spec(importlib.machinery.BuiltinImporter.find_spec("_signal"))
         fresh.pidfd_send_signal(os.pidfd_open(DECOY), 9)
         self.fail("got through")""",
+    # tracing another process (PTRACE_ATTACH): no ctypes under the hook, another domain under
+    # Landlock, no such process in bubblewrap's PID namespace
+    "t_ptrace.py": """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.assertEqual(libc.ptrace(16, DECOY, 0, 0), -1, "got through")""",
     # and an extension module made afresh from its spec: the original fork_exec
     "t_fresh_extension.py": """
         import importlib.util
@@ -158,6 +164,7 @@ HOOK_SAYS = {
     "t_pidfd.py": "may not send signals",
     "t_fresh_builtin.py": "may not start processes or load native code",
     "t_fresh_extension.py": "may not start processes or load native code",
+    "t_ptrace.py": "may not start processes or load native code",
 }
 assert set(HOOK_SAYS) == set(ESCAPES)
 
