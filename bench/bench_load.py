@@ -7,13 +7,22 @@ server; one of them reads its stream slowly, as a page drawing each token does. 
 outputs are compared with the same requests run one at a time. In process, no network.
 Prints one JSON object: sessions, requests, failures, mismatches, latency median and max.
 
+With --hostile, 8 sessions at once: 6 ordinary ones (model requests, then the playground's
+run_tests on a passing test) and 2 that run hostile playground tests for as long as the
+others last (a test that hides its output and spins; a test that writes 100 MB). The
+figures: when the last ordinary session finished with the hostile pair beside them, against
+the same crowd without them (and each session's own ratio), how far past its limit each killed run lasted, and the
+processes left afterwards.
+
     python bench/bench_load.py [--sessions 6] [--requests 3] [--max-new-tokens 16] [--model tiny]
+    python bench/bench_load.py --hostile [--test-seconds 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import threading
@@ -113,15 +122,165 @@ def run_load(engine, sessions: int = 6, requests: int = 3, max_new_tokens: int =
     }
 
 
+# -- ordinary sessions beside hostile playground tests -------------------------------------------------
+PASSING_TEST = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_sum(self):\n        self.assertEqual(sum([1, 2]), 3)\n"
+HOSTILE_TESTS = {
+    # moves its output away (os.dup2), then spins: only the deadline stops it
+    "spin": ("import os\nimport unittest\n\n\nclass T(unittest.TestCase):\n    def test_spin(self):\n"
+             "        fd = os.open('hidden.log', os.O_WRONLY | os.O_CREAT)\n        os.dup2(fd, 1)\n        os.dup2(fd, 2)\n"
+             "        while True:\n            pass\n"),
+    # 100 MB in 64 KiB files
+    "write": ("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_write(self):\n"
+              "        for i in range(1600):\n            with open(f'f{i}.bin', 'wb') as f:\n                f.write(b'x' * 65536)\n"),
+}
+
+
+# what stopped a hostile run, by the words of its result
+STOPPED_BY = {
+    "killed at the time limit": "were killed",
+    "disk full (the tmpfs)": "No space left on device",
+    "cap on new files": "may make at most",
+    "cap on one file's size": "File too large",
+}
+
+
+def processes_with(marker: str) -> list[int]:
+    """Process ids whose command line holds `marker` (what `ps` would list)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def ordinary_session(engine, session: int, requests: int, max_new_tokens: int, marker: str) -> float:
+    """A learner's session: model requests, then run_tests on a passing test; its wall time."""
+    from engine.playground import fresh_workspace
+    from engine.tools import run_tool
+
+    started = time.perf_counter()
+    for messages, seed in session_requests(session, requests):
+        one_request(engine, messages, seed, max_new_tokens)
+    name = f"test_ok_{marker}_{session}.py"
+    with fresh_workspace({name: PASSING_TEST}) as ws:
+        outcome = run_tool("run_tests", {"pattern": name}, ws)
+    if not (outcome.result or "").endswith("OK"):
+        raise RuntimeError(f"the passing test did not pass: {outcome.text[-300:]}")
+    return time.perf_counter() - started
+
+
+def hostile_session(kind: str, marker: str, test_seconds: float, stop: threading.Event) -> list[dict]:
+    """Run one hostile test again and again until `stop`; for each run, how long past its limit it lasted."""
+    from dataclasses import replace
+
+    from engine.playground import fresh_workspace
+    from engine.tools import run_tool
+
+    runs = []
+    while not stop.is_set():
+        name = f"test_{kind}_{marker}_{len(runs)}.py"
+        with fresh_workspace({name: HOSTILE_TESTS[kind]}) as ws:
+            ws.limits = replace(ws.limits, test_seconds=test_seconds)
+            started = time.perf_counter()
+            outcome = run_tool("run_tests", {"pattern": name}, ws)
+            seconds = time.perf_counter() - started
+        stopped_by = next((why for why, said in STOPPED_BY.items() if said in outcome.text), "not stopped")
+        runs.append({"seconds": round(seconds, 3), "past_limit_s": round(max(0.0, seconds - test_seconds), 3),
+                     "left": len(processes_with(name)), "stopped_by": stopped_by})
+    return runs
+
+
+def run_crowd(engine, sessions: int, requests: int, max_new_tokens: int, marker: str,
+              hostile: tuple[str, ...], test_seconds: float, timeout: float) -> dict:
+    """`sessions` ordinary sessions at once, with the `hostile` ones running beside them until they end."""
+    times: dict[int, float] = {}
+    failures: list[str] = []
+    stop = threading.Event()
+    hostile_runs: dict[str, list[dict]] = {}
+    start = threading.Barrier(sessions + len(hostile))
+
+    def ordinary(s: int) -> None:
+        start.wait()
+        try:
+            times[s] = ordinary_session(engine, s, requests, max_new_tokens, marker)
+        except Exception as error:  # counted, never raised: the figures say what failed
+            failures.append(f"session {s}: {type(error).__name__}: {error}")
+
+    def bad(kind: str) -> None:
+        start.wait()
+        hostile_runs[kind] = hostile_session(kind, marker, test_seconds, stop)
+
+    threads = [threading.Thread(target=ordinary, args=(s,), daemon=True) for s in range(sessions)]
+    others = [threading.Thread(target=bad, args=(k,), daemon=True) for k in hostile]
+    for thread in threads + others:
+        thread.start()
+    began = time.perf_counter()
+    for thread in threads:
+        thread.join(max(0.0, timeout - (time.perf_counter() - began)))
+    stop.set()
+    for thread in others:
+        thread.join(test_seconds + 10)
+    failures += [f"session {s} did not finish within {timeout:g} s" for s in range(sessions) if s not in times]
+    return {"times": times, "failures": failures, "hostile": hostile_runs}
+
+
+def run_hostile_load(engine, sessions: int = 6, requests: int = 2, max_new_tokens: int = 12,
+                     test_seconds: float = 5.0, timeout: float = 300.0) -> dict:
+    """The ordinary sessions alone (one by one), in a crowd of their own, and in the crowd with the hostile pair."""
+    from engine import sandbox
+
+    marker = f"load{os.getpid()}x{time.monotonic_ns()}"
+    solo = {s: ordinary_session(engine, s, requests, max_new_tokens, marker) for s in range(sessions)}
+    crowd = run_crowd(engine, sessions, requests, max_new_tokens, marker, (), test_seconds, timeout)
+    hostile = run_crowd(engine, sessions, requests, max_new_tokens, marker, tuple(HOSTILE_TESTS), test_seconds, timeout)
+    time.sleep(0.5)
+    ratios = {s: hostile["times"][s] / crowd["times"][s] for s in hostile["times"] if s in crowd["times"]}
+    runs = [r for kind in hostile["hostile"].values() for r in kind]
+    return {
+        "model": engine.info.label(),
+        "confinement": sandbox.choose_confinement().mode,
+        "sessions": sessions + len(HOSTILE_TESTS),
+        "ordinary_sessions": sessions,
+        "requests_per_session": requests,
+        "test_seconds": test_seconds,
+        "solo_s": {s: round(t, 3) for s, t in solo.items()},
+        "crowd_without_hostile_s": {s: round(t, 3) for s, t in crowd["times"].items()},
+        "crowd_with_hostile_s": {s: round(t, 3) for s, t in hostile["times"].items()},
+        # when the last ordinary session finished, with the hostile pair beside them against without
+        "finish_ratio_with_to_without_hostile": (round(max(hostile["times"].values()) / max(crowd["times"].values()), 3)
+                                                 if hostile["times"] and crowd["times"] else None),
+        "session_ratio_max": round(max(ratios.values()), 3) if ratios else None,
+        # each session's time beside the hostile pair against its time alone (one session at a time)
+        "solo_ratio_max": round(max(hostile["times"][s] / solo[s] for s in hostile["times"]), 3) if hostile["times"] else None,
+        "hostile_runs": {kind: rs for kind, rs in hostile["hostile"].items()},
+        "hostile_past_limit_max_s": round(max((r["past_limit_s"] for r in runs), default=0.0), 3),
+        "failures": crowd["failures"] + hostile["failures"],
+        "processes_left": len(processes_with(marker)),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=6)
     parser.add_argument("--requests", type=int, default=3, help="requests per session")
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--model", default="tiny", help="tiny (default), a hub id or a local folder")
+    parser.add_argument("--hostile", action="store_true", help="add two sessions running hostile playground tests")
+    parser.add_argument("--test-seconds", type=float, default=5.0, help="run_tests's time limit in the hostile load")
     args = parser.parse_args()
     from engine.loading import load_model
 
+    if args.hostile:
+        figures = run_hostile_load(load_model(args.model), args.sessions, args.requests, args.max_new_tokens,
+                                   args.test_seconds)
+        print(json.dumps(figures, indent=2))
+        good = (not figures["failures"] and figures["processes_left"] == 0
+                and figures["hostile_past_limit_max_s"] <= 2.0 and figures["finish_ratio_with_to_without_hostile"] <= 2.0)
+        return 0 if good else 1
     figures = run_load(load_model(args.model), args.sessions, args.requests, args.max_new_tokens)
     print(json.dumps(figures, indent=2))
     return 0 if figures["failures"] == 0 and not figures["mismatches"] else 1

@@ -1,35 +1,64 @@
 """The five harness tools of seed 000, each confined to a `Workspace` and bounded in size and time.
 
-`grep` uses RE2 (linear time, so no pattern can run for ever); `run_tests` runs the
-workspace's unittest suite in a child process with a time limit, capped output, no network
-(a network namespace where the system allows it, and an audit hook in any case), no child
-processes, and no writes outside the workspace.
+Every file is opened by descriptor, one folder at a time with O_NOFOLLOW (`Workspace.open_beneath`),
+so a folder swapped for a symlink during a call cannot lead outside. `grep` uses RE2 (linear
+time, so no pattern can run for ever) and one time budget for walking and searching;
+`run_tests` runs the workspace's unittest suite on a confined copy of the workspace
+(engine/sandbox.py), killed at its time limit. File names that hold control characters, or a
+colon in grep's output, are shown quoted, so that no name can pass for another line of output.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
-import select
-import signal
-import subprocess
+import stat
 import sys
 import time
-from pathlib import Path
+from collections.abc import Iterator
 
 import re2
 
+from . import sandbox
 from .workspace import ToolRefusal, Workspace
+
+
+def show_name(name: str, colon: bool = False) -> str:
+    """A file name as it can be printed on one line of output: quoted (JSON) when it holds a control character."""
+    if not name.isprintable() or (colon and ":" in name) or name.startswith('"'):
+        return json.dumps(name)
+    return name
+
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    chunks, size = [], 0
+    while size <= limit:
+        chunk = os.read(fd, min(65536, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def read_file(ws: Workspace, path: str) -> str:
     target = ws.resolve(path)
     if target.is_dir():
         raise ToolRefusal(f"error: {path} is a folder; use list_files")
-    size = target.stat().st_size
-    if size > ws.limits.read_bytes:
-        raise ToolRefusal(f"error: {path} is {size} bytes; read_file returns files up to {ws.limits.read_bytes} bytes")
-    data = target.read_bytes()
+    # O_NONBLOCK: a fifo swapped in must not make the open wait
+    fd = ws.open_beneath(target, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolRefusal(f"error: {path} is not a regular file or folder")
+        if info.st_size > ws.limits.read_bytes:
+            raise ToolRefusal(f"error: {path} is {info.st_size} bytes; read_file returns files up to {ws.limits.read_bytes} bytes")
+        data = _read_fd(fd, ws.limits.read_bytes)
+    finally:
+        os.close(fd)
+    if len(data) > ws.limits.read_bytes:
+        raise ToolRefusal(f"error: {path} grew past {ws.limits.read_bytes} bytes while it was read")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -40,11 +69,13 @@ def list_files(ws: Workspace, dir: str = ".") -> str:
     target = ws.resolve(dir)
     if not target.is_dir():
         raise ToolRefusal(f"error: {dir} is a file, not a folder")
-    entries = []
-    for child in sorted(target.iterdir(), key=lambda p: p.name):
-        if child.name == "__pycache__":
-            continue
-        entries.append(child.name + ("/" if child.is_dir() and not child.is_symlink() else ""))
+    fd = ws.open_folder(target)
+    try:
+        with os.scandir(fd) as listing:
+            found = sorted((e.name, e.is_dir(follow_symlinks=False)) for e in listing)
+    finally:
+        os.close(fd)
+    entries = [show_name(name) + ("/" if is_dir else "") for name, is_dir in found if name != "__pycache__"]
     if not entries:
         return "(empty folder)"
     shown = entries[: ws.limits.list_entries]
@@ -53,32 +84,59 @@ def list_files(ws: Workspace, dir: str = ".") -> str:
 
 
 def write_file(ws: Workspace, path: str, content: str) -> str:
+    limits = ws.limits
     if not isinstance(content, str):
         raise ToolRefusal("error: content must be a string")
     try:
         data = content.encode("utf-8")
     except UnicodeEncodeError:
         raise ToolRefusal("error: content is not valid text (it holds a lone surrogate)") from None
-    if len(data) > ws.limits.write_bytes:
-        raise ToolRefusal(f"error: content is {len(data)} bytes; write_file accepts up to {ws.limits.write_bytes}")
+    if len(data) > limits.write_bytes:
+        raise ToolRefusal(f"error: content is {len(data)} bytes; write_file accepts up to {limits.write_bytes}")
     target = ws.resolve(path, must_exist=False)
+    if not path.isprintable():
+        raise ToolRefusal("error: the path holds a control character (such as a newline or tab); "
+                          "give a file name of printable characters")
     if target.is_dir():
         raise ToolRefusal(f"error: {path} is a folder")
-    old = target.stat().st_size if target.exists() else 0
-    if ws.size() - old + len(data) > ws.limits.workspace_bytes:
-        raise ToolRefusal(f"error: the workspace would grow past {ws.limits.workspace_bytes} bytes")
-    # create missing folders one by one, checking each stays inside (resolve() caught symlinks already)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # never write through a symlink, even one pointing inside
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(target, flags, 0o644)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
+    parts = target.relative_to(ws.root).parts
+    if len(parts) - 1 > limits.path_depth:
+        raise ToolRefusal(f"error: {path} is {len(parts) - 1} folders deep; write_file goes up to {limits.path_depth} folders down")
+    # what this write adds: the missing folders, the file if new, and its bytes
+    missing = [p for p in (target.parents[i] for i in range(len(parts) - 1)) if not os.path.lexists(p)]
+    new_file = not os.path.lexists(target)
+    usage = ws.usage()
+    old = target.stat().st_size if not new_file else 0
+    if usage.entries + len(missing) + new_file > limits.workspace_entries:
+        raise ToolRefusal(f"error: the workspace would hold more than {limits.workspace_entries} files and folders")
+    from .workspace import FOLDER_BYTES
+
+    if usage.bytes - old + len(data) + FOLDER_BYTES * len(missing) > limits.workspace_bytes:
+        raise ToolRefusal(f"error: the workspace would grow past {limits.workspace_bytes} bytes")
+    # opened without truncating: the checks below run on the very file that would be written
+    fd = ws.open_beneath(target, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, 0o644, make_folders=len(missing))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolRefusal(f"error: {path} is not a regular file or folder")
+        # a hard link shares its content with another name, perhaps outside the workspace
+        if info.st_nlink > 1:
+            raise ToolRefusal(f"error: {path} is a hard link ({info.st_nlink} names for one file); "
+                              "write_file will not change it, write to a new name instead")
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
     return f"wrote {len(data)} bytes to {ws.relative(target)}"
 
 
 def grep(ws: Workspace, pattern: str, path: str = ".") -> str:
     limits = ws.limits
+    # one budget for walking the folders and searching the files
+    deadline = time.monotonic() + limits.grep_seconds
+    stopped = f"... stopped after {limits.grep_seconds:g} s"
     if isinstance(pattern, str) and len(pattern) > limits.grep_pattern_chars:
         raise ToolRefusal(f"error: the pattern is longer than {limits.grep_pattern_chars} characters")
     options = re2.Options()
@@ -93,26 +151,22 @@ def grep(ws: Workspace, pattern: str, path: str = ".") -> str:
     if regex.programsize > limits.grep_program_size:
         raise ToolRefusal(f"error: the pattern is too complex for grep (its RE2 program has {regex.programsize} steps; the limit is {limits.grep_program_size})")
     start = ws.resolve(path)
-    files = [start] if start.is_file() else sorted(_walk_files(start))
     lines: list[str] = []
     size = 0
-    deadline = time.monotonic() + limits.grep_seconds
-    for file in files:
-        if time.monotonic() > deadline:
-            lines.append(f"... stopped after {limits.grep_seconds:g} s")
+    for relative, data in _files_to_search(ws, start, deadline):
+        if relative is None:
+            lines.append(stopped)
             break
         try:
-            if file.stat().st_size > limits.grep_file_bytes:
-                continue
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
             continue
         for number, line in enumerate(text.splitlines(), start=1):
             if time.monotonic() > deadline:
-                lines.append(f"... stopped after {limits.grep_seconds:g} s")
+                lines.append(stopped)
                 return "\n".join(lines)
             if regex.search(line[: limits.grep_line_chars]):
-                entry = f"{ws.relative(file)}:{number}: {line[:300]}"
+                entry = f"{show_name(relative, colon=True)}:{number}: {line[:300]}"
                 size += len(entry) + 1
                 if len(lines) >= limits.grep_lines or size > limits.grep_bytes:
                     lines.append("... more matches not shown")
@@ -121,231 +175,117 @@ def grep(ws: Workspace, pattern: str, path: str = ".") -> str:
     return "\n".join(lines) if lines else "(no matches)"
 
 
-def _walk_files(folder: Path):
-    for root, dirs, files in os.walk(folder, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
-        for name in files:
-            path = Path(root) / name
-            if path.is_file() and not path.is_symlink():
-                yield path
+def _read_regular(fd: int, limit: int) -> bytes | None:
+    """An open file's bytes; None if it is not a regular file or is larger than `limit`."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        return None
+    data = _read_fd(fd, limit)
+    return data if len(data) <= limit else None
 
 
-# the child's confinement, in two layers:
-# 1. Landlock (Linux 5.13+), set up before anything else runs: the kernel refuses every write,
-#    file creation, deletion and rename outside the workspace, every exec, and (ABI 4+) every
-#    TCP bind or connect, (ABI 6+) abstract unix sockets and signals to other processes. It
-#    holds whatever Python code the tests run. On kernels without it this layer is skipped.
-# 2. An audit hook (PEP 578) refusing the network, child processes, native code, and writes
-#    outside. Audit hooks are not a sandbox on their own (code that patches the standard
-#    library can get past them), so its state lives in a closure, not in globals a test can
-#    reassign, and it also refuses the known ways round it: a directory fd opened outside
-#    (for dir_fd= writes), sqlite3 files outside, _posixsubprocess, and reaching the hook
-#    through the garbage collector.
-_GUARD = r"""
-import os, sys
+def _read_small(name: str, folder: int, limit: int) -> bytes | None:
+    """A regular file's bytes, opened without following a symlink; None if it is anything else or too large."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+    except OSError:
+        return None
+    try:
+        return _read_regular(fd, limit)
+    finally:
+        os.close(fd)
 
-def _landlock(root):
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    abi = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
-    if abi < 1:
-        return 0
-    write = sum(1 << b for b in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))  # write, remove, make any kind of file
-    if abi >= 2:
-        write |= 1 << 13  # refer: link or rename across folders
-    if abi >= 3:
-        write |= 1 << 14  # truncate
-    fs = write | 1  # and execute, which no rule grants
-    net = 0b11 if abi >= 4 else 0  # bind and connect TCP, which no rule grants
-    scoped = 0b11 if abi >= 6 else 0  # abstract unix sockets and signals outside this process
-    attr = (ctypes.c_uint64 * 3)(fs, net, scoped)
-    size = 24 if abi >= 6 else (16 if abi >= 4 else 8)
-    ruleset = libc.syscall(444, ctypes.byref(attr), size, 0)
-    if ruleset < 0:
-        return 0
-    class PathBeneath(ctypes.Structure):
-        _pack_ = 1
-        _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-    folder = os.open(root, os.O_PATH | os.O_DIRECTORY)
-    rule = PathBeneath(write, folder)
-    ok = libc.syscall(445, ruleset, 1, ctypes.byref(rule), 0) == 0  # landlock_add_rule, path beneath
-    ok = ok and libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
-    ok = ok and libc.syscall(446, ruleset, 0) == 0  # landlock_restrict_self
-    os.close(folder)
-    os.close(ruleset)
-    return abi if ok else 0
 
-def _install_guard(root):
-    realpath, isdir, fsdecode, sep = os.path.realpath, os.path.isdir, os.fsdecode, os.sep
-    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-    processes = frozenset(("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-        "os.forkpty", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.kill", "os.killpg",
-        "os.startfile", "gc.get_objects", "gc.get_referrers", "gc.get_referents"))
-    changes = frozenset(("os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.truncate", "os.utime",
-        "shutil.rmtree", "os.symlink", "os.link", "os.rename", "shutil.copyfile", "shutil.move", "os.chflags",
-        "os.lchflags", "os.setxattr", "os.removexattr", "shutil.copytree", "shutil.chown", "shutil.make_archive",
-        "shutil.unpack_archive", "os.mkfifo", "os.mknod"))
-    def inside(p):
+def _files_to_search(ws: Workspace, start, deadline: float) -> Iterator[tuple[str | None, bytes]]:
+    """(relative path, bytes) of each file under `start`, in path order; (None, b"") when the time is up.
+
+    Walks by descriptor (no symlink followed, hidden folders and caches skipped) and checks the
+    clock at every entry, so a folder of 100,000 files cannot outlast the budget."""
+    limit = ws.limits.grep_file_bytes
+    if not start.is_dir():
+        fd = ws.open_beneath(start, os.O_RDONLY | os.O_NONBLOCK)
         try:
-            real = realpath(fsdecode(p))
-        except Exception:
-            return False
-        return real == root or real.startswith(root + sep)
-    def guard(event, args):
-        if event == "open":
-            path, mode, flags = args
-            if path is None or isinstance(path, int):
+            data = _read_regular(fd, limit)
+        finally:
+            os.close(fd)
+        if data is not None:
+            yield ws.relative(start), data
+        return
+    top = ws.open_folder(start)
+    base = "" if start == ws.root else ws.relative(start) + "/"
+    # a stack of (folder descriptor, its relative path, names left to visit in order)
+    stack: list[tuple[int, str, list[tuple[str, bool]]]] = []
+    try:
+        stack.append((top, base, _sorted_entries(top, deadline)))
+        while stack:
+            if time.monotonic() > deadline:
+                yield None, b""
                 return
-            writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (flags or 0) & write_flags
-            if writes and not inside(path):
-                raise PermissionError("run_tests may not write outside the workspace")
-            # a folder outside opened as a file descriptor would let dir_fd= write there
-            if not inside(path) and isdir(path):
-                raise PermissionError("run_tests may not open folders outside the workspace")
-        elif event.startswith("socket.") and event not in ("socket.__new__", "socket.gethostname"):
-            raise PermissionError("run_tests may not use the network")
-        elif event in processes:
-            raise PermissionError("run_tests may not start processes or load native code")
-        elif event == "import" and args[0] in ("_posixsubprocess", "_ctypes", "_winapi"):
-            raise PermissionError("run_tests may not start processes or load native code")
-        elif event == "sqlite3.connect":
-            target = fsdecode(args[0]) if args and args[0] is not None else ""
-            if target not in ("", ":memory:") and not inside(target):
-                raise PermissionError("run_tests may not write outside the workspace")
-        elif event in changes:
-            paths = [a for a in args if isinstance(a, (str, bytes, os.PathLike))]
-            if any(not inside(p) for p in paths):
-                raise PermissionError("run_tests may not change files outside the workspace")
-    import _posixsubprocess  # loaded now, so that the hook refuses any later (fresh) import of it
-
-    def no_processes(*args, **kwargs):
-        raise PermissionError("run_tests may not start processes or load native code")
-    _posixsubprocess.fork_exec = no_processes
-    sys.addaudithook(guard)
-
-ROOT = os.path.realpath(os.getcwd())
-sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE; leave no __pycache__ behind
-LAYERS = sys.argv[2].split(",")
-if "landlock" in LAYERS:
-    try:
-        _landlock(ROOT)
-    except Exception:
-        pass
-for name in [m for m in sys.modules if m == "ctypes" or m.startswith(("ctypes.", "_ctypes"))]:
-    del sys.modules[name]
-if "hook" in LAYERS:
-    _install_guard(ROOT)
-del _landlock, _install_guard
-import unittest
-sys.path.insert(0, ROOT)
-unittest.main(module=None, argv=["run_tests", "discover", "-s", ".", "-t", ".", "-p", sys.argv[1]], verbosity=1)
-"""
-
-# the layers run_tests uses: Landlock where the kernel has it, and the audit hook (tests use one at a time)
-SANDBOX_LAYERS = ("landlock", "hook")
+            folder, prefix, names = stack[-1]
+            if not names:
+                os.close(folder)
+                stack.pop()
+                continue
+            name, is_dir = names.pop()
+            if is_dir:
+                if name == "__pycache__" or name.startswith("."):
+                    continue
+                try:
+                    below = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+                except OSError:
+                    continue
+                stack.append((below, f"{prefix}{name}/", _sorted_entries(below, deadline)))
+                continue
+            data = _read_small(name, folder, limit)
+            if data is not None:
+                yield f"{prefix}{name}", data
+    finally:
+        for folder, _prefix, _names in stack:
+            os.close(folder)
 
 
-def landlock_abi() -> int:
-    """The kernel's Landlock ABI version, 0 when it has none (or refuses it)."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.syscall.restype = ctypes.c_long
-        return max(0, int(libc.syscall(444, None, 0, 1)))
-    except (OSError, AttributeError):
-        return 0
-
-
-def _network_isolation() -> list[str]:
-    """A command prefix that gives the child no network, when this system allows it."""
-    for prefix in (["unshare", "--net"], ["unshare", "--net", "--map-root-user"]):
-        try:
-            probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if probe.returncode == 0:
-            return prefix
-    return []
-
-
-_ISOLATION: list[str] | None = None
-
-
-def _read_capped(proc: subprocess.Popen, seconds: float, cap: int) -> tuple[bytes, str | None]:
-    """The child's output, up to `cap` bytes; stops the child when it runs past `seconds` or floods more.
-
-    Reading as it comes, never everything at once: a test that prints for ever must not fill
-    the server's memory.
-    """
-    fd = proc.stdout.fileno()
-    deadline = time.monotonic() + seconds
-    chunks: list[bytes] = []
-    size = 0
-    stopped = None
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            stopped = "time"
-            break
-        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
-        if not ready:
-            continue
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > cap:
-            stopped = "output"
-            break
-    if stopped is not None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.stdout.close()
-    proc.wait()
-    return b"".join(chunks), stopped
+def _sorted_entries(folder: int, deadline: float) -> list[tuple[str, bool]]:
+    """A folder's (name, is folder) entries, last first (the walk pops from the end); cut short at the deadline."""
+    found = []
+    with os.scandir(folder) as listing:
+        for entry in listing:
+            if time.monotonic() > deadline:
+                break
+            try:
+                found.append((entry.name, entry.is_dir(follow_symlinks=False)))
+            except OSError:
+                continue
+    return sorted(found, reverse=True)
 
 
 def run_tests(ws: Workspace, pattern: str = "test_*.py") -> str:
-    global _ISOLATION
     limits = ws.limits
     if not isinstance(pattern, str) or "/" in pattern or "\0" in pattern or len(pattern) > 100:
         raise ToolRefusal("error: pattern must be a file-name glob such as test_*.py")
-    if not any(fnmatch.fnmatch(p.name, pattern) for p in ws.root.iterdir() if p.is_file()):
+    fd = ws.open_folder(ws.root)
+    try:
+        with os.scandir(fd) as listing:
+            matching = any(fnmatch.fnmatch(e.name, pattern) and e.is_file(follow_symlinks=False) for e in listing)
+    finally:
+        os.close(fd)
+    if not matching:
         return f"no test files match {pattern}"
-    if _ISOLATION is None:
-        _ISOLATION = _network_isolation()
-
-    def limit_child():  # runs in the child before exec
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.write_bytes, limits.write_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "LANG": "C.UTF-8"}
-    command = [*_ISOLATION, sys.executable, "-I", "-c", _GUARD, pattern, ",".join(SANDBOX_LAYERS)]
-    proc = subprocess.Popen(
-        command, cwd=ws.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=limit_child,
-    )
-    # read at most a little past the cap: the rest is never kept
-    output, stopped = _read_capped(proc, limits.test_seconds, 4 * limits.test_output_bytes)
-    if stopped == "time":
-        raise ToolRefusal(f"error: the tests did not finish within {limits.test_seconds:g} s and were stopped")
-    text = output.decode("utf-8", errors="replace")
+    run = sandbox.run_confined(ws, pattern)
+    if run.stopped == "time":
+        raise ToolRefusal(f"error: the tests did not finish within {limits.test_seconds:g} s and were killed "
+                          "(every process they started went with them)")
+    text = run.output.decode("utf-8", errors="replace")
     # keep the output the same on every machine and run: no folder names, no timings
     text = text.replace(str(ws.root) + os.sep, "").replace(sys.prefix, "<python>")
     text = re2.sub(r"Ran (\d+) tests? in [0-9.]+s", r"Ran \1 tests", text)
-    if stopped == "output" or len(text) > limits.test_output_bytes:
+    if run.stopped == "output" or len(text) > limits.test_output_bytes:
         text = text[: limits.test_output_bytes] + "\n... output cut"
-        if stopped == "output":
+        if run.stopped == "output":
             text += "; the tests were stopped for printing too much"
-    return text.strip() or f"exit code {proc.returncode}"
+    elif "No space left on device" in text or "[Errno 27] File too large" in text:
+        text += (f"\n(run_tests gives the tests {limits.test_write_bytes:,} bytes of disk, "
+                 f"{limits.write_bytes:,} bytes per file)")
+    return text.strip() or f"exit code {run.returncode}"
 
 
 FILE_TOOLS = {

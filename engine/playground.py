@@ -10,10 +10,12 @@ folder, removed afterwards, so one run never sees another's writes.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from .harness import make_workspace
 from .workspace import Limits, ToolRefusal, Workspace
@@ -89,10 +91,17 @@ def snapshot(workspace: Workspace, max_bytes: int = 16 * 1024) -> dict[str, str]
     """Every regular file in the workspace (relative path -> text), to show what a run left behind.
 
     Caches (__pycache__) are skipped; a file that is not UTF-8 text, or is larger than
-    `max_bytes`, is shown as a one-line note instead of its content."""
+    `max_bytes`, is shown as a one-line note instead of its content. The walk stops at the
+    workspace's cap on entries (`Limits.workspace_entries`)."""
     found: dict[str, str] = {}
-    for path in sorted(workspace.root.rglob("*")):
-        if "__pycache__" in path.parts or path.is_symlink() or not path.is_file():
+    paths = []
+    for here, dirs, names in os.walk(workspace.root, followlinks=False):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        paths += [Path(here) / name for name in names]
+        if len(paths) > workspace.limits.workspace_entries:
+            break
+    for path in sorted(paths)[: workspace.limits.workspace_entries]:
+        if path.is_symlink() or not path.is_file():
             continue
         relative = workspace.relative(path)
         size = path.stat().st_size
@@ -104,3 +113,30 @@ def snapshot(workspace: Workspace, max_bytes: int = 16 * 1024) -> dict[str, str]
         except UnicodeDecodeError:
             found[relative] = "(not a UTF-8 text file)"
     return found
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the page draws of a run's files: at most so many files and bytes, and a line on the rest."""
+
+    files: dict[str, str]
+    note: str | None  # one line saying what was left out, None when nothing was
+
+
+def cap_for_display(files: dict[str, str], max_files: int = 30, max_bytes: int = 64 * 1024) -> Shown:
+    """The first files (in path order) that fit in `max_files` and `max_bytes` of text; a note on the others."""
+    shown: dict[str, str] = {}
+    used = 0
+    for path in sorted(files):
+        text = files[path]
+        size = len(text.encode("utf-8"))
+        if len(shown) >= max_files or used + size > max_bytes:
+            break
+        shown[path] = text
+        used += size
+    left = len(files) - len(shown)
+    if not left:
+        return Shown(shown, None)
+    left_bytes = sum(len(files[p].encode("utf-8")) for p in files if p not in shown)
+    return Shown(shown, f"{left:,} more file(s) ({left_bytes:,} bytes) not shown: the page shows up to "
+                        f"{max_files} files and {max_bytes:,} bytes of text")

@@ -26,6 +26,9 @@ class Settings:
     device: str = field(default_factory=lambda: os.environ.get("QWEN_DEVICE") or "auto")
     # the live model's weights: auto (chosen for the device), float32, bfloat16 or float16 (QWEN_DTYPE)
     dtype: str = field(default_factory=lambda: os.environ.get("QWEN_DTYPE") or "auto")
+    # run_tests without bubblewrap or Landlock (the audit hook alone): only on a single-user machine,
+    # since a test could then read any file the server can; QWEN_SANDBOX_WEAK=1 allows it
+    sandbox_weak: bool = field(default_factory=lambda: os.environ.get("QWEN_SANDBOX_WEAK", "") == "1")
 
 
 def _model_tokenizer(model: str | None) -> str | None:

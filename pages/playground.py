@@ -4,7 +4,7 @@ import streamlit as st
 
 from engine.errors import EngineError
 from engine.harness import Run, ScriptedModel, iterate_episode, list_scenarios, load_scenario
-from engine.playground import check_files, fresh_workspace, snapshot
+from engine.playground import cap_for_display, check_files, fresh_workspace, snapshot
 from pages.common.chrome import page_chrome
 from pages.common.draw import ledger_figure, notice
 from pages.common.models import current_engine, model_label
@@ -160,10 +160,13 @@ if result:
     st.info(f"The run stopped: {result['stop']}." + (f" The answer: {result['answer']}" if result["answer"] else ""))
     st.subheader("After the run")
     st.markdown(text["after the run"])
-    for path, body in result["files_after"].items():
+    shown = cap_for_display(result["files_after"])
+    for path, body in shown.files.items():
         before = result["files_before"].get(path)
         tag = "new" if before is None else ("changed" if before != body else "unchanged")
         with st.expander(f"{path} ({tag})", expanded=tag != "unchanged"):
             st.code(body, language=None)
+    if shown.note:
+        st.caption(shown.note)
 
 notice(text["what to notice"])
