@@ -67,7 +67,7 @@ def python_folders() -> list[str]:
     return sorted(folders)
 
 
-def bwrap_command(ws_root: str, tmpfs_bytes: int) -> list[str]:
+def build_bwrap_argv(ws_root: str, tmpfs_bytes: int) -> list[str]:
     """The bubblewrap prefix: a tmpfs of `tmpfs_bytes` at the workspace's own path, Python read-only, nothing else."""
     command = ["bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
                "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
@@ -107,7 +107,7 @@ def bwrap_works() -> bool:
     if shutil.which("bwrap") is None:
         return False
     with tempfile.TemporaryDirectory(prefix="bwrap-probe-") as folder:
-        command = [*bwrap_command(folder, 1 << 20), sys.executable, "-I", "-c", "print('ok')"]
+        command = [*build_bwrap_argv(folder, 1 << 20), sys.executable, "-I", "-c", "print('ok')"]
         try:
             probe = subprocess.run(command, capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired):
@@ -222,7 +222,7 @@ def run_confined(ws: Workspace, pattern: str, layers: tuple[str, ...] | None = N
         if confinement.mode == "bwrap":
             tmpfs = limits.workspace_bytes + limits.test_write_bytes
             settings["source"] = SOURCE_INSIDE
-            command = [*bwrap_command(str(ws.root), tmpfs), sys.executable, "-I", GUARD_INSIDE]
+            command = [*build_bwrap_argv(str(ws.root), tmpfs), sys.executable, "-I", GUARD_INSIDE]
         else:
             # the copy is made in `scratch`, the child's working folder
             settings["source"] = str(ws.root)
