@@ -1,0 +1,86 @@
+"""How the failure gallery draws a case: the naive parser's reading, our verdicts, the grammar's mask, and the cost."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.tokenizer import REAL_VOCAB
+from pages.common.draw import call_words, draw_tokens, show_token
+
+
+def draw_naive(naive) -> None:
+    """What the first-block-only parser found: one call, or why none."""
+    if naive.name is not None:
+        args = naive.arguments if isinstance(naive.arguments, dict) else {}
+        st.success(f"finds one call: `{call_words(str(naive.name), args)}`")
+    else:
+        st.error(f"finds no call: {naive.error}")
+    if naive.dropped:
+        st.error(f"never looks at the other {naive.dropped} block{'s' if naive.dropped > 1 else ''}: "
+                 f"{naive.blocks_seen} were written, 1 is read")
+
+
+def draw_verdict(policy: str, verdict, run) -> None:
+    """One policy's reading of the failing turn, and where the whole run ended."""
+    st.markdown(f"**{policy}**")
+    if verdict.returned_as_text:
+        st.error("every call dropped; the reply comes back as text")
+    for call in verdict.calls:
+        st.success(f"runs `{call_words(call.name, call.arguments)}`")
+    if not verdict.returned_as_text:
+        for error in verdict.errors:
+            st.error(f"block {error.block + 1} answered with `{error.error}`")
+    if verdict.final and not verdict.returned_as_text:
+        st.info("no call in this reply: it is the answer")
+    totals = run.ledger.totals()
+    st.markdown(f"The whole run: **{len(run.steps)} calls**, {totals['input_tokens']:,} input tokens; "
+                f"it ended with *{run.stop_reason}*.")
+
+
+def draw_walk(steps, at: int | None) -> None:
+    """Lesson 6's strip: each token of the turn with how many tokens the grammar allowed there."""
+    extra = ["all" if s.allowed is None else ("✗" if not s.ok else f"{s.allowed:,}") for s in steps]
+    draw_tokens([(s.id, s.token) for s in steps], show_ids=False, current=at, extra=extra)
+    if at is not None:
+        st.caption("Under each token: how many of the "
+                   f"{REAL_VOCAB:,} tokens the grammar allowed at that step; ✗ marks the token it refused.")
+
+
+def draw_sample(sample: list[str], allowed: int | None) -> None:
+    if not sample or allowed is None:
+        return
+    more = f" (the first {len(sample)} of {allowed:,})" if allowed > len(sample) else ""
+    st.markdown(f"**The allowed tokens at that step{more}:** " + " ".join(f"`{show_token(t)}`" for t in sample))
+
+
+def draw_schema_cost(cost) -> None:
+    columns = st.columns(3)
+    columns[0].metric("Prompt with the tools", f"{cost.with_tools[0]:,}", help="tokens, call 1")
+    columns[1].metric("Prompt without them", f"{cost.without_tools[0]:,}", help="tokens, call 1")
+    columns[2].metric("Paid for tools it may not use", f"{cost.wasted:,}", help=f"over the run's {cost.calls} call(s)")
+
+
+def draw_length_cut(cut) -> None:
+    columns = st.columns(3)
+    columns[0].metric("Tokens written", f"{cut.output_tokens} of {cut.limit}", help="the limit cut the reply")
+    columns[1].metric(f"Repeated {cut.kind} at the end", cut.repeated)
+    columns[2].metric("finish", cut.finish)
+    st.markdown("The last tokens: " + " ".join(f"`{show_token(t)}`" for t in cut.tail))
+
+
+def draw_retry_cost(cost) -> None:
+    columns = st.columns(3)
+    with_budget, without = cost.with_budget, cost.without_budget
+    columns[0].metric(f"With a retry budget of {cost.retry_budget}", f"{with_budget['tokens']:,} tokens",
+                      help=f"{with_budget['calls']} calls; {cost.stop_with}")
+    columns[1].metric("Without one", f"{without['tokens']:,} tokens", help=f"{without['calls']} calls; {cost.stop_without}")
+    columns[2].metric("Saved by the budget", f"{cost.saved_tokens:,} tokens")
+    st.markdown(f"With the budget the run stops after **{with_budget['calls']} calls** (*{cost.stop_with}*); "
+                f"without it, after **{without['calls']}** (*{cost.stop_without}*).")
+
+
+def draw_malformed_cost(cost) -> None:
+    columns = st.columns(2)
+    columns[0].metric("Measured: input with it − input without it", f"{cost.measured_in:,}")
+    columns[1].metric("Formula: C_bad + (a_bad + e) × n_later", f"{cost.formula_in:,}")
+    st.markdown(f"{cost.formula_text} tokens")
