@@ -1,5 +1,7 @@
 """Lesson 7: the same call in other APIs: one call, its reply and its result in five formats, and what differs."""
 
+import json
+
 import streamlit as st
 
 from engine.harness import list_gallery, list_scenarios, load_scenario
@@ -8,7 +10,16 @@ from pages.common.chrome import page_chrome
 from pages.common.draw import notice
 from pages.common.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs
 from pages.common.state import from_url, style, to_url
-from pages.common.wire_view import SHORT, differences_html, draw_exchange, ordered_formats, step_label, tool_choice_html
+from pages.common.wire_view import (
+    SHORT,
+    TAB,
+    differences_html,
+    draw_exchange,
+    ordered_formats,
+    panes,
+    step_label,
+    tool_choice_html,
+)
 from pages.common.words import lesson, words
 
 ID = "same-call-five-ways"
@@ -22,6 +33,12 @@ st.markdown(text["intro"])
 @st.cache_resource(show_spinner="Writing the call five ways…", max_entries=64)
 def exchanges(name: str, chosen_style: str):
     return scenario_exchanges(name, chosen_style)
+
+
+def short(text: str, limit: int = 100) -> str:
+    """A one-line glimpse of arguments (the full text is in the formats below); no backticks to break the markdown."""
+    text = text.replace("`", "'")
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def reset_step() -> None:
@@ -51,20 +68,20 @@ if chosen_style != style():
 with st.expander("The sidebar's style, and what does not depend on it"):
     st.markdown(text["the style switch"])
 if shown.calls:
-    described = "; ".join(f"`{c.name}` with `{c.arguments}`, result `{c.result}`" for c in shown.calls)
+    described = "; ".join(f"`{c.name}` with `{short(json.dumps(c.arguments, ensure_ascii=False))}`" for c in shown.calls)
     st.markdown(f"**The call{'s' if len(shown.calls) > 1 else ''}:** {described}")
 else:
     st.markdown(f"**No call: the final answer.** `{shown.answer}`")
 
 # -- five formats, both directions --------------------------------------------------------------------
 st.header("The call, five ways")
-request_words, reply_words, back_words = st.columns(3, gap="medium")
+request_words, reply_words, back_words = panes(3)
 request_words.markdown("**The request.** " + text["the request"])
 reply_words.markdown("**The reply.** " + text["the reply"])
 back_words.markdown("**What goes back.** " + text["what goes back"])
 by_format = {e.format: e for e in shown.exchanges}
 formats = ordered_formats(chosen_style)
-for tab, fmt in zip(st.tabs([SHORT[f] for f in formats]), formats, strict=True):
+for tab, fmt in zip(st.tabs([TAB[f] for f in formats]), formats, strict=True):
     with tab:
         draw_exchange(by_format[fmt], shown.calls)
 

@@ -59,6 +59,11 @@ def cost_of(name: str, chosen_style: str):
     return None, None
 
 
+def plain(data_text: str) -> str:
+    """Scenario text as Markdown shows it: a backslash (JSON's escaped slash, <\\/tool_call>) stays visible."""
+    return data_text.replace("\\", "\\\\")
+
+
 def move(by: int) -> None:
     names = list_gallery()
     at = names.index(st.session_state["gal_case"])
@@ -74,16 +79,15 @@ to_url(case=name)
 
 st.header("Pick a case")
 st.markdown(text["pick a case"])
-back, pick, forward = st.columns([1, 6, 1], vertical_alignment="bottom")
+st.selectbox("Case", names, key="gal_case",
+             format_func=lambda n: f"{names.index(n) + 1} of {len(names)}: {load_scenario(n).gallery['failure']}")
+back, forward, _ = st.columns([1, 1, 2])
 with back:
     st.button("◀ Back", key="gal_prev", on_click=move, args=(-1,), disabled=name == names[0], shortcut="Left", width="stretch")
 with forward:
     st.button("Next ▶", key="gal_next", on_click=move, args=(1,), disabled=name == names[-1], shortcut="Right",
               width="stretch", type="primary")
-with pick:
-    st.selectbox("Case", names, key="gal_case",
-                 format_func=lambda n: f"{names.index(n) + 1} of {len(names)}: {load_scenario(n).gallery['failure']}")
-st.markdown(f"**{scenario.summary}** {scenario.lesson}")
+st.markdown(f"**{plain(scenario.summary)}** {plain(scenario.lesson)}")
 if chosen_style != style():
     st.info(f"This case is scripted in the {'ReAct' if chosen_style == 'react' else 'native'} style only, "
             "so it is shown that way whatever the sidebar says.")
@@ -105,7 +109,7 @@ if case.naive is None:
 else:
     st.markdown(text["the naive parser"])
     draw_naive(case.naive)
-st.markdown(scenario.gallery["naive"])
+st.markdown(plain(scenario.gallery["naive"]))
 
 # -- 3. ours ------------------------------------------------------------------------------------------------
 st.header("3 · What ours does, under both policies")
@@ -116,7 +120,7 @@ for column, policy in zip(st.columns(2), POLICIES, strict=True):
 
 # -- 4. what prevents it ----------------------------------------------------------------------------------
 st.header("4 · What prevents it")
-st.markdown(scenario.gallery["prevents"])
+st.markdown(plain(scenario.gallery["prevents"]))
 check = grammar_of(name, chosen_style)
 if check is None:
     st.markdown(text["no grammar in react"])
@@ -127,7 +131,7 @@ elif check.stopped:
     refused = check.steps[check.at]
     st.markdown(words(ID, "the grammar stops it", at=check.at + 1, token=refused.token,
                       allowed=f"{check.allowed:,}", vocab=f"{REAL_VOCAB:,}"))
-    draw_walk(check.steps, check.at)
+    draw_walk(check.steps, check.at, refused=True)
     draw_sample(check.sample, check.allowed)
     if check.unbounded_steps is not None and all(s.ok for s in check.unbounded_steps):
         st.markdown(words(ID, "the number's bound", unbounded=len(check.unbounded_steps)))
@@ -153,5 +157,6 @@ if kind is not None:
     else:
         st.markdown(text["cost of a broken turn"])
         draw_malformed_cost(cost)
+        st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
 
 notice(text["what to notice"])

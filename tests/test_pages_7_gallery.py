@@ -55,9 +55,7 @@ def wire_texts(written) -> list[str]:
 def test_lesson_7_writes_the_strawberry_call_five_ways():
     at = open_page(P7)
     assert at.title[0].value == "7 · The same call in other APIs"
-    assert [t.label for t in at.tabs] == [
-        "Qwen3 native", "ReAct", "OpenAI Chat Completions", "OpenAI Responses", "Anthropic Messages",
-    ]
+    assert [t.label for t in at.tabs] == ["Qwen3 native", "ReAct", "OpenAI Chat", "OpenAI Responses", "Anthropic"]
     written = scenario_exchanges("strawberry")[0]
     assert codes(at) == wire_texts(written)
     shown = codes(at)
@@ -94,11 +92,11 @@ def test_lesson_7_costs_qwen3_exact_and_openai_estimated():
     assert "about **83** tokens on gpt-4o (o200k_base) and **89** on gpt-4 (cl100k_base)" in text
     assert "estimates by OpenAI's published method, not measured against the API" in text
     assert "comes out at 101 and 105 tokens by that method" in text
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table["model"]) == ["Qwen3 native", "Qwen3 ReAct", "gpt-4o", "gpt-4"]
     assert list(table["tool definitions"]) == [241, 198, 83, 89] and list(table["whole prompt"]) == [264, 221, 101, 107]
     assert list(table["figure"]) == ["exact", "exact", "estimate", "estimate"]
-    quoted = at.dataframe[1].value
+    quoted = at.table[1].value
     assert list(quoted["system prompt tokens"])[:2] == [530, 281]
     assert "docs.anthropic.com/en/docs/tool-use-pricing-and-tokens" in text
 
@@ -146,13 +144,15 @@ def test_gallery_opens_on_the_tag_inside_a_string():
     assert "at a `</tool_call>` that sits **inside** a\nJSON string" in text
     assert ' on its own line.\\n"}}\n</tool_call>' in codes(at)
     assert "finds no call: the first block is not valid JSON" in text
+    # the escaped slash of the fix stays visible through Markdown
+    assert "(<\\\\/tool_call> is the same JSON string)" in text
     assert "every call dropped; the reply comes back as text" in text
     # the honest part: today's grammar lets </tool_call> through inside the string
     assert f"today's grammar allows 147,021 of\n{REAL_VOCAB:,} tokens, and `</tool_call>` is **allowed**" in text
     assert "**the parser is the fix**" in text
-    assert {m.label: m.value for m in at.metric} == {
-        "Measured: input with it − input without it": "679", "Formula: C_bad + (a_bad + e) × n_later": "679",
-    }
+    assert {m.label: m.value for m in at.metric} == {"Measured": "679", "By the formula": "679"}
+    assert "C_bad + (a_bad + e) × n_later = 539 + (49 + 21) × 2 = 679 tokens" in text
+    assert "C_bad = 539 is the prompt the broken call was sent with" in all_text(at)
 
 
 # name -> what the page must say, computed by the engine where it is a figure
@@ -183,16 +183,17 @@ def test_gallery_case(name):
 def test_gallery_costs_are_the_engines():
     at = open_page(GALLERY, case="tool-choice-none")
     cost = measure_schema_cost(load_scenario("tool-choice-none"))
-    assert {m.label: m.value for m in at.metric} == {
-        "Prompt with the tools": "264", "Prompt without them": "23", "Paid for tools it may not use": f"{cost.wasted}",
-    } and cost.wasted == 241
+    assert {m.label: m.value for m in at.metric} == {"Prompt with the tools": "264", "Prompt without them": "23"}
+    assert f"Paid for tools the model may not use: **{cost.wasted} tokens** over the run's 1 call (241)." in all_text(at)
+    assert cost.wasted == 241
     at = open_page(GALLERY, case="endless-number")
-    assert {m.label: m.value for m in at.metric} == {"Tokens written": "64 of 64", "Repeated digits at the end": "40", "finish": "length"}
+    assert {m.label: m.value for m in at.metric} == {"Tokens written": "64 of 64", "Repeated digits at the end": "40"}
+    assert "finish `length`" in all_text(at)
     at = open_page(GALLERY, case="retry-loop")
     loop = measure_retry_loop(load_scenario("retry-loop"))
     shown = {m.label: m.value for m in at.metric}
-    assert shown["Saved by the budget"] == f"{loop.saved_tokens:,} tokens" == "3,785 tokens"
-    assert shown["With a retry budget of 2"] == f"{loop.with_budget['tokens']:,} tokens"
+    assert shown == {"With a budget of 2": f"{loop.with_budget['tokens']:,}", "Without one": f"{loop.without_budget['tokens']:,}"}
+    assert f"The budget saves **{loop.saved_tokens:,} tokens**" in all_text(at) and loop.saved_tokens == 3785
 
 
 def test_gallery_steps_through_the_cases_and_follows_the_style():
@@ -215,13 +216,13 @@ def test_calculator_shows_the_same_tools_elsewhere():
     at = open_page(CALC)
     assert "The same tools elsewhere" in [h.value for h in at.header]
     rows = compare_tool_costs(load_tool_set("strawberry"), load_scenario("strawberry").messages)
-    table = at.dataframe[1].value
+    table = at.table[0].value
     assert list(table["tool definitions"]) == [r.tools_tokens for r in rows] == [241, 198, 83, 89]
     assert list(table["figure"]) == ["exact", "exact", "estimate", "estimate"]
     text = all_text(at)
     assert "**estimates by OpenAI's published method,\nnot measured against the API**" in text
     assert "it gives 101 on gpt-4o and 105 on gpt-4; the cookbook reports that the API returned 101 and 105" in text
-    assert list(at.dataframe[2].value["system prompt tokens"]) == [530, 281, 159, 235, 264, 340, 395]
+    assert list(at.table[1].value["system prompt tokens"]) == [530, 281, 159, 235, 264, 340, 395]
     at.selectbox(key="calc_set").set_value("coding-agent").run()
     rows = compare_tool_costs(load_tool_set("coding-agent"), load_scenario("strawberry").messages)
-    assert list(at.dataframe[1].value["tool definitions"]) == [r.tools_tokens for r in rows]
+    assert list(at.table[0].value["tool definitions"]) == [r.tools_tokens for r in rows]

@@ -42,7 +42,7 @@ def cookbook_check() -> dict:
 
 def draw_costs(rows: dict[str, dict]) -> None:
     """The comparison table: exact Qwen3 counts first, then the estimates, each saying how it was made."""
-    st.dataframe(
+    st.table(
         [
             {
                 "model": label,
@@ -50,12 +50,11 @@ def draw_costs(rows: dict[str, dict]) -> None:
                 "tool definitions": row["tools_tokens"],
                 "whole prompt": row["prompt_tokens"],
                 "figure": "exact" if row["exact"] else "estimate",
-                "how": row["method"],
+                "how it was counted": row["method"],
             }
             for label, row in rows.items()
         ],
-        hide_index=True, width="stretch",
-        column_config={"how": st.column_config.TextColumn("how it was counted", width="large")},
+        hide_index=True,
     )
     check = cookbook_check()
     shown = " and ".join(f"{n} on {m}" for m, n in check["ours"].items())
@@ -71,9 +70,9 @@ def draw_anthropic() -> None:
     data = json.loads((LESSONS / "anthropic-tool-overhead.json").read_text(encoding="utf-8"))
     source = data["source"]
     st.markdown(f"> {html.escape(data['quote'])}")
-    st.dataframe(
+    st.table(
         [{"model": r["model"], "tool_choice": r["tool_choice"], "system prompt tokens": r["system_prompt_tokens"]} for r in data["rows"]],
-        hide_index=True, width="stretch",
+        hide_index=True,
     )
     st.caption(
         f"Quoted from {source['publisher']}, [{source['page']}]({source['url']}). Not included: {'; '.join(data['excludes'])}. "

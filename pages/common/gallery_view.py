@@ -12,7 +12,7 @@ def draw_naive(naive) -> None:
     """What the first-block-only parser found: one call, or why none."""
     if naive.name is not None:
         args = naive.arguments if isinstance(naive.arguments, dict) else {}
-        st.success(f"finds one call: `{call_words(str(naive.name), args)}`")
+        st.info(f"finds one call: `{call_words(str(naive.name), args)}`")
     else:
         st.error(f"finds no call: {naive.error}")
     if naive.dropped:
@@ -33,17 +33,18 @@ def draw_verdict(policy: str, verdict, run) -> None:
     if verdict.final and not verdict.returned_as_text:
         st.info("no call in this reply: it is the answer")
     totals = run.ledger.totals()
-    st.markdown(f"The whole run: **{len(run.steps)} calls**, {totals['input_tokens']:,} input tokens; "
+    calls = len(run.steps)
+    st.markdown(f"The whole run: **{calls} call{'s' if calls != 1 else ''}**, {totals['input_tokens']:,} input tokens; "
                 f"it ended with *{run.stop_reason}*.")
 
 
-def draw_walk(steps, at: int | None) -> None:
-    """Lesson 6's strip: each token of the turn with how many tokens the grammar allowed there."""
+def draw_walk(steps, at: int | None, refused: bool = False) -> None:
+    """Lesson 6's strip: each token of the turn with how many tokens the grammar allowed there; `at` is outlined."""
     extra = ["all" if s.allowed is None else ("✗" if not s.ok else f"{s.allowed:,}") for s in steps]
     draw_tokens([(s.id, s.token) for s in steps], show_ids=False, current=at, extra=extra)
-    if at is not None:
-        st.caption("Under each token: how many of the "
-                   f"{REAL_VOCAB:,} tokens the grammar allowed at that step; ✗ marks the token it refused.")
+    st.caption(f"Under each token: how many of the {REAL_VOCAB:,} tokens the grammar allowed at that step (all: nothing "
+               "restricted)" + ("; ✗ marks the token it refused." if refused else ". The outlined token is the one discussed above."
+                               if at is not None else "."))
 
 
 def draw_sample(sample: list[str], allowed: int | None) -> None:
@@ -54,33 +55,32 @@ def draw_sample(sample: list[str], allowed: int | None) -> None:
 
 
 def draw_schema_cost(cost) -> None:
-    columns = st.columns(3)
+    columns = st.columns(2)
     columns[0].metric("Prompt with the tools", f"{cost.with_tools[0]:,}", help="tokens, call 1")
     columns[1].metric("Prompt without them", f"{cost.without_tools[0]:,}", help="tokens, call 1")
-    columns[2].metric("Paid for tools it may not use", f"{cost.wasted:,}", help=f"over the run's {cost.calls} call(s)")
+    st.markdown(f"Paid for tools the model may not use: **{cost.wasted:,} tokens** over the run's {cost.calls} "
+                f"call{'s' if cost.calls != 1 else ''} ({' + '.join(str(n) for n in cost.tools_tokens)}).")
 
 
 def draw_length_cut(cut) -> None:
-    columns = st.columns(3)
+    columns = st.columns(2)
     columns[0].metric("Tokens written", f"{cut.output_tokens} of {cut.limit}", help="the limit cut the reply")
     columns[1].metric(f"Repeated {cut.kind} at the end", cut.repeated)
-    columns[2].metric("finish", cut.finish)
-    st.markdown("The last tokens: " + " ".join(f"`{show_token(t)}`" for t in cut.tail))
+    st.markdown(f"The reply ended with finish `{cut.finish}`: the limit, not the model, stopped it. "
+                "The last tokens: " + " ".join(f"`{show_token(t)}`" for t in cut.tail))
 
 
 def draw_retry_cost(cost) -> None:
-    columns = st.columns(3)
+    columns = st.columns(2)
     with_budget, without = cost.with_budget, cost.without_budget
-    columns[0].metric(f"With a retry budget of {cost.retry_budget}", f"{with_budget['tokens']:,} tokens",
-                      help=f"{with_budget['calls']} calls; {cost.stop_with}")
-    columns[1].metric("Without one", f"{without['tokens']:,} tokens", help=f"{without['calls']} calls; {cost.stop_without}")
-    columns[2].metric("Saved by the budget", f"{cost.saved_tokens:,} tokens")
-    st.markdown(f"With the budget the run stops after **{with_budget['calls']} calls** (*{cost.stop_with}*); "
-                f"without it, after **{without['calls']}** (*{cost.stop_without}*).")
+    columns[0].metric(f"With a budget of {cost.retry_budget}", f"{with_budget['tokens']:,}", help="tokens, input and output")
+    columns[1].metric("Without one", f"{without['tokens']:,}", help="tokens, input and output")
+    st.markdown(f"The budget saves **{cost.saved_tokens:,} tokens**. With it the run stops after **{with_budget['calls']} calls** "
+                f"(*{cost.stop_with}*); without it, after **{without['calls']}** (*{cost.stop_without}*).")
 
 
 def draw_malformed_cost(cost) -> None:
     columns = st.columns(2)
-    columns[0].metric("Measured: input with it − input without it", f"{cost.measured_in:,}")
-    columns[1].metric("Formula: C_bad + (a_bad + e) × n_later", f"{cost.formula_in:,}")
-    st.markdown(f"{cost.formula_text} tokens")
+    columns[0].metric("Measured", f"{cost.measured_in:,}", help="input tokens of the run with the broken turn, minus without it")
+    columns[1].metric("By the formula", f"{cost.formula_in:,}", help="C_bad + (a_bad + e) × n_later")
+    st.markdown(f"C_bad + (a_bad + e) × n_later = {cost.formula_text} tokens")

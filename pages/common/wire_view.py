@@ -16,6 +16,7 @@ SHORT = {
     "openai-responses": "OpenAI Responses",
     "anthropic": "Anthropic Messages",
 }
+TAB = {**SHORT, "openai-chat": "OpenAI Chat", "openai-responses": "OpenAI Responses", "anthropic": "Anthropic"}
 TEXT_FORMATS = ("qwen3", "react")
 
 TABLE_CSS = """
@@ -41,6 +42,16 @@ def ordered_formats(style: str) -> list[str]:
     return [first, *(f for f in FORMATS if f != first)]
 
 
+def narrow() -> bool:
+    """Presenter mode: large text on a projector, so side-by-side panes are stacked instead."""
+    return bool(st.session_state.get("present"))
+
+
+def panes(count: int) -> list:
+    """`count` columns side by side, or, in presenter mode, `count` containers one under the other."""
+    return [st.container() for _ in range(count)] if narrow() else st.columns(count, gap="medium")
+
+
 def _code(value, height: int | None = None) -> None:
     language = None if isinstance(value, str) else "json"
     st.code(as_text(value), language=language, wrap_lines=True, height=height)
@@ -49,7 +60,7 @@ def _code(value, height: int | None = None) -> None:
 def draw_exchange(exchange, calls) -> None:
     """One format: the request on the left; each reply and what goes back after it on the right."""
     text_format = exchange.format in TEXT_FORMATS
-    request, answer = st.columns(2, gap="medium")
+    request, answer = panes(2)
     with request:
         st.markdown("**The request**" + (" (the prompt the model reads)" if text_format else " (the body sent to the API)"))
         _code(exchange.request, height=420)
@@ -83,6 +94,14 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def differences_html(style: str) -> str:
     """engine.wire.DIFFERENCES as one table: a row per question, a column per format."""
     formats = ordered_formats(style)
+    if narrow():
+        # projected: one block of five rows per question, so no cell is squeezed to a word
+        body = "".join(
+            f'<tr><th colspan="2">{html.escape(d["aspect"])}</th></tr>'
+            + "".join(f"<tr><td>{html.escape(SHORT[f])}</td><td>{html.escape(d[f])}</td></tr>" for f in formats)
+            for d in DIFFERENCES
+        )
+        return f'{TABLE_CSS}<table class="wire">{body}</table>'
     rows = [[html.escape(d["aspect"]), *(html.escape(d[f]) for f in formats)] for d in DIFFERENCES]
     return _table(["", *(SHORT[f] for f in formats)], rows)
 
