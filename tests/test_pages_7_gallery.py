@@ -135,6 +135,14 @@ def test_lesson_7_follows_the_sidebar_style():
     assert "scripted in the Qwen3 native style only" in all_text(at)
 
 
+def test_lesson_7_projected_stacks_the_panes_and_groups_the_table():
+    at = open_page(P7, present="1")
+    text = all_text(at)
+    # one block per question, a row per format: no six-column table squeezed onto a projector
+    assert '<tr><th colspan="2">arguments</th></tr><tr><td>Qwen3 native</td><td>a JSON object, in the text</td></tr>' in text
+    assert codes(at) == wire_texts(scenario_exchanges("strawberry")[0])
+
+
 # -- the failure gallery --------------------------------------------------------------------------------
 def test_gallery_opens_on_the_tag_inside_a_string():
     at = open_page(GALLERY)
