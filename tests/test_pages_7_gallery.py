@@ -101,8 +101,9 @@ def test_lesson_7_costs_qwen3_exact_and_openai_estimated():
     assert "docs.anthropic.com/en/docs/tool-use-pricing-and-tokens" in text
 
 
-def test_lesson_7_every_scenario_and_step_in_both_styles():
-    at = open_page(P7)
+@pytest.mark.parametrize("style", ["native", "react"])
+def test_lesson_7_every_scenario_and_step(style):
+    at = open_page(P7, style=style)
     for name in [*list_scenarios(), *list_gallery()]:
         at.selectbox(key="wire_scenario").select(name).run()
         assert not at.exception, name
