@@ -58,8 +58,9 @@ def draw_schema_cost(cost) -> None:
     columns = st.columns(2)
     columns[0].metric("Prompt with the tools", f"{cost.with_tools[0]:,}", help="tokens, call 1")
     columns[1].metric("Prompt without them", f"{cost.without_tools[0]:,}", help="tokens, call 1")
+    each = f" ({' + '.join(str(n) for n in cost.tools_tokens)})" if cost.calls > 1 else ""
     st.markdown(f"Paid for tools the model may not use: **{cost.wasted:,} tokens** over the run's {cost.calls} "
-                f"call{'s' if cost.calls != 1 else ''} ({' + '.join(str(n) for n in cost.tools_tokens)}).")
+                f"call{'s' if cost.calls != 1 else ''}{each}.")
 
 
 def draw_length_cut(cut) -> None:
@@ -73,8 +74,8 @@ def draw_length_cut(cut) -> None:
 def draw_retry_cost(cost) -> None:
     columns = st.columns(2)
     with_budget, without = cost.with_budget, cost.without_budget
-    columns[0].metric(f"With a budget of {cost.retry_budget}", f"{with_budget['tokens']:,}", help="tokens, input and output")
-    columns[1].metric("Without one", f"{without['tokens']:,}", help="tokens, input and output")
+    columns[0].metric(f"Tokens, budget of {cost.retry_budget}", f"{with_budget['tokens']:,}", help="input and output, whole run")
+    columns[1].metric("Tokens, no budget", f"{without['tokens']:,}", help="input and output, whole run")
     st.markdown(f"The budget saves **{cost.saved_tokens:,} tokens**. With it the run stops after **{with_budget['calls']} calls** "
                 f"(*{cost.stop_with}*); without it, after **{without['calls']}** (*{cost.stop_without}*).")
 
