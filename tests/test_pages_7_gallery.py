@@ -94,7 +94,7 @@ def test_lesson_7_costs_qwen3_exact_and_openai_estimated():
     assert "comes out at 101 and 105 tokens by that method" in text
     table = at.table[0].value
     assert list(table["model"]) == ["Qwen3 native", "Qwen3 ReAct", "gpt-4o", "gpt-4"]
-    assert list(table["tool definitions"]) == [241, 198, 83, 89] and list(table["whole prompt"]) == [264, 221, 101, 107]
+    assert list(table["the tools cost"]) == [241, 198, 83, 89] and list(table["whole prompt"]) == [264, 221, 101, 107]
     assert list(table["figure"]) == ["exact", "exact", "estimate", "estimate"]
     quoted = at.table[1].value
     assert list(quoted["system prompt tokens"])[:2] == [530, 281]
@@ -226,7 +226,7 @@ def test_calculator_shows_the_same_tools_elsewhere():
     assert "The same tools elsewhere" in [h.value for h in at.header]
     rows = compare_tool_costs(load_tool_set("strawberry"), load_scenario("strawberry").messages)
     table = at.table[0].value
-    assert list(table["tool definitions"]) == [r.tools_tokens for r in rows] == [241, 198, 83, 89]
+    assert list(table["the tools cost"]) == [r.tools_tokens for r in rows] == [241, 198, 83, 89]
     assert list(table["figure"]) == ["exact", "exact", "estimate", "estimate"]
     text = all_text(at)
     assert "**estimates by OpenAI's published method,\nnot measured against the API**" in text
@@ -234,4 +234,4 @@ def test_calculator_shows_the_same_tools_elsewhere():
     assert list(at.table[1].value["system prompt tokens"]) == [530, 281, 159, 235, 264, 340, 395]
     at.selectbox(key="calc_set").set_value("coding-agent").run()
     rows = compare_tool_costs(load_tool_set("coding-agent"), load_scenario("strawberry").messages)
-    assert list(at.table[0].value["tool definitions"]) == [r.tools_tokens for r in rows]
+    assert list(at.table[0].value["the tools cost"]) == [r.tools_tokens for r in rows]

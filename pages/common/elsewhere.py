@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import asdict
 
 import streamlit as st
 
@@ -19,7 +20,7 @@ from pages.common.words import LESSONS, lesson
 @st.cache_data(show_spinner=False, max_entries=64)
 def cost_rows(tools_json: str, messages_json: str) -> list[dict]:
     rows = compare_tool_costs(json.loads(tools_json), json.loads(messages_json))
-    return [row.__dict__ for row in rows]
+    return [asdict(row) for row in rows]
 
 
 def costs_elsewhere(tools: list[dict], messages: list[dict]) -> dict[str, dict] | str:
@@ -47,7 +48,7 @@ def draw_costs(rows: dict[str, dict]) -> None:
             {
                 "model": label,
                 "tokenizer": row["tokenizer"],
-                "tool definitions": row["tools_tokens"],
+                "the tools cost": row["tools_tokens"],
                 "whole prompt": row["prompt_tokens"],
                 "figure": "exact" if row["exact"] else "estimate",
                 "how it was counted": row["method"],
@@ -56,6 +57,8 @@ def draw_costs(rows: dict[str, dict]) -> None:
         ],
         hide_index=True,
     )
+    st.caption("The tools cost: the prompt with the tools minus the same prompt without them, so whatever the format "
+               "adds around the definitions is counted too (Qwen3's template instructions, the method's fixed terms).")
     check = cookbook_check()
     shown = " and ".join(f"{n} on {m}" for m, n in check["ours"].items())
     reported = " and ".join(f"{n}" for n in check["reported"].values())
