@@ -235,3 +235,24 @@ def test_calculator_shows_the_same_tools_elsewhere():
     at.selectbox(key="calc_set").set_value("coding-agent").run()
     rows = compare_tool_costs(load_tool_set("coding-agent"), load_scenario("strawberry").messages)
     assert list(at.table[0].value["the tools cost"]) == [r.tools_tokens for r in rows]
+
+
+# -- links a teacher (or anyone) can type ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "page, query, key, expected",
+    [
+        (P7, {"scenario": "../../etc/passwd"}, "wire_scenario", "strawberry"),
+        (P7, {"scenario": "two-calls", "step": "99"}, "wire_step", 0),
+        (P7, {"scenario": "missing-brace", "step": "-1"}, "wire_step", 0),
+        (P7, {"step": "one"}, "wire_step", 0),
+        (P7, {"scenario": "missing-brace", "step": "2"}, "wire_step", 2),
+        (GALLERY, {"case": "strawberry"}, "gal_case", "tag-in-string"),
+        (GALLERY, {"case": "<script>"}, "gal_case", "tag-in-string"),
+        (GALLERY, {"case": "retry-loop"}, "gal_case", "retry-loop"),
+    ],
+    ids=["unknown-scenario", "step-past-the-end", "negative-step", "step-not-a-number", "good-step",
+         "lesson-4-scenario-is-no-case", "markup", "good-case"],
+)
+def test_a_typed_link_falls_back_to_a_valid_state(page, query, key, expected):
+    at = open_page(page, **query)
+    assert at.session_state[key] == expected and not at.exception
