@@ -199,3 +199,64 @@ def show_gallery_case(scenario: Scenario, style: str = "native") -> GalleryCase:
     return GalleryCase(
         scenario, style, index, text, parse_first_block(text) if native else None, ours, find_block_cut(text) if native else None
     )
+
+
+@dataclass(frozen=True)
+class GrammarCheck:
+    """Lesson 6's grammar over a case's failing turn: where it stops the turn, or what it lets through."""
+
+    tool_choice: str
+    steps: list  # engine.constrain.MaskedToken, one per token walked
+    at: int | None  # the step to show: the token the grammar refused, or the tag inside a string
+    stopped: bool  # the grammar refused a token of the turn
+    allowed: int | None  # tokens allowed at that step (None: nothing restricted)
+    sample: list[str]  # some of them, lowest ids first
+    tag_allowed: bool | None  # at a </tool_call> inside a string: whether the mask lets that one token through
+    unbounded_steps: list | None = None  # the same turn under the tools with their number bounds removed
+
+
+def drop_number_bounds(tools: list[dict]) -> list[dict]:
+    """The tools with every minimum and maximum taken out of their schemas: what an unbounded number looks like."""
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return [strip(tool) for tool in tools]
+
+
+def check_grammar(scenario: Scenario, style: str = "native") -> GrammarCheck | None:
+    """Walk the case's failing turn through today's grammar (engine.constrain); None in ReAct, which has no grammar here."""
+    from .constrain import inspect_mask, walk
+
+    if style != "native":
+        return None
+    index = scenario.malformed_turn if scenario.malformed_turn is not None else 0
+    text = scenario.script(style)[index].text
+    steps = walk(scenario.tools, text, scenario.tool_choice)
+    refused = next((s for s in steps if not s.ok), None)
+    cut = find_block_cut(text)
+    at, tag_allowed, prefix = None, None, None
+    if refused is not None:
+        at = refused.index
+        prefix = "".join(s.token for s in steps[:at])
+    elif cut is not None and cut.inside_string:
+        # the first </tool_call> token of the turn is the one inside the string
+        tok = load_tokenizer()
+        tag = tok.token_id(CLOSE_TAG)
+        at = next(s.index for s in steps if s.id == tag)
+        prefix = text[: cut.cut_at]
+    if at is None:
+        return GrammarCheck(scenario.tool_choice, steps, None, False, None, [], None)
+    view = inspect_mask(scenario.tools, prefix, scenario.tool_choice, sample_size=40)
+    if refused is None:
+        tag_allowed = bool(view.mask[load_tokenizer().token_id(CLOSE_TAG)]) if view.mask is not None else True
+    unbounded = None
+    if refused is not None and refused.token.strip().isdigit():
+        # a digit refused: the schema's bound ended the number; without it the grammar allows it on
+        unbounded = walk(drop_number_bounds(scenario.tools), text, scenario.tool_choice)
+    allowed = None if view.mask is None else view.allowed
+    return GrammarCheck(scenario.tool_choice, steps, at, refused is not None, allowed, view.sample, tag_allowed, unbounded)

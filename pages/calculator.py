@@ -80,4 +80,10 @@ st.dataframe(
     hide_index=True, width="stretch",
 )
 
+# -- the same tools elsewhere: OpenAI's published estimate beside Qwen3's counts, Anthropic's quoted overhead
+from engine.harness import load_scenario  # noqa: E402
+from pages.common.elsewhere import same_tools_elsewhere  # noqa: E402
+
+same_tools_elsewhere(tools, load_scenario("strawberry").messages)
+
 notice(text["what to notice"])

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts" / "screenshots"
 README_SHOTS = ROOT / "assets" / "screenshots"
-README_PAGES = {"home", "why-call-a-tool", "tools-as-schemas", "the-model-writes-a-call", "calculator"}
+README_PAGES = {"home", "why-call-a-tool", "tools-as-schemas", "the-model-writes-a-call", "calculator", "same-call-five-ways", "gallery"}
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 PAGES = [e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8")) if (ROOT / e["page"]).exists()]
 URLS = {e["id"]: e["url_path"] for e in PAGES}
@@ -33,6 +33,8 @@ KEY_CONTENT = {
     "tools-as-schemas": "Tokens in this prompt",
     "the-model-writes-a-call": "Token 0 of 27",
     "calculator": "Input tokens, whole run",
+    "same-call-five-ways": "264 Qwen3 tokens",
+    "gallery": "the parser is the fix",
 }
 
 

@@ -237,3 +237,54 @@ def test_each_case_at_its_failing_turn(name, turn, naive_name, per_block_calls, 
     assert case.ours["vllm"].returned_as_text is vllm_as_text
     react = show_gallery_case(load_scenario("retry-loop"), "react")
     assert react.naive is None and react.cut is None and react.ours["per-block"].errors[0].error == NO_VERBOSE
+
+
+# -- lesson 6's grammar over each case's failing turn ----------------------------------------------------------
+# name -> (tokens walked, the step shown, refused, allowed there, </tool_call> allowed in the string)
+GRAMMAR = {
+    "tag-in-string": (44, 35, False, 147_021, True),
+    "two-calls": (49, None, False, None, None),
+    "made-up-name": (8, 7, True, 4, None),
+    "tool-choice-none": (15, None, False, None, None),
+    "endless-number": (28, 27, True, 3, None),
+    "retry-loop": (14, 13, True, 4, None),
+}
+
+
+@pytest.mark.parametrize("name", list(GRAMMAR))
+def test_grammar_over_each_failing_turn(name):
+    from engine.gallery import check_grammar
+
+    walked, at, stopped, allowed, tag_allowed = GRAMMAR[name]
+    check = check_grammar(load_scenario(name))
+    assert (len(check.steps), check.at, check.stopped, check.allowed, check.tag_allowed) == (walked, at, stopped, allowed, tag_allowed)
+    assert check.stopped == (not check.steps[-1].ok)
+
+
+def test_grammar_refuses_the_made_up_name_and_the_unknown_argument_at_their_first_token():
+    from engine.gallery import check_grammar
+
+    name = check_grammar(load_scenario("made-up-name"))
+    assert name.steps[name.at].token == "_letters" and name.sample == ["_", "_l", "_le", "_letter"]
+    argument = check_grammar(load_scenario("retry-loop"))
+    assert argument.steps[argument.at].token == "verbose" and "pattern" in argument.sample
+
+
+def test_the_number_is_stopped_by_its_maximum_not_by_the_grammar_itself():
+    from engine.gallery import check_grammar, drop_number_bounds
+
+    check = check_grammar(load_scenario("endless-number"))
+    # "100" fits maximum 100; a fourth digit would not, so only the closing braces remain
+    assert [s.token for s in check.steps[-4:]] == ["1", "0", "0", "0"] and check.sample == ["}", "}}", "}}\n"]
+    # without the bound every one of the turn's 64 tokens passes, up to the token limit
+    assert len(check.unbounded_steps) == 64 and all(s.ok for s in check.unbounded_steps)
+    bounded = load_tool_set("coding-agent")
+    assert "maximum" not in json.dumps(drop_number_bounds(bounded)) and "maximum" in json.dumps(bounded)
+
+
+def test_no_grammar_for_react_and_none_restricts_nothing():
+    from engine.gallery import check_grammar
+
+    assert check_grammar(load_scenario("retry-loop"), "react") is None
+    none = check_grammar(load_scenario("tool-choice-none"))
+    assert none.tool_choice == "none" and all(s.allowed is None and s.ok for s in none.steps)

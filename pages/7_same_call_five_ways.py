@@ -1,0 +1,116 @@
+"""Lesson 7: the same call in other APIs: one call, its reply and its result in five formats, and what differs."""
+
+import json
+
+import streamlit as st
+
+from engine.harness import list_gallery, list_scenarios, load_scenario
+from engine.wire import scenario_exchanges
+from pages.common.chrome import page_chrome
+from pages.common.draw import notice
+from pages.common.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs
+from pages.common.state import from_url, style, to_url
+from pages.common.wire_view import (
+    SHORT,
+    TAB,
+    differences_html,
+    draw_exchange,
+    ordered_formats,
+    panes,
+    step_label,
+    tool_choice_html,
+)
+from pages.common.words import lesson, words
+
+ID = "same-call-five-ways"
+
+page_chrome(__file__)
+text = lesson(ID)
+st.title(text["title"])
+st.markdown(text["intro"])
+
+
+@st.cache_resource(show_spinner="Writing the call five ways…", max_entries=64)
+def exchanges(name: str, chosen_style: str):
+    return scenario_exchanges(name, chosen_style)
+
+
+def short(text: str, limit: int = 100) -> str:
+    """A one-line glimpse of arguments (the full text is in the formats below); no backticks to break the markdown."""
+    text = text.replace("`", "'")
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def reset_step() -> None:
+    st.session_state["wire_step"] = 0
+
+
+# -- the call ---------------------------------------------------------------------------------------
+names = [*list_scenarios(), *list_gallery()]
+scenario_name = from_url("wire_scenario", "scenario", "strawberry", str, names)
+scenario = load_scenario(scenario_name)
+chosen_style = style() if style() in scenario.styles else scenario.styles[0]
+written = exchanges(scenario_name, chosen_style)
+number = from_url("wire_step", "step", 0, int, range(len(written)))
+
+st.header("Pick a call")
+st.markdown(text["pick a call"])
+left, right = st.columns([1, 1])
+with left:
+    st.selectbox("Scenario", names, key="wire_scenario", on_change=reset_step, format_func=lambda n: load_scenario(n).title)
+with right:
+    st.selectbox("Step of its run", range(len(written)), key="wire_step", format_func=lambda i: step_label(written[i]))
+to_url(scenario=None if scenario_name == "strawberry" else scenario_name, step=number or None)
+shown = written[number]
+if chosen_style != style():
+    st.info(f"This scenario is scripted in the {SHORT['react' if chosen_style == 'react' else 'qwen3']} style only, "
+            "so its calls come from that script whatever the sidebar says.")
+with st.expander("The sidebar's style, and what does not depend on it"):
+    st.markdown(text["the style switch"])
+if shown.calls:
+    described = "; ".join(f"`{c.name}` with `{short(json.dumps(c.arguments, ensure_ascii=False))}`" for c in shown.calls)
+    st.markdown(f"**The call{'s' if len(shown.calls) > 1 else ''}:** {described}")
+else:
+    st.markdown(f"**No call: the final answer.** `{shown.answer}`")
+
+# -- five formats, both directions --------------------------------------------------------------------
+st.header("The call, five ways")
+request_words, reply_words, back_words = panes(3)
+request_words.markdown("**The request.** " + text["the request"])
+reply_words.markdown("**The reply.** " + text["the reply"])
+back_words.markdown("**What goes back.** " + text["what goes back"])
+by_format = {e.format: e for e in shown.exchanges}
+formats = ordered_formats(chosen_style)
+for tab, fmt in zip(st.tabs([TAB[f] for f in formats]), formats, strict=True):
+    with tab:
+        draw_exchange(by_format[fmt], shown.calls)
+
+# -- what differs ----------------------------------------------------------------------------------------
+st.header("What differs")
+st.markdown(text["what differs"])
+st.markdown(differences_html(chosen_style), unsafe_allow_html=True)
+st.subheader("tool_choice in each API")
+st.markdown(tool_choice_html(), unsafe_allow_html=True)
+
+# -- what the same tools cost ----------------------------------------------------------------------------------
+st.header("What the same tools cost elsewhere")
+rows = costs_elsewhere(scenario.tools, scenario.messages)
+if isinstance(rows, str):
+    st.warning(f"No estimate for these tools: {rows}")
+else:
+    check = cookbook_check()["ours"]
+    st.markdown(words(
+        ID, "what the same tools cost elsewhere",
+        qwen3_native=rows["Qwen3 native"]["tools_tokens"], qwen3_react=rows["Qwen3 ReAct"]["tools_tokens"],
+        gpt4o=rows["gpt-4o"]["tools_tokens"], gpt4=rows["gpt-4"]["tools_tokens"],
+        cookbook_gpt4o=check["gpt-4o"], cookbook_gpt4=check["gpt-4"],
+    ))
+    st.caption(f"The tools of “{scenario.title}” ({len(scenario.tools)} of them) and its opening messages.")
+    draw_costs(rows)
+st.subheader("Anthropic's hidden system prompt")
+st.markdown(text["anthropic's hidden system prompt"])
+draw_anthropic()
+
+notice(text["what to notice"])
+with st.expander("Check your understanding"):
+    st.markdown(text["check your understanding"])

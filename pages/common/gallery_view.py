@@ -1,0 +1,87 @@
+"""How the failure gallery draws a case: the naive parser's reading, our verdicts, the grammar's mask, and the cost."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.tokenizer import REAL_VOCAB
+from pages.common.draw import call_words, draw_tokens, show_token
+
+
+def draw_naive(naive) -> None:
+    """What the first-block-only parser found: one call, or why none."""
+    if naive.name is not None:
+        args = naive.arguments if isinstance(naive.arguments, dict) else {}
+        st.info(f"finds one call: `{call_words(str(naive.name), args)}`")
+    else:
+        st.error(f"finds no call: {naive.error}")
+    if naive.dropped:
+        st.error(f"never looks at the other {naive.dropped} block{'s' if naive.dropped > 1 else ''}: "
+                 f"{naive.blocks_seen} were written, 1 is read")
+
+
+def draw_verdict(policy: str, verdict, run) -> None:
+    """One policy's reading of the failing turn, and where the whole run ended."""
+    st.markdown(f"**{policy}**")
+    if verdict.returned_as_text:
+        st.error("every call dropped; the reply comes back as text")
+    for call in verdict.calls:
+        st.success(f"runs `{call_words(call.name, call.arguments)}`")
+    if not verdict.returned_as_text:
+        for error in verdict.errors:
+            st.error(f"block {error.block + 1} answered with `{error.error}`")
+    if verdict.final and not verdict.returned_as_text:
+        st.info("no call in this reply: it is the answer")
+    totals = run.ledger.totals()
+    calls = len(run.steps)
+    st.markdown(f"The whole run: **{calls} call{'s' if calls != 1 else ''}**, {totals['input_tokens']:,} input tokens; "
+                f"it ended with *{run.stop_reason}*.")
+
+
+def draw_walk(steps, at: int | None, refused: bool = False) -> None:
+    """Lesson 6's strip: each token of the turn with how many tokens the grammar allowed there; `at` is outlined."""
+    extra = ["all" if s.allowed is None else ("✗" if not s.ok else f"{s.allowed:,}") for s in steps]
+    draw_tokens([(s.id, s.token) for s in steps], show_ids=False, current=at, extra=extra)
+    st.caption(f"Under each token: how many of the {REAL_VOCAB:,} tokens the grammar allowed at that step (all: nothing "
+               "restricted)" + ("; ✗ marks the token it refused." if refused else ". The outlined token is the one discussed above."
+                               if at is not None else "."))
+
+
+def draw_sample(sample: list[str], allowed: int | None) -> None:
+    if not sample or allowed is None:
+        return
+    more = f" (the first {len(sample)} of {allowed:,})" if allowed > len(sample) else ""
+    st.markdown(f"**The allowed tokens at that step{more}:** " + " ".join(f"`{show_token(t)}`" for t in sample))
+
+
+def draw_schema_cost(cost) -> None:
+    columns = st.columns(2)
+    columns[0].metric("Prompt with the tools", f"{cost.with_tools[0]:,}", help="tokens, call 1")
+    columns[1].metric("Prompt without them", f"{cost.without_tools[0]:,}", help="tokens, call 1")
+    each = f" ({' + '.join(str(n) for n in cost.tools_tokens)})" if cost.calls > 1 else ""
+    st.markdown(f"Paid for tools the model may not use: **{cost.wasted:,} tokens** over the run's {cost.calls} "
+                f"call{'s' if cost.calls != 1 else ''}{each}.")
+
+
+def draw_length_cut(cut) -> None:
+    columns = st.columns(2)
+    columns[0].metric("Tokens written", f"{cut.output_tokens} of {cut.limit}", help="the limit cut the reply")
+    columns[1].metric(f"Repeated {cut.kind} at the end", cut.repeated)
+    st.markdown(f"The reply ended with finish `{cut.finish}`: the limit, not the model, stopped it. "
+                "The last tokens: " + " ".join(f"`{show_token(t)}`" for t in cut.tail))
+
+
+def draw_retry_cost(cost) -> None:
+    columns = st.columns(2)
+    with_budget, without = cost.with_budget, cost.without_budget
+    columns[0].metric(f"Tokens, budget of {cost.retry_budget}", f"{with_budget['tokens']:,}", help="input and output, whole run")
+    columns[1].metric("Tokens, no budget", f"{without['tokens']:,}", help="input and output, whole run")
+    st.markdown(f"The budget saves **{cost.saved_tokens:,} tokens**. With it the run stops after **{with_budget['calls']} calls** "
+                f"(*{cost.stop_with}*); without it, after **{without['calls']}** (*{cost.stop_without}*).")
+
+
+def draw_malformed_cost(cost) -> None:
+    columns = st.columns(2)
+    columns[0].metric("Measured", f"{cost.measured_in:,}", help="input tokens of the run with the broken turn, minus without it")
+    columns[1].metric("By the formula", f"{cost.formula_in:,}", help="C_bad + (a_bad + e) × n_later")
+    st.markdown(f"C_bad + (a_bad + e) × n_later = {cost.formula_text} tokens")

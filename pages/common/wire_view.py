@@ -1,0 +1,125 @@
+"""How lesson 7 draws one call in five formats: each format's request, reply and result as literal text, and the tables of what differs."""
+
+from __future__ import annotations
+
+import html
+import json
+
+import streamlit as st
+
+from engine.wire import DIFFERENCES, FORMATS, NAME, TOOL_CHOICES, tool_choice_for
+
+SHORT = {
+    "qwen3": "Qwen3 native",
+    "react": "ReAct",
+    "openai-chat": "OpenAI Chat Completions",
+    "openai-responses": "OpenAI Responses",
+    "anthropic": "Anthropic Messages",
+}
+TAB = {**SHORT, "openai-chat": "OpenAI Chat", "openai-responses": "OpenAI Responses", "anthropic": "Anthropic"}
+TEXT_FORMATS = ("qwen3", "react")
+
+TABLE_CSS = """
+<style>
+table.wire {border-collapse:collapse; width:100%; table-layout:fixed; font-size:0.92em; margin:0.4rem 0 1rem 0}
+table.wire th, table.wire td {border:1px solid #ddd; padding:0.35rem 0.5rem; vertical-align:top; text-align:left;
+  overflow-wrap:anywhere; color:inherit}
+table.wire th {background:rgba(128,128,128,0.12)}
+table.wire td:first-child {font-weight:600}
+table.wire code {white-space:pre-wrap; overflow-wrap:anywhere; font-size:0.95em}
+</style>
+"""
+
+
+def as_text(value) -> str:
+    """A wire object as its literal text: the prompt text as is, a JSON body indented."""
+    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def ordered_formats(style: str) -> list[str]:
+    """The five formats with the sidebar's style first among the two text formats."""
+    first = "react" if style == "react" else "qwen3"
+    return [first, *(f for f in FORMATS if f != first)]
+
+
+def narrow() -> bool:
+    """Presenter mode: large text on a projector, so side-by-side panes are stacked instead."""
+    return bool(st.session_state.get("present"))
+
+
+def panes(count: int) -> list:
+    """`count` columns side by side, or, in presenter mode, `count` containers one under the other."""
+    return [st.container() for _ in range(count)] if narrow() else st.columns(count, gap="medium")
+
+
+def _code(value, height: int | None = None) -> None:
+    language = None if isinstance(value, str) else "json"
+    st.code(as_text(value), language=language, wrap_lines=True, height=height)
+
+
+def draw_exchange(exchange, calls) -> None:
+    """One format: the request on the left; each reply and what goes back after it on the right."""
+    text_format = exchange.format in TEXT_FORMATS
+    request, answer = panes(2)
+    with request:
+        st.markdown("**The request**" + (" (the prompt the model reads)" if text_format else " (the body sent to the API)"))
+        _code(exchange.request, height=420)
+        if exchange.tokens:
+            st.caption(f"{exchange.tokens['request']:,} Qwen3 tokens")
+    with answer:
+        many = len(exchange.replies) > 1
+        for n, reply in enumerate(exchange.replies):
+            st.markdown(f"**The reply{f' {n + 1}' if many else ''}**" + (" (the text the model writes)" if text_format else ""))
+            _code(reply)
+            if exchange.tokens:
+                st.caption(f"{exchange.tokens['replies'][n]:,} tokens written")
+            if n < len(exchange.results):
+                st.markdown(f"**The result{'s' if len(calls) > 1 and not many else ''} going back**")
+                _code(exchange.results[n])
+                if exchange.tokens:
+                    st.caption(f"{exchange.tokens['results'][n]:,} tokens, read by the next call")
+        if exchange.ids:
+            pairs = ", ".join(f"`{i}` ({c.name})" for i, c in zip(exchange.ids, calls, strict=True))
+            st.caption(f"The id that ties each call to its result: {pairs}")
+        elif calls and text_format:
+            st.caption("No ids: each result answers the call in the same position.")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    return f'{TABLE_CSS}<table class="wire"><tr>{head}</tr>{body}</table>'
+
+
+def differences_html(style: str) -> str:
+    """engine.wire.DIFFERENCES as one table: a row per question, a column per format."""
+    formats = ordered_formats(style)
+    if narrow():
+        # projected: one block of five rows per question, so no cell is squeezed to a word
+        body = "".join(
+            f'<tr><th colspan="2">{html.escape(d["aspect"])}</th></tr>'
+            + "".join(f"<tr><td>{html.escape(SHORT[f])}</td><td>{html.escape(d[f])}</td></tr>" for f in formats)
+            for d in DIFFERENCES
+        )
+        return f'{TABLE_CSS}<table class="wire">{body}</table>'
+    rows = [[html.escape(d["aspect"]), *(html.escape(d[f]) for f in formats)] for d in DIFFERENCES]
+    return _table(["", *(SHORT[f] for f in formats)], rows)
+
+
+def tool_choice_html() -> str:
+    """Each API's words for the four tool_choice modes, written by engine.wire.tool_choice_for."""
+    modes = {"auto": "auto: the model decides", "required": "required: some tool", "none": "none: no call",
+             NAME: "one named tool"}
+    rows = []
+    for mode, label in modes.items():
+        cells = [f"<code>{html.escape(json.dumps(tool_choice_for(f, mode)))}</code>" for f in TOOL_CHOICES]
+        rows.append([html.escape(label), *cells])
+    return _table(["tool_choice", *(SHORT[f] for f in TOOL_CHOICES)], rows)
+
+
+def step_label(written) -> str:
+    """A step of the run in the picker: its calls, or the final answer."""
+    if not written.calls:
+        return f"Call {written.step + 1}: the final answer"
+    names = ", ".join(c.name for c in written.calls)
+    return f"Call {written.step + 1}: {names}" + (" (an error goes back)" if any(c.is_error for c in written.calls) else "")

@@ -1,0 +1,162 @@
+"""Failures seen in real servers: six scripted cases, each with its turn, the naive parser, ours, what prevents it, and the cost."""
+
+import streamlit as st
+
+from engine.cost import measure_malformed_cost
+from engine.gallery import check_grammar, find_length_cut, measure_retry_loop, measure_schema_cost, show_gallery_case
+from engine.harness import list_gallery, load_scenario, run_scenario
+from engine.parse import POLICIES
+from engine.tokenizer import REAL_VOCAB
+from pages.common.chrome import page_chrome
+from pages.common.draw import notice, turn_html
+from pages.common.gallery_view import (
+    draw_length_cut,
+    draw_malformed_cost,
+    draw_naive,
+    draw_retry_cost,
+    draw_sample,
+    draw_schema_cost,
+    draw_verdict,
+    draw_walk,
+)
+from pages.common.state import from_url, style, to_url
+from pages.common.words import lesson, words
+
+ID = "gallery"
+
+page_chrome(__file__)
+text = lesson(ID)
+st.title(text["title"])
+st.markdown(text["intro"])
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def case_of(name: str, chosen_style: str):
+    return show_gallery_case(load_scenario(name), chosen_style)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def scripted_run(name: str, chosen_style: str, policy: str):
+    return run_scenario(load_scenario(name), chosen_style, policy)
+
+
+@st.cache_resource(show_spinner="Walking the turn through the grammar…", max_entries=16)
+def grammar_of(name: str, chosen_style: str):
+    return check_grammar(load_scenario(name), chosen_style)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def cost_of(name: str, chosen_style: str):
+    scenario = load_scenario(name)
+    if scenario.tool_choice == "none":
+        return "schemas", measure_schema_cost(scenario, chosen_style)
+    if scenario.retry_budget is not None:
+        return "retries", measure_retry_loop(scenario, chosen_style)
+    if any(t.finish == "length" for t in scenario.script(chosen_style)):
+        return "length", find_length_cut(scenario, chosen_style)
+    if scenario.malformed_turn is not None:
+        return "malformed", measure_malformed_cost(scenario, chosen_style)
+    return None, None
+
+
+def plain(data_text: str) -> str:
+    """Scenario text as Markdown shows it: a backslash (JSON's escaped slash, <\\/tool_call>) stays visible."""
+    return data_text.replace("\\", "\\\\")
+
+
+def move(by: int) -> None:
+    names = list_gallery()
+    at = names.index(st.session_state["gal_case"])
+    st.session_state["gal_case"] = names[min(max(at + by, 0), len(names) - 1)]
+
+
+# -- the case ---------------------------------------------------------------------------------------
+names = list_gallery()
+name = from_url("gal_case", "case", names[0], str, names)
+scenario = load_scenario(name)
+chosen_style = style() if style() in scenario.styles else scenario.styles[0]
+to_url(case=name)
+
+st.header("Pick a case")
+st.markdown(text["pick a case"])
+st.selectbox("Case", names, key="gal_case",
+             format_func=lambda n: f"{names.index(n) + 1} of {len(names)}: {load_scenario(n).gallery['failure']}")
+back, forward, _ = st.columns([1, 1, 2])
+with back:
+    st.button("◀ Back", key="gal_prev", on_click=move, args=(-1,), disabled=name == names[0], shortcut="Left", width="stretch")
+with forward:
+    st.button("Next ▶", key="gal_next", on_click=move, args=(1,), disabled=name == names[-1], shortcut="Right",
+              width="stretch", type="primary")
+st.markdown(f"**{plain(scenario.summary)}** {plain(scenario.lesson)}")
+if chosen_style != style():
+    st.info(f"This case is scripted in the {'ReAct' if chosen_style == 'react' else 'native'} style only, "
+            "so it is shown that way whatever the sidebar says.")
+
+case = case_of(name, chosen_style)
+
+# -- 1. the turn ----------------------------------------------------------------------------------------
+st.header(f"1 · The turn (reply {case.turn_index + 1} of the script)")
+st.markdown(text["the turn"])
+st.markdown(turn_html(case.text, case.ours["per-block"].blocks), unsafe_allow_html=True)
+if case.cut is not None and case.cut.inside_string:
+    st.markdown(words(ID, "the cut", cut_at=case.cut.cut_at, length=len(case.text)))
+    st.code(case.cut.left_over, language=None, wrap_lines=True)
+
+# -- 2. the naive parser --------------------------------------------------------------------------------
+st.header("2 · What a naive parser does")
+if case.naive is None:
+    st.markdown(text["the naive parser in react"])
+else:
+    st.markdown(text["the naive parser"])
+    draw_naive(case.naive)
+st.markdown(plain(scenario.gallery["naive"]))
+
+# -- 3. ours ------------------------------------------------------------------------------------------------
+st.header("3 · What ours does, under both policies")
+st.markdown(text["ours, under both policies"])
+for column, policy in zip(st.columns(2), POLICIES, strict=True):
+    with column:
+        draw_verdict(policy, case.ours[policy], scripted_run(name, chosen_style, policy))
+
+# -- 4. what prevents it ----------------------------------------------------------------------------------
+st.header("4 · What prevents it")
+st.markdown(plain(scenario.gallery["prevents"]))
+check = grammar_of(name, chosen_style)
+if check is None:
+    st.markdown(text["no grammar in react"])
+elif check.tool_choice == "none":
+    st.markdown(text["no grammar under none"])
+    draw_walk(check.steps, None)
+elif check.stopped:
+    refused = check.steps[check.at]
+    st.markdown(words(ID, "the grammar stops it", at=check.at + 1, token=refused.token,
+                      allowed=f"{check.allowed:,}", vocab=f"{REAL_VOCAB:,}"))
+    draw_walk(check.steps, check.at, refused=True)
+    draw_sample(check.sample, check.allowed)
+    if check.unbounded_steps is not None and all(s.ok for s in check.unbounded_steps):
+        st.markdown(words(ID, "the number's bound", unbounded=len(check.unbounded_steps)))
+elif check.tag_allowed is not None:
+    st.markdown(words(ID, "the tag inside a string", at=check.at + 1, allowed=f"{check.allowed:,}", vocab=f"{REAL_VOCAB:,}",
+                      verdict="**allowed**" if check.tag_allowed else "refused"))
+    draw_walk(check.steps, check.at)
+    draw_sample(check.sample, check.allowed)
+else:
+    st.markdown(words(ID, "the grammar lets it through", n=len(check.steps), tool_choice=check.tool_choice))
+    draw_walk(check.steps, None)
+
+# -- 5. the cost --------------------------------------------------------------------------------------------------
+kind, cost = cost_of(name, chosen_style)
+if kind is not None:
+    st.header("5 · The cost")
+    if kind == "schemas":
+        draw_schema_cost(cost)
+    elif kind == "retries":
+        draw_retry_cost(cost)
+    elif kind == "length":
+        draw_length_cut(cost)
+    else:
+        st.markdown(text["cost of a broken turn"])
+        draw_malformed_cost(cost)
+        st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
+
+notice(text["what to notice"])

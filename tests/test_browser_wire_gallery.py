@@ -1,0 +1,84 @@
+"""Lesson 7 and the failure gallery in headless Chromium, at a laptop's size and projected.
+
+Slow-ish (about a minute): it uses the `streamlit_server` fixture (a real `streamlit run
+app.py`) and drives Debian's chromium through Python playwright. Screenshots of the whole
+page go to artifacts/screenshots/. Without chromium the tests skip, except under
+REQUIRE_BROWSER=1 (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "artifacts" / "screenshots"
+# (width, height, query): a laptop, and a classroom projector in presenter mode
+SIZES = [(1440, 900, ""), (1024, 768, "?present=1")]
+
+
+def settle(page) -> None:
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && document.querySelector('h1')", timeout=90_000,
+    )
+    page.wait_for_load_state("networkidle", timeout=60_000)
+    page.wait_for_timeout(800)
+
+
+def check_page(page, name: str) -> None:
+    """No error box, nothing wider than the page, and a screenshot of the whole page."""
+    errors = page.locator('[data-testid="stException"]')
+    assert errors.count() == 0, errors.first.inner_text()
+    main = page.get_by_test_id("stMain")
+    wide = main.evaluate("m => m.scrollWidth - m.clientWidth")
+    assert wide <= 1, f"{name}: the page scrolls sideways by {wide}px"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    size = page.viewport_size
+    height = main.evaluate("m => m.scrollHeight")
+    page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), 12000)})
+    page.wait_for_timeout(1200)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    page.set_viewport_size(size)
+
+
+@pytest.mark.parametrize("width, height, query", SIZES, ids=["1440x900", "1024x768-present"])
+def test_lesson_7_opens_and_switches_tabs(streamlit_server, chromium, width, height, query):
+    from playwright.sync_api import expect
+
+    context = chromium.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.goto(f"{streamlit_server}/same_call_five_ways{query}")
+    settle(page)
+    expect(page.get_by_role("heading", name="7 · The same call in other APIs")).to_be_visible()
+    expect(page.get_by_text("264 Qwen3 tokens")).to_be_visible(timeout=90_000)
+    settle(page)
+    page.get_by_role("tab", name="Anthropic").click()
+    expect(page.get_by_text('"stop_reason": "tool_use"').first).to_be_visible(timeout=30_000)
+    check_page(page, f"same-call-five-ways-{width}")
+    context.close()
+
+
+@pytest.mark.parametrize("width, height, query", SIZES, ids=["1440x900", "1024x768-present"])
+def test_gallery_opens_and_steps_to_the_next_case(streamlit_server, chromium, width, height, query):
+    from playwright.sync_api import expect
+
+    context = chromium.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.goto(f"{streamlit_server}/gallery{query}")
+    settle(page)
+    expect(page.get_by_role("heading", name="Failures seen in real servers")).to_be_visible()
+    expect(page.get_by_text("the parser is the fix")).to_be_visible(timeout=90_000)
+    settle(page)
+    check_page(page, f"gallery-tag-in-string-{width}")
+    page.get_by_role("button", name="Next").click()
+    expect(page.get_by_text("never looks at the other 1 block")).to_be_visible(timeout=30_000)
+    settle(page)
+    assert "case=two-calls" in page.url
+    page.goto(f"{streamlit_server}/gallery?case=made-up-name{'&present=1' if query else ''}")
+    settle(page)
+    expect(page.get_by_text("refuses token 8")).to_be_visible(timeout=30_000)
+    check_page(page, f"gallery-made-up-name-{width}")
+    context.close()
