@@ -11,7 +11,7 @@ import json
 import re
 
 import pytest
-from conftest import open_page
+from helpers import open_page
 
 from engine.gallery import check_grammar, measure_retry_loop, measure_schema_cost
 from engine.harness import list_gallery, list_scenarios, load_scenario
