@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,9 +75,12 @@ def canonical(tools: list[dict]) -> str:
 
 
 # -- the tokenizer side, built once ---------------------------------------------------------
+# a page and the start-up warm-up (engine/warmup.py) may ask at the same moment: build once, not twice
+_build_lock = threading.RLock()
+
+
 @functools.lru_cache(maxsize=1)
-def tokenizer_info():
-    """xgrammar's view of the Qwen3 vocabulary, sized to the model (151,936; 0.9 s, so cached)."""
+def _tokenizer_info():
     import xgrammar as xgr
 
     from .tokenizer import load_hf_tokenizer
@@ -84,11 +88,22 @@ def tokenizer_info():
     return xgr.TokenizerInfo.from_huggingface(load_hf_tokenizer(), vocab_size=MODEL_VOCAB)
 
 
+def tokenizer_info():
+    """xgrammar's view of the Qwen3 vocabulary, sized to the model (151,936; 0.9 s, so cached)."""
+    with _build_lock:
+        return _tokenizer_info()
+
+
 @functools.lru_cache(maxsize=1)
-def compiler():
+def _compiler():
     import xgrammar as xgr
 
     return xgr.GrammarCompiler(tokenizer_info(), max_threads=2)
+
+
+def compiler():
+    with _build_lock:
+        return _compiler()
 
 
 # -- checking a schema ----------------------------------------------------------------------
