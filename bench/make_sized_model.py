@@ -13,7 +13,7 @@ for load time, memory and tokens per second, never for content.
 config.json carries a top-level `"random_weights": true`: the site labels such a folder as
 random weights on every panel. Keep that key exactly.
 
-Sizes on disk: 1.7B about 4.1 GB in bf16 (8.1 GB in fp32), 0.6B about 1.5 GB in bf16. Build
+Sizes on disk: 1.7B 3.4 GB in bf16 (1,720,574,976 parameters; 6.9 GB as fp32), 0.6B 1.2 GB. Build
 it outside the repository (a temporary folder), once. Prints one JSON object.
 """
 

@@ -73,7 +73,7 @@ def normalize_tool_choice(tool_choice: str | dict | None, tools: list[dict]) -> 
 
 
 class StepConstraint:
-    """The decode loop's hook: `next_mask()` before each step, `accept(id)` after it.
+    """The decode loop's hook: `next_packed()` (or `next_mask()`, unpacked) before each step, `accept(id)` after it.
 
     `state` is where the turn stands ("free" text, "call" being written, "done"); `reason` says
     in words what the constraint does now; `allowed` is the last mask's count of real tokens.

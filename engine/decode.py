@@ -4,8 +4,11 @@ A manual loop over a KV cache (transformers' DynamicCache), the same computation
 `model.generate` with greedy or temperature / top-p sampling, but yielding every step as
 data, as minGPT's `encode_and_show_work` does for BPE. At each step:
 
+    prompt -> its longest prefix kept by an earlier run on this model is copied in (engine/prefix_cache.py),
+              and only the rest is read
     logits -> mask the 267 padding ids (>= 151,669, not real tokens)
-           -> constraint mask, if one is active (disallowed ids get -inf)
+           -> constraint mask, if one is active: xgrammar's packed words as they are (the few allowed
+              ids read off the nonzero words, or -inf written over the forbidden ones in place)
            -> softmax(logits / temperature)  = the probabilities shown, never estimated
            -> pick: argmax (temperature 0) or a draw from the top-p nucleus with a seeded generator
            -> constraint.accept(id)
