@@ -15,6 +15,17 @@ from other processes falls on all of them alike:
 Figures are medians over the runs: tokens per second, time to first token, and the process's
 peak resident memory. Prints one JSON object. Timings on a shared machine are noisy: run it
 when nothing else is running, and read `load_average` in the output.
+
+At the real size (a folder from bench/make_sized_model.py, or a real model's folder):
+
+    python bench/bench_generate.py --model DIR [--dtype auto|float32|bfloat16] [--tokens 8] [--runs 3]
+
+reports, for that one model: load seconds and peak memory; first-token time cold (nothing kept)
+and warm (the prompt's prefix kept by engine/prefix_cache.py), each a median of `--runs`; ms per
+token after the first for the step loop (engine.decode.stream_steps, top_k=5) and for
+`model.generate`, interleaved run by run; the machine's copy bandwidth measured in the same run
+(engine/cpu_speed.py) and the bound it sets, weight bytes / bandwidth; and the ratios the goals
+name (ms/token against 1.5 x the bound, loop against generate >= 0.95, warm against cold <= 0.2).
 """
 
 from __future__ import annotations
@@ -181,15 +192,118 @@ def bench_model(name, tokens, runs):
     return result
 
 
+def first_token_seconds(engine, ids, reuse: bool) -> float:
+    """Seconds from the call to the first step, greedy, one new token."""
+    started = time.perf_counter()
+    for _ in stream_steps(engine, ids, GenerationSettings(max_new_tokens=1, top_k=5, reuse_prefix=reuse, stop_ids=())):
+        break
+    return time.perf_counter() - started
+
+
+def decode_ms_per_token(total: float, first: float, tokens: int) -> float:
+    """Milliseconds per token after the first (the prompt pass is not decode speed)."""
+    return 1000 * (total - first) / max(1, tokens - 1)
+
+
+def bench_sized(folder: str, tokens: int, runs: int, dtype: str | None) -> dict:
+    """Load, memory, first token cold and warm, and decode speed for one model at its real size."""
+    from engine.cpu_speed import BYTES_PER_PARAMETER, measure_copy_bandwidth
+    from engine.prefix_cache import prefix_cache_for
+
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    engine = load_model(folder, dtype=dtype)
+    load_seconds = time.perf_counter() - started
+    peak_after_load_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    tools = json.loads(TOOLS_FILE.read_text(encoding="utf-8"))
+    prompt = render(Request(MESSAGES, tools), engine.tokenizer)
+    kept = prefix_cache_for(engine)
+    # the bandwidth in the same run, under the same load: 2 x 256 MB, best of 3
+    bandwidth = measure_copy_bandwidth(megabytes=256, repeats=3)
+    cold, warm = [], []
+    for _ in range(runs):
+        kept.clear()
+        cold.append(first_token_seconds(engine, prompt.ids, reuse=True))  # nothing kept: the whole prompt is read
+        warm.append(first_token_seconds(engine, prompt.ids, reuse=True))  # everything but the last token kept
+    loop_ms, generate_ms, same = [], [], True
+    for run in range(runs):
+        # alternate which goes first, so load from other processes falls on both alike
+        for way in (("loop", "generate") if run % 2 == 0 else ("generate", "loop")):
+            if way == "loop":
+                total, first, ids, _ = time_loop(engine, prompt.ids, tokens, top_k=5)
+                loop_ms.append(decode_ms_per_token(total, first, tokens))
+                loop_ids = ids
+            else:
+                total, first, ids, _ = time_generate(engine, prompt.ids, tokens, scores=False)
+                generate_ms.append(decode_ms_per_token(total, first, tokens))
+                generate_ids = ids
+        same = same and loop_ids == generate_ids
+    weight_bytes = sum(p.numel() * p.element_size() for p in engine.model.parameters())
+    bound_ms = 1000 * weight_bytes / bandwidth
+    loop, generate = statistics.median(loop_ms), statistics.median(generate_ms)
+    cold_s, warm_s = statistics.median(cold), statistics.median(warm)
+    result = {
+        "model": engine.info.label(),
+        "random_weights": engine.info.random_weights or bool(getattr(engine.model.config, "random_weights", False)),
+        "parameters": engine.info.parameters,
+        "dtype": engine.info.dtype,
+        "weight_bytes": weight_bytes,
+        "bytes_per_parameter": BYTES_PER_PARAMETER.get(engine.info.dtype),
+        "load_seconds": round(load_seconds, 1),
+        "peak_rss_mb_after_load": round(peak_after_load_mb, 1),
+        "peak_rss_mb_before_load": round(rss_before / 1024, 1),
+        "prompt_tokens": prompt.count,
+        "new_tokens": tokens,
+        "runs": runs,
+        "first_token_s": {"cold": round(cold_s, 2), "warm_prefix_cache": round(warm_s, 3),
+                          "cold_runs": [round(x, 2) for x in cold], "warm_runs": [round(x, 3) for x in warm]},
+        "ms_per_token": {"loop": round(loop, 1), "generate": round(generate, 1),
+                         # the fastest run of each: on a busy machine, the least disturbed
+                         "loop_best": round(min(loop_ms), 1), "generate_best": round(min(generate_ms), 1),
+                         "loop_runs": [round(x, 1) for x in loop_ms], "generate_runs": [round(x, 1) for x in generate_ms]},
+        "copy_bandwidth_gb_s": round(bandwidth / 1e9, 2),
+        "bound_ms_per_token": round(bound_ms, 1),
+        "same_tokens_loop_and_generate": same,
+        "ratios": {
+            "loop_ms_over_bound": round(loop / bound_ms, 2),
+            "loop_speed_over_generate": round(generate / loop, 3),
+            "loop_speed_over_generate_best_runs": round(min(generate_ms) / min(loop_ms), 3),
+            "loop_best_ms_over_bound": round(min(loop_ms) / bound_ms, 2),
+            "warm_first_token_over_cold": round(warm_s / cold_s, 4),
+        },
+        "goals_met": {
+            "ms_per_token_within_1.5x_bound": loop <= 1.5 * bound_ms,
+            "loop_at_least_0.95_of_generate": generate / loop >= 0.95,
+            "warm_first_token_at_most_0.2_of_cold": warm_s <= 0.2 * cold_s,
+        },
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "prefix_cache": {"entries": len(kept), "bytes": kept.nbytes},
+    }
+    if engine.info.device.startswith("cuda"):
+        result["peak_cuda_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    return result
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=64, help="new tokens per run (tiny); real models get a quarter on a CPU")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     parser.add_argument("--models", default=None, help="comma-separated; default: tiny, QWEN_MODEL and the Qwen3 sizes found in the cache")
+    parser.add_argument("--model", default=None, help="one model folder (or hub id) at its real size: the sized report")
+    parser.add_argument("--dtype", default=None, help="auto (measured on a CPU), float32 or bfloat16; default QWEN_DTYPE or auto")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.model:
+        load = [round(x, 2) for x in os.getloadavg()]
+        sized = bench_sized(args.model, args.tokens, args.runs, args.dtype)
+        json.dump({"machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+                               "cuda": torch.cuda.is_available(), "load_average_before": load,
+                               "load_average_after": [round(x, 2) for x in os.getloadavg()]},
+                   "sized": sized}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
     names = args.models.split(",") if args.models else [TINY, *dict.fromkeys([os.environ.get("QWEN_MODEL"), *REAL_MODELS])]
     report = {
         "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,

@@ -125,6 +125,8 @@ def cmd_generate(args) -> dict:
     settings = GenerationSettings(
         max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
         top_k=args.top_k, seed=args.seed, enable_thinking=args.thinking,
+        # the command line's JSON reports the model's own view under a mask (DESIGN.md's step keys)
+        model_view=True,
     )
     settings.check()
     model = load_model(args.model, args.device, args.dtype, print_progress)

@@ -30,10 +30,12 @@ from .errors import BadInput
 from .grammar import (
     MODEL_VOCAB,
     REAL_VOCAB,
+    PackedMask,
     SchemaUnsupported,
     bitmask_to_bool,
     compile_calls,
     new_bitmask,
+    pack_words,
     tool_name,
 )
 from .tokenizer import TOOL_CALL, QwenTokenizer, load_tokenizer
@@ -71,7 +73,7 @@ def normalize_tool_choice(tool_choice: str | dict | None, tools: list[dict]) -> 
 
 
 class StepConstraint:
-    """The decode loop's hook: `next_mask()` before each step, `accept(id)` after it.
+    """The decode loop's hook: `next_packed()` (or `next_mask()`, unpacked) before each step, `accept(id)` after it.
 
     `state` is where the turn stands ("free" text, "call" being written, "done"); `reason` says
     in words what the constraint does now; `allowed` is the last mask's count of real tokens.
@@ -101,6 +103,7 @@ class StepConstraint:
 
         self._matcher = xgr.GrammarMatcher(grammar)
         self._bitmask = new_bitmask()
+        self._words = self._bitmask[0].numpy()  # the same memory, viewed once
         self.state = "free" if mode == "auto" else "call"
 
     @property
@@ -119,13 +122,24 @@ class StepConstraint:
         who = f"the tool {self.tool}" if self.mode == "named" else "one of: " + ", ".join(self.names)
         return f"{self.mode}: writing a call to {who}; only tokens that keep the call valid are allowed"
 
-    def next_mask(self) -> torch.Tensor | None:
-        """Bool over the model's 151,936 ids, True = allowed; None when nothing is restricted."""
+    def next_packed(self) -> PackedMask | None:
+        """The mask as xgrammar's packed words with its allowed count (fill + popcount, no unpacking);
+        None when nothing is restricted. What the decode loop uses: the words are valid until the next call."""
         if self.state in ("free", "unconstrained", "done"):
             self.allowed = None
             return None
         self._matcher.fill_next_token_bitmask(self._bitmask)
-        mask, self.allowed = bitmask_to_bool(self._bitmask)
+        packed = pack_words(self._words)
+        self.allowed = packed.allowed
+        return packed
+
+    def next_mask(self) -> torch.Tensor | None:
+        """Bool over the model's 151,936 ids, True = allowed; None when nothing is restricted.
+
+        Unpacks the words: for a page that lists the allowed tokens (next_packed is the fast path)."""
+        if self.next_packed() is None:
+            return None
+        mask, _ = bitmask_to_bool(self._bitmask)
         return mask
 
     def accept(self, token_id: int) -> None:
@@ -216,7 +230,7 @@ def _advance(constraint: StepConstraint | None, ids: list[int], tok: QwenTokeniz
     for position, token_id in enumerate(ids):
         if constraint is None:
             return
-        constraint.next_mask()
+        constraint.next_packed()
         try:
             constraint.accept(token_id)
         except TokenRejected as error:
@@ -290,10 +304,11 @@ def walk(tools: list[dict], text: str, tool_choice: str | dict | None = "auto") 
     steps = []
     for index, token_id in enumerate(tok.encode(text)):
         state = constraint.state if constraint is not None else "none"
-        mask = constraint.next_mask() if constraint is not None else None
-        ok = True if mask is None else bool(mask[token_id])
+        # a bit test on the packed words: the walk never needs the whole mask unpacked
+        packed = constraint.next_packed() if constraint is not None else None
+        ok = True if packed is None else packed.allows(token_id)
         steps.append(MaskedToken(index, token_id, tok.token_text(token_id),
-                              None if mask is None else constraint.allowed, ok, state))
+                              None if packed is None else packed.allowed, ok, state))
         if not ok:
             break
         if constraint is not None:

@@ -4,8 +4,11 @@ A manual loop over a KV cache (transformers' DynamicCache), the same computation
 `model.generate` with greedy or temperature / top-p sampling, but yielding every step as
 data, as minGPT's `encode_and_show_work` does for BPE. At each step:
 
+    prompt -> its longest prefix kept by an earlier run on this model is copied in (engine/prefix_cache.py),
+              and only the rest is read
     logits -> mask the 267 padding ids (>= 151,669, not real tokens)
-           -> constraint mask, if one is active (disallowed ids get -inf)
+           -> constraint mask, if one is active: xgrammar's packed words as they are (the few allowed
+              ids read off the nonzero words, or -inf written over the forbidden ones in place)
            -> softmax(logits / temperature)  = the probabilities shown, never estimated
            -> pick: argmax (temperature 0) or a draw from the top-p nucleus with a seeded generator
            -> constraint.accept(id)
@@ -27,6 +30,7 @@ import torch
 
 from .errors import BadInput, EngineError, GenerationFailed
 from .loading import LoadedModel, ModelInfo
+from .prefix_cache import prefix_cache_for
 from .tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB, REAL_VOCAB
 
 
@@ -49,6 +53,11 @@ class GenerationSettings:
     enable_thinking: bool = False
     # tokens that end the turn (finish "stop"); Qwen3's generation_config lists both
     stop_ids: tuple[int, ...] = (IM_END, END_OF_TEXT)
+    # under a mask, also report the model's own view (DecodeStep.p_unmasked, forbidden_mass, top_unmasked):
+    # a logsumexp and a top-k over the whole vocabulary per step, so only when a panel shows them
+    model_view: bool = False
+    # start from the KV cache of the longest prompt prefix an earlier run on this model left (engine/prefix_cache.py)
+    reuse_prefix: bool = True
 
     def check(self) -> None:
         """Raise BadInput with what to change when a value cannot work."""
@@ -92,9 +101,9 @@ class DecodeStep:
     p: float  # its probability: softmax after temperature, renormalised under the mask if any (before top-p trims the draw)
     top: list[Alternative]  # the top_k tokens of that distribution, most likely first
     allowed: int | None  # how many of the 151,669 real tokens the constraint allowed; None = no constraint this step
-    p_unmasked: float | None = None  # with a mask: the same token's probability had nothing been forbidden
-    forbidden_mass: float | None = None  # with a mask: the probability the model put on the forbidden tokens
-    top_unmasked: list[Alternative] | None = None  # with a mask: the top_k the model wanted before masking
+    p_unmasked: float | None = None  # with a mask and settings.model_view: the same token's probability had nothing been forbidden
+    forbidden_mass: float | None = None  # with a mask and settings.model_view: the probability the model put on the forbidden tokens
+    top_unmasked: list[Alternative] | None = None  # with a mask and settings.model_view: the top_k the model wanted before masking
     finish: str | None = None  # on the last step: "stop" (a stop token) or "length" (max_new_tokens)
 
     def as_json(self) -> dict:
@@ -115,7 +124,12 @@ class DecodeStep:
 
 
 class Constraint(Protocol):
-    """The hook constrained decoding plugs into (engine/constrain.py builds one from a request's tools)."""
+    """The hook constrained decoding plugs into (engine/constrain.py builds one from a request's tools).
+
+    A constraint may also offer `next_packed()` -> engine.grammar.PackedMask | None (xgrammar's
+    packed words and the allowed count); the loop then uses it in place of next_mask() and never
+    unpacks the mask to one bool per id.
+    """
 
     def next_mask(self) -> torch.Tensor | None:
         """A bool tensor over the model vocabulary (151,936, or at least the 151,669 real ids); True = allowed.
@@ -188,6 +202,56 @@ def allowed_logits(scaled: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tens
     # numpy finds the allowed ids about 6 times faster than torch.nonzero on a CPU
     ids = torch.from_numpy(np.flatnonzero(mask.numpy()))
     return ids, scaled[ids]
+
+
+# up to this many allowed ids the loop gathers their logits (cost grows with the allowed ids); above
+# it, xgrammar writes -inf over the forbidden ones in place (cost grows with the forbidden ids)
+SPARSE_LIMIT = 16384
+
+
+@dataclass
+class MaskedDistribution:
+    """One masked step's distribution: over `ids` only (sparse), or over the whole vocabulary with
+    the forbidden logits at -inf (ids None)."""
+
+    probs: torch.Tensor
+    ids: torch.Tensor | None
+    allowed: int
+    log_total: torch.Tensor  # log(sum(exp)) of the allowed scaled logits, for the model's own view
+
+    def token(self, where: int) -> int:
+        return where if self.ids is None else int(self.ids[where])
+
+
+def masked_distribution(scaled: torch.Tensor, mask, index: int, keep_scaled: bool) -> MaskedDistribution:
+    """The renormalised distribution under `mask` (a PackedMask, or a bool tensor from next_mask()).
+
+    A packed mask is used as xgrammar wrote it: few allowed ids are read off the nonzero words
+    (packed_ids); many are applied with xgrammar's apply_token_bitmask_inplace on the logits. Nothing
+    is unpacked to one bool per id. `keep_scaled`: leave `scaled` untouched (the model's own view needs it).
+    """
+    if isinstance(mask, torch.Tensor):
+        ids, allowed_scaled = allowed_logits(scaled, normalize_mask(mask, index))
+        allowed = int(ids.numel())
+    else:
+        allowed = mask.allowed
+        ids = None
+        if allowed <= SPARSE_LIMIT:
+            ids = torch.from_numpy(mask.allowed_ids())
+            allowed_scaled = scaled[ids]
+        else:
+            import xgrammar as xgr
+
+            allowed_scaled = scaled.clone() if keep_scaled else scaled
+            xgr.apply_token_bitmask_inplace(allowed_scaled, mask.as_tensor())
+    if allowed == 0:
+        raise EngineError(f"the constraint allowed no token at step {index}; its grammar cannot continue the text so far")
+    probs = torch.softmax(allowed_scaled, dim=-1)
+    # log(sum(exp)) of the allowed logits, read back off the softmax at its largest entry
+    peak = int(fast_topk(probs, 1)[1][0])
+    log_total = allowed_scaled[peak] - torch.log(probs[peak])
+    return MaskedDistribution(probs, ids, allowed, log_total)
+
 
 def what_the_model_wanted(
     scaled: torch.Tensor, allowed_lse: torch.Tensor, chosen: int, k: int, engine: LoadedModel
@@ -306,23 +370,30 @@ def stream_steps(
         raise BadInput("the prompt is empty: render a request first (engine.prompt.render)")
     model, device = engine.model, engine.device
     generator = torch.Generator(device="cpu").manual_seed(settings.seed)
-    cache = DynamicCache(config=model.config)
+    prompt_ids = list(prompt_ids)
+    # start from a copy of the longest prompt prefix an earlier run kept, and read only the rest
+    kept = prefix_cache_for(engine) if settings.reuse_prefix else None
+    cache, reused = kept.lookup(prompt_ids, model.config) if kept is not None else (DynamicCache(config=model.config), 0)
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
     scale = settings.temperature if settings.temperature > 0 else 1.0
-    feed = torch.tensor([list(prompt_ids)], device=device)
+    feed = torch.tensor([prompt_ids[reused:]], device=device)
     for index in range(settings.max_new_tokens):
         try:
             with engine.lock, torch.no_grad():
                 out = model(input_ids=feed, cache=cache, logits_to_keep=1)
         except Exception as error:  # the lock is released already; this run's cache is dropped with it
             raise GenerationFailed(failure_message(error, index, engine.info)) from error
+        if index == 0 and kept is not None and reused < len(prompt_ids) - 1:
+            # the cache holds exactly the prompt now: keep a copy for the next run
+            kept.store(prompt_ids, cache)
         logits = out.logits[0, -1].float().cpu()
         if torch.isnan(logits[:REAL_VOCAB]).any():
             raise GenerationFailed(failure_message(None, index, engine.info))
         # the padding rows are not tokens: never shown, never chosen
         logits[REAL_VOCAB:] = float("-inf")
-        raw = constraint.next_mask() if constraint is not None else None
-        mask = None if raw is None else normalize_mask(raw, index)
+        mask = None
+        if constraint is not None:
+            mask = constraint.next_packed() if hasattr(constraint, "next_packed") else constraint.next_mask()
         greedy = settings.temperature == 0
         unmasked = None
         if mask is None:
@@ -334,19 +405,14 @@ def stream_steps(
         else:
             # only the allowed tokens take part: pick, probability and top-k all come from them
             scaled = logits / scale
-            ids, allowed_scaled = allowed_logits(scaled, mask)
-            allowed_probs = torch.softmax(allowed_scaled, dim=-1)
-            allowed = int(ids.numel())
-            if allowed == 0:
-                raise EngineError(f"the constraint allowed no token at step {index}; its grammar cannot continue the text so far")
-            where = pick_token(allowed_probs, settings, generator)
-            chosen = int(ids[where])
-            p = float(allowed_probs[where])
-            top = top_alternatives(allowed_probs, settings.top_k, engine, chosen if greedy else None, ids)
-            # log(sum(exp)) of the allowed logits, read back off the softmax at its largest entry
-            peak = int(allowed_probs.argmax())
-            allowed_lse = allowed_scaled[peak] - torch.log(allowed_probs[peak])
-            unmasked = what_the_model_wanted(scaled, allowed_lse, chosen, settings.top_k, engine)
+            dist = masked_distribution(scaled, mask, index, keep_scaled=settings.model_view)
+            allowed = dist.allowed
+            where = pick_token(dist.probs, settings, generator)
+            chosen = dist.token(where)
+            p = float(dist.probs[where])
+            top = top_alternatives(dist.probs, settings.top_k, engine, chosen if greedy else None, dist.ids)
+            if settings.model_view:
+                unmasked = what_the_model_wanted(scaled, dist.log_total, chosen, settings.top_k, engine)
         if constraint is not None:
             constraint.accept(chosen)
         stop = chosen in settings.stop_ids

@@ -103,10 +103,15 @@ def choose_device(requested: str | None = None) -> str:
 
 
 def choose_dtype(device: str, requested: str | None = None) -> str:
-    """bfloat16 on a GPU, float32 on a CPU (bf16 matmuls are slow there); `requested` (or QWEN_DTYPE) overrides."""
+    """bfloat16 on a GPU; on a CPU, bfloat16 where a matmul timing shows the processor runs it natively,
+    else float32 (engine/cpu_speed.py, measured once per process); `requested` (or QWEN_DTYPE) overrides."""
     requested = requested or load_settings().dtype
     if requested == "auto":
-        return "bfloat16" if device.startswith("cuda") else ("float16" if device == "mps" else "float32")
+        if device == "cpu":
+            from .cpu_speed import cpu_dtype
+
+            return cpu_dtype().dtype
+        return "bfloat16" if device.startswith("cuda") else "float16"
     if requested not in DTYPES:
         raise BadInput(f"dtype must be auto, float32, bfloat16 or float16, not {requested!r}")
     return requested

@@ -29,6 +29,10 @@ class Settings:
     # run_tests without bubblewrap or Landlock (the audit hook alone): only on a single-user machine,
     # since a test could then read any file the server can; QWEN_SANDBOX_WEAK=1 allows it
     sandbox_weak: bool = field(default_factory=lambda: os.environ.get("QWEN_SANDBOX_WEAK", "") == "1")
+    # memory for the KV caches of prompts' shared prefixes, per loaded model (QWEN_PREFIX_CACHE_MB; "" = default, 0 = off)
+    prefix_cache_mb: str = field(default_factory=lambda: os.environ.get("QWEN_PREFIX_CACHE_MB", "").strip())
+    # warm the tokenizer and the shipped grammars in the background when the server starts (QWEN_WARMUP=0: don't)
+    warmup: bool = field(default_factory=lambda: os.environ.get("QWEN_WARMUP", "1").strip() != "0")
 
 
 def _model_tokenizer(model: str | None) -> str | None:

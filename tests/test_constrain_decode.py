@@ -158,7 +158,8 @@ def test_required_through_the_live_loop_reports_the_mask(engine):
     from engine.decode import GenerationSettings
 
     request = Request([{"role": "user", "content": "Turn on the kitchen light."}], BOUNDED)
-    both = side_by_side(engine, request, "required", GenerationSettings(max_new_tokens=60, temperature=1.0, top_k=3, seed=3))
+    both = side_by_side(engine, request, "required",
+                        GenerationSettings(max_new_tokens=60, temperature=1.0, top_k=3, seed=3, model_view=True))
     steps = both.constrained.steps
     assert both.constrained.finish == "stop"
     assert steps[0].token == "<tool_call>" and steps[0].allowed == 1 and steps[0].p == pytest.approx(1.0)

@@ -141,7 +141,7 @@ def test_stop_at_the_token_limit_is_reported_as_length(tiny_engine, prompt):
 def test_stop_at_im_end_forced_by_a_test_constraint_is_reported_as_stop(tiny_engine, prompt):
     # random weights almost never choose <|im_end|> on their own, so a test constraint forces it at step 3
     constraint = ForceAfter(free=3)
-    generation = generate(tiny_engine, prompt, GenerationSettings(max_new_tokens=10), constraint)
+    generation = generate(tiny_engine, prompt, GenerationSettings(max_new_tokens=10, model_view=True), constraint)
     assert generation.finish == "stop" and generation.output_tokens == 4
     last = generation.steps[-1]
     assert last.id == IM_END and last.token == "<|im_end|>" and last.text == "" and last.finish == "stop"
@@ -157,7 +157,7 @@ def test_stop_at_im_end_forced_by_a_test_constraint_is_reported_as_stop(tiny_eng
 def test_a_mask_renormalises_p_and_reports_what_it_forbade(tiny_engine, prompt):
     allowed_ids = list(range(1000, 1100))
     constraint = AllowOnly(allowed_ids, size=REAL_VOCAB)  # a mask over the real tokens only is accepted too
-    steps = list(stream_steps(tiny_engine, prompt.ids, GenerationSettings(max_new_tokens=3, temperature=1.0), constraint))
+    steps = list(stream_steps(tiny_engine, prompt.ids, GenerationSettings(max_new_tokens=3, temperature=1.0, model_view=True), constraint))
     ids = list(prompt.ids)
     for step in steps:
         assert step.allowed == 100 and step.id in allowed_ids

@@ -1,0 +1,56 @@
+"""engine/warmup.py: the start-up warm-up runs once per process, in the background, and warms what pages share."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+CHILD = r"""
+import json, sys, threading, time
+sys.path.insert(0, {root!r})
+import engine.warmup as warmup
+from engine.grammar import _compile, _tokenizer_info, canonical
+from engine.tools import TOOL_SETS, load_tool_set
+t = time.perf_counter()
+first, second = warmup.start_warmup(), warmup.start_warmup()
+returned = time.perf_counter() - t
+finished = warmup.wait_warmup(600)
+report = warmup.warmup_report()
+info = _tokenizer_info.cache_info().currsize
+compiled = _compile.cache_info().currsize
+# every grammar a page can ask of a shipped set: auto and required over it, each tool named alone
+expected = len({{(canonical(load_tool_set(n)), shape) for n in TOOL_SETS for shape in ("body", "calls")}}
+               | {{(canonical([t]), "call") for n in TOOL_SETS for t in load_tool_set(n)}})
+threads = [t.name for t in threading.enumerate()]
+print(json.dumps({{"first": first, "second": second, "returned_s": returned, "finished": finished,
+                   "report_finished": report.finished, "errors": report.errors, "steps": list(report.seconds),
+                   "tokenizer_info_built": info, "grammars_compiled": compiled, "grammars_expected": expected, "threads": threads}}))
+"""
+
+
+def run_child(env_extra: dict) -> dict:
+    import json
+    import os
+
+    done = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT))], capture_output=True, text=True,
+                          timeout=900, env={**os.environ, **env_extra}, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_warm_up_starts_once_returns_at_once_and_builds_the_shared_pieces():
+    result = run_child({"QWEN_WARMUP": "1"})
+    assert result["first"] is True and result["second"] is False  # once per process
+    assert result["returned_s"] < 0.5  # starting it never blocks the page
+    assert result["finished"] and result["report_finished"] and result["errors"] == {}
+    assert result["steps"][0] == "tokenizer" and result["steps"][-2:] == ["grammar engine", "tool set grammars"]
+    assert result["tokenizer_info_built"] == 1
+    assert result["grammars_compiled"] == result["grammars_expected"] > 6
+
+
+def test_qwen_warmup_0_turns_it_off():
+    result = run_child({"QWEN_WARMUP": "0"})
+    assert result["first"] is False and result["second"] is False and result["finished"] is False
+    assert "engine-warmup" not in result["threads"] and result["tokenizer_info_built"] == 0
