@@ -67,7 +67,7 @@ question = scenario.messages[0]["content"]
 st.markdown(f"> {question}")
 kind, source = model_source("strawberry-no-tools")
 model_label(kind, source)
-if kind in ("live", "tiny"):
+if kind in ("live", "random"):
     if st.button("Ask without tools, then with tools", key="why_ask", type="primary"):
         from engine.decode import GenerationSettings
         from engine.harness import iterate_episode

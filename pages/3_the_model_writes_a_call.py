@@ -26,7 +26,7 @@ st.markdown(f"> {scenario.messages[0]['content']}")
 kind, source = model_source(f"the-model-writes-a-call-{style()}")
 model_label(kind, source)
 steps = None  # rows of (id, token, p, top) when a model or a recording made them
-if kind in ("live", "tiny"):
+if kind in ("live", "random"):
     made = st.session_state.get("call_generation")
     wanted = (source.info.label(), style())
     if st.button("Generate the call", key="call_generate", type="primary"):
@@ -41,7 +41,7 @@ if kind in ("live", "tiny"):
             with live.container():
                 draw_tokens(shown)
 
-        settings = GenerationSettings(max_new_tokens=40 if kind == "tiny" else 80, top_k=8)
+        settings = GenerationSettings(max_new_tokens=40 if kind == "random" else 80, top_k=8)
         generation = generate_turn(source, Request(scenario.messages, scenario.tools, style()), settings, on_step=show)
         live.empty()
         made = {"key": wanted, "steps": generation.steps}
@@ -100,7 +100,7 @@ facts.metric(f"Token {step} of {last}", show_token(token) or "(empty)")
 facts.caption(f"id {token_id}")
 if p is not None:
     facts.metric("Its probability", f"{p:.1%}" if p >= 0.001 else f"{p:.2e}")
-    if kind == "tiny":
+    if kind == "random":
         facts.caption(TINY_LABEL)
     labels = [show_token(a.token) or "(empty)" for a in reversed(top)]
     figure = go.Figure(

@@ -7,7 +7,7 @@ from engine.harness import Run, ScriptedModel, iterate_episode, list_scenarios, 
 from engine.playground import check_files, fresh_workspace, snapshot
 from pages.common.chrome import page_chrome
 from pages.common.draw import ledger_figure, notice
-from pages.common.models import current_engine, model_label
+from pages.common.models import current_engine, engine_kind, model_label
 from pages.common.state import from_url, style, to_url
 from pages.common.words import lesson
 
@@ -69,7 +69,7 @@ if mode == "live":
     if engine is None:
         st.info(text["live needs the model"])
     else:
-        model_label("tiny" if engine.info.random_weights else "live", engine)
+        model_label(engine_kind(engine), engine)
 elif chosen_style not in scenario.styles:
     st.warning(text["scenario only in other style"])
 
