@@ -11,6 +11,7 @@ from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
 from pages.common.models import TINY_LABEL, model_label, model_source, no_model_box, tokenizer
 from pages.common.state import from_url, style, to_url
+from pages.common.stream import TokenStream
 from pages.common.words import lesson
 
 page_chrome(__file__)
@@ -33,17 +34,10 @@ if kind in ("live", "random"):
         from engine.decode import GenerationSettings
         from engine.live import generate_turn
 
-        live = st.empty()
-        shown = []
-
-        def show(step):
-            shown.append((step.id, step.token))
-            with live.container():
-                draw_tokens(shown)
-
+        stream = TokenStream(is_special=tok.is_special)
         settings = GenerationSettings(max_new_tokens=40 if kind == "random" else 80, top_k=8)
-        generation = generate_turn(source, Request(scenario.messages, scenario.tools, style()), settings, on_step=show)
-        live.empty()
+        generation = generate_turn(source, Request(scenario.messages, scenario.tools, style()), settings, on_step=stream.add)
+        stream.clear()  # the step-through strip below shows every token
         made = {"key": wanted, "steps": generation.steps}
         st.session_state["call_generation"] = made
         st.session_state["call_step"] = 0
