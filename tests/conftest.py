@@ -123,6 +123,22 @@ def streamlit_server():
     yield from _serve()
 
 
+@pytest.fixture(scope="module")
+def serve_app():
+    """Servers with an environment of their own: `serve_app({"QWEN_MODEL": folder})` -> base URL; all stopped after the module."""
+    running = []
+
+    def start(env: dict, log_name: str = "streamlit-server-env.log") -> str:
+        server = _serve(log_name, env)
+        url = next(server)
+        running.append(server)
+        return url
+
+    yield start
+    for server in running:
+        server.close()  # runs _serve's finally: terminate the server
+
+
 @pytest.fixture
 def fresh_streamlit_server():
     """A server of its own whose first request is the test's: a cold server behaves differently
