@@ -84,7 +84,7 @@ def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_se
     assert_clean(page)
 
     # lesson 3: the call, token by token, with each token's probability
-    expect(page.get_by_text(f"Random weights: {random_folder} (float32, cpu)")).to_be_visible()
+    expect(page.get_by_text(f"Random weights: {random_folder} (float32, cpu)").first).to_be_visible(timeout=LONG)
     press(page, "Generate the call", "Its probability")
     # lesson 1: both runs, streamed
     open_page(page, url, "why_call_a_tool")
@@ -92,10 +92,10 @@ def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_se
     expect(page.get_by_test_id("stMain").locator(".tok-strip").last).to_be_visible()
     # lesson 5: P(<tool_call>) for both questions, computed when the page opens
     open_page(page, url, "answer_and_when_not_to_call")
-    expect(page.get_by_test_id("stMetric").filter(has_text="P(<tool_call>) as the first token")).to_have_count(2)
+    expect(page.get_by_test_id("stMetric").filter(has_text="P(<tool_call>) as the first token")).to_have_count(2, timeout=LONG)
     # lesson 6: the model's own view before and after the mask, then free and constrained decodes
-    open_page(page, url, "constrained_decoding?tool_choice=required&step=2")
-    expect(page.get_by_test_id("stMetric").filter(has_text="Probability the model put on forbidden tokens")).to_be_visible()
+    open_page(page, url, "constrained_decoding?tool_choice=required&step=7")
+    expect(page.get_by_test_id("stMetric").filter(has_text="Probability the model put on forbidden tokens")).to_be_visible(timeout=LONG)
     press(page, "Decode both", "(tool_choice required)")
     # the playground's live run
     open_page(page, url, "playground?mode=live")
@@ -106,7 +106,7 @@ def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_se
     learner = chromium.new_context(viewport={"width": 1440, "height": 900})
     page = learner.new_page()
     open_page(page, url, "")
-    expect(page.get_by_test_id("stMain").get_by_text(f"Random weights: {random_folder} (float32, cpu)")).to_be_visible()
+    expect(page.get_by_test_id("stMain").get_by_text(f"Random weights: {random_folder} (float32, cpu)")).to_be_visible(timeout=LONG)
     open_page(page, url, "the_model_writes_a_call")
     expect(sidebar(page)).to_contain_text("Loaded for everyone on this site")
     assert sidebar(page).get_by_role("button", name="Load the model").count() == 0
