@@ -4,7 +4,8 @@ Starts `streamlit run app.py` on a free local port, opens a page in headless Chr
 (Debian's chromium through playwright, as the browser tests do) with `?model=tiny`, presses
 the panel's button and times until the page's script has finished and its result is shown.
 The first press of a server includes importing torch and building the tiny model; the
-others are what a class waits for. Prints one JSON object.
+others are what a class waits for. Lesson 1's two runs are also timed through the engine
+alone, without a page: the difference is what the page adds. Prints one JSON object.
 
     python bench/bench_live_pages.py [--presses 3]
 """
@@ -77,6 +78,24 @@ def press(page, url: str, path: str, button: str, done_text: str) -> float:
     return elapsed
 
 
+def engine_alone() -> float:
+    """Lesson 1's two runs without the page: the same requests and settings through the engine, in this process."""
+    from engine.decode import GenerationSettings
+    from engine.harness import iterate_episode, load_scenario
+    from engine.live import LiveModel, generate_turn
+    from engine.loading import load_model
+    from engine.prompt import Request
+
+    engine = load_model("tiny")
+    scenario = load_scenario("strawberry")
+    started = time.perf_counter()
+    generate_turn(engine, Request(scenario.messages, [], "native"), GenerationSettings(max_new_tokens=160, top_k=0))
+    live = LiveModel(engine, GenerationSettings(max_new_tokens=80, top_k=0))
+    for _ in iterate_episode(live, scenario.messages, scenario.tools, "native", max_turns=3):
+        pass
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--presses", type=int, default=3, help="presses per panel after the first (default 3)")
@@ -98,8 +117,10 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=15)
+    sys.path.insert(0, str(ROOT))
+    alone = [round(engine_alone(), 2) for _ in range(2)]
     load = os.getloadavg()
-    print(json.dumps({"model": "tiny", "panels": results, "machine": {"cpus": os.cpu_count(), "load_1m": round(load[0], 2),
+    print(json.dumps({"model": "tiny", "panels": results, "lesson 1, engine alone_s": alone, "machine": {"cpus": os.cpu_count(), "load_1m": round(load[0], 2),
                       "python": platform.python_version()}}))
 
 

@@ -63,3 +63,19 @@ def test_lesson_1_streams_the_run_without_tools_and_ends_with_one_full_strip_of_
     assert wanted in [m.value for m in at.markdown]
     captions = [c.value for c in at.caption if "tokens, finish:" in c.value]
     assert captions[0] == f"{alone.output_tokens} tokens, finish: {alone.finish}"
+
+
+@pytest.mark.slow
+def test_the_playgrounds_live_turns_are_token_strips_with_whitespace_runs_counted(page_app):
+    from pages.common.stream import strip_html
+
+    at = page_app("pages/playground.py", timeout=180, model="tiny", mode="live", scenario="strawberry")
+    at.button(key="pg_run").click().run(timeout=600)
+    assert not at.exception, [e.value for e in at.exception]
+    steps = at.session_state["pg_result"]["steps"]
+    shown = [m.value for m in at.markdown]
+    for step in steps:
+        assert step.turn.steps, "a live turn keeps its tokens"
+        assert strip_html([(s.id, s.token) for s in step.turn.steps], TOK.is_special) in shown
+    # the tiny model's turns are never drawn as code blocks of blank lines: only tool results are code
+    assert len(at.code) == sum(len(step.results) for step in steps) + len(at.session_state["pg_result"]["files_after"])

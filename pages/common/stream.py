@@ -75,5 +75,10 @@ class TokenStream:
         self.slot.empty()
 
     def strip(self, pieces, first: int = 0) -> str:
-        kept, counts = collapse_runs(pieces)
-        return token_strip(kept, extra=counts, special=[self.is_special(p[0]) for p in kept], first=first)
+        return strip_html(pieces, self.is_special, first)
+
+
+def strip_html(pieces, is_special, first: int = 0) -> str:
+    """A token strip of (id, text) pieces with whitespace runs collapsed; `is_special(id)` marks special tokens."""
+    kept, counts = collapse_runs(pieces)
+    return token_strip(kept, extra=counts, special=[is_special(p[0]) for p in kept], first=first)
