@@ -74,19 +74,20 @@ def hub_reachable(timeout: float = HUB_PROBE_SECONDS) -> bool:
 
 
 def planned_bytes(model_id: str) -> int:
-    """The bytes snapshot_download will fetch for `model_id` (the files WEIGHT_PATTERNS keeps), from the hub's file list; 0 if unknown.
+    """The bytes snapshot_download will fetch for `model_id` (the files WEIGHT_PATTERNS keeps, less those cached), from the hub's file list; 0 if unknown.
 
     snapshot_download's byte bar only learns a file's size when that file starts, so its total
     grows during a download and a bar drawn from it would run to 100 % and fall back. Asking
     for the list first gives the bar its real end from the first byte.
     """
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi, try_to_load_from_cache
     from huggingface_hub.utils import filter_repo_objects
 
     try:
         files = [f for f in HfApi().list_repo_tree(model_id, recursive=True) if getattr(f, "size", None) is not None]
         kept = set(filter_repo_objects([f.path for f in files], allow_patterns=WEIGHT_PATTERNS))
-        return sum(f.size for f in files if f.path in kept)
+        # a file already in the cache (from an interrupted download) is not fetched again
+        return sum(f.size for f in files if f.path in kept and not isinstance(try_to_load_from_cache(model_id, f.path), str))
     except Exception:  # the download itself will say what is wrong with the hub
         return 0
 
