@@ -109,7 +109,7 @@ def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_se
     expect(page.get_by_test_id("stMain").get_by_text(f"Random weights: {random_folder} (float32, cpu)")).to_be_visible(timeout=LONG)
     open_page(page, url, "the_model_writes_a_call")
     expect(sidebar(page)).to_contain_text("Loaded for everyone on this site")
-    assert sidebar(page).get_by_role("button", name="Load the model").count() == 0
+    expect(sidebar(page).get_by_role("button", name="Load the model")).to_have_count(0, timeout=30_000)
     press(page, "Generate the call", "Its probability")
     learner.close()
 
@@ -136,7 +136,7 @@ def test_a_download_cut_mid_file_says_what_failed_and_pressing_again_loads(chrom
         hub.cut_after = None  # the network is back: the same button now downloads and loads
         load_from_sidebar(page, "Try to download and load")
         expect(sidebar(page)).to_contain_text(f"Loaded for everyone on this site: {REPO} (fp32, cpu)")
-        assert sidebar(page).get_by_test_id("stAlertContentError").count() == 0
+        expect(sidebar(page).get_by_test_id("stAlertContentError")).to_have_count(0, timeout=30_000)
         # a model from the hub with trained-looking (unmarked) weights is the live model
-        expect(page.get_by_text(f"Live model: {REPO} (fp32, cpu)")).to_be_visible()
+        expect(page.get_by_text(f"Live model: {REPO} (fp32, cpu)")).to_be_visible(timeout=60_000)
         context.close()
