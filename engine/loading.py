@@ -12,13 +12,14 @@ line) never imports it.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import BadInput, ModelUnavailable, TokenizerUnavailable
+from .errors import BadInput, EngineError, ModelUnavailable, TokenizerUnavailable
 from .settings import VENDORED_TOKENIZER, load_settings
 from .tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB, QwenTokenizer, load_tokenizer
 from .weights import (
@@ -38,7 +39,9 @@ if TYPE_CHECKING:
 
 TINY = "tiny"
 TINY_NOTE = "random weights; outputs mean nothing except as mechanics"
+RANDOM_FOLDER_NOTE = "random weights (its config.json says so); outputs mean nothing except as mechanics"
 DTYPES = ("float32", "bfloat16", "float16")
+CONFIG_LIMIT = 1_000_000  # bytes of config.json read to find the random-weights marker
 SHORT_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
@@ -53,8 +56,8 @@ class ModelInfo:
     dtype: str  # "float32", "bfloat16" or "float16"
     device: str  # "cpu", "cuda" or "mps"
     parameters: int  # number of weights
-    random_weights: bool = False  # True for the tiny model
-    note: str | None = None  # for tiny: TINY_NOTE
+    random_weights: bool = False  # True for the tiny model, and for a folder whose config.json says so
+    note: str | None = None  # TINY_NOTE or RANDOM_FOLDER_NOTE
 
     def label(self) -> str:
         """A short name for a panel: 'Qwen/Qwen3-1.7B (bf16, cuda)'."""
@@ -171,15 +174,36 @@ def load_weights(name: str, device: str | None = None, dtype: str | None = None,
     except TokenizerUnavailable:
         # every Qwen3 size shares one tokenizer; a folder without its files uses the vendored copy
         tokenizer = load_tokenizer(str(VENDORED_TOKENIZER))
+    random_weights = declares_random_weights(folder)
     info = ModelInfo(
         name=name, source=source, path=str(folder), revision=revision_of(folder), dtype=dtype, device=device,
         parameters=sum(p.numel() for p in model.parameters()),
+        random_weights=random_weights, note=RANDOM_FOLDER_NOTE if random_weights else None,
     )
     return LoadedModel(model, tokenizer, info)
 
 
+def declares_random_weights(folder: Path) -> bool:
+    """Whether the folder's config.json says its weights are random: a top-level `"random_weights": true`.
+
+    bench/make_sized_model.py writes that key into the folders it builds (the real architecture
+    with random weights, for load and speed measurements). Nothing else can tell random weights
+    from trained ones honestly, so a folder without the key is taken at its word.
+    """
+    path = folder / "config.json"
+    try:
+        if path.stat().st_size > CONFIG_LIMIT:  # a model's config is a few kB; never read a huge file whole
+            return False
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and config.get("random_weights") is True
+
+
+# The process-wide registry: every page, session and browser tab of one server shares these.
 _loaded: dict[tuple, LoadedModel] = {}
-_loaded_lock = threading.Lock()
+_loaded_lock = threading.Lock()  # guards the two dicts, held only for a moment
+_load_locks: dict[tuple, threading.Lock] = {}  # one per (name, device, dtype), held for the whole load
 
 
 def load_model(
@@ -187,8 +211,10 @@ def load_model(
 ) -> LoadedModel:
     """The model for `name` ("tiny", a hub id or a folder; default QWEN_MODEL or Qwen/Qwen3-1.7B), loaded once per process.
 
-    Concurrent first calls wait for one load. Raises ModelUnavailable, quickly when offline,
-    with the way to get the weights.
+    Concurrent first calls for the same model wait for one load (a later caller's `progress`
+    hears that it waits); loads of different models do not wait for each other. Raises
+    ModelUnavailable, quickly when offline, with the way to get the weights; a failed load
+    leaves nothing behind, so the next call tries again.
     """
     name = name or load_settings().model
     if name != TINY:
@@ -197,12 +223,101 @@ def load_model(
         dtype = choose_dtype(device, dtype)
     key = (name, device, dtype)
     with _loaded_lock:
-        if key not in _loaded:
-            started = time.perf_counter()
-            _loaded[key] = build_tiny() if name == TINY else load_weights(name, device, dtype, progress)
-            if progress is not None:
-                progress(0, 0, f"{name} ready in {time.perf_counter() - started:.1f} s")
-        return _loaded[key]
+        if key in _loaded:
+            return _loaded[key]
+        load_lock = _load_locks.setdefault(key, threading.Lock())
+    if load_lock.locked() and progress is not None:
+        progress(0, 0, f"{name} is being loaded by another user of this site; waiting for it")
+    with load_lock:
+        if key in _loaded:  # loaded while this call waited
+            return _loaded[key]
+        started = time.perf_counter()
+        model = build_tiny() if name == TINY else load_weights(name, device, dtype, progress)
+        with _loaded_lock:
+            _loaded[key] = model
+        if progress is not None:
+            progress(0, 0, f"{name} ready in {time.perf_counter() - started:.1f} s")
+        return model
+
+
+def find_loaded(name: str | None = None) -> LoadedModel | None:
+    """The model already loaded for `name` in this process (whatever its device and dtype), or None; never loads, never imports torch."""
+    name = name or load_settings().model
+    with _loaded_lock:
+        return next((model for key, model in _loaded.items() if key[0] == name), None)
+
+
+def is_loading(name: str | None = None) -> bool:
+    """Whether some request of this process is loading `name` right now (another tab, another user)."""
+    name = name or load_settings().model
+    with _loaded_lock:
+        return any(key[0] == name and lock.locked() and key not in _loaded for key, lock in _load_locks.items())
+
+
+@dataclass
+class LoadJob:
+    """One load of a model in a background thread of the process, that any number of pages can watch.
+
+    The page that starts it draws its progress from `stage`, `done` and `total`; a page that
+    stops (the learner clicks elsewhere, the tab closes) does not stop the load, and every
+    other page finds the same job, then the same loaded model.
+    """
+
+    name: str
+    stage: str = "starting"
+    done: int = 0  # bytes so far, while downloading
+    total: int = 0  # bytes in all, while downloading; 0 for a stage without a byte count
+    model: LoadedModel | None = None
+    error: str | None = None  # what failed and how to get the weights
+    finished: threading.Event = field(default_factory=threading.Event, repr=False)
+    events: list = field(default_factory=list, repr=False)  # every (done, total, stage) reported, in order
+
+    def report(self, done: int, total: int, stage: str) -> None:
+        self.done, self.total, self.stage = done, total, stage
+        if len(self.events) < MAX_EVENTS:
+            self.events.append((done, total, stage))
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether the load has finished (loaded or failed), waiting up to `timeout` seconds."""
+        return self.finished.wait(timeout)
+
+
+MAX_EVENTS = 10_000  # progress events a job keeps (a download reports about every 10 MB)
+_jobs: dict[str, LoadJob] = {}
+
+
+def start_load(name: str | None = None) -> LoadJob:
+    """The running or finished load of `name`, or a new one started in a background thread.
+
+    A second caller while a load runs gets the same job (one load however many press the
+    button); a caller after a failure starts a fresh job, so pressing again retries.
+    """
+    name = name or load_settings().model
+    with _loaded_lock:
+        job = _jobs.get(name)
+        if job is not None and (not job.finished.is_set() or job.error is None):
+            return job
+        job = _jobs[name] = LoadJob(name)
+
+    def work():
+        try:
+            job.model = load_model(name, progress=job.report)
+        except EngineError as error:
+            job.error = str(error)
+        except Exception as error:  # a thread must hand every failure back to the page that watches it
+            job.error = f"loading {name} failed: {type(error).__name__}: {first_line(error)}. {how_to_get(name)}"
+        finally:
+            job.finished.set()
+
+    threading.Thread(target=work, daemon=True, name=f"load {name}").start()
+    return job
+
+
+def find_job(name: str | None = None) -> LoadJob | None:
+    """The latest load job of `name` in this process (running, loaded or failed), or None."""
+    name = name or load_settings().model
+    with _loaded_lock:
+        return _jobs.get(name)
 
 
 @dataclass(frozen=True)
@@ -222,7 +337,7 @@ class ModelStatus:
 def check_model(name: str | None = None, probe_hub: bool = False) -> ModelStatus:
     """Where `name` (default QWEN_MODEL or Qwen/Qwen3-1.7B) would load from; probes the hub (up to 3 s) only if asked."""
     name = name or load_settings().model
-    if any(key[0] == name for key in _loaded):
+    if find_loaded(name) is not None:
         return ModelStatus(name, "loaded", None, f"{name} is loaded")
     if name == TINY:
         return ModelStatus(name, "tiny", None, f"tiny: {TINY_NOTE}")

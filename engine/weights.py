@@ -73,8 +73,27 @@ def hub_reachable(timeout: float = HUB_PROBE_SECONDS) -> bool:
     return bool(answer and answer[0])
 
 
-def _progress_tqdm(events: queue.Queue, desc: str):
-    """A tqdm class for snapshot_download that posts (done, total, desc) of the bytes written."""
+def planned_bytes(model_id: str) -> int:
+    """The bytes snapshot_download will fetch for `model_id` (the files WEIGHT_PATTERNS keeps, less those cached), from the hub's file list; 0 if unknown.
+
+    snapshot_download's byte bar only learns a file's size when that file starts, so its total
+    grows during a download and a bar drawn from it would run to 100 % and fall back. Asking
+    for the list first gives the bar its real end from the first byte.
+    """
+    from huggingface_hub import HfApi, try_to_load_from_cache
+    from huggingface_hub.utils import filter_repo_objects
+
+    try:
+        files = [f for f in HfApi().list_repo_tree(model_id, recursive=True) if getattr(f, "size", None) is not None]
+        kept = set(filter_repo_objects([f.path for f in files], allow_patterns=WEIGHT_PATTERNS))
+        # a file already in the cache (from an interrupted download) is not fetched again
+        return sum(f.size for f in files if f.path in kept and not isinstance(try_to_load_from_cache(model_id, f.path), str))
+    except Exception:  # the download itself will say what is wrong with the hub
+        return 0
+
+
+def _progress_tqdm(events: queue.Queue, desc: str, planned: int = 0):
+    """A tqdm class for snapshot_download that posts (done, total, desc) of the bytes written; `planned` is the whole, when known."""
     from tqdm.auto import tqdm
 
     class ReportingTqdm(tqdm):
@@ -88,7 +107,8 @@ def _progress_tqdm(events: queue.Queue, desc: str):
             # "Downloading bytes" counts network bytes against a guessed total; the other byte bar
             # counts bytes written against the sum of the file sizes, which is what a bar should show
             if self.unit == "B" and self.total and not str(self.desc).startswith("Downloading bytes"):
-                events.put((int(self.n), int(self.total), desc))
+                total = max(planned, int(self.total))
+                events.put((min(int(self.n), total), total, desc))
             return shown
 
     return ReportingTqdm
@@ -108,8 +128,9 @@ def download_weights(model_id: str, progress: Progress | None = None) -> Path:
 
     def work():
         try:
+            planned = planned_bytes(model_id)
             outcome["path"] = snapshot_download(
-                model_id, allow_patterns=WEIGHT_PATTERNS, tqdm_class=_progress_tqdm(events, f"downloading {model_id}")
+                model_id, allow_patterns=WEIGHT_PATTERNS, tqdm_class=_progress_tqdm(events, f"downloading {model_id}", planned)
             )
         except BaseException as error:  # handed back to the calling thread below
             outcome["error"] = error

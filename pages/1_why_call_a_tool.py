@@ -9,6 +9,7 @@ from pages.common.chrome import page_chrome
 from pages.common.draw import draw_tokens, notice
 from pages.common.models import model_label, model_source, no_model_box, tokenizer
 from pages.common.state import from_url, style, to_url
+from pages.common.stream import TokenStream
 from pages.common.words import lesson
 
 page_chrome(__file__)
@@ -67,7 +68,7 @@ question = scenario.messages[0]["content"]
 st.markdown(f"> {question}")
 kind, source = model_source("strawberry-no-tools")
 model_label(kind, source)
-if kind in ("live", "tiny"):
+if kind in ("live", "random"):
     if st.button("Ask without tools, then with tools", key="why_ask", type="primary"):
         from engine.decode import GenerationSettings
         from engine.harness import iterate_episode
@@ -76,23 +77,23 @@ if kind in ("live", "tiny"):
         left, right = st.columns(2)
         with left:
             st.subheader("Without tools")
-            box = st.empty()
-            shown = []
+            stream = TokenStream(is_special=tok.is_special)
             settings = GenerationSettings(max_new_tokens=160, top_k=0)
-
-            def show(step):
-                shown.append(step.text)
-                box.markdown("".join(shown))
-
-            generation = generate_turn(source, Request(scenario.messages, [], "native"), settings, on_step=show)
+            generation = generate_turn(source, Request(scenario.messages, [], "native"), settings, on_step=stream.add)
+            stream.finish()
             st.caption(f"{generation.output_tokens} tokens, finish: {generation.finish}")
         with right:
             st.subheader("With tools")
-            live = LiveModel(source, GenerationSettings(max_new_tokens=80, top_k=0))
+            # one strip per model call, streamed as it is written; the tool results between them
+            streams = [TokenStream(is_special=tok.is_special)]
+            live = LiveModel(source, GenerationSettings(max_new_tokens=80, top_k=0), on_step=lambda step: streams[-1].add(step))
             for step in iterate_episode(live, scenario.messages, scenario.tools, style(), max_turns=3):
-                st.code(step.turn.text or "(empty)", language=None, wrap_lines=True)
+                streams[-1].finish()
+                st.caption(f"{step.turn.output_tokens} tokens, finish: {step.turn.finish}")
                 for result in step.results:
                     st.markdown(f"Tool result: `{result.text}`")
+                streams.append(TokenStream(is_special=tok.is_special))
+            streams[-1].finish()
 elif kind == "trace":
     st.code(source.text, language=None, wrap_lines=True)
     st.caption(f"{len(source.steps)} tokens, finish: {source.finish}")

@@ -11,6 +11,7 @@ from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
 from pages.common.models import TINY_LABEL, model_label, model_source, no_model_box, tokenizer
 from pages.common.state import from_url, style, to_url
+from pages.common.stream import TokenStream
 from pages.common.words import lesson
 
 page_chrome(__file__)
@@ -26,24 +27,17 @@ st.markdown(f"> {scenario.messages[0]['content']}")
 kind, source = model_source(f"the-model-writes-a-call-{style()}")
 model_label(kind, source)
 steps = None  # rows of (id, token, p, top) when a model or a recording made them
-if kind in ("live", "tiny"):
+if kind in ("live", "random"):
     made = st.session_state.get("call_generation")
     wanted = (source.info.label(), style())
     if st.button("Generate the call", key="call_generate", type="primary"):
         from engine.decode import GenerationSettings
         from engine.live import generate_turn
 
-        live = st.empty()
-        shown = []
-
-        def show(step):
-            shown.append((step.id, step.token))
-            with live.container():
-                draw_tokens(shown)
-
-        settings = GenerationSettings(max_new_tokens=40 if kind == "tiny" else 80, top_k=8)
-        generation = generate_turn(source, Request(scenario.messages, scenario.tools, style()), settings, on_step=show)
-        live.empty()
+        stream = TokenStream(is_special=tok.is_special)
+        settings = GenerationSettings(max_new_tokens=40 if kind == "random" else 80, top_k=8)
+        generation = generate_turn(source, Request(scenario.messages, scenario.tools, style()), settings, on_step=stream.add)
+        stream.clear()  # the step-through strip below shows every token
         made = {"key": wanted, "steps": generation.steps}
         st.session_state["call_generation"] = made
         st.session_state["call_step"] = 0
@@ -100,7 +94,7 @@ facts.metric(f"Token {step} of {last}", show_token(token) or "(empty)")
 facts.caption(f"id {token_id}")
 if p is not None:
     facts.metric("Its probability", f"{p:.1%}" if p >= 0.001 else f"{p:.2e}")
-    if kind == "tiny":
+    if kind == "random":
         facts.caption(TINY_LABEL)
     labels = [show_token(a.token) or "(empty)" for a in reversed(top)]
     figure = go.Figure(

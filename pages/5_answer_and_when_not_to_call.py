@@ -10,7 +10,7 @@ from engine.prompt import Request, render
 from engine.tokenizer import TOOL_CALL
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, legend_html, notice, prompt_html, show_token
-from pages.common.models import current_engine, find_trace, model_label
+from pages.common.models import current_engine, engine_kind, find_trace, model_label
 from pages.common.state import style
 from pages.common.words import LESSONS, lesson
 
@@ -98,7 +98,7 @@ def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> 
 
 engine = current_engine()
 if engine is not None:
-    model_label("tiny" if engine.info.random_weights else "live", engine)
+    model_label(engine_kind(engine), engine)
 columns = st.columns(2)
 shown_any = False
 for column, question in zip(columns, DATA["questions"], strict=True):

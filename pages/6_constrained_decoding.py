@@ -13,7 +13,7 @@ from engine.tokenizer import REAL_VOCAB
 from engine.tools import load_tool_set
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
-from pages.common.models import current_engine, model_label, tokenizer
+from pages.common.models import current_engine, engine_kind, model_label, tokenizer
 from pages.common.state import from_url, to_url
 from pages.common.words import LESSONS, lesson, words
 
@@ -142,12 +142,12 @@ engine = current_engine()
 if engine is None:
     st.info(text["needs the model"])
 elif mode == "none" or step.allowed is None:
-    model_label("tiny" if engine.info.random_weights else "live", engine)
+    model_label(engine_kind(engine), engine)
     st.markdown("Nothing is masked at this step, so the probabilities are the model's own.")
 else:
     from engine.peek import next_logits
 
-    model_label("tiny" if engine.info.random_weights else "live", engine)
+    model_label(engine_kind(engine), engine)
     st.markdown(text["before and after"])
     prompt = render(Request(QUESTION, TOOLS, "native"), engine.tokenizer)
     masked = inspect_mask(TOOLS, prefix, mode, logits=next_logits(engine, prompt.ids + ids[: number - 1]), top_k=8)
@@ -167,7 +167,7 @@ else:
     from engine.decode import GenerationSettings
     from engine.live import side_by_side
 
-    model_label("tiny" if engine.info.random_weights else "live", engine)
+    model_label(engine_kind(engine), engine)
     settings = GenerationSettings(max_new_tokens=48, temperature=0.7, seed=0, top_k=0)
     st.caption(f"Sampled at temperature {settings.temperature}, seed {settings.seed}, up to {settings.max_new_tokens} tokens.")
     if st.button("Decode both", key="cd_generate", type="primary"):

@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from pages.common.chrome import page_chrome
-from pages.common.models import live_model_name, no_model_box, weights_on_disk
+from pages.common.models import current_engine, live_model_name, no_model_box, random_label, weights_on_disk
 from pages.common.words import ROOT, lesson, lesson_index
 
 page_chrome(__file__)
@@ -27,8 +27,11 @@ name = live_model_name()
 choice = st.session_state.get("model", "live")
 if choice == "tiny":
     st.warning("The tiny model is selected: random weights, its words and probabilities mean nothing, only the mechanics are real.")
-elif st.session_state.get("model_loaded") == name and choice == "live":
-    st.success(f"{name} is loaded.")
+elif choice == "live" and (engine := current_engine()) is not None:
+    if engine.info.random_weights:
+        st.warning(random_label(engine.info))
+    else:
+        st.success(f"{engine.info.label()} is loaded for everyone using this site.")
 elif choice == "live" and weights_on_disk(name):
     st.info(f"{name} is on this machine, not loaded yet: press **Load the model** in the sidebar.")
 else:

@@ -7,8 +7,9 @@ from engine.harness import Run, ScriptedModel, iterate_episode, list_scenarios, 
 from engine.playground import cap_for_display, check_files, fresh_workspace, snapshot
 from pages.common.chrome import page_chrome
 from pages.common.draw import ledger_figure, notice
-from pages.common.models import current_engine, model_label
+from pages.common.models import current_engine, engine_kind, model_label, tokenizer
 from pages.common.state import from_url, style, to_url
+from pages.common.stream import TokenStream, strip_html
 from pages.common.words import lesson
 
 ID = "playground"
@@ -69,7 +70,7 @@ if mode == "live":
     if engine is None:
         st.info(text["live needs the model"])
     else:
-        model_label("tiny" if engine.info.random_weights else "live", engine)
+        model_label(engine_kind(engine), engine)
 elif chosen_style not in scenario.styles:
     st.warning(text["scenario only in other style"])
 
@@ -111,13 +112,17 @@ if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_r
         from engine.decode import GenerationSettings
         from engine.live import LiveModel
 
-        model = LiveModel(engine, GenerationSettings(max_new_tokens=256))
+        # each turn streams into the status box as the model writes it
+        model = LiveModel(engine, GenerationSettings(max_new_tokens=256), on_step=lambda token: streams[-1].add(token))
     run = Run(chosen_style, "per-block")
     with st.status("Running the episode…", expanded=True) as status, fresh_workspace(good) as workspace:
+        streams = [TokenStream(is_special=tokenizer().is_special)]
         try:
             for step in iterate_episode(model, messages, scenario.tools, style=chosen_style, workspace=workspace,
                                         max_turns=MAX_TURNS, run=run):
+                streams[-1].clear()
                 status.write(f"Call {len(run.steps)}: {step.cost.input_tokens:,} tokens in, {step.cost.output_tokens:,} out")
+                streams.append(TokenStream(is_special=tokenizer().is_special))
         except EngineError as error:
             run.stop_reason = f"the model failed: {error}"
         files_after = snapshot(workspace)
@@ -139,7 +144,10 @@ if result:
         with st.container(border=True):
             st.markdown(f"**Call {number}** · {step.cost.input_tokens:,} tokens in · {step.cost.output_tokens:,} out"
                         + (" · cut off at the token limit" if step.turn.finish == "length" else ""))
-            st.code(step.turn.text or "(empty)", language=None, wrap_lines=True)
+            if step.turn.steps:  # a live turn: its tokens, whitespace shown as ␣/↵ and long runs counted
+                st.markdown(strip_html([(s.id, s.token) for s in step.turn.steps], tokenizer().is_special), unsafe_allow_html=True)
+            else:
+                st.code(step.turn.text or "(empty)", language=None, wrap_lines=True)
             if step.parse.final:
                 st.success("No call: the harness takes this as the final answer.")
             for item in step.results:

@@ -39,9 +39,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _serve(log_name: str = "streamlit-server.log"):
-    """`streamlit run app.py` on a free local port, healthy before it is handed out; its base URL. Stopped after."""
-    import os
+def _serve(log_name: str = "streamlit-server.log", env: dict | None = None):
+    """`streamlit run app.py` on a free local port, healthy before it is handed out; its base URL. Stopped after.
+
+    `env` adds to (or, with None values, removes from) the server's environment: QWEN_MODEL, HF_ENDPOINT...
+    """
     import subprocess
     import time
     import urllib.request
@@ -52,7 +54,7 @@ def _serve(log_name: str = "streamlit-server.log"):
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
          "--client.toolbarMode", "minimal"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=_server_env(env),
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -79,10 +81,50 @@ def _serve(log_name: str = "streamlit-server.log"):
             log.close()
 
 
+def _server_env(extra: dict | None) -> dict:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    for name, value in (extra or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+@pytest.fixture(scope="session")
+def tiny_folder(tmp_path_factory):
+    """The tiny model saved as a teacher's model folder: save_pretrained's files plus the vendored tokenizer's."""
+    from engine.loading import build_tiny_network
+    from engine.settings import VENDORED_TOKENIZER
+
+    folder = tmp_path_factory.mktemp("tiny-folder")
+    build_tiny_network().save_pretrained(folder)
+    for path in VENDORED_TOKENIZER.iterdir():
+        if path.is_file():
+            shutil.copy(path, folder / path.name)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def streamlit_server():
     """A real server for the whole test session; its base URL."""
     yield from _serve()
+
+
+@pytest.fixture(scope="module")
+def serve_app():
+    """Servers with an environment of their own: `serve_app({"QWEN_MODEL": folder})` -> base URL; all stopped after the module."""
+    running = []
+
+    def start(env: dict, log_name: str = "streamlit-server-env.log") -> str:
+        server = _serve(log_name, env)
+        url = next(server)
+        running.append(server)
+        return url
+
+    yield start
+    for server in running:
+        server.close()  # runs _serve's finally: terminate the server
 
 
 @pytest.fixture

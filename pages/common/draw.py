@@ -55,13 +55,16 @@ def show_token(text: str) -> str:
     return text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
 
 
-def token_strip(pieces, show_ids: bool = True, current: int | None = None, extra=None, special=None) -> str:
-    """HTML: one box per token, alternating colours, the id (and `extra[i]`) under each; `current` is outlined."""
+def token_strip(pieces, show_ids: bool = True, current: int | None = None, extra=None, special=None, first: int = 0) -> str:
+    """HTML: one box per token, alternating colours, the id (and `extra[i]`) under each; `current` is outlined.
+
+    `first` is the position of pieces[0] in a longer strip drawn in parts (it keeps the colours alternating).
+    """
     boxes = []
     for n, piece in enumerate(pieces):
         token_id, text = piece[0], piece[1]
         is_special = special[n] if special is not None else False
-        kind = "sp" if is_special else ("a" if n % 2 == 0 else "b")
+        kind = "sp" if is_special else ("a" if (first + n) % 2 == 0 else "b")
         if current is not None:
             kind += " now" if n == current else (" later" if n > current else "")
         under = []

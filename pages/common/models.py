@@ -1,4 +1,7 @@
-"""The models a page can use, cached once per server process: the tokenizer, the tiny model, the live model, traces.
+"""The models a page can use, once per server process: the tokenizer, the tiny model, the live model, traces.
+
+The live model lives in the engine's process-wide registry (engine.loading): loaded once, from
+whichever session pressed the sidebar's button, then found loaded by every session of the server.
 
 Also the one-line labels that say what made a panel's figures, and the plain message a panel
 shows when no model can run.
@@ -9,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.errors import EngineError
-from engine.loading import TINY, check_model, load_model
+from engine.loading import TINY, check_model, find_job, find_loaded, load_model, start_load
 from engine.settings import load_settings
 from engine.tokenizer import load_tokenizer
 from engine.trace import load_trace
@@ -17,6 +20,7 @@ from pages.common.words import ROOT, words
 
 TRACES = ROOT / "assets" / "traces"
 TINY_LABEL = "random weights: its words and probabilities mean nothing, only the mechanics are real"
+RANDOM_LABEL = "its words and probabilities mean nothing, only the mechanics are real"
 
 
 @st.cache_resource(show_spinner="Loading the Qwen3 tokenizer…")
@@ -31,11 +35,6 @@ def tiny_engine():
     return load_model(TINY)
 
 
-@st.cache_resource(show_spinner=False)
-def _load_live(name: str, _progress=None):
-    return load_model(name, progress=_progress)
-
-
 def live_model_name() -> str:
     return load_settings().model
 
@@ -46,38 +45,47 @@ def weights_on_disk(name: str) -> bool:
     return check_model(name).state in ("local folder", "cached", "loaded")
 
 
+def draw_progress(bar, job) -> None:
+    """The load job's latest stage on a progress bar: bytes while downloading, else the stage's words."""
+    if job.total:
+        bar.progress(min(job.done / job.total, 1.0), text=f"{job.stage}: {job.done / 1e6:,.1f} / {job.total / 1e6:,.1f} MB")
+    else:
+        bar.progress(1.0 if "ready" in job.stage else 0.0, text=job.stage)
+
+
 def load_live_model(name: str):
-    """Load the live model with a progress bar (download and load); an error message on failure."""
+    """Load the live model for the whole server, drawing its progress here; the model, or None with the error kept for the sidebar.
+
+    The load runs in a thread of the server process (engine.loading.start_load), not in this
+    script run: a learner who clicks elsewhere meanwhile does not stop it, a second press
+    anywhere joins it, and once it is done every session finds the model loaded.
+    """
+    job = start_load(name)
     bar = st.progress(0.0, text=f"Loading {name}…")
-
-    def progress(done: int, total: int, desc: str) -> None:
-        if total:
-            bar.progress(min(done / total, 1.0), text=f"{desc}: {done / 1e6:,.1f} / {total / 1e6:,.1f} MB")
-        else:
-            bar.progress(1.0 if "ready" in desc else 0.0, text=desc)
-
-    try:
-        engine = _load_live(name, progress)
-    except EngineError as error:
-        bar.empty()
-        st.session_state["model_error"] = str(error)
-        return None
+    # the script thread only watches; the bar is redrawn at most every 0.2 s
+    while not job.wait(0.2):
+        draw_progress(bar, job)
     bar.empty()
+    if job.error:
+        st.session_state["model_error"] = job.error
+        return None
     st.session_state.pop("model_error", None)
-    st.session_state["model_loaded"] = name
-    return engine
+    return job.model
 
 
 def current_engine():
-    """The model the sidebar chose, if it is ready: the loaded live model, the tiny model, or None."""
+    """The model the sidebar chose, if it is ready: the live model loaded by anyone on this server, the tiny model, or None."""
     choice = st.session_state.get("model", "live")
     if choice == "tiny":
         return tiny_engine()
     if choice == "live":
-        name = live_model_name()
-        if st.session_state.get("model_loaded") == name:
-            return _load_live(name)
+        return find_loaded(live_model_name())
     return None
+
+
+def engine_kind(engine) -> str:
+    """"random" for a model whose weights are random (the tiny model, a folder that says so), else "live"."""
+    return "random" if engine.info.random_weights else "live"
 
 
 def find_trace(name: str):
@@ -93,22 +101,29 @@ def find_trace(name: str):
 
 
 def model_source(trace_name: str):
-    """What a model panel can show: ("live" | "tiny", engine), ("trace", trace) or ("none", None)."""
+    """What a model panel can show: ("live" | "random", engine), ("trace", trace) or ("none", None)."""
     engine = current_engine()
     if engine is not None:
-        return ("tiny" if engine.info.random_weights else "live"), engine
+        return engine_kind(engine), engine
     trace = find_trace(trace_name)
     if trace is not None:
         return "trace", trace
     return "none", None
 
 
+def random_label(info) -> str:
+    """What a random-weights model's panel says: never "Live model"."""
+    if info.name == TINY:
+        return f"Tiny model, {TINY_LABEL}."
+    return f"Random weights: {info.name} ({info.dtype}, {info.device}). Its config.json says its weights are random: {RANDOM_LABEL}."
+
+
 def model_label(kind: str, thing) -> None:
     """One line above a model panel saying what made what follows."""
     if kind == "live":
         st.success(f"Live model: {thing.info.label()}")
-    elif kind == "tiny":
-        st.warning(f"Tiny model, {TINY_LABEL}.")
+    elif kind in ("random", "tiny"):
+        st.warning(random_label(thing.info))
     elif kind == "trace":
         st.info(f"Recorded run: {thing.source}.")
 
@@ -120,7 +135,7 @@ def no_model_box() -> None:
 
 
 def model_status(name: str) -> None:
-    """The sidebar's model lines: what is chosen, whether it is loaded, and the button that loads it."""
+    """The sidebar's model lines: what is chosen, whether this server has it loaded (for every session), and the button that loads it."""
     choice = st.session_state.get("model", "live")
     if choice == "off":
         st.caption("No model: the lessons use the tokenizer and scripted runs.")
@@ -128,14 +143,36 @@ def model_status(name: str) -> None:
     if choice == "tiny":
         st.caption(f"Tiny model: {TINY_LABEL}.")
         return
-    if st.session_state.get("model_loaded") == name:
-        st.caption(f"Loaded: {name}")
+    loaded = find_loaded(name)
+    if loaded is not None:
+        loaded_lines(loaded)
+        return
+    job = find_job(name)
+    if job is not None and not job.finished.is_set():
+        wait_for_other_load(name)
         return
     present = weights_on_disk(name)
     st.caption(f"{name}: {'on this machine, not loaded yet' if present else 'not on this machine'}")
     if st.button("Load the model" if present else "Try to download and load", key="sidebar_load"):
-        load_live_model(name)
+        if load_live_model(name) is not None:
+            st.rerun()  # draw the sidebar and every panel again, now with the model
     if st.session_state.get("model_error"):
         st.error(st.session_state["model_error"])
     elif not present:
         st.caption(words("home", "how to get the model", model=name))
+
+
+def loaded_lines(loaded) -> None:
+    """The sidebar's lines for a model this server has loaded."""
+    st.caption(f"Loaded for everyone on this site: {loaded.info.label()}")
+    if loaded.info.random_weights:
+        st.warning(f"Random weights: {RANDOM_LABEL}.")
+
+
+@st.fragment(run_every=1.0)
+def wait_for_other_load(name: str) -> None:
+    """While a load started elsewhere runs: its stage, checked every second; the whole page redraws when it is done."""
+    job = find_job(name)
+    if job is None or job.finished.is_set():
+        st.rerun(scope="app")
+    st.caption(f"{name} is being loaded on this server (started from another tab or by another user): {job.stage}")
