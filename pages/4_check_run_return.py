@@ -90,7 +90,7 @@ to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy,
 
 # -- stepping through the run -------------------------------------------------------------------
 st.header("Step through the run")
-back, slider, forward = st.columns([1, 6, 1], vertical_alignment="bottom")
+back, slider, forward = st.columns([2, 7, 2], vertical_alignment="bottom")
 with back:
     st.button("◀ Back", key="crr_prev", on_click=move, args=(-1, total), disabled=number <= 1,
               shortcut="Left", width="stretch")

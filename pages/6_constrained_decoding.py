@@ -91,7 +91,7 @@ if not 1 <= number <= total:
     st.session_state["cd_step"] = number = min(max(number, 1), total)
 to_url(tool_choice=None if mode == "auto" else mode, turn=None if turn_id == "call" else turn_id, step=number)
 
-back, slider, forward = st.columns([1, 6, 1], vertical_alignment="bottom")
+back, slider, forward = st.columns([2, 7, 2], vertical_alignment="bottom")
 with back:
     st.button("◀ Back", key="cd_prev", on_click=move, args=(-1, total), disabled=number <= 1, shortcut="Left", width="stretch")
 with forward:

@@ -50,6 +50,8 @@ table.plain th, table.plain td {border-bottom:1px solid #e3e3e3; padding:0.3rem 
 [data-testid="stMetricValue"] {overflow-wrap:anywhere}
 [data-testid="stButton"] button {min-width:0; max-width:100%}
 div[data-baseweb="button-group"], [data-testid="stButtonGroup"] > div {flex-wrap:wrap}
+.katex .base {padding-right:0.15em}
+[data-testid="stSidebarNavLink"] {height:auto} [data-testid="stSidebarNavLink"] span {white-space:normal; overflow:visible; text-overflow:clip}
 </style>
 """
 
@@ -190,7 +192,7 @@ def turn_html(turn_text: str, blocks, dropped: bool = False) -> str:
     parts, cursor = [], 0
     for block in sorted(blocks, key=lambda b: b.start):
         parts.append(literal(turn_text[cursor : block.start]))
-        kind = "dropped" if dropped else ("ok" if block.call is not None else "bad")
+        kind = "bad" if block.call is None else ("dropped" if dropped else "ok")
         parts.append(f'<mark class="{kind}">{literal(turn_text[block.start : block.end])}</mark>')
         cursor = block.end
     parts.append(literal(turn_text[cursor:]))
