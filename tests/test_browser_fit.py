@@ -57,11 +57,12 @@ OFFENDERS = """() => {
 
 
 def settle(page, timeout: float = 120_000) -> None:
-    """Wait until Streamlit has finished the run and the main area's text has stopped changing."""
+    """Wait until Streamlit has finished the script run (stApp's data-test-script-state) and the text has stopped changing."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
     page.wait_for_function(
         """() => { const main = document.querySelector('[data-testid="stMain"]');
-                   if (!main || !document.querySelector('h1') || document.querySelector('[data-testid="stStatusWidget"]')) return false;
+                   const app = document.querySelector('[data-testid="stApp"]');
+                   if (!main || !document.querySelector('h1') || app.getAttribute('data-test-script-state') === 'running') return false;
                    const n = main.innerText.length, same = window.__shown === n; window.__shown = n; return same; }""",
         polling=800, timeout=timeout,
     )
