@@ -137,7 +137,7 @@ figure = go.Figure(go.Bar(
     hovertext=[s.token for s in steps],
 ))
 # fixed axes: powers of ten from 1 to the whole vocabulary, and room for at least 12 bars (one bar must not fill the chart)
-chart_layout(figure, 280, yaxis={"type": "log", "title": "tokens allowed", "range": [-0.1, 5.6],
+chart_layout(figure, 280, yaxis={"type": "log", "title": "tokens allowed", "range": [-0.4, 5.6],
                                    "tickvals": [10**k for k in range(6)], "ticktext": [f"{10**k:,}" for k in range(6)]},
              xaxis={"title": "token of the reply", "dtick": 1 if total <= 40 else 5, "range": [0.4, max(total, 12) + 0.6]},
              bargap=0.25)
