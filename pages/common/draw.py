@@ -43,7 +43,7 @@ table.checks code {white-space:pre-wrap; font-size:0.95em}
 .tok.run {background:#fff3c4; border-style:dashed} .ws-run {background:#fff3c4; border:1px dashed #b59b00; border-radius:4px; padding:0 4px}
 table.plain {border-collapse:collapse; width:100%; margin:0.3rem 0 1rem 0; table-layout:auto}
 table.plain th, table.plain td {border-bottom:1px solid #e3e3e3; padding:0.3rem 0.5rem; text-align:left; vertical-align:top;
-  overflow-wrap:break-word; color:inherit} table.plain th {font-weight:600}
+  overflow-wrap:anywhere; color:inherit} table.plain th {font-weight:600; overflow-wrap:normal}
 /* labels, metrics and buttons wrap instead of ending in "…" (a projector at 1024 px must show them whole) */
 .stMarkdownEllipsis, .stMarkdownEllipsis * {white-space:normal !important; overflow:visible !important;
   text-overflow:clip !important; overflow-wrap:break-word}
