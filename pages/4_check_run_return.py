@@ -219,4 +219,4 @@ else:
     st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
     st.caption(text["seed 001"])
 
-notice(text["what to notice"])
+notice(text["what to notice (stopped)" if any(s.parse.returned_as_text for s in run.steps) else "what to notice"])

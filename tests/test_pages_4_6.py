@@ -66,6 +66,27 @@ def test_lesson_4_steps_forward_and_back_with_a_growing_ledger():
     assert at.session_state["crr_step"] == 6 and at.query_params["step"] == "6"
 
 
+def test_lesson_4_under_vllm_shows_the_run_that_stopped_and_no_error_going_back():
+    at = open_page(P4, scenario="missing-brace", policy="vllm", step="2")
+    stopped = run_scenario(load_scenario("missing-brace"), "native", "vllm")
+    forgiving = run_scenario(load_scenario("missing-brace"), "native", "per-block")
+    text = all_text(at)
+    assert len(stopped.steps) == 2 and stopped.steps[1].parse.returned_as_text
+    assert metrics(at)["vllm: input tokens, whole run"] == f"{stopped.ledger.input_tokens:,}"
+    assert metrics(at)["per-block: input tokens, whole run"] == f"{forgiving.ledger.input_tokens:,}"
+    assert "Measured: input with it − input without it" not in metrics(at)  # the per-block run's formula is not this run's
+    assert "exactly what the model will read" not in text and "these errors are **not** sent back" in text
+    assert "The whole run: **2 calls**" in text and "1 calls" not in text
+    assert "the model reads no error" in " ".join(m.value for m in at.markdown if "What to notice" in m.value)
+
+
+def test_lesson_4_mixed_turn_under_vllm_greys_the_dropped_good_call():
+    at = open_page(P4, scenario="mixed-turn", policy="vllm", step="1")
+    turn = next(m.value for m in at.markdown if 'class="turn-view"' in m.value)
+    assert turn.count('<mark class="dropped">') == 1 and turn.count('<mark class="bad">') == 1 and 'class="ok"' not in turn
+    assert "The whole run: **1 call**," in all_text(at)
+
+
 @pytest.mark.parametrize("name", list_scenarios())
 def test_lesson_4_shows_every_scenario(name):
     at = open_page(P4)
