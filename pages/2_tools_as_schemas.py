@@ -7,9 +7,12 @@ from engine.harness import load_scenario
 from engine.prompt import Request, count_tools_tokens, render
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, legend_html, notice, prompt_html
+from pages.common.literal import plural, table_html
 from pages.common.state import from_url, style, to_url
 from pages.common.tool_editor import tool_editor
 from pages.common.words import lesson
+
+EMPTY_THINK = "<think>\n\n</think>\n\n"
 
 page_chrome(__file__)
 text = lesson("tools-as-schemas")
@@ -62,10 +65,9 @@ to_url(tokens="1" if by_token else None)
 view, table = st.columns([3, 1], gap="medium")
 view.markdown(prompt_html(prompt, by_token), unsafe_allow_html=True)
 table.metric("Tokens in this prompt", prompt.count)
-table.dataframe(
-    [{"part": s.label, "tokens": s.tokens} for s in prompt.spans],
-    hide_index=True, width="stretch",
-)
+table.markdown(table_html([{"part": s.label, "tokens": s.tokens} for s in prompt.spans]), unsafe_allow_html=True)
+if prompt.text.endswith(EMPTY_THINK):
+    st.markdown(text["empty think"])
 
 # -- over a run -----------------------------------------------------------------------------------------
 st.header("Over a run")
@@ -82,7 +84,7 @@ chart_layout(figure, 360, barmode="group", xaxis_title="after this many calls", 
 
 st.plotly_chart(figure, width="stretch")
 a, b = st.columns(2)
-a.metric(f"Native: definitions over {calls} calls", costs["native"][1] * calls)
-b.metric(f"ReAct: definitions over {calls} calls", costs["react"][1] * calls)
+a.metric(f"Native: definitions over {plural(calls, 'call')}", costs["native"][1] * calls)
+b.metric(f"ReAct: definitions over {plural(calls, 'call')}", costs["react"][1] * calls)
 
 notice(text["what to notice"])

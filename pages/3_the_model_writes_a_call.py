@@ -48,7 +48,7 @@ elif kind == "trace":
 
 if steps is None:
     st.header("The call")
-    st.markdown(text["the call"])
+    st.markdown(text["the call" if style() == "native" else "the call (react)"])
     call = scenario.turns[style()][0].text
     st.code(call, language=None, wrap_lines=True)
     pieces = tok.encode_and_show_work(call)
@@ -108,6 +108,6 @@ if p is not None:
                  xaxis_title="probability")
     chart.plotly_chart(figure, width="stretch")
 else:
-    chart.markdown(text["decisive moments"])
+    chart.markdown(text["decisive moments" if style() == "native" else "decisive moments (react)"])
 
 notice(text["what to notice"])

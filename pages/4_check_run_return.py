@@ -8,6 +8,7 @@ from engine.harness import list_scenarios, load_scenario, returned_text, run_sce
 from engine.parse import POLICIES, parse_turn
 from pages.common.chrome import page_chrome
 from pages.common.draw import call_words, checks_html, ledger_figure, notice, turn_html
+from pages.common.literal import plural, table_html
 from pages.common.state import from_url, style, to_url
 from pages.common.words import lesson, words
 
@@ -89,7 +90,7 @@ to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy,
 
 # -- stepping through the run -------------------------------------------------------------------
 st.header("Step through the run")
-back, slider, forward = st.columns([1, 6, 1], vertical_alignment="bottom")
+back, slider, forward = st.columns([2, 7, 2], vertical_alignment="bottom")
 with back:
     st.button("◀ Back", key="crr_prev", on_click=move, args=(-1, total), disabled=number <= 1,
               shortcut="Left", width="stretch")
@@ -107,7 +108,7 @@ parsed = step.parse
 st.subheader(f"Call {number} of {total}: the model wrote")
 st.markdown(text["the turn"])
 turn_text = run.messages[step.message_index]["content"]
-st.markdown(turn_html(turn_text, parsed.blocks), unsafe_allow_html=True)
+st.markdown(turn_html(turn_text, parsed.blocks, dropped=parsed.returned_as_text), unsafe_allow_html=True)
 if step.turn.finish == "length":
     st.warning(text["cut off"])
 
@@ -118,7 +119,7 @@ elif parsed.final:
 
 if parsed.blocks:
     st.subheader("The checks")
-    st.markdown(text["the checks"])
+    st.markdown(text["the checks (dropped)" if parsed.returned_as_text else "the checks"])
     for block in parsed.blocks:
         if len(parsed.blocks) > 1:
             st.markdown(f"**Block {block.index + 1}**")
@@ -154,7 +155,7 @@ rows = [
 ]
 chart, table = st.columns([1, 1])
 with table:
-    st.dataframe(rows, hide_index=True, width="stretch")
+    st.markdown(table_html(rows), unsafe_allow_html=True)
     so_far = sum(c.input_tokens for c in calls[:number])
     st.metric("Input tokens so far", f"{so_far:,}", help="the sum of every prompt sent up to this call")
 with chart:
@@ -183,24 +184,30 @@ else:
             if not verdict.returned_as_text:
                 for error in verdict.errors:
                     st.error(f"block {error.block + 1} answered with `{error.error}`")
-            st.markdown(f"Reply {bad_index + 1} of the script. The whole run: **{len(whole.steps)} calls**, "
+            st.markdown(f"Reply {bad_index + 1} of the script. The whole run: **{plural(len(whole.steps), 'call')}**, "
                         f"{whole.ledger.input_tokens:,} input tokens; it ended with *{whole.stop_reason}*.")
 
 # -- what the broken call costs -------------------------------------------------------------------
 st.header("What a broken call costs")
 if scenario.malformed_turn is None:
     st.markdown(text["no broken call"])
+elif any(s.parse.returned_as_text for s in run.steps):
+    # the vllm policy stopped this run at the broken reply: show that run, not the per-block one
+    stopped = next(n for n, s in enumerate(run.steps, start=1) if s.parse.returned_as_text)
+    forgiving = scripted_run(scenario_name, chosen_style, "per-block")
+    st.markdown(words(ID, "cost when the run stopped", stopped=stopped, calls=plural(len(run.steps), "call"),
+                      tokens=f"{run.ledger.input_tokens:,}", forgiving_calls=plural(len(forgiving.steps), "call"),
+                      forgiving_tokens=f"{forgiving.ledger.input_tokens:,}"))
+    a, b = st.columns(2)
+    a.metric("vllm: input tokens, whole run", f"{run.ledger.input_tokens:,}", help=f"{plural(len(run.steps), 'call')}; ended: {run.stop_reason}")
+    b.metric("per-block: input tokens, whole run", f"{forgiving.ledger.input_tokens:,}", help=f"{plural(len(forgiving.steps), 'call')}; ended: {forgiving.stop_reason}")
 else:
     st.markdown(text["what a broken call costs"])
     cost = malformed_cost(scenario_name, chosen_style)
     st.latex(r"\Delta_{\text{in}} = C_{\text{bad}} + (a_{\text{bad}} + e)\times n_{\text{later}}")
     measured, equal, formula = st.columns([5, 2, 5])
     with measured:
-        st.metric(
-            "Measured: input with it − input without it",
-            f"{cost.measured_in:,}",
-            help=None,
-        )
+        st.metric("Measured: input with it − input without it", f"{cost.measured_in:,}")
         st.markdown(f"{cost.with_bad['input_tokens']:,} − {cost.without_bad['input_tokens']:,} = **{cost.measured_in:,}** tokens")
     with equal:
         mark = "= ✓" if cost.agrees else "≠"
@@ -212,4 +219,4 @@ else:
     st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
     st.caption(text["seed 001"])
 
-notice(text["what to notice"])
+notice(text["what to notice (stopped)" if any(s.parse.returned_as_text for s in run.steps) else "what to notice"])

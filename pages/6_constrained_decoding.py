@@ -9,12 +9,13 @@ from engine.constrain import inspect_mask, walk
 from engine.harness import load_scenario
 from engine.parse import parse_turn
 from engine.prompt import Request, render
-from engine.tokenizer import REAL_VOCAB
+from engine.tokenizer import REAL_VOCAB, TOOL_CALL
 from engine.tools import load_tool_set
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
-from pages.common.models import current_engine, engine_kind, model_label, tokenizer
-from pages.common.state import from_url, to_url
+from pages.common.literal import draw_reply, plural
+from pages.common.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
+from pages.common.state import from_url, style, to_url
 from pages.common.words import LESSONS, lesson, words
 
 ID = "constrained-decoding"
@@ -28,6 +29,7 @@ page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
 st.markdown(text["intro"])
+(st.warning if style() == "react" else st.caption)(text["native only"])
 
 
 @st.cache_data(show_spinner="Building the grammar…", max_entries=64)
@@ -78,11 +80,9 @@ with st.expander("The four tool_choice modes", expanded=False):
     st.markdown(text["tool choice"])
 mode = from_url("cd_tool_choice", "tool_choice", "auto", str, MODES)
 turn_id = from_url("cd_turn", "turn", "call", str, list(TURNS))
-left, right = st.columns([3, 2])
-with left:
-    st.segmented_control("tool_choice", MODES, key="cd_tool_choice", required=True, on_change=reset_step)
-with right:
-    st.selectbox("The reply", list(TURNS), key="cd_turn", format_func=lambda t: TURNS[t]["label"], on_change=reset_step)
+# one control per row: five tool_choice buttons beside a select box do not fit a 1024 px projector
+st.segmented_control("tool_choice", MODES, key="cd_tool_choice", required=True, on_change=reset_step)
+st.selectbox("The reply", list(TURNS), key="cd_turn", format_func=lambda t: TURNS[t]["label"], on_change=reset_step)
 
 steps = walked(turn_id, mode)
 total = len(steps)
@@ -91,7 +91,7 @@ if not 1 <= number <= total:
     st.session_state["cd_step"] = number = min(max(number, 1), total)
 to_url(tool_choice=None if mode == "auto" else mode, turn=None if turn_id == "call" else turn_id, step=number)
 
-back, slider, forward = st.columns([1, 6, 1], vertical_alignment="bottom")
+back, slider, forward = st.columns([2, 7, 2], vertical_alignment="bottom")
 with back:
     st.button("◀ Back", key="cd_prev", on_click=move, args=(-1, total), disabled=number <= 1, shortcut="Left", width="stretch")
 with forward:
@@ -103,12 +103,15 @@ with slider:
 tok = tokenizer()
 draw_tokens(
     [(s.id, s.token) for s in steps], show_ids=False, current=number - 1,
-    extra=[("✗" if not s.ok else allowed_words(s.allowed)) for s in steps],
+    extra=[("✗" if not s.ok else ("all · no call" if mode == "none" and s.id == TOOL_CALL else allowed_words(s.allowed)))
+           for s in steps],
     special=[tok.is_special(s.id) for s in steps],
 )
 if total < len(tok.encode(TURNS[turn_id]["text"])):
     st.caption(f"The reply stops after token {total}: the grammar forbids what came next.")
 
+if mode == "none" and any(s.id == TOOL_CALL for s in steps):
+    st.warning(text["none and a call"])
 step = steps[number - 1]
 ids = tok.encode(TURNS[turn_id]["text"])
 prefix = tok.decode(ids[: number - 1])
@@ -133,7 +136,11 @@ figure = go.Figure(go.Bar(
     marker_color=["#d62728" if n == number else ("#bbbbbb" if s.allowed is None else "#4a90d9") for n, s in enumerate(steps, 1)],
     hovertext=[s.token for s in steps],
 ))
-chart_layout(figure, 280, yaxis={"type": "log", "title": "tokens allowed"}, xaxis={"title": "token of the reply", "dtick": 1})
+# fixed axes: powers of ten from 1 to the whole vocabulary, and room for at least 12 bars (one bar must not fill the chart)
+chart_layout(figure, 280, yaxis={"type": "log", "title": "tokens allowed", "range": [-0.4, 5.6],
+                                   "tickvals": [10**k for k in range(6)], "ticktext": [f"{10**k:,}" for k in range(6)]},
+             xaxis={"title": "token of the reply", "dtick": 1 if total <= 40 else 5, "range": [0.4, max(total, 12) + 0.6]},
+             bargap=0.25)
 st.plotly_chart(figure, key="cd_allowed_chart")
 
 # -- probabilities before and after the mask -----------------------------------------------------
@@ -180,19 +187,24 @@ else:
         for column, (label, generation) in zip(columns, stored[2].items(), strict=True):
             with column:
                 st.markdown(f"**{label}** ({'no grammar' if label == 'free' or mode == 'none' else 'tool_choice ' + mode})")
-                st.code(generation.text or "(empty)", language=None, wrap_lines=True)
+                draw_reply(generation.text, f"{'Tiny model, ' + TINY_LABEL if engine.info.random_weights else engine.info.label()}")
                 verdict = parse_turn(generation.text, TOOLS, "native")
-                ended = "hit the token limit" if generation.finish == "length" else "stopped by itself"
-                if verdict.final:
+                cut = generation.finish == "length"
+                ended = f"hit the token limit ({plural(settings.max_new_tokens, 'token')})" if cut else "stopped by itself"
+                if mode == "none" and label == "constrained":
+                    st.markdown(f"tool_choice none: the reply is not read for calls; it comes back as text. It {ended}.")
+                elif verdict.final:
                     st.markdown(f"No call: a prose reply. It {ended}.")
                 else:
-                    runs = len(verdict.calls)
                     errors = "; ".join(e.error for e in verdict.errors)
-                    st.markdown(f"Calls that pass every check: **{runs}**. It {ended}." + (f" Errors: `{errors}`" if errors else ""))
+                    st.markdown(f"Calls that pass every check: **{len(verdict.calls)}**. It {ended}." + (f" Errors: `{errors}`" if errors else ""))
+                    if cut and not verdict.calls:
+                        st.warning(text["cut off in decode both"])
 
 # -- what the constraint does not do ---------------------------------------------------------------
 st.header("What the grammar does not do")
 st.markdown(text["what it does not do"])
+st.subheader("It cannot stop a cut-off", anchor="cut-off")
 other = walked("other-tool", "auto")
 st.markdown(words(ID, "wrong tool", allowed=sum(s.ok for s in other), total=len(other)))
 cut = load_scenario("cut-off")
@@ -200,7 +212,7 @@ cut_text = cut.turns["native"][cut.malformed_turn].text
 cut_steps = walked_cut(cut_text)
 st.markdown(words(ID, "cut off", allowed=sum(s.ok for s in cut_steps), total=len(cut_steps)))
 cut_verdict = parse_turn(cut_text, cut.tools, "native")
-st.code(cut_verdict.errors[0].error if cut_verdict.errors else "(no error)", language=None)
+st.code(cut_verdict.errors[0].error if cut_verdict.errors else "(no error)", language=None, wrap_lines=True)
 st.caption(text["seed 003"])
 
 notice(words(ID, "what to notice", allowed=at_name["allowed"], vocab=REAL_VOCAB))

@@ -6,6 +6,7 @@ import streamlit as st
 from engine.calculator import plan_run
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, notice
+from pages.common.literal import table_html
 from pages.common.state import from_url, style, to_url
 from pages.common.tool_editor import tool_editor
 from pages.common.words import lesson
@@ -69,16 +70,15 @@ chart_layout(figure, 420, "Input tokens of each call (the whole prompt, re-sent)
              legend={"orientation": "h"})
 st.plotly_chart(figure, width="stretch")
 
-st.dataframe(
+st.markdown(table_html(
     [
         {
             "call": c.number, "what the model writes": c.kind, "input tokens": c.input_tokens, "tool definitions": c.tools_tokens,
             "output tokens": c.output_tokens, "error sent back": c.error or "",
         }
         for c in run.calls
-    ],
-    hide_index=True, width="stretch",
-)
+    ]
+), unsafe_allow_html=True)
 
 # -- the same tools elsewhere: OpenAI's published estimate beside Qwen3's counts, Anthropic's quoted overhead
 from engine.harness import load_scenario  # noqa: E402

@@ -6,7 +6,7 @@ import streamlit as st
 
 from pages.common.chrome import page_chrome
 from pages.common.models import current_engine, live_model_name, no_model_box, random_label, weights_on_disk
-from pages.common.words import ROOT, lesson, lesson_index
+from pages.common.words import ROOT, lesson, lesson_index, words
 
 page_chrome(__file__)
 
@@ -16,10 +16,14 @@ st.markdown(text["intro"])
 
 st.header("The lessons")
 st.markdown(text["the lessons"])
+# one line per page on what it teaches ("- id: line" in home.md)
+lines = dict(row[2:].split(": ", 1) for row in text["lesson lines"].splitlines() if row.startswith("- ") and ": " in row)
 for section in ("Lessons", "Tools"):
     for entry in lesson_index():
         if entry["section"] == section and Path(ROOT / entry["page"]).exists():
             st.page_link(entry["page"], label=entry["title"])
+            if entry["id"] in lines:
+                st.caption(lines[entry["id"]])
 
 st.header("Model and settings")
 st.markdown(text["settings"])
@@ -34,5 +38,7 @@ elif choice == "live" and (engine := current_engine()) is not None:
         st.success(f"{engine.info.label()} is loaded for everyone using this site.")
 elif choice == "live" and weights_on_disk(name):
     st.info(f"{name} is on this machine, not loaded yet: press **Load the model** in the sidebar.")
+elif choice == "off":
+    st.info(words("home", "model off", model=name))
 else:
     no_model_box()

@@ -7,7 +7,8 @@ from engine.harness import Run, ScriptedModel, iterate_episode, list_scenarios, 
 from engine.playground import cap_for_display, check_files, fresh_workspace, snapshot
 from pages.common.chrome import page_chrome
 from pages.common.draw import ledger_figure, notice
-from pages.common.models import current_engine, engine_kind, model_label, tokenizer
+from pages.common.literal import draw_reply, plural
+from pages.common.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
 from pages.common.state import from_url, style, to_url
 from pages.common.stream import TokenStream, strip_html
 from pages.common.words import lesson
@@ -126,11 +127,12 @@ if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_r
         except EngineError as error:
             run.stop_reason = f"the model failed: {error}"
         files_after = snapshot(workspace)
-        status.update(label=f"Done: {len(run.steps)} calls", state="complete", expanded=False)
+        status.update(label=f"Done: {plural(len(run.steps), 'call')}", state="complete", expanded=False)
     st.session_state["pg_result"] = {
         "steps": run.steps, "files_before": dict(good), "files_after": files_after, "left_out": len(problems),
         "style": chosen_style, "answer": run.answer, "stop": run.stop_reason,
         "model": "scripted" if mode == "scripted" else engine.info.label(),
+        "tiny": mode == "live" and engine.info.random_weights,
     }
 
 # -- what the run did ------------------------------------------------------------------------------
@@ -145,9 +147,11 @@ if result:
             st.markdown(f"**Call {number}** · {step.cost.input_tokens:,} tokens in · {step.cost.output_tokens:,} out"
                         + (" · cut off at the token limit" if step.turn.finish == "length" else ""))
             if step.turn.steps:  # a live turn: its tokens, whitespace shown as ␣/↵ and long runs counted
+                if result.get("tiny"):
+                    st.caption(f"Tiny model, {TINY_LABEL}.")
                 st.markdown(strip_html([(s.id, s.token) for s in step.turn.steps], tokenizer().is_special), unsafe_allow_html=True)
             else:
-                st.code(step.turn.text or "(empty)", language=None, wrap_lines=True)
+                draw_reply(step.turn.text, None)
             if step.parse.final:
                 st.success("No call: the harness takes this as the final answer.")
             for item in step.results:

@@ -58,11 +58,33 @@ def test_lesson_4_steps_forward_and_back_with_a_growing_ledger():
     assert at.session_state["crr_step"] == 3 and at.subheader[0].value == "Call 3 of 7: the model wrote"
     assert "✅ pass" in all_text(at) and "ran `read_file(path='calc.py')`" in all_text(at)
     assert metrics(at)["Input tokens so far"] == f"{sum(c.input_tokens for c in run.ledger.calls[:3]):,}"
-    assert len(at.dataframe[0].value) == 3
+    ledger = next(m.value for m in at.markdown if 'class="plain"' in m.value)
+    assert ledger.count("<tr>") == 1 + 3  # the header and one row per call so far
     at.slider(key="crr_step").set_value(7).run()
     assert "final answer" in all_text(at) and at.button(key="crr_next").disabled
     at.button(key="crr_prev").click().run()
     assert at.session_state["crr_step"] == 6 and at.query_params["step"] == "6"
+
+
+def test_lesson_4_under_vllm_shows_the_run_that_stopped_and_no_error_going_back():
+    at = open_page(P4, scenario="missing-brace", policy="vllm", step="2")
+    stopped = run_scenario(load_scenario("missing-brace"), "native", "vllm")
+    forgiving = run_scenario(load_scenario("missing-brace"), "native", "per-block")
+    text = all_text(at)
+    assert len(stopped.steps) == 2 and stopped.steps[1].parse.returned_as_text
+    assert metrics(at)["vllm: input tokens, whole run"] == f"{stopped.ledger.input_tokens:,}"
+    assert metrics(at)["per-block: input tokens, whole run"] == f"{forgiving.ledger.input_tokens:,}"
+    assert "Measured: input with it − input without it" not in metrics(at)  # the per-block run's formula is not this run's
+    assert "exactly what the model will read" not in text and "these errors are **not** sent back" in text
+    assert "The whole run: **2 calls**" in text and "1 calls" not in text
+    assert "the model reads no error" in " ".join(m.value for m in at.markdown if "What to notice" in m.value)
+
+
+def test_lesson_4_mixed_turn_under_vllm_greys_the_dropped_good_call():
+    at = open_page(P4, scenario="mixed-turn", policy="vllm", step="1")
+    turn = next(m.value for m in at.markdown if 'class="turn-view"' in m.value)
+    assert turn.count('<mark class="dropped">') == 1 and turn.count('<mark class="bad">') == 1 and 'class="ok"' not in turn
+    assert "The whole run: **1 call**," in all_text(at)
 
 
 @pytest.mark.parametrize("name", list_scenarios())
@@ -170,9 +192,12 @@ def test_lesson_6_with_the_tiny_model_shows_before_after_and_side_by_side():
     assert "Probability the model put on forbidden tokens" in metrics(at)
     assert any("random weights" in w.value for w in at.warning)
     at.button(key="cd_generate").click().run(timeout=120)
-    codes = [c.value for c in at.code]
-    assert any(c.startswith("<tool_call>") for c in codes)
-    assert "Calls that pass every check" in all_text(at)
+    replies = [m.value for m in at.markdown if 'class="turn-view reply"' in m.value]
+    assert len(replies) == 2 and all("random weights" in r for r in replies)  # the tiny model's label on each panel
+    assert '<div class="turn-view reply">&lt;tool_call&gt;&#10;{"name": "' in replies[1]  # literal, held to the grammar
+    assert "Calls that pass every check: **0**. It hit the token limit (48 tokens)." in all_text(at)
+    # a cut-off call says why it has no passing call, and links to the explanation below
+    assert any("Why 0?" in w.value and "(#cut-off)" in w.value for w in at.warning)
 
 
 # -- the playground ---------------------------------------------------------------------------------

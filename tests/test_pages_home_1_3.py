@@ -56,7 +56,7 @@ def test_lesson_1_shows_strawberry_as_one_token_and_counts_with_the_tool():
     assert str(tok.encode(" strawberry")[0]) in strips[0]
     assert all(str(i) in strips[1] for i in tok.encode("strawberry"))  # the bare word: several tokens
     assert metrics(at)['count_letter(word="strawberry", letter="r")'] == "3"
-    assert "seed 002" in all_text(at) and "Qwen3-1.7B is not on this machine" not in all_text(at)
+    assert "published step-by-step lesson" in all_text(at) and "seed 00" not in all_text(at) and "Qwen3-1.7B is not on this machine" not in all_text(at)
     assert "no model is loaded" in all_text(at).lower()
     # the scripted with-tools run: the call, the result 3, the answer
     assert [c.value for c in at.code][-1] == 'The letter "r" appears 3 times in "strawberry".'

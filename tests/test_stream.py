@@ -59,7 +59,7 @@ def test_lesson_1_streams_the_run_without_tools_and_ends_with_one_full_strip_of_
     scenario = load_scenario("strawberry")
     alone = generate_turn(tiny_engine, Request(scenario.messages, [], "native"), GenerationSettings(max_new_tokens=160, top_k=0))
     kept, counts = collapse_runs([(s.id, s.token) for s in alone.steps])
-    wanted = token_strip(kept, extra=counts, special=[TOK.is_special(p[0]) for p in kept])
+    wanted = token_strip(kept, extra=counts, special=[TOK.is_special(p[0]) for p in kept], collapse=False)
     assert wanted in [m.value for m in at.markdown]
     captions = [c.value for c in at.caption if "tokens, finish:" in c.value]
     assert captions[0] == f"{alone.output_tokens} tokens, finish: {alone.finish}"

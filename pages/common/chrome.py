@@ -16,11 +16,22 @@ PAGE_TITLE = "Tool calling, token by token"
 
 def _chrome():
     """Page config, navigation and the shared sidebar; the page st.navigation chose for this request."""
-    st.set_page_config(page_title=PAGE_TITLE, layout="wide")
+    st.set_page_config(page_title=PAGE_TITLE, layout="wide", initial_sidebar_state="collapsed" if presenting() else "auto")
     page = navigation()
     setup_defaults()
     sidebar()
     return page
+
+
+def presenting() -> bool:
+    """Presenter mode, from the toggle or, before it has run, from the URL (?present=1).
+
+    A projector is often 1024 px wide: presenter mode starts with the sidebar collapsed (its
+    arrow opens it again), so the lesson gets the whole width.
+    """
+    if "present" in st.session_state:
+        return bool(st.session_state["present"])
+    return st.query_params.get("present") in ("1", "true", "yes")
 
 
 def route() -> None:

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.parse import CHECK_TITLES
+from pages.common.literal import literal
 
 CSS = """
 <style>
@@ -37,6 +38,20 @@ table.checks td.v {white-space:nowrap; font-weight:600}
 table.checks tr.pass td.v {color:#1b7f1b} table.checks tr.fail td.v {color:#c62828} table.checks tr.skip td {color:#888}
 table.checks code {white-space:pre-wrap; font-size:0.95em}
 .equal {font-size:2.4em; font-weight:700; color:#1b7f1b; text-align:center; line-height:1.1; padding-top:0.6rem}
+.reply-label {font-size:0.85em; color:#8a5a00; margin:0.2rem 0}
+.turn-view mark.dropped {background:#e4e4e4; color:#555; text-decoration:line-through wavy #999}
+.tok.run {background:#fff3c4; border-style:dashed} .ws-run {background:#fff3c4; border:1px dashed #b59b00; border-radius:4px; padding:0 4px}
+table.plain {border-collapse:collapse; width:100%; margin:0.3rem 0 1rem 0; table-layout:auto}
+table.plain th, table.plain td {border-bottom:1px solid #e3e3e3; padding:0.3rem 0.5rem; text-align:left; vertical-align:top;
+  overflow-wrap:anywhere; color:inherit} table.plain th {font-weight:600; overflow-wrap:normal}
+/* labels, metrics and buttons wrap instead of ending in "…" (a projector at 1024 px must show them whole) */
+.stMarkdownEllipsis, .stMarkdownEllipsis * {white-space:normal !important; overflow:visible !important;
+  text-overflow:clip !important; overflow-wrap:break-word}
+[data-testid="stMetricValue"] {overflow-wrap:anywhere}
+[data-testid="stButton"] button {min-width:0; max-width:100%}
+div[data-baseweb="button-group"], [data-testid="stButtonGroup"] > div {flex-wrap:wrap}
+.katex .base {padding-right:0.15em}
+[data-testid="stSidebarNavLink"] {height:auto} [data-testid="stSidebarNavLink"] span {white-space:normal; overflow:visible; text-overflow:clip}
 </style>
 """
 
@@ -55,14 +70,44 @@ def show_token(text: str) -> str:
     return text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
 
 
-def token_strip(pieces, show_ids: bool = True, current: int | None = None, extra=None, special=None, first: int = 0) -> str:
+RUN_AT = 6  # this many whitespace-only tokens in a row are drawn as one box with a count
+
+
+def _whitespace_runs(texts: list[str], keep: int | None) -> dict[int, int]:
+    """Start -> length of each run of at least RUN_AT whitespace-only tokens (a run holding `keep` is left whole)."""
+    runs, n = {}, 0
+    while n < len(texts):
+        end = n
+        while end < len(texts) and texts[end] != "" and not texts[end].strip():
+            end += 1
+        if end - n >= RUN_AT and not (keep is not None and n <= keep < end):
+            runs[n] = end - n
+        n = max(end, n + 1)
+    return runs
+
+
+def token_strip(pieces, show_ids: bool = True, current: int | None = None, extra=None, special=None, first: int = 0,
+                collapse: bool = True) -> str:
     """HTML: one box per token, alternating colours, the id (and `extra[i]`) under each; `current` is outlined.
 
-    `first` is the position of pieces[0] in a longer strip drawn in parts (it keeps the colours alternating).
+    Whitespace shows as ␣/↵; a long run of whitespace-only tokens (a random model's 200 newlines)
+    becomes one dashed box with its count, so it cannot stretch the page (`collapse=False`: the
+    caller collapsed them already). `first` is the position of pieces[0] in a longer strip drawn
+    in parts (it keeps the colours alternating).
     """
-    boxes = []
-    for n, piece in enumerate(pieces):
-        token_id, text = piece[0], piece[1]
+    texts = [piece[1] for piece in pieces]
+    runs = _whitespace_runs(texts, current) if collapse else {}
+    boxes, n = [], 0
+    while n < len(pieces):
+        if n in runs:
+            length = runs[n]
+            shown = show_token(texts[n]) if len(set(texts[n : n + length])) == 1 else "whitespace"
+            later = " later" if current is not None and n > current else ""
+            boxes.append(f'<span class="tok run{later}" title="{length} whitespace tokens in a row">'
+                         f'<span class="t">{html.escape(shown)} ×{length}</span><span class="i">{length} tokens</span></span>')
+            n += length
+            continue
+        token_id, text = pieces[n][0], texts[n]
         is_special = special[n] if special is not None else False
         kind = "sp" if is_special else ("a" if (first + n) % 2 == 0 else "b")
         if current is not None:
@@ -74,6 +119,7 @@ def token_strip(pieces, show_ids: bool = True, current: int | None = None, extra
             under.append(str(extra[n]))
         sub = f'<span class="i">{html.escape(" · ".join(under))}</span>' if under else ""
         boxes.append(f'<span class="tok {kind}"><span class="t">{html.escape(show_token(text))}</span>{sub}</span>')
+        n += 1
     return f'<div class="tok-strip">{"".join(boxes)}</div>'
 
 
@@ -94,7 +140,7 @@ def prompt_html(prompt, by_token: bool = False, spans=None) -> str:
             )
         return f'<div class="tok-strip">{"".join(boxes)}</div>'
     parts = [
-        f'<span class="k-{s.kind}" title="{html.escape(s.label)}: {s.tokens} tokens">{html.escape(prompt.span_text(s))}</span>'
+        f'<span class="k-{s.kind}" title="{html.escape(s.label)}: {s.tokens} tokens">{literal(prompt.span_text(s))}</span>'
         for s in (prompt.spans if spans is None else spans)
     ]
     return f'<div class="prompt-view">{"".join(parts)}</div>'
@@ -143,15 +189,16 @@ def ledger_figure(calls, height: int):
 VERDICTS = {True: ("pass", "✅ pass"), False: ("fail", "❌ fail"), None: ("skip", "· not reached")}
 
 
-def turn_html(turn_text: str, blocks) -> str:
-    """The reply with each block the parser found highlighted, green if it passed, red if not."""
+def turn_html(turn_text: str, blocks, dropped: bool = False) -> str:
+    """The reply, literally, with each block the parser found highlighted: green if it passed, red if not,
+    grey and struck through when the policy dropped every call of the reply (`dropped`)."""
     parts, cursor = [], 0
     for block in sorted(blocks, key=lambda b: b.start):
-        parts.append(html.escape(turn_text[cursor : block.start]))
-        kind = "ok" if block.call is not None else "bad"
-        parts.append(f'<mark class="{kind}">{html.escape(turn_text[block.start : block.end])}</mark>')
+        parts.append(literal(turn_text[cursor : block.start]))
+        kind = "bad" if block.call is None else ("dropped" if dropped else "ok")
+        parts.append(f'<mark class="{kind}">{literal(turn_text[block.start : block.end])}</mark>')
         cursor = block.end
-    parts.append(html.escape(turn_text[cursor:]))
+    parts.append(literal(turn_text[cursor:]))
     return f'<div class="turn-view">{"".join(parts)}</div>'
 
 

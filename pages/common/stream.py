@@ -81,4 +81,4 @@ class TokenStream:
 def strip_html(pieces, is_special, first: int = 0) -> str:
     """A token strip of (id, text) pieces with whitespace runs collapsed; `is_special(id)` marks special tokens."""
     kept, counts = collapse_runs(pieces)
-    return token_strip(kept, extra=counts, special=[is_special(p[0]) for p in kept], first=first)
+    return token_strip(kept, extra=counts, special=[is_special(p[0]) for p in kept], first=first, collapse=False)

@@ -1,0 +1,275 @@
+"""The site on a 1024×768 projector and a 1440×900 screen, in headless Chromium: nothing cut off, text literal.
+
+Slow (several minutes on two shared cores): it walks every page at both sizes and clicks through
+the fixed behaviours of each lesson. Full-page screenshots go to artifacts/screenshots/fit-*.png
+(and, with SAVE_SCREENSHOTS=1, the README's first screens to assets/screenshots/).
+Without chromium the tests skip, except under REQUIRE_BROWSER=1 (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.harness import load_scenario, run_scenario
+from engine.prompt import Request, render
+from pages.common.words import lesson
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "artifacts" / "screenshots"
+README_SHOTS = ROOT / "assets" / "screenshots"
+README_PAGES = {"home", "why-call-a-tool", "tools-as-schemas", "the-model-writes-a-call", "calculator"}
+PAGES = [e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8")) if (ROOT / e["page"]).exists()]
+URLS = {e["id"]: e["url_path"] for e in PAGES}
+SIZES = {"projector": ((1024, 768), "present=1"), "screen": ((1440, 900), "")}
+
+# every visible element whose content is wider than its box and is cut off (overflow hidden,
+# clipped, an ellipsis) or scrolls (auto, scroll), or that sticks out past the page's right edge;
+# and the page itself scrolling sideways. A collapsed sidebar is off screen and not counted.
+OFFENDERS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const sidebar = document.querySelector('[data-testid="stSidebar"]');
+  const roots = [main];
+  if (sidebar && sidebar.getAttribute('data-collapsed') === 'false') roots.push(sidebar);
+  const out = [];
+  for (const root of roots) {
+    const edge = root.getBoundingClientRect().right;
+    for (const el of root.querySelectorAll('*')) {
+      if (!(el instanceof HTMLElement) || el.scrollWidth <= el.clientWidth + 1) continue;
+      const box = el.getBoundingClientRect();
+      if (box.width < 4) continue;  // screen-reader-only text, 1 px wide on purpose
+      const overflow = getComputedStyle(el).overflowX;
+      if (overflow !== 'visible' || box.left + el.scrollWidth > edge + 1) {
+        const name = el.getAttribute('data-testid') || el.className.toString().split(' ')[0] || el.tagName;
+        out.push(`${name} (${el.scrollWidth} > ${el.clientWidth} px, overflow ${overflow}): ` +
+                 JSON.stringify((el.innerText || '').slice(0, 60)));
+      }
+    }
+  }
+  if (document.documentElement.scrollWidth > window.innerWidth) out.push('the page scrolls sideways');
+  return out;
+}"""
+
+
+def settle(page, timeout: float = 120_000) -> None:
+    """Wait until Streamlit has finished the script run (stApp's data-test-script-state) and the text has stopped changing."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    page.wait_for_function(
+        """() => { const main = document.querySelector('[data-testid="stMain"]');
+                   const app = document.querySelector('[data-testid="stApp"]');
+                   if (!main || !document.querySelector('h1') || app.getAttribute('data-test-script-state') === 'running') return false;
+                   const n = main.innerText.length, same = window.__shown === n; window.__shown = n; return same; }""",
+        polling=800, timeout=timeout,
+    )
+
+
+def open_at(browser, url: str, size: str):
+    (width, height), query = SIZES[size]
+    context = browser.new_context(viewport={"width": width, "height": height})
+    return context, context.new_page(), query
+
+
+def shoot(page, name: str) -> None:
+    """The whole page (Streamlit scrolls inside stMain, so the viewport grows to show it all)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    if os.environ.get("SAVE_SCREENSHOTS") == "1" and name.startswith("fit-screen-") and name[11:] in README_PAGES:
+        README_SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(README_SHOTS / f"{name[11:]}.png"))
+    size = page.viewport_size
+    height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+    page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), 9000)})
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    page.set_viewport_size(size)
+
+
+def assert_no_error(page) -> None:
+    errors = page.locator('[data-testid="stException"]')
+    assert errors.count() == 0, errors.first.inner_text()
+
+
+def main_text(page) -> str:
+    return page.locator('[data-testid="stMain"]').inner_text()
+
+
+# -- 1: every page fits both screens ----------------------------------------------------------------
+@pytest.mark.parametrize("size", list(SIZES))
+def test_every_page_fits_the_screen_with_nothing_cut_off(chromium, streamlit_server, size):
+    context, page, query = open_at(chromium, streamlit_server, size)
+    try:
+        found = {}
+        for entry in PAGES:
+            page.goto(f"{streamlit_server}/{'' if entry.get('default') else entry['url_path']}?{query}")
+            settle(page)
+            assert_no_error(page)
+            collapsed = page.get_by_test_id("stSidebar").get_attribute("data-collapsed")
+            assert collapsed == ("true" if size == "projector" else "false"), f"{entry['id']}: sidebar collapsed={collapsed}"
+            offenders = page.evaluate(OFFENDERS)
+            if offenders:
+                found[entry["id"]] = offenders
+            shoot(page, f"fit-{size}-{entry['id']}")
+        assert not found, "cut off or scrolling sideways:\n" + "\n".join(f"{k}: {v}" for k, v in found.items())
+    finally:
+        context.close()
+
+
+def test_presenter_mode_collapses_the_sidebar_and_a_teacher_can_reopen_it(chromium, streamlit_server):
+    context, page, query = open_at(chromium, streamlit_server, "projector")
+    try:
+        page.goto(f"{streamlit_server}/{URLS['tools-as-schemas']}?{query}")
+        settle(page)
+        sidebar = page.get_by_test_id("stSidebar")
+        assert sidebar.get_attribute("data-collapsed") == "true"
+        assert page.evaluate("() => getComputedStyle(document.documentElement).fontSize") == "22px"
+        page.get_by_test_id("stExpandSidebarButton").click()
+        page.wait_for_function("() => document.querySelector('[data-testid=\"stSidebar\"]').getAttribute('data-collapsed') === 'false'")
+        # a rerun (switching the prompt's style) keeps it open
+        page.get_by_role("button", name="Switch to the ReAct prompt").click()
+        page.wait_for_url("**style=react**", timeout=30_000)
+        settle(page)
+        assert sidebar.get_attribute("data-collapsed") == "false"
+        assert page.evaluate(OFFENDERS) == [], "the reopened sidebar must fit too"
+    finally:
+        context.close()
+
+
+# -- 2: the prompt box and the replies are literal --------------------------------------------------
+def test_lesson_2_prompt_box_shows_exactly_the_rendered_text(chromium, streamlit_server):
+    strawberry = load_scenario("strawberry")
+    context, page, query = open_at(chromium, streamlit_server, "screen")
+    try:
+        for style in ("native", "react"):
+            page.goto(f"{streamlit_server}/{URLS['tools-as-schemas']}?style={style}")
+            settle(page)
+            box = page.locator(".prompt-view").first
+            expected = render(Request(strawberry.messages, strawberry.tools, style)).text
+            assert box.evaluate("e => e.innerText") == expected
+            assert box.evaluate("e => e.querySelectorAll('p').length") == 0
+            assert "&quot;" not in box.inner_html()
+            # the colouring continues after the blank lines: </think> sits in the generation prompt's span
+            assert box.locator("span.k-generation").inner_text().endswith("</think>\n\n")
+        assert "Why does the prompt end with an empty" in main_text(page)
+    finally:
+        context.close()
+
+
+def test_lesson_4_raw_newline_reply_keeps_its_quotes_highlight_and_indentation(chromium, streamlit_server):
+    run = run_scenario(load_scenario("raw-newline"), "native")
+    reply = run.messages[run.steps[1].message_index]["content"]
+    context, page, query = open_at(chromium, streamlit_server, "screen")
+    try:
+        page.goto(f"{streamlit_server}/{URLS['check-run-return']}?scenario=raw-newline&step=2")
+        settle(page)
+        view = page.locator(".turn-view").first
+        assert view.evaluate("e => e.innerText") == reply
+        assert view.evaluate("e => e.querySelectorAll('p').length") == 0 and "&quot;" not in view.inner_html()
+        assert view.locator("mark.bad").evaluate("e => e.innerText") == reply  # one highlight over all of it
+        assert '\\"\\"\\"Return the product of a and b.\\"\\"\\"\n    return a * b' in reply
+    finally:
+        context.close()
+
+
+# -- 3: the style switch ----------------------------------------------------------------------------
+def test_lesson_3_in_react_style_does_not_call_its_lines_special_tokens(chromium, streamlit_server):
+    context, page, query = open_at(chromium, streamlit_server, "screen")
+    try:
+        page.goto(f"{streamlit_server}/{URLS['the-model-writes-a-call']}?style=react&model=off")
+        settle(page)
+        text = main_text(page)
+        # the ReAct call is drawn, and the words beside it no longer call its lines special tokens
+        assert "Thought:" in text and "Action:" in text
+        assert "single special tokens" not in text and "In the ReAct style there are no special tokens" in " ".join(text.split())
+        page.goto(f"{streamlit_server}/{URLS['constrained-decoding']}?style=react")
+        settle(page)
+        assert "This lesson uses the native style only" in " ".join(main_text(page).split())
+    finally:
+        context.close()
+
+
+# -- 5: lesson 4 under the vllm policy ----------------------------------------------------------------
+def test_lesson_4_under_vllm_says_the_run_stopped_and_shows_that_runs_cost(chromium, streamlit_server):
+    stopped = run_scenario(load_scenario("mixed-turn"), "native", "vllm")
+    context, page, query = open_at(chromium, streamlit_server, "screen")
+    try:
+        page.goto(f"{streamlit_server}/{URLS['check-run-return']}?scenario=mixed-turn&policy=vllm&step=1")
+        settle(page)
+        text = " ".join(main_text(page).split())
+        assert "exactly what the model will read" not in text and "these errors are not sent back" in text
+        assert page.locator(".turn-view mark.ok").count() == 0 and page.locator(".turn-view mark.dropped").count() == 1
+        metric = page.get_by_test_id("stMetric").filter(has_text="vllm: input tokens, whole run")
+        assert f"{stopped.ledger.input_tokens:,}" in metric.inner_text()
+        assert "1 calls" not in text and "The whole run: 1 call," in text
+    finally:
+        context.close()
+
+
+# -- 6: lesson 6 ---------------------------------------------------------------------------------
+POWERS = {"1", "10", "100", "1,000", "10,000", "100,000"}  # the allowed-count axis: powers of ten, written out
+
+
+def plotly_axes(page, key: str) -> dict:
+    chart = page.locator(f".st-key-{key} .js-plotly-plot")
+    chart.wait_for(timeout=30_000)
+    return chart.evaluate("e => ({x: e._fullLayout.xaxis.range, y: e._fullLayout.yaxis.range,"
+                          " ticks: [...e.querySelectorAll('.ytick text')].map(t => t.textContent)})")
+
+
+def test_lesson_6_shows_no_call_under_none_and_readable_charts(chromium, streamlit_server):
+    context, page, query = open_at(chromium, streamlit_server, "screen")
+    try:
+        page.goto(f"{streamlit_server}/{URLS['constrained-decoding']}?tool_choice=none")
+        settle(page)
+        assert "all · no call" in page.locator(".tok-strip").first.inner_text()
+        assert "the mask cannot show \"no call\"" in " ".join(main_text(page).split())
+        axes = plotly_axes(page, "cd_allowed_chart")
+        assert set(axes["ticks"]) <= POWERS and "100,000" in axes["ticks"]
+        page.goto(f"{streamlit_server}/{URLS['constrained-decoding']}?tool_choice=required&turn=prose")
+        settle(page)
+        axes = plotly_axes(page, "cd_allowed_chart")
+        assert axes["x"][1] - axes["x"][0] >= 12  # one forbidden token is one thin bar, not the whole chart
+        assert set(axes["ticks"]) <= POWERS
+    finally:
+        context.close()
+
+
+# -- 7: the tiny model's replies ---------------------------------------------------------------------
+def test_playground_live_run_with_the_tiny_model_is_labelled_and_bounded(chromium, streamlit_server):
+    context, page, query = open_at(chromium, streamlit_server, "screen")
+    try:
+        page.goto(f"{streamlit_server}/{URLS['playground']}?model=tiny&mode=live")
+        settle(page)
+        page.get_by_role("button", name="Run the episode").click()
+        page.locator(".turn-view.reply").first.wait_for(timeout=240_000)
+        settle(page, timeout=240_000)
+        replies = page.locator(".turn-view.reply")
+        labels = page.locator(".reply-label")
+        assert replies.count() >= 1 and labels.count() == replies.count()
+        assert all("random weights" in t for t in labels.all_inner_texts())
+        heights = replies.evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
+        assert max(heights) < 1500, heights  # 256 newline tokens would be thousands of px without collapsing
+        assert "1 calls" not in main_text(page)
+    finally:
+        context.close()
+
+
+# -- 10 and 11: words a learner can follow, and home ------------------------------------------------
+def test_no_page_talks_of_seeds_and_home_lists_what_each_lesson_teaches(chromium, streamlit_server):
+    context, page, query = open_at(chromium, streamlit_server, "screen")
+    try:
+        for entry in PAGES:
+            page.goto(f"{streamlit_server}/{'' if entry.get('default') else entry['url_path']}?model=off")
+            settle(page)
+            text = main_text(page)
+            assert "seed 00" not in text.lower(), entry["id"]
+            if entry.get("default"):
+                lines = [row.split(": ", 1)[1] for row in lesson("home")["lesson lines"].splitlines() if row.startswith("- ")]
+                flat = " ".join(text.split())
+                assert len(lines) >= 8 and all(line in flat for line in lines)
+                assert "Load the model" not in text and "The model is switched off in the sidebar" in flat
+    finally:
+        context.close()
