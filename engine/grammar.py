@@ -282,8 +282,10 @@ def call_schema(tools: list[dict]) -> dict:
     return branches[0] if single else {"anyOf": branches}
 
 
-def reasoning_format():
-    """One optional <think> ... </think> block and the template's blank line, before the answer."""
+def reasoning_format(budget: int | None = None):
+    """One optional <think> ... </think> block and the template's blank line, before the answer;
+    `budget`: at most that many tokens of reasoning (then only </think> may follow), as a
+    server's thinking budget does."""
     from xgrammar.structural_tag import (
         AnyTokensFormat,
         ConstStringFormat,
@@ -293,12 +295,12 @@ def reasoning_format():
         TokenFormat,
     )
 
-    block = TagFormat(begin=TokenFormat(token=THINK), content=AnyTokensFormat(exclude_tokens=[THINK, THINK_END]),
+    block = TagFormat(begin=TokenFormat(token=THINK), content=AnyTokensFormat(exclude_tokens=[THINK, THINK_END], max_tokens=budget),
                       end=TokenFormat(token=THINK_END))
     return OptionalFormat(content=SequenceFormat(elements=[block, ConstStringFormat(value=THINK_SUFFIX)]))
 
 
-def _structural_tag(tools: list[dict], shape: str, thinking: bool = False):
+def _structural_tag(tools: list[dict], shape: str, thinking: bool | int = False):
     import xgrammar as xgr
     from xgrammar.structural_tag import (
         ConstStringFormat,
@@ -317,7 +319,9 @@ def _structural_tag(tools: list[dict], shape: str, thinking: bool = False):
 
     if shape == "body":
         return StructuralTag(format=SequenceFormat(elements=body()))
-    before = [reasoning_format()] if thinking else []
+    # thinking may be a budget: True is unbounded, a number bounds the reasoning's tokens
+    budget = None if thinking is True else thinking
+    before = [reasoning_format(budget)] if thinking else []
     if shape == "call":
         return StructuralTag(format=SequenceFormat(elements=[*before, TokenFormat(token=TOOL_CALL), *body()]))
     # a further call follows the template's "\n" between calls
@@ -326,7 +330,7 @@ def _structural_tag(tools: list[dict], shape: str, thinking: bool = False):
 
 
 @functools.lru_cache(maxsize=64)
-def _compile(key: str, shape: str, thinking: bool = False):
+def _compile(key: str, shape: str, thinking: bool | int = False):
     tools = [{"type": "function", "function": {"name": n, "parameters": p}} for n, p in json.loads(key)]
     for tool in tools:
         check_tool(tool)
@@ -343,10 +347,11 @@ _PENDING: dict[tuple, concurrent.futures.Future] = {}
 _PENDING_LOCK = threading.Lock()
 
 
-def compile_calls(tools: list[dict], shape: str, thinking: bool = False, timeout: float | None = None):
+def compile_calls(tools: list[dict], shape: str, thinking: bool | int = False, timeout: float | None = None):
     """The compiled grammar of a call over these tools ("body", "call" or "calls"), from the cache when it can.
 
-    `thinking`: "call" and "calls" allow one <think>...</think> block first. Raises
+    `thinking`: "call" and "calls" allow one <think>...</think> block first (a number: at most
+    that many tokens of reasoning). Raises
     SchemaUnsupported for the first tool whose parameters cannot be held, or when the compile
     takes longer than `timeout` seconds (COMPILE_SECONDS by default); a compile already under
     way for the same tools is waited on, not started again."""
@@ -357,7 +362,7 @@ def compile_calls(tools: list[dict], shape: str, thinking: bool = False, timeout
         too_big = find_cost_problem(tool)
         if too_big:
             raise SchemaUnsupported(tool_name(tool), too_big)
-    args = (canonical(tools), shape, thinking and shape != "body")
+    args = (canonical(tools), shape, False if shape == "body" else thinking)
     # the vocabulary is loaded here, once per process (seconds with the imports): it is not the compile
     compiler()
     with _PENDING_LOCK:
