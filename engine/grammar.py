@@ -181,6 +181,14 @@ def _unenforced(schema: object, path: str) -> tuple[str, str] | None:
         return "oneOf (branches that may overlap)", path
     if "multipleOf" in schema and schema.get("type") != "integer":
         return "multipleOf (on a number that is not an integer)", path
+    bounds = [k for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if k in schema]
+    if bounds and schema.get("type") != "integer":
+        # xgrammar's bounded numbers take at most 6 decimals and no exponent: 1.5703125 and 1e-05 fit the schema, not it
+        return f"{bounds[0]} on a number (the grammar's bounded numbers take at most 6 decimals and no exponent)", path
+    lengths = [k for k in ("minLength", "maxLength") if k in schema]
+    if lengths:
+        # xgrammar's bounded strings hold no escape: "a\n" or 'say "hi"' fit the schema, not it
+        return f"{lengths[0]} (the grammar's bounded strings cannot hold an escape such as \\n or \\\")", path
     ref = schema.get("$ref")
     if ref is not None:
         if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
