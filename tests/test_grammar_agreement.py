@@ -256,3 +256,86 @@ def test_generated_schemas_mask_equals_check(case):
     text = call("t", arguments)
     assert make_constraint(tools, "required").unconstrained_reason is None
     assert mask_accepts(tools, text, "call") == check_accepts(tools, text), (params, arguments, parse_turn(text, tools).errors)
+
+
+# -- xgrammar's own Qwen3 tag ----------------------------------------------------------------------
+COUNT = call("count_letter", {"word": "strawberry", "letter": "r"})
+TOKENIZE = call("tokenize", {"text": "strawberry"})
+# text -> (ours, xgrammar's) for required; the rows where they differ are the two differences
+# grammar.py's docstring gives
+REQUIRED_CORPUS = {
+    "one call": (COUNT, True, True),
+    "two calls": (f"{COUNT}\n{TOKENIZE}", True, True),
+    "an unknown tool": (call("count_letters", {"word": "a", "letter": "r"}), False, False),
+    "a wrong type": (call("count_letter", {"word": 3, "letter": "r"}), False, False),
+    "a missing argument": (call("count_letter", {"word": "a"}), False, False),
+    "an extra argument": (call("count_letter", {"word": "a", "letter": "r", "x": 1}), False, False),
+    "prose only": ("Three.", False, False),
+    "prose, then the call": (f"Let me check. {COUNT}", False, False),
+    "compact JSON": (COUNT.replace('{"name": "count_letter", "arguments": ', '{"name":"count_letter","arguments":'), False, False),
+    "not closed": (COUNT[: -len("\n</tool_call>")], False, False),
+    "space inside the arguments": (COUNT.replace('{"word"', '{ "word"'), False, True),
+    "a newline inside the arguments": (COUNT.replace('"r"}}', '"r"\n}}'), False, True),
+    "text after the call": (f"{COUNT} Done.", False, True),
+}
+NAMED_CORPUS = {
+    "one call": (COUNT, True, True),
+    "two calls": (f"{COUNT}\n{COUNT}", False, False),
+    "another tool": (TOKENIZE, False, False),
+    "text after the call": (f"{COUNT} Done.", False, False),
+    "space inside the arguments": (COUNT.replace('{"word"', '{ "word"'), False, True),
+}
+
+
+def xgrammar_qwen3_accepts(tools: list[dict], tool_choice, text: str, reasoning: str = "disabled") -> bool:
+    import xgrammar as xgr
+
+    tag = xgr.get_model_structural_tag("qwen_3", tools=tools, tool_choice=tool_choice, reasoning=reasoning)
+    matcher = xgr.GrammarMatcher(grammar.compiler().compile_structural_tag(tag))
+    for token_id in load_tokenizer().encode(text):
+        if not matcher.accept_token(token_id):
+            return False
+    return matcher.accept_token(IM_END) and matcher.is_terminated()
+
+
+@pytest.mark.parametrize("mode, label", [("required", k) for k in REQUIRED_CORPUS] + [("named", k) for k in NAMED_CORPUS])
+def test_ours_and_xgrammars_qwen3_tag(mode, label):
+    strawberry = load_tool_set("strawberry")
+    text, ours, theirs = (REQUIRED_CORPUS if mode == "required" else NAMED_CORPUS)[label]
+    choice = "required" if mode == "required" else {"type": "function", "function": {"name": "count_letter"}}
+    subset = strawberry if mode == "required" else strawberry[:1]
+    assert mask_accepts(subset, text, "calls" if mode == "required" else "call") is ours
+    assert xgrammar_qwen3_accepts(strawberry, choice, text) is theirs
+    if ours != theirs:
+        # only whitespace in the arguments, or text after a required call: what the template never writes
+        assert label in {"space inside the arguments", "a newline inside the arguments", "text after the call"}
+
+
+def test_xgrammars_normalize_tool_choice_agrees_with_ours():
+    from xgrammar.builtin_structural_tag import normalize_tool_choice as theirs
+
+    from engine.constrain import normalize_tool_choice as ours
+
+    strawberry = load_tool_set("strawberry")
+    for choice, simplified in [("auto", "auto"), ("required", "required"), ("none", "auto"),
+                               ({"type": "function", "function": {"name": "tokenize"}}, "forced")]:
+        functions, _, mode = theirs(strawberry, choice)
+        mine, name = ours(choice, strawberry)
+        assert mode == simplified
+        assert {"named": "forced", "none": "auto"}.get(mine, mine) == mode
+        # "none" keeps no tools there; here it is no constraint at all, which is the same turn
+        assert [f.function.name for f in functions] == ([name] if name else [] if choice == "none" else ["count_letter", "tokenize"])
+
+
+@pytest.mark.parametrize("text, expected", [
+    (f"<think>\nI should count.\n</think>\n\n{COUNT}", True),
+    (f"<think>\n{TOKENIZE}\n</think>\n\n{COUNT}", True),
+    (f"<think>\n</think>\n\n{COUNT}", True),
+    (COUNT, True),
+    (f"<think>\nhm\n</think>{COUNT}", False),
+    ("<think>\nhm\n</think>\n\n", False),
+])
+def test_with_thinking_ours_and_xgrammars_agree(text, expected):
+    strawberry = load_tool_set("strawberry")
+    assert mask_accepts(strawberry, text, "calls", thinking=True) is expected
+    assert xgrammar_qwen3_accepts(strawberry, "required", text, reasoning="auto") is expected
