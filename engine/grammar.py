@@ -26,9 +26,11 @@ may hold any token but the two think tags (a `<tool_call>` written there is text
 
 Where the grammar and the schema check (engine/parse.py) could disagree, the grammar is not
 used: a keyword the grammar would ignore (`not`, `dependentRequired`, a `oneOf` whose branches
-may overlap, ...) would let through calls the check refuses; `pattern` and `patternProperties`
-would forbid values the schema allows (xgrammar matches a pattern against the whole string and
-cannot match a quote or a backslash escape there; JSON Schema's pattern is a search). Such a
+may overlap, `multipleOf` on a number, ...) would let through calls the check refuses; others
+would forbid values the schema allows: `pattern` and `patternProperties` (xgrammar matches a
+pattern against the whole string, and no escape inside it; JSON Schema's pattern is a search),
+`minLength`/`maxLength` (a bounded string holds no escape, so "a\\nb" is refused) and bounds on
+a number (at most 6 decimals and no exponent, so 1.5703125 and 1e-05 are refused). Such a
 schema is reported as a `SchemaUnsupported` naming the tool, where in its parameters, and the
 keyword, and the turn is decoded unconstrained (a named tool_choice is refused).
 `format` and `contentEncoding` are annotations in JSON Schema 2020-12 and the check does not
