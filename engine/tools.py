@@ -67,6 +67,12 @@ def tool_name(tool: object) -> str:
     return str(function.get("name", "")) if isinstance(function, dict) else ""
 
 
+def _where(path: str) -> str:
+    """Where in a definition, as a message says it: " of parameters.properties.x" (its last 60 characters)."""
+    path = path.removeprefix("function.")
+    return f" of {path[-60:]}" if path else ""
+
+
 def find_cost_problem(tool: object) -> str | None:
     """The first size limit a definition passes, as a sentence that says the limit and what to do;
     None within every limit. Linear in the definition's size, so it runs before anything costly."""
@@ -83,11 +89,12 @@ def find_cost_problem(tool: object) -> str | None:
             continue
         description = node.get("description")
         if isinstance(description, str) and len(description) > MAX_DESCRIPTION_CHARS:
-            return (f"the description{path and ' of ' + path[-60:]} is {len(description):,} characters; the limit is "
+            what = "the tool's description" if path == "function" else f"the description{_where(path)}"
+            return (f"{what} is {len(description):,} characters; the limit is "
                     f"{MAX_DESCRIPTION_CHARS:,}: shorten it (the model reads it in every prompt)")
         enum = node.get("enum")
         if isinstance(enum, list) and len(enum) > MAX_ENUM_VALUES:
-            return (f"the enum{path and ' of ' + path[-60:]} has {len(enum):,} values; the limit is {MAX_ENUM_VALUES:,}: "
+            return (f"the enum{_where(path)} has {len(enum):,} values; the limit is {MAX_ENUM_VALUES:,}: "
                     "take a plain string and let the tool check the value")
         if isinstance(node.get("properties"), dict):
             properties += len(node["properties"])

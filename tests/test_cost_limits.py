@@ -22,14 +22,14 @@ def tool(name: str, parameters: dict, description: str = "A tool.") -> dict:
 HOSTILE = {
     "a 20,000-value enum": (
         tool("pick", {"type": "object", "properties": {"v": {"type": "string", "enum": [f"value{i}" for i in range(20_000)]}}}),
-        "the enum of function.parameters.properties.v has 20,000 values; the limit is 1,000: "
+        "the enum of parameters.properties.v has 20,000 values; the limit is 1,000: "
         "take a plain string and let the tool check the value"),
     "5,000 optional properties": (
         tool("wide", {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(5_000)}}),
         "its parameters have more than 100 properties; split it into smaller tools, each with the arguments it needs"),
     "a 2 MB description": (
         tool("talk", {"type": "object", "properties": {}}, description="x" * 2_000_000),
-        "the description of function is 2,000,000 characters; the limit is 4,000: shorten it (the model reads it in every prompt)"),
+        "the tool's description is 2,000,000 characters; the limit is 4,000: shorten it (the model reads it in every prompt)"),
 }
 
 
@@ -99,7 +99,7 @@ def test_many_tools_together_are_bounded():
      "its parameters have more than 100 properties; split it into smaller tools, each with the arguments it needs"),
     ("a property named enum is walked like any other", tool("named", {"type": "object", "properties": {
         "enum": {"type": "object", "properties": {"description": {"type": "string", "description": "y" * 4_001}}}}}),
-     "the description of function.parameters.properties.enum.properties.description is 4,001 characters; the limit is 4,000: "
+     "the description of parameters.properties.enum.properties.description is 4,001 characters; the limit is 4,000: "
      "shorten it (the model reads it in every prompt)"),
     ("five objects deep", tool("deep", json.loads('{"type": "object", "properties": {"a": ' * 5 + "{}" + "}}" * 5)), None),
     ("eight objects deep", tool("deep", json.loads('{"type": "object", "properties": {"a": ' * 8 + "{}" + "}}" * 8)),
