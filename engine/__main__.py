@@ -91,7 +91,7 @@ def cmd_mask(args) -> dict:
     # constrain imports torch and xgrammar: only the commands that need them pay for it
     from .constrain import inspect_mask
 
-    view = inspect_mask(_read_tools(args.tools), args.prefix, args.tool_choice)
+    view = inspect_mask(_read_tools(args.tools), args.prefix, args.tool_choice, thinking=args.thinking)
     return {
         "vocab": view.vocab,
         "allowed": view.allowed,
@@ -131,7 +131,7 @@ def cmd_generate(args) -> dict:
     settings.check()
     model = load_model(args.model, args.device, args.dtype, print_progress)
     request = Request(messages, tools, "native", enable_thinking=settings.enable_thinking)
-    constraint = build_constraint(model, tools, args.tool_choice)
+    constraint = build_constraint(model, tools, args.tool_choice, thinking=settings.enable_thinking)
     generation = generate_turn(model, request, settings, constraint)
     result = generation.as_json()
     if args.record:
@@ -178,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tools", required=True)
     p.add_argument("--prefix", required=True)
     p.add_argument("--tool-choice", default="auto")
+    p.add_argument("--thinking", action="store_true", help="enable_thinking=True: a <think> block may come before the call")
     p.set_defaults(handler=cmd_mask)
 
     p = sub.add_parser("generate", help="generate one turn, token by token, with top-k probabilities")

@@ -14,6 +14,13 @@ when it applies, as seed 003 describes the modes:
 A tool schema the grammar cannot hold leaves auto and required unconstrained, with the reason
 in `StepConstraint.unconstrained_reason`, and refuses a named tool_choice with BadInput.
 
+Reasoning (Qwen3 with thinking on): under auto, a `<tool_call>` written between `<think>` and
+`</think>` starts nothing, as Qwen3's reasoning parser runs no call from the reasoning; with
+`thinking=True`, required and named grammars allow one `<think>...</think>` block first.
+
+`json_mode_mask` shows what a server that applies a JSON `response_format` grammar from the
+first token leaves of the vocabulary: `<tool_call>` is not among it, so no call can start.
+
 For pages: `inspect_mask` shows the mask at any point of a turn (how many of the 151,669
 tokens survive, which ones, and the model's probabilities before and after), and `walk`
 steps through a whole text, token by token, with the allowed count at each step.
@@ -28,17 +35,18 @@ import torch
 
 from .errors import BadInput
 from .grammar import (
-    MODEL_VOCAB,
-    REAL_VOCAB,
+    SEPARATORS,
     PackedMask,
     SchemaUnsupported,
     bitmask_to_bool,
     compile_calls,
+    compiler,
+    grammar_schema,
     new_bitmask,
     pack_words,
-    tool_name,
 )
-from .tokenizer import TOOL_CALL, QwenTokenizer, load_tokenizer
+from .tokenizer import MODEL_VOCAB, REAL_VOCAB, THINK, THINK_END, TOOL_CALL, QwenTokenizer, load_tokenizer
+from .tools import find_cost_problem, tool_name
 
 MODES = ("none", "auto", "required")
 OPENER_TEXT = "<tool_call>"
@@ -79,10 +87,13 @@ class StepConstraint:
     in words what the constraint does now; `allowed` is the last mask's count of real tokens.
     """
 
-    def __init__(self, tools: list[dict], mode: str, name: str | None = None, tokenizer: QwenTokenizer | None = None):
+    def __init__(self, tools: list[dict], mode: str, name: str | None = None, tokenizer: QwenTokenizer | None = None,
+                 thinking: bool | int = False):
         self.tools = tools
         self.mode = mode  # "auto" | "required" | "named"
         self.tool = name  # the named tool, for mode "named"
+        self.thinking = thinking  # Qwen3's enable_thinking: a <think> block may come first (a number: its token budget)
+        self.in_reasoning = False  # auto: between <think> and </think>, where no opener counts
         self.unconstrained_reason: str | None = None
         self.calls = 0  # calls completed under the grammar in this turn
         self.allowed: int | None = None
@@ -92,7 +103,7 @@ class StepConstraint:
         self._bitmask = None
         subset = [t for t in tools if tool_name(t) == name] if mode == "named" else tools
         try:
-            grammar = compile_calls(subset, {"auto": "body", "required": "calls", "named": "call"}[mode])
+            grammar = compile_calls(subset, {"auto": "body", "required": "calls", "named": "call"}[mode], thinking)
         except SchemaUnsupported as error:
             if mode == "named":
                 raise BadInput(f"tool_choice names {name!r}, but its schema cannot be constrained: {error.reason}") from error
@@ -115,6 +126,8 @@ class StepConstraint:
         """One line for the page: why this step is (or is not) restricted."""
         if self.unconstrained_reason:
             return self.unconstrained_reason
+        if self.state == "free" and self.in_reasoning:
+            return "auto: inside the reasoning (<think>); a <tool_call> written here starts no call"
         if self.state == "free":
             return "auto: nothing is restricted until the model writes <tool_call>"
         if self.state == "done":
@@ -148,6 +161,13 @@ class StepConstraint:
         if self.state in ("unconstrained", "done"):
             return
         if self.state == "free":
+            # the reasoning is the model's scratch space: an opener there is text, as the parser reads it
+            if token_id in (THINK, THINK_END):
+                self.in_reasoning = token_id == THINK
+                self._tail = ""
+                return
+            if self.in_reasoning:
+                return
             if token_id == TOOL_CALL or self._opener_spelled(token_id):
                 self._matcher.reset()
                 self.state = "call"
@@ -173,15 +193,18 @@ class StepConstraint:
         return self._tail == OPENER_TEXT
 
 
-def make_constraint(tools: list[dict], tool_choice: str | dict | None, tokenizer=None) -> StepConstraint | None:
+def make_constraint(tools: list[dict], tool_choice: str | dict | None, tokenizer=None,
+                    thinking: bool | int = False) -> StepConstraint | None:
     """The constraint for one turn of a request, or None under "none" (or auto with no tools).
 
     `tokenizer` may be the engine's QwenTokenizer (used for token text); the grammar itself
-    always uses the vendored Qwen3 vocabulary, which every Qwen3 size shares."""
+    always uses the vendored Qwen3 vocabulary, which every Qwen3 size shares. `thinking`: the
+    request's enable_thinking (required and named calls may follow a <think> block; a number
+    bounds the reasoning to that many tokens, as a server's thinking budget)."""
     mode, name = normalize_tool_choice(tool_choice, tools)
     if mode == "none" or (mode == "auto" and not tools):
         return None
-    return StepConstraint(tools, mode, name, tokenizer)
+    return StepConstraint(tools, mode, name, tokenizer, thinking)
 
 
 # -- masks a page can draw ------------------------------------------------------------------
@@ -245,14 +268,15 @@ def _top(probs: torch.Tensor, k: int, tok: QwenTokenizer) -> list[TokenProb]:
 
 
 def inspect_mask(tools: list[dict], prefix: str, tool_choice: str | dict | None = "auto",
-                 logits: torch.Tensor | None = None, top_k: int = 10, sample_size: int = 50) -> MaskView:
+                 logits: torch.Tensor | None = None, top_k: int = 10, sample_size: int = 50,
+                 thinking: bool = False) -> MaskView:
     """The mask after `prefix` (the assistant's text so far), tokenized as the model writes it.
 
     With `logits` (the model's raw logits at that point, over 151,936 ids): the probability
     mass on forbidden tokens, and the top-k before (raw softmax) and after (renormalised)."""
     tok = load_tokenizer()
     mode, name = normalize_tool_choice(tool_choice, tools)
-    constraint = make_constraint(tools, tool_choice, tok)
+    constraint = make_constraint(tools, tool_choice, tok, thinking)
     ids = tok.encode(prefix)
     _advance(constraint, ids, tok)
     mask = constraint.next_mask() if constraint is not None else None
@@ -294,13 +318,13 @@ class MaskedToken:
     state: str  # the constraint's state before this token
 
 
-def walk(tools: list[dict], text: str, tool_choice: str | dict | None = "auto") -> list[MaskedToken]:
+def walk(tools: list[dict], text: str, tool_choice: str | dict | None = "auto", thinking: bool = False) -> list[MaskedToken]:
     """Every token of `text` (an assistant turn) with the allowed count the grammar gave it.
 
     A token the grammar forbids is the last step, with ok=False: where a constrained run
     could never have gone."""
     tok = load_tokenizer()
-    constraint = make_constraint(tools, tool_choice, tok)
+    constraint = make_constraint(tools, tool_choice, tok, thinking)
     steps = []
     for index, token_id in enumerate(tok.encode(text)):
         state = constraint.state if constraint is not None else "none"
@@ -314,3 +338,55 @@ def walk(tools: list[dict], text: str, tool_choice: str | dict | None = "auto") 
         if constraint is not None:
             constraint.accept(token_id)
     return steps
+
+
+# -- JSON mode: a response_format grammar from the first token ------------------------------
+@dataclass(frozen=True)
+class JsonModeMask:
+    """The first token's mask under a JSON response_format, as a server applies it from token one."""
+
+    response_format: dict
+    vocab: int  # 151,669 real tokens
+    allowed: int  # how many may start the reply
+    tool_call_allowed: bool  # whether <tool_call> is among them (it is not: no call can start)
+    sample: list[str]  # up to 50 allowed tokens, lowest ids first
+    reason: str
+
+
+def json_mode_mask(response_format: dict | None = None, sample_size: int = 50) -> JsonModeMask:
+    """The mask at the first token of a reply under a JSON `response_format`, with tool_choice auto.
+
+    `{"type": "json_object"}` (the default) is any JSON value's grammar; `{"type": "json_schema",
+    "json_schema": {"schema": {...}}}` is that schema's grammar (size limits and keyword checks as
+    for tools). A server that applies it from the first token, rather than after the model
+    chose to answer in text, leaves no way to write <tool_call>: the mode suppresses every call."""
+    import xgrammar as xgr
+
+
+    response_format = response_format or {"type": "json_object"}
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    if kind == "json_object":
+        compiled = compiler().compile_builtin_json_grammar()
+    elif kind == "json_schema":
+        spec = response_format.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        if not isinstance(schema, dict):
+            raise BadInput('a json_schema response_format needs {"json_schema": {"schema": {...}}}')
+        too_big = find_cost_problem(schema)
+        if too_big:
+            raise BadInput(f"the response_format schema: {too_big}")
+        try:
+            compiled = compiler().compile_json_schema(grammar_schema(schema), any_whitespace=False, separators=SEPARATORS)
+        except Exception as error:
+            raise BadInput(f"the response_format schema cannot be compiled: {str(error).splitlines()[0][:200]}") from error
+    else:
+        raise BadInput(f'response_format must be {{"type": "json_object"}} or {{"type": "json_schema", ...}}, not {str(response_format)[:80]}')
+    bitmask = new_bitmask()
+    xgr.GrammarMatcher(compiled).fill_next_token_bitmask(bitmask)
+    mask, allowed = bitmask_to_bool(bitmask)
+    tok = load_tokenizer()
+    sample = [tok.token_text(i) for i in np.flatnonzero(mask.numpy()[:REAL_VOCAB])[:sample_size].tolist()]
+    opener = bool(mask[TOOL_CALL])
+    reason = (f"{kind}: the reply must be JSON from its first token; {allowed:,} of {REAL_VOCAB:,} tokens can start it, "
+              f"and <tool_call> {'is' if opener else 'is not'} one of them")
+    return JsonModeMask(response_format, REAL_VOCAB, allowed, opener, sample, reason)

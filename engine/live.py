@@ -23,11 +23,13 @@ from .loading import LoadedModel, ModelInfo
 from .prompt import Request, render
 
 
-def build_constraint(engine: LoadedModel, tools: list[dict], tool_choice: str | None, style: str = "native") -> Constraint | None:
+def build_constraint(engine: LoadedModel, tools: list[dict], tool_choice: str | None, style: str = "native",
+                     thinking: bool = False) -> Constraint | None:
     """The grammar constraint for `tool_choice` over `tools`, or None when nothing is constrained.
 
     "none" or no tool_choice: free text. Anything else needs tools and the native style
-    (the grammar follows Qwen3's <tool_call> blocks).
+    (the grammar follows Qwen3's <tool_call> blocks). `thinking`: the request's enable_thinking
+    (a <think> block may come before a required or named call).
     """
     if tool_choice in (None, "none"):
         return None
@@ -35,7 +37,7 @@ def build_constraint(engine: LoadedModel, tools: list[dict], tool_choice: str | 
         raise BadInput(f"tool_choice {tool_choice!r} needs tools to choose from: pass --tools T.json, or drop --tool-choice")
     if style != "native":
         raise BadInput(f"tool_choice {tool_choice!r} constrains native <tool_call> turns; ReAct turns are not constrained")
-    return make_constraint(tools, tool_choice, engine.tokenizer)
+    return make_constraint(tools, tool_choice, engine.tokenizer, thinking)
 
 
 def generate_turn(
@@ -75,7 +77,7 @@ class LiveModel:
         return self.engine.info
 
     def next_turn(self, request: Request):
-        constraint = build_constraint(self.engine, request.tools, self.tool_choice, request.style)
+        constraint = build_constraint(self.engine, request.tools, self.tool_choice, request.style, request.enable_thinking)
         generation = generate_turn(self.engine, request, self.settings, constraint, self.on_step)
         self.generations.append(generation)
         return Turn(
@@ -97,7 +99,7 @@ class SideBySide:
 
 def side_by_side(engine: LoadedModel, request: Request, tool_choice: str | dict, settings: GenerationSettings | None = None) -> SideBySide:
     """Decode `request` twice with the live engine: under `tool_choice`'s constraint, and free."""
-    constraint = make_constraint(request.tools, tool_choice, engine.tokenizer)
+    constraint = make_constraint(request.tools, tool_choice, engine.tokenizer, request.enable_thinking)
     reason = constraint.reason if constraint is not None else "none: no constraint and no call"
     constrained = generate_turn(engine, request, settings, constraint)
     unconstrained = generate_turn(engine, request, settings, None)

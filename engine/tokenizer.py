@@ -23,6 +23,8 @@ IM_END = 151645
 END_OF_TEXT = 151643
 TOOL_CALL = 151657
 TOOL_CALL_END = 151658
+THINK = 151667  # <think>
+THINK_END = 151668  # </think>
 
 
 @dataclass(frozen=True)

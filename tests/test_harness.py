@@ -33,6 +33,7 @@ EXPECTED = {
     "extra-argument": ("error: read_file has no argument 'encoding'", 3),
     "fenced-input": ("error: write the Action Input as plain JSON, not inside a ``` code fence", 3),
     "mixed-turn": ("error: the text inside <tool_call></tool_call> is not valid JSON", 3),
+    "call-in-thinking": (None, 2),
 }
 REACT_ERRORS = {"missing-brace": "error: the Action Input is not valid JSON", "cut-off": "error: the Action Input is not valid JSON"}
 

@@ -45,7 +45,9 @@ TOOL_EDITOR = [
     ("lookahead-pattern", tools_text(tool(parameters={"type": "object", "properties": {"x": {"type": "string", "pattern": "(?=a)"}}})),
      "tool 'a': the pattern '(?=a)' uses syntax RE2 cannot run (lookaround or a backreference)"),
     ("control-characters", "[\u0000\u202e]", "Not valid JSON: Expecting value at line 1, column 2."),
-    ("huge-description", tools_text(tool(description="word " * 20_000, parameters={"type": "object", "properties": {}})), None),
+    ("huge-description", tools_text(tool(description="word " * 20_000, parameters={"type": "object", "properties": {}})),
+     "tool 'a': the tool's description is 100,000 characters; the limit is 4,000: shorten it (the model reads it in every prompt)"),
+    ("long-description", tools_text(tool(description="word " * 800, parameters={"type": "object", "properties": {}})), None),
     ("empty-list", "[]", None),
 ]
 

@@ -143,7 +143,7 @@ for _ in range(400):
          ["tool 'a': $ref '#/$defs/nope' points to nothing in this schema"]),
         ([fn(parameters={"type": "object", "properties": {"x": {"$ref": "https://example.org/s.json"}}})],
          ["tool 'a': $ref 'https://example.org/s.json' points to another document; write that schema inline"]),
-        ([fn(parameters=DEEP)], ["tool 'a': parameters is nested too deeply to check"]),
+        ([fn(parameters=DEEP)], ["tool 'a': it nests deeper than 16 levels; flatten the parameters"]),
         ([fn(parameters={"type": "array"})], ["tool 'a': parameters must have \"type\": \"object\""]),
         ({"tools": []}, ['tools must be a JSON list of definitions: [{"type": "function", "function": {...}}, ...]']),
         ([[]], ['tool 1: write it as {"type": "function", "function": {"name": ..., "parameters": ...}}']),

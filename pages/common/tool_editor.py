@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from engine.tools import TOOL_SETS, find_tool_problems, load_tool_set
+from engine.tools import MAX_DEFINITIONS_BYTES, TOOL_SETS, find_tool_problems, load_tool_set
 from pages.common.state import from_url, to_url
 
 NEW_TOOL = {
@@ -23,8 +23,16 @@ def tool_set_text(name: str) -> str:
     return json.dumps(load_tool_set(name), indent=2, ensure_ascii=False)
 
 
+# the editor's text is the definitions indented: allow it four times their compact limit
+MAX_EDITOR_CHARS = 4 * MAX_DEFINITIONS_BYTES
+
+
 def read_tools(text: str) -> tuple[list[dict] | None, list[str]]:
     """The tools in an editor's text, or None with the problems to show beside it (the text is never changed)."""
+    if len(text) > MAX_EDITOR_CHARS:
+        # refused before it is read: a pasted megabyte would be parsed, rendered and tokenized on every rerun
+        return None, [f"The text is {len(text):,} characters; the limit is {MAX_EDITOR_CHARS:,}. "
+                      "Shorten the descriptions or remove tools, then the definitions are checked."]
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
