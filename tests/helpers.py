@@ -37,7 +37,7 @@ class FailingModel:
         return self.model(**kwargs)
 
 
-# -- tool definitions for the constrained-decoding tests --------------------------------------------------
+# -- a call and tool definitions for the constrained-decoding tests --------------------------------------------------
 def function(name: str, properties: dict, required: list[str] | None = None) -> dict:
     params = {"type": "object", "properties": properties, "required": list(properties) if required is None else required}
     return {"type": "function", "function": {"name": name, "description": f"The {name} tool.", "parameters": params}}
@@ -49,3 +49,7 @@ BOUNDED = [
     function("roll", {"sides": {"type": "integer", "minimum": 1, "maximum": 6}}),
     function("set_mode", {"speed": {"const": "fast"}}),
 ]
+
+
+# the strawberry call as the Qwen3 template writes it
+COUNT_CALL = '<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>'

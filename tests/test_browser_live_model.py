@@ -12,8 +12,7 @@ import os
 import shutil
 
 import pytest
-
-from tests.local_hub import LocalHub
+from local_hub import LocalHub
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

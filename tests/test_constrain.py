@@ -13,7 +13,7 @@ import sys
 
 import pytest
 import torch
-from helpers import function
+from helpers import COUNT_CALL, function
 
 from engine import grammar
 from engine.constrain import (
@@ -31,7 +31,6 @@ from engine.tokenizer import IM_END, MODEL_VOCAB, REAL_VOCAB, TOOL_CALL, load_to
 from engine.tools import load_tool_set
 
 NAME_PREFIX = '<tool_call>\n{"name": "'
-COUNT_CALL = '<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>'
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ the first token leaves no way to call a tool."""
 from __future__ import annotations
 
 import pytest
+from helpers import BOUNDED, COUNT_CALL
 
 from engine import grammar
 from engine.constrain import inspect_mask, json_mode_mask, make_constraint, walk
@@ -15,7 +16,6 @@ from engine.parse import parse_turn
 from engine.prompt import Request
 from engine.tokenizer import REAL_VOCAB, THINK, THINK_END, TOOL_CALL, load_tokenizer
 from engine.tools import load_tool_set
-from tests.test_constrain import BOUNDED, COUNT_CALL
 
 
 @pytest.fixture(scope="module")

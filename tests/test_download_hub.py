@@ -16,8 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.local_hub import COMMIT, LocalHub
+from local_hub import COMMIT, LocalHub
 
 ROOT = Path(__file__).resolve().parent.parent
 REPO = "local/tiny-qwen3"

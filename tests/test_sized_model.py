@@ -6,8 +6,7 @@ import json
 import sys
 
 import pytest
-
-from tests.conftest import ROOT
+from helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 
