@@ -3,8 +3,9 @@
 import plotly.graph_objects as go
 import streamlit as st
 
+from engine.calculator import measure_tools_cost
 from engine.harness import load_scenario
-from engine.prompt import Request, count_tools_tokens, render
+from engine.prompt import Request, render
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, legend_html, notice, prompt_html
 from pages.common.state import from_url, style, to_url
@@ -37,13 +38,15 @@ with right:
     costs = {}
     for name in ("native", "react"):
         request = Request(messages, tools, name)
-        costs[name] = (render(request).count, count_tools_tokens(request))
+        costs[name] = (render(request).count, measure_tools_cost(tools, name, messages))
     native_col, react_col = st.columns(2)
     for column, name, label in ((native_col, "native", "Native"), (react_col, "react", "ReAct")):
         prompt_tokens, tools_tokens = costs[name]
         column.metric(f"{label}: prompt tokens", prompt_tokens)
-        column.metric(f"{label}: tools cost", tools_tokens)
-    st.markdown(text["tools cost figure"].format(count=len(tools), tokens=costs[style()][1]))
+        column.metric(f"{label}: tools cost", tools_tokens.total)
+    shown = costs[style()][1]
+    st.markdown(text["tools cost figure"].format(count=len(tools), tokens=shown.total))
+    st.markdown(text["tools cost parts"].format(tokens=shown.total, definitions=shown.definitions, instructions=shown.instructions))
 
     def switch_style():
         st.session_state["style"] = "react" if style() == "native" else "native"
@@ -75,14 +78,14 @@ calls = st.slider("Number of calls in the run", 1, 20, key="schemas_calls")
 to_url(calls=calls)
 figure = go.Figure()
 for name, label, colour in (("native", "Native", "#1f77b4"), ("react", "ReAct", "#ff7f0e")):
-    per_call = costs[name][1]
+    per_call = costs[name][1].total
     figure.add_bar(x=list(range(1, calls + 1)), y=[per_call * k for k in range(1, calls + 1)], name=label, marker_color=colour)
-chart_layout(figure, 360, barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on tool definitions",
+chart_layout(figure, 360, barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on the tools",
              legend={"orientation": "h"})
 
 st.plotly_chart(figure, width="stretch")
 a, b = st.columns(2)
-a.metric(f"Native: definitions over {calls} calls", costs["native"][1] * calls)
-b.metric(f"ReAct: definitions over {calls} calls", costs["react"][1] * calls)
+a.metric(f"Native: tools cost over {calls} calls", costs["native"][1].total * calls)
+b.metric(f"ReAct: tools cost over {calls} calls", costs["react"][1].total * calls)
 
 notice(text["what to notice"])
