@@ -31,7 +31,7 @@ KEY_CONTENT = {
     "home": "Tool calling, token by token",
     "why-call-a-tool": "count_letter",
     "tools-as-schemas": "Tokens in this prompt",
-    "the-model-writes-a-call": "Token 0 of 27",
+    "the-model-writes-a-call": "Token 1 of 27",
     "calculator": "Input tokens, whole run",
 }
 
@@ -146,8 +146,8 @@ def test_lesson_3_steps_with_the_buttons_and_a_link_reproduces_the_step(site):
     page.goto(f"{url}/{URLS['the-model-writes-a-call']}")
     settle(page)
     page.get_by_role("button", name="First token of the name").click()
-    expect(page.get_by_text("Token 6 of 27")).to_be_visible(timeout=30_000)
-    page.wait_for_url("**step=6**", timeout=10_000)
+    expect(page.get_by_text("Token 7 of 27")).to_be_visible(timeout=30_000)
+    page.wait_for_url("**step=7**", timeout=10_000)
     page.goto(f"{url}/{URLS['the-model-writes-a-call']}?step=3&style=react")
     settle(page)
     expect(page.get_by_text("Token 3 of")).to_be_visible(timeout=30_000)
