@@ -8,14 +8,16 @@ from engine.harness import load_scenario
 from engine.prompt import Request, render
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, legend_html, notice, prompt_html
+from pages.common.glossary import show_intro
 from pages.common.state import from_url, style, to_url
 from pages.common.tool_editor import tool_editor
+from pages.common.understanding import check_understanding
 from pages.common.words import lesson
 
 page_chrome(__file__)
 text = lesson("tools-as-schemas")
 st.title(text["title"])
-st.markdown(text["intro"])
+show_intro("tools-as-schemas", text["intro"])
 messages = load_scenario("strawberry").messages
 
 # -- edit the tools, with the costs beside them ------------------------------------------------------
@@ -89,3 +91,4 @@ a.metric(f"Native: tools cost over {calls} calls", costs["native"][1].total * ca
 b.metric(f"ReAct: tools cost over {calls} calls", costs["react"][1].total * calls)
 
 notice(text["what to notice"])
+check_understanding("tools-as-schemas", tools=tools)

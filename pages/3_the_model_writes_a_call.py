@@ -9,8 +9,10 @@ from engine.prompt import Request
 from engine.tokenizer import IM_END
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
+from pages.common.glossary import show_intro
 from pages.common.models import TINY_LABEL, model_label, model_source, no_model_box, tokenizer
 from pages.common.state import from_url, style, to_url
+from pages.common.understanding import check_understanding
 from pages.common.words import lesson
 
 page_chrome(__file__)
@@ -18,7 +20,7 @@ page_chrome(__file__)
 text = lesson("the-model-writes-a-call")
 tok = tokenizer()
 st.title(text["title"])
-st.markdown(text["intro"])
+show_intro("the-model-writes-a-call", text["intro"])
 scenario = load_scenario("strawberry")
 st.markdown(f"> {scenario.messages[0]['content']}")
 
@@ -118,3 +120,4 @@ else:
     chart.markdown(text["decisive moments"])
 
 notice(text["what to notice"])
+check_understanding("the-model-writes-a-call")

@@ -8,7 +8,9 @@ from engine.harness import list_scenarios, load_scenario, returned_text, run_sce
 from engine.parse import POLICIES, parse_turn
 from pages.common.chrome import page_chrome
 from pages.common.draw import call_words, checks_html, ledger_figure, notice, turn_html
+from pages.common.glossary import show_intro
 from pages.common.state import from_url, style, to_url
+from pages.common.understanding import check_understanding
 from pages.common.words import lesson, words
 
 ID = "check-run-return"
@@ -16,7 +18,7 @@ ID = "check-run-return"
 page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
-st.markdown(text["intro"])
+show_intro(ID, text["intro"])
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -77,6 +79,7 @@ if chosen_style not in scenario.styles:
               on_click=switch_style, args=(other,), type="primary")
     to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=None)
     notice(text["what to notice"])
+    check_understanding(ID)
     st.stop()
 
 run = scripted_run(scenario_name, chosen_style, policy)
@@ -213,3 +216,4 @@ else:
     st.caption(text["seed 001"])
 
 notice(text["what to notice"])
+check_understanding(ID)

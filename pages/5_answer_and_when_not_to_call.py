@@ -10,8 +10,10 @@ from engine.prompt import Request, render
 from engine.tokenizer import TOOL_CALL
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, legend_html, notice, prompt_html, show_token
+from pages.common.glossary import show_intro
 from pages.common.models import current_engine, find_trace, model_label
 from pages.common.state import style
+from pages.common.understanding import check_understanding
 from pages.common.words import LESSONS, lesson
 
 ID = "when-not-to-call"
@@ -20,7 +22,7 @@ DATA = json.loads((LESSONS / f"{ID}.json").read_text(encoding="utf-8"))
 page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
-st.markdown(text["intro"])
+show_intro(ID, text["intro"])
 chosen_style = style()
 strawberry = load_scenario("strawberry")
 
@@ -141,3 +143,4 @@ for column, is_guess in ((grounded, False), (guess, True)):
         st.info(f"The harness: *{episode.stop_reason}*. The answer: {episode.answer}")
 
 notice(text["what to notice"])
+check_understanding(ID)

@@ -13,8 +13,10 @@ from engine.tokenizer import REAL_VOCAB
 from engine.tools import load_tool_set
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
+from pages.common.glossary import show_intro
 from pages.common.models import current_engine, model_label, tokenizer
 from pages.common.state import from_url, to_url
+from pages.common.understanding import check_understanding
 from pages.common.words import LESSONS, lesson, words
 
 ID = "constrained-decoding"
@@ -27,7 +29,7 @@ QUESTION = load_scenario("strawberry").messages
 page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
-st.markdown(text["intro"])
+show_intro(ID, text["intro"])
 
 
 @st.cache_data(show_spinner="Building the grammar…", max_entries=64)
@@ -204,3 +206,4 @@ st.code(cut_verdict.errors[0].error if cut_verdict.errors else "(no error)", lan
 st.caption(text["seed 003"])
 
 notice(words(ID, "what to notice", allowed=at_name["allowed"], vocab=REAL_VOCAB))
+check_understanding(ID, allowed=at_name["allowed"])

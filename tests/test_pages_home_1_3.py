@@ -125,11 +125,11 @@ def test_lesson_2_add_and_remove_a_tool_and_the_run_of_n_calls():
 def test_lesson_3_without_a_model_steps_through_the_scripted_calls_tokens():
     at = open_page(P3)
     tok = load_tokenizer()
-    assert metrics(at)["Token 1 of 27"] == "<tool_call>"  # numbered from 1, as on lessons 4 and 6
+    assert metrics(at)["Token 1 of 28"] == "<tool_call>"  # numbered from 1, as on lessons 4 and 6
     assert "Its probability" not in metrics(at) and not at.get("plotly_chart")
     assert "no model is loaded" in all_text(at).lower()
     at.button(key="call_next").click().run()
-    assert metrics(at)["Token 2 of 27"] == "↵"
+    assert metrics(at)["Token 2 of 28"] == "↵"
     at.button(key="call_name").click().run()
     step = at.session_state["call_step"]
     assert tok.token_text(tok.encode('<tool_call>\n{"name": "count_letter"')[step - 1]) == "count"
