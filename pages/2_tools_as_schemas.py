@@ -6,6 +6,7 @@ import streamlit as st
 from engine.calculator import measure_tools_cost
 from engine.harness import load_scenario
 from engine.prompt import Request, render
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, legend_html, notice, prompt_html
 from pages.common.glossary import show_intro
@@ -86,6 +87,7 @@ chart_layout(figure, 360, barmode="group", xaxis_title="after this many calls", 
              legend={"orientation": "h"})
 
 st.plotly_chart(figure, width="stretch")
+chart_caption(figure, "after {} calls")
 a, b = st.columns(2)
 a.metric(f"Native: tools cost over {calls} calls", costs["native"][1].total * calls)
 b.metric(f"ReAct: tools cost over {calls} calls", costs["react"][1].total * calls)

@@ -7,6 +7,7 @@ from engine.harness import load_scenario
 from engine.parse import find_name_token
 from engine.prompt import Request
 from engine.tokenizer import IM_END
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
 from pages.common.glossary import show_intro
@@ -110,12 +111,14 @@ if p is not None:
         go.Bar(
             x=[a.p for a in reversed(top)], y=labels, orientation="h",
             marker_color=["#d62728" if a.id == token_id else "#9ecae1" for a in reversed(top)],
-            text=[f"{a.p:.1%}" if a.p >= 0.001 else f"{a.p:.1e}" for a in reversed(top)], textposition="auto",
+            text=[(f"{a.p:.1%}" if a.p >= 0.001 else f"{a.p:.1e}") + (" (chosen)" if a.id == token_id else "") for a in reversed(top)],
+            textposition="auto",
         )
     )
     chart_layout(figure, 80 + 42 * len(top), f"Top {len(top)} candidates at token {step} (red: the one chosen)",
                  xaxis_title="probability")
     chart.plotly_chart(figure, width="stretch")
+    chart_caption(figure, where=chart)
 else:
     chart.markdown(text["decisive moments"])
 

@@ -6,6 +6,7 @@ import streamlit as st
 from engine.cost import measure_malformed_cost
 from engine.harness import list_scenarios, load_scenario, returned_text, run_scenario
 from engine.parse import POLICIES, parse_turn
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import call_words, checks_html, ledger_figure, notice, turn_html
 from pages.common.glossary import show_intro
@@ -164,6 +165,7 @@ with chart:
     figure = ledger_figure(calls[:number], 340)
     figure.update_layout(xaxis={"range": [0.5, total + 0.5]}, yaxis={"range": [0, max(c.input_tokens for c in calls) * 1.1]})
     st.plotly_chart(figure, key="crr_ledger_chart")
+    chart_caption(figure, "call {}")
 
 # -- the two policies side by side ------------------------------------------------------------------
 st.header("Forgiving or all-or-nothing")

@@ -8,6 +8,7 @@ import streamlit as st
 from engine.harness import ScriptedModel, Turn, load_scenario, run_episode, run_scenario
 from engine.prompt import Request, render
 from engine.tokenizer import TOOL_CALL
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, legend_html, notice, prompt_html, show_token
 from pages.common.glossary import show_intro
@@ -96,6 +97,7 @@ def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> 
     chart_layout(figure, 330, yaxis={"autorange": "reversed", "type": "category"},
                  xaxis={"title": "probability of the first token", "showticklabels": False})
     st.plotly_chart(figure, key=key)
+    chart_caption(figure)
 
 
 engine = current_engine()

@@ -11,6 +11,7 @@ from engine.parse import parse_turn
 from engine.prompt import Request, render
 from engine.tokenizer import REAL_VOCAB
 from engine.tools import load_tool_set
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
 from pages.common.glossary import show_intro
@@ -66,6 +67,7 @@ def bars(rows, title: str, key: str) -> None:
                               text=[f"{r.p * 100:.3g}%" for r in rows], textposition="auto"))
     chart_layout(figure, 320, title, yaxis={"autorange": "reversed", "type": "category"}, xaxis={"showticklabels": False})
     st.plotly_chart(figure, key=key)
+    chart_caption(figure)
 
 
 # -- the headline figure, computed now ----------------------------------------------------------
@@ -137,6 +139,7 @@ figure = go.Figure(go.Bar(
 ))
 chart_layout(figure, 280, yaxis={"type": "log", "title": "tokens allowed"}, xaxis={"title": "token of the reply", "dtick": 1})
 st.plotly_chart(figure, key="cd_allowed_chart")
+chart_caption(figure, "token {}")
 
 # -- probabilities before and after the mask -----------------------------------------------------
 st.subheader("Before and after the mask")

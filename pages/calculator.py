@@ -4,6 +4,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.calculator import measure_tools_cost, plan_run
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, notice
 from pages.common.state import from_url, style, to_url
@@ -73,6 +74,7 @@ for field, label, colour in (
 chart_layout(figure, 420, "Input tokens of each call (the whole prompt, re-sent)", barmode="stack", yaxis_title="tokens",
              legend={"orientation": "h"})
 st.plotly_chart(figure, width="stretch")
+chart_caption(figure)
 
 st.dataframe(
     [

@@ -5,6 +5,7 @@ import streamlit as st
 from engine.errors import EngineError
 from engine.harness import Run, iterate_episode, list_scenarios, load_scenario
 from engine.playground import check_files, fresh_workspace, play_script, snapshot
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import ledger_figure, notice
 from pages.common.models import current_engine, model_label
@@ -161,7 +162,9 @@ if result:
     a.metric("Calls", len(steps))
     b.metric("Input tokens", f"{total_in:,}")
     c.metric("Output tokens", f"{total_out:,}")
-    st.plotly_chart(ledger_figure([s.cost for s in steps], 300), key="pg_ledger_chart")
+    ledger_chart = ledger_figure([s.cost for s in steps], 300)
+    st.plotly_chart(ledger_chart, key="pg_ledger_chart")
+    chart_caption(ledger_chart, "call {}")
     departure = result.get("departure")
     if departure is not None:
         st.warning(words(ID, "script departed", call=departure.call, tool=f"`{departure.tool}`" if departure.tool else "the harness"))

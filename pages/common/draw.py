@@ -37,6 +37,11 @@ table.checks td.v {white-space:nowrap; font-weight:600}
 table.checks tr.pass td.v {color:#1b7f1b} table.checks tr.fail td.v {color:#c62828} table.checks tr.skip td {color:#888}
 table.checks code {white-space:pre-wrap; font-size:0.95em}
 .equal {font-size:2.4em; font-weight:700; color:#1b7f1b; text-align:center; line-height:1.1; padding-top:0.6rem}
+/* a second cue besides colour: each kind of text has its own underline or border style */
+.k-template {border-bottom:2px dotted #666} .k-tool {border-bottom:2px solid #a35c00}
+.k-message {border-bottom:2px dashed #1f5fa0} .k-generation {border-bottom:3px double #2e7d32}
+.tok.sp {border:2px dashed #5b2d9e} .turn-view mark.ok {outline:2px solid #1b7f1b}
+.turn-view mark.bad {outline:2px dashed #c62828; text-decoration:underline wavy #c62828}
 </style>
 """
 
