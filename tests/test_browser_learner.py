@@ -61,7 +61,7 @@ def via_sidebar(tab, title: str, path: str, heading: str | None = None) -> None:
 
 def shoot(tab, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    tab.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    tab.screenshot(path=str(ARTIFACTS / f"{name}.png"), timeout=90_000, animations="disabled")
 
 
 def test_lesson_4_keeps_unknown_tool_and_its_step_after_home(page):
@@ -72,15 +72,18 @@ def test_lesson_4_keeps_unknown_tool_and_its_step_after_home(page):
     page.get_by_test_id("stSelectbox").filter(has_text="Scenario").click()
     page.get_by_role("option", name="Unknown tool: git_commit").click()
     settle(page)
+    first = int(query(page)["step"])
     page.get_by_role("button", name="Next").click()
+    page.wait_for_url(f"**step={first + 1}**", timeout=30_000)
     settle(page)
     wanted = query(page)
     assert wanted["scenario"] == "unknown-tool"
-    heading = page.get_by_role("heading", name=f"Call {wanted['step']} of").first.inner_text()
+    heading = f"Call {first + 1} of"
+    expect(page.get_by_role("heading", name=heading)).to_be_visible(timeout=30_000)
     via_sidebar(page, "Home", "", "Tool calling")
     assert "scenario" not in query(page)
     via_sidebar(page, "4 · Check it, run it, return it", "check_run_return")
-    expect(page.get_by_text(heading)).to_be_visible(timeout=30_000)
+    expect(page.get_by_role("heading", name=heading)).to_be_visible(timeout=30_000)
     expect(page.get_by_role("combobox", name="Scenario")).to_have_value("Unknown tool: git_commit")
     assert query(page)["scenario"] == "unknown-tool" and query(page)["step"] == wanted["step"]
     no_errors(page)

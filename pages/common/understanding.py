@@ -8,6 +8,8 @@ the learner sees above it.
 
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
 from engine.calculator import measure_tools_cost
@@ -75,10 +77,17 @@ FIGURES = {
 }
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def _figures(lesson_id: str, chosen_style: str, page_figures: str) -> dict:
+    # cached per lesson, style and the page's own figures: some answers replay whole scripted runs
+    return FIGURES[lesson_id](**json.loads(page_figures)) if lesson_id in FIGURES else {}
+
+
 def questions(lesson_id: str, **page_figures) -> list[tuple[str, str]]:
     """The lesson's (question, answer) pairs with their figures filled in."""
     text = lesson(lesson_id)
-    values = FIGURES[lesson_id](**page_figures) if lesson_id in FIGURES else {}
+    # never sort the keys: a tool's keys are rendered in their own order, and the order changes the count
+    values = _figures(lesson_id, style(), json.dumps(page_figures))
     pairs, n = [], 1
     while f"question {n}" in text and f"answer {n}" in text:
         pairs.append((text[f"question {n}"].format(**values), text[f"answer {n}"].format(**values)))
