@@ -71,6 +71,7 @@ def test_lesson_4_keeps_unknown_tool_and_its_step_after_home(page):
     settle(page)
     page.get_by_test_id("stSelectbox").filter(has_text="Scenario").click()
     page.get_by_role("option", name="Unknown tool: git_commit").click()
+    page.wait_for_url("**scenario=unknown-tool**", timeout=30_000)
     settle(page)
     first = int(query(page)["step"])
     page.get_by_role("button", name="Next").click()
@@ -202,3 +203,42 @@ def test_screenshots_of_the_changed_pages_at_both_sizes(chromium, streamlit_serv
         no_errors(tab)
         shoot(tab, f"learner-{path}-{width}")
         context.close()
+
+
+def tab_to(tab, wanted: str, presses: int = 120) -> None:
+    """Press Tab until the focused element's text or label starts with `wanted`, as a keyboard-only learner would."""
+    for _ in range(presses):
+        tab.keyboard.press("Tab")
+        labels = tab.evaluate("() => { const e = document.activeElement;"
+                              " return [e.getAttribute('aria-label') || '', e.value || '', e.innerText || ''].map(s => s.trim()) }")
+        if any(label.startswith(wanted) for label in labels):
+            return
+    raise AssertionError(f"{wanted!r} cannot be reached with the Tab key")
+
+
+def test_the_keyboard_alone_reaches_and_works_the_controls(page):
+    from playwright.sync_api import expect
+
+    # lesson 6: tool_choice with Tab and Enter, then the step with Tab and Enter on Next
+    page.goto(f"{page.base}/constrained_decoding")
+    settle(page)
+    page.locator("h1").first.click()
+    tab_to(page, "required")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**tool_choice=required**", timeout=30_000)
+    settle(page)
+    tab_to(page, "Next")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**step=2**", timeout=30_000)
+    # lesson 4: the scenario picked from the keyboard (arrows in the open list, Enter to choose)
+    page.goto(f"{page.base}/check_run_return")
+    settle(page)
+    page.locator("h1").first.click()
+    tab_to(page, "Missing brace")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => !location.search.includes('scenario=missing-brace')", timeout=30_000)
+    settle(page)
+    expect(page.get_by_role("combobox", name="Scenario")).not_to_have_value("Missing brace, then repaired")
+    no_errors(page)
