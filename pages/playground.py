@@ -126,7 +126,7 @@ if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_r
         except EngineError as error:
             run.stop_reason = f"the model failed: {error}"
         files_after = snapshot(workspace)
-        status.update(label=f"Done: {len(run.steps)} calls", state="complete", expanded=False)
+        status.update(label=f"Done: {len(run.steps)} call{'' if len(run.steps) == 1 else 's'}", state="complete", expanded=False)
     st.session_state["pg_result"] = {
         "steps": run.steps, "files_before": dict(good), "files_after": files_after, "left_out": len(problems),
         "style": chosen_style, "answer": run.answer, "stop": run.stop_reason,

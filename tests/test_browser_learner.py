@@ -207,13 +207,15 @@ def test_screenshots_of_the_changed_pages_at_both_sizes(chromium, streamlit_serv
 
 def tab_to(tab, wanted: str, presses: int = 120) -> None:
     """Press Tab until the focused element's text or label starts with `wanted`, as a keyboard-only learner would."""
+    seen = []
     for _ in range(presses):
         tab.keyboard.press("Tab")
         labels = tab.evaluate("() => { const e = document.activeElement;"
                               " return [e.getAttribute('aria-label') || '', e.value || '', e.innerText || ''].map(s => s.trim()) }")
         if any(label.startswith(wanted) for label in labels):
             return
-    raise AssertionError(f"{wanted!r} cannot be reached with the Tab key")
+        seen.append(" / ".join(label[:20] for label in labels if label))
+    raise AssertionError(f"{wanted!r} cannot be reached with the Tab key; the focus went through {seen[:60]}")
 
 
 def test_the_keyboard_alone_reaches_and_works_the_controls(page):
@@ -221,9 +223,15 @@ def test_the_keyboard_alone_reaches_and_works_the_controls(page):
 
     # lesson 6: tool_choice with Tab and Enter, then the step with Tab and Enter on Next
     page.goto(f"{page.base}/constrained_decoding")
+    expect(page.get_by_text("Allowed before token 1")).to_be_visible(timeout=90_000)  # the grammar is built
     settle(page)
     page.locator("h1").first.click()
-    tab_to(page, "required")
+    # a segmented control is one stop for Tab (its chosen option); the arrows move between its options
+    tab_to(page, "auto")
+    for _ in range(4):
+        page.keyboard.press("ArrowRight")
+        if page.evaluate("() => document.activeElement.innerText.trim()") == "required":
+            break
     page.keyboard.press("Enter")
     page.wait_for_url("**tool_choice=required**", timeout=30_000)
     settle(page)
@@ -232,6 +240,7 @@ def test_the_keyboard_alone_reaches_and_works_the_controls(page):
     page.wait_for_url("**step=2**", timeout=30_000)
     # lesson 4: the scenario picked from the keyboard (arrows in the open list, Enter to choose)
     page.goto(f"{page.base}/check_run_return")
+    expect(page.get_by_role("heading", name="Call 2 of 7: the model wrote")).to_be_visible(timeout=90_000)
     settle(page)
     page.locator("h1").first.click()
     tab_to(page, "Missing brace")
