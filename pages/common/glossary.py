@@ -12,11 +12,10 @@ import json
 import re
 from functools import lru_cache
 
-from engine.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, TOOL_CALL_END
+from engine.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, TOOL_CALL_END, load_tokenizer
 from pages.common.words import LESSONS, lesson_index
 
 PATH = LESSONS / "glossary.json"
-IM_START = IM_END - 1  # <|im_start|> sits just before <|im_end|> in Qwen3's added tokens
 
 
 @lru_cache(maxsize=2)
@@ -31,8 +30,9 @@ def glossary() -> dict:
 
 def figures() -> dict[str, str]:
     """The tokenizer's figures that entries quote as {placeholders}."""
+    (im_start,) = load_tokenizer().encode("<|im_start|>")  # one token: the tokenizer says which id
     return {
-        "vocab": f"{REAL_VOCAB:,}", "last_id": f"{REAL_VOCAB - 1:,}", "im_start": str(IM_START), "im_end": str(IM_END),
+        "vocab": f"{REAL_VOCAB:,}", "last_id": f"{REAL_VOCAB - 1:,}", "im_start": str(im_start), "im_end": str(IM_END),
         "tool_call": str(TOOL_CALL), "tool_call_end": str(TOOL_CALL_END),
     }
 
