@@ -154,3 +154,10 @@ def test_edited_tools_and_playground_files_survive_a_visit_to_another_page():
     at.text_input(key="pg_path_0").input("calc2.py").run()
     _leave_and_come_back(at, "pages/playground.py")
     assert [t.value for t in at.text_input] == ["calc2.py", "test_calc.py"]
+
+
+def test_lesson_4_answers_follow_the_style_switch():
+    at = open_page(LESSON_PAGES["check-run-return"], style="react")
+    cost = measure_malformed_cost(load_scenario("missing-brace"), "react")
+    shown = answers(at)
+    assert "`error: the Action Input is not valid JSON`" in shown[0] and cost.formula_text in shown[1]

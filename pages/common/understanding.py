@@ -49,13 +49,13 @@ def _the_model_writes_a_call(**_) -> dict:
 def _check_run_return(**_) -> dict:
     from engine.cost import measure_malformed_cost
 
-    scenario = load_scenario("missing-brace")
-    bad = scenario.turns["native"][scenario.malformed_turn].text
-    cost = measure_malformed_cost(scenario, "native")
+    scenario, chosen = load_scenario("missing-brace"), style()
+    bad = scenario.turns[chosen][scenario.malformed_turn].text
+    cost = measure_malformed_cost(scenario, chosen)
     mixed = load_scenario("mixed-turn")
     # the calls each policy would run from the mixed turn: the parser's verdict is all the harness goes by
     ran = {p: len(parse_turn(mixed.turns["native"][0].text, mixed.tools, "native", p).calls) for p in ("per-block", "vllm")}
-    return {"error": parse_turn(bad, scenario.tools).errors[0].error, "measured": f"{cost.measured_in:,}",
+    return {"error": parse_turn(bad, scenario.tools, chosen).errors[0].error, "measured": f"{cost.measured_in:,}",
             "formula": cost.formula_text, "a_bad": cost.a_bad, "e": cost.e, "n_later": cost.n_later,
             "per_block_ran": ran["per-block"], "vllm_ran": ran["vllm"]}
 
