@@ -11,6 +11,10 @@ text of a malformed call is the parser's own (engine.parse), so every figure is 
 Each call's prompt is split into the tool definitions (the tool spans), the template's own
 instructions and the conversation, so a chart can show the definitions being paid again
 on every call.
+
+"What the tools cost" has one meaning on every page: the prompt with the tools minus the same
+prompt without them (`measure_tools_cost`). It is the definitions (one line per tool, natively)
+plus the instructions the template writes around them only when there are tools.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from dataclasses import dataclass
 from .errors import BadInput
 from .ledger import Ledger
 from .parse import parse_turn
-from .prompt import Request, render
+from .prompt import Request, count_tools_tokens, render
 from .tokenizer import QwenTokenizer, load_tokenizer
 
+QUESTION = "How many times does the letter r appear in strawberry?"
 PLACES = ("start", "end")  # where the malformed calls happen: before the first good call, or before the last
 
 
@@ -41,6 +46,36 @@ class PlannedCall:
     text: str  # what the model writes in this call
     error: str | None = None  # for a malformed call: the error the harness sends back
 
+    @property
+    def tools_cost(self) -> int:
+        """The tools' share of this call: definitions + the template's instructions (the run has no system message of its own)."""
+        return self.tools_tokens + self.template_tokens
+
+
+@dataclass(frozen=True)
+class ToolsCost:
+    """What the tools cost in one prompt, and its two parts."""
+
+    total: int  # the prompt with the tools minus the same prompt without them
+    definitions: int  # of which: the tool definitions themselves (the tool spans)
+    instructions: int  # of which: the template's text around them (the format of a call, the framing)
+
+
+def measure_tools_cost(
+    tools: list[dict], style: str = "native", messages: list[dict] | None = None, tokenizer: QwenTokenizer | None = None
+) -> ToolsCost:
+    """The tools cost of a request, measured as a difference of two prompts, split into definitions and instructions.
+
+    The definitions are counted on the spans of the prompt; the instructions are what is left
+    of the difference, so the two parts always add up to the total.
+    """
+    tok = tokenizer or load_tokenizer()
+    messages = messages if messages is not None else [{"role": "user", "content": QUESTION}]
+    request = Request(messages, tools, style)
+    total = count_tools_tokens(request, tok)
+    definitions = sum(s.tokens for s in render(request, tok).spans if s.kind == "tool")
+    return ToolsCost(total, definitions, total - definitions)
+
 
 @dataclass
 class RunCost(Ledger):
@@ -53,10 +88,16 @@ class RunCost(Ledger):
         """Tokens spent on the tool definitions over the whole run."""
         return sum(c.tools_tokens for c in self.calls)
 
+    @property
+    def tools_cost(self) -> int:
+        """Tokens spent on the tools (definitions + the template's instructions) over the whole run."""
+        return sum(c.tools_cost for c in self.calls)
+
     def totals(self) -> dict:
         return {
             **self.token_totals(),
             "tools_tokens": self.tools_tokens,
+            "tools_cost": self.tools_cost,
             "malformed": sum(c.kind == "malformed call" for c in self.calls),
         }
 
@@ -106,7 +147,7 @@ def plan_run(
     style: str = "native",
     calls: int = 1,
     malformed: int = 0,
-    question: str = "How many times does the letter r appear in strawberry?",
+    question: str = QUESTION,
     result: str = "3",
     answer: str = "The letter \"r\" appears 3 times in \"strawberry\".",
     arguments: dict | None = None,

@@ -6,6 +6,13 @@ the same way a model's calls are, so each file is checked with the sandbox's own
 limits the tools use (`Limits`) before anything is written. A bad file gets one short
 message and is left out; the others still make a workspace. Every run gets a new temporary
 folder, removed afterwards, so one run never sees another's writes.
+
+A scripted episode replays turns written for the scenario's own files. On a workspace the
+learner edited, a tool can answer differently from what the script was written against
+(remove test_calc.py and `run_tests` finds no test file). `play_script` compares each real
+result with the result the same call gives on the scenario's own files, and stops the run at
+the first call where they differ, saying what the script assumed and what the workspace gave,
+instead of letting the fixed turns carry on as if nothing had changed.
 """
 
 from __future__ import annotations
@@ -17,8 +24,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .harness import make_workspace
+from .harness import Run, RunCall, Scenario, ScriptedModel, iterate_episode, make_workspace
 from .workspace import Limits, ToolRefusal, Workspace
+
+STOP_DEPARTED = "the script stopped: a tool answered differently from what its turns were written for"
 
 
 @dataclass(frozen=True)
@@ -140,3 +149,49 @@ def cap_for_display(files: dict[str, str], max_files: int = 30, max_bytes: int =
     left_bytes = sum(len(files[p].encode("utf-8")) for p in files if p not in shown)
     return Shown(shown, f"{left:,} more file(s) ({left_bytes:,} bytes) not shown: the page shows up to "
                         f"{max_files} files and {max_bytes:,} bytes of text")
+
+
+@dataclass
+class Departure:
+    """Where a scripted run stopped fitting the learner's workspace."""
+
+    call: int  # the model call (1-based) whose tool results differ
+    tool: str | None  # the tool that answered differently (None: an error for a malformed block)
+    expected: str  # what that tool returned on the scenario's own files, which the script was written for
+    actual: str  # what it returned on the learner's workspace
+
+
+def expected_results(scenario: Scenario, style: str, max_turns: int) -> list[list[str]]:
+    """The results each scripted call gets on the scenario's own files: what the script's turns assume."""
+    with tempfile.TemporaryDirectory(prefix="expected-") as folder:
+        workspace = make_workspace(scenario.files, folder)
+        model = ScriptedModel(scenario.script(style))
+        run = Run(style, "per-block")
+        for _ in iterate_episode(model, scenario.messages, scenario.tools, style=style, workspace=workspace,
+                                 max_turns=max_turns, run=run):
+            pass
+    return [[r.text for r in step.results] for step in run.steps]
+
+
+def play_script(
+    scenario: Scenario, style: str, workspace: Workspace, run: Run, max_turns: int, departures: list[Departure]
+) -> Iterator[RunCall]:
+    """Replay the scenario's scripted turns on `workspace`, yielding each call; stop where a result departs from the script.
+
+    The first departure is appended to `departures` and the run's stop reason says so.
+    """
+    expected = expected_results(scenario, style, max_turns)
+    model = ScriptedModel(scenario.script(style))
+    for number, step in enumerate(
+        iterate_episode(model, scenario.messages, scenario.tools, style=style, workspace=workspace, max_turns=max_turns, run=run),
+        start=1,
+    ):
+        yield step
+        assumed = expected[number - 1] if number <= len(expected) else []
+        for position, result in enumerate(step.results):
+            wanted = assumed[position] if position < len(assumed) else ""
+            if result.text != wanted:
+                departures.append(Departure(number, result.name, wanted, result.text))
+                run.stop_reason = STOP_DEPARTED
+                run.answer = None
+                return

@@ -7,9 +7,11 @@ from engine.prompt import Request
 from engine.tools import run_tool
 from pages.common.chrome import page_chrome
 from pages.common.draw import draw_tokens, notice
+from pages.common.glossary import show_intro
 from pages.common.models import model_label, model_source, no_model_box, tokenizer
 from pages.common.state import from_url, style, to_url
 from pages.common.stream import TokenStream
+from pages.common.understanding import check_understanding
 from pages.common.words import lesson
 
 page_chrome(__file__)
@@ -17,7 +19,7 @@ page_chrome(__file__)
 text = lesson("why-call-a-tool")
 tok = tokenizer()
 st.title(text["title"])
-st.markdown(text["intro"])
+show_intro("why-call-a-tool", text["intro"])
 
 # -- a word becomes tokens ---------------------------------------------------------------------
 st.header("Type a word")
@@ -113,3 +115,4 @@ for number, step in enumerate(run.steps, start=1):
             st.markdown(f"`{result.name}` ran in the harness and returned **{result.text}**")
 
 notice(text["what to notice"])
+check_understanding("why-call-a-tool")

@@ -3,13 +3,17 @@
 import plotly.graph_objects as go
 import streamlit as st
 
+from engine.calculator import measure_tools_cost
 from engine.harness import load_scenario
-from engine.prompt import Request, count_tools_tokens, render
+from engine.prompt import Request, render
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, legend_html, notice, prompt_html
+from pages.common.glossary import show_intro
 from pages.common.literal import plural, table_html
 from pages.common.state import from_url, style, to_url
 from pages.common.tool_editor import tool_editor
+from pages.common.understanding import check_understanding
 from pages.common.words import lesson
 
 EMPTY_THINK = "<think>\n\n</think>\n\n"
@@ -17,7 +21,7 @@ EMPTY_THINK = "<think>\n\n</think>\n\n"
 page_chrome(__file__)
 text = lesson("tools-as-schemas")
 st.title(text["title"])
-st.markdown(text["intro"])
+show_intro("tools-as-schemas", text["intro"])
 messages = load_scenario("strawberry").messages
 
 # -- edit the tools, with the costs beside them ------------------------------------------------------
@@ -40,13 +44,15 @@ with right:
     costs = {}
     for name in ("native", "react"):
         request = Request(messages, tools, name)
-        costs[name] = (render(request).count, count_tools_tokens(request))
+        costs[name] = (render(request).count, measure_tools_cost(tools, name, messages))
     native_col, react_col = st.columns(2)
     for column, name, label in ((native_col, "native", "Native"), (react_col, "react", "ReAct")):
         prompt_tokens, tools_tokens = costs[name]
         column.metric(f"{label}: prompt tokens", prompt_tokens)
-        column.metric(f"{label}: tools cost", tools_tokens)
-    st.markdown(text["tools cost figure"].format(count=len(tools), tokens=costs[style()][1]))
+        column.metric(f"{label}: tools cost", tools_tokens.total)
+    shown = costs[style()][1]
+    st.markdown(text["tools cost figure"].format(count=len(tools), tokens=shown.total))
+    st.markdown(text["tools cost parts"].format(tokens=shown.total, definitions=shown.definitions, instructions=shown.instructions))
 
     def switch_style():
         st.session_state["style"] = "react" if style() == "native" else "native"
@@ -77,14 +83,16 @@ calls = st.slider("Number of calls in the run", 1, 20, key="schemas_calls")
 to_url(calls=calls)
 figure = go.Figure()
 for name, label, colour in (("native", "Native", "#1f77b4"), ("react", "ReAct", "#ff7f0e")):
-    per_call = costs[name][1]
+    per_call = costs[name][1].total
     figure.add_bar(x=list(range(1, calls + 1)), y=[per_call * k for k in range(1, calls + 1)], name=label, marker_color=colour)
-chart_layout(figure, 360, barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on tool definitions",
+chart_layout(figure, 360, barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on the tools",
              legend={"orientation": "h"})
 
 st.plotly_chart(figure, width="stretch")
+chart_caption(figure, "after {} calls")
 a, b = st.columns(2)
-a.metric(f"Native: definitions over {plural(calls, 'call')}", costs["native"][1] * calls)
-b.metric(f"ReAct: definitions over {plural(calls, 'call')}", costs["react"][1] * calls)
+a.metric(f"Native: tools cost over {plural(calls, 'call')}", costs["native"][1].total * calls)
+b.metric(f"ReAct: tools cost over {plural(calls, 'call')}", costs["react"][1].total * calls)
 
 notice(text["what to notice"])
+check_understanding("tools-as-schemas", tools=tools)

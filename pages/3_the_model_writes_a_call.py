@@ -7,11 +7,14 @@ from engine.harness import load_scenario
 from engine.parse import find_name_token
 from engine.prompt import Request
 from engine.tokenizer import IM_END
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
+from pages.common.glossary import show_intro
 from pages.common.models import TINY_LABEL, model_label, model_source, no_model_box, tokenizer
 from pages.common.state import from_url, style, to_url
 from pages.common.stream import TokenStream
+from pages.common.understanding import check_understanding
 from pages.common.words import lesson
 
 page_chrome(__file__)
@@ -19,7 +22,7 @@ page_chrome(__file__)
 text = lesson("the-model-writes-a-call")
 tok = tokenizer()
 st.title(text["title"])
-st.markdown(text["intro"])
+show_intro("the-model-writes-a-call", text["intro"])
 scenario = load_scenario("strawberry")
 st.markdown(f"> {scenario.messages[0]['content']}")
 
@@ -40,7 +43,7 @@ if kind in ("live", "random"):
         stream.clear()  # the step-through strip below shows every token
         made = {"key": wanted, "steps": generation.steps}
         st.session_state["call_generation"] = made
-        st.session_state["call_step"] = 0
+        st.session_state["call_step"] = 1
     if made and made["key"] == wanted:
         steps = [(s.id, s.token, s.p, s.top) for s in made["steps"]]
 elif kind == "trace":
@@ -62,13 +65,14 @@ else:
 # -- step through it ------------------------------------------------------------------------------------------
 st.header("Step through")
 st.markdown(text["step through"])
-last = len(rows) - 1
-from_url("call_step", "step", 0, int, range(0, last + 1))
-st.session_state["call_step"] = min(st.session_state["call_step"], last)
+# tokens are numbered from 1, as on lessons 4 and 6
+last = len(rows)
+from_url("call_step", "step", 1, int)
+st.session_state["call_step"] = min(max(st.session_state["call_step"], 1), last)
 
 
 def move(delta: int) -> None:
-    st.session_state["call_step"] = max(0, min(last, st.session_state["call_step"] + delta))
+    st.session_state["call_step"] = max(1, min(last, st.session_state["call_step"] + delta))
 
 
 def jump(where: int) -> None:
@@ -78,17 +82,17 @@ def jump(where: int) -> None:
 name_at = find_name_token([r[1] for r in rows], style())
 
 controls = st.columns([1, 1, 2, 2, 2])
-controls[0].button("◀ Previous", key="call_prev", on_click=move, args=(-1,), width="stretch")
-controls[1].button("Next ▶", key="call_next", on_click=move, args=(1,), width="stretch")
-controls[2].number_input("Token number (from 0)", 0, last, key="call_step")
-controls[3].button("First token", key="call_first", on_click=jump, args=(0,), width="stretch")
+controls[0].button("◀ Previous", key="call_prev", on_click=move, args=(-1,), width="stretch", shortcut="Left")
+controls[1].button("Next ▶", key="call_next", on_click=move, args=(1,), width="stretch", shortcut="Right")
+controls[2].number_input("Token number", 1, last, key="call_step")
+controls[3].button("First token", key="call_first", on_click=jump, args=(1,), width="stretch")
 if name_at is not None:
-    controls[4].button("First token of the name", key="call_name", on_click=jump, args=(name_at,), width="stretch")
+    controls[4].button("First token of the name", key="call_name", on_click=jump, args=(name_at + 1,), width="stretch")
 step = st.session_state["call_step"]
 to_url(step=step)
 
-token_id, token, p, top = rows[step]
-draw_tokens([(r[0], r[1]) for r in rows], current=step, special=[tok.is_special(r[0]) for r in rows])
+token_id, token, p, top = rows[step - 1]
+draw_tokens([(r[0], r[1]) for r in rows], current=step - 1, special=[tok.is_special(r[0]) for r in rows])
 facts, chart = st.columns([1, 2], gap="large")
 facts.metric(f"Token {step} of {last}", show_token(token) or "(empty)")
 facts.caption(f"id {token_id}")
@@ -101,13 +105,16 @@ if p is not None:
         go.Bar(
             x=[a.p for a in reversed(top)], y=labels, orientation="h",
             marker_color=["#d62728" if a.id == token_id else "#9ecae1" for a in reversed(top)],
-            text=[f"{a.p:.1%}" if a.p >= 0.001 else f"{a.p:.1e}" for a in reversed(top)], textposition="auto",
+            text=[(f"{a.p:.1%}" if a.p >= 0.001 else f"{a.p:.1e}") + (" (chosen)" if a.id == token_id else "") for a in reversed(top)],
+            textposition="auto",
         )
     )
     chart_layout(figure, 80 + 42 * len(top), f"Top {len(top)} candidates at token {step} (red: the one chosen)",
                  xaxis_title="probability")
     chart.plotly_chart(figure, width="stretch")
+    chart_caption(figure, where=chart)
 else:
     chart.markdown(text["decisive moments" if style() == "native" else "decisive moments (react)"])
 
 notice(text["what to notice"])
+check_understanding("the-model-writes-a-call")

@@ -6,10 +6,13 @@ import streamlit as st
 from engine.cost import measure_malformed_cost
 from engine.harness import list_scenarios, load_scenario, returned_text, run_scenario
 from engine.parse import POLICIES, parse_turn
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import call_words, checks_html, ledger_figure, notice, turn_html
+from pages.common.glossary import show_intro
 from pages.common.literal import plural, table_html
 from pages.common.state import from_url, style, to_url
+from pages.common.understanding import check_understanding
 from pages.common.words import lesson, words
 
 ID = "check-run-return"
@@ -17,7 +20,7 @@ ID = "check-run-return"
 page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
-st.markdown(text["intro"])
+show_intro(ID, text["intro"])
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -78,6 +81,7 @@ if chosen_style not in scenario.styles:
               on_click=switch_style, args=(other,), type="primary")
     to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=None)
     notice(text["what to notice"])
+    check_understanding(ID)
     st.stop()
 
 run = scripted_run(scenario_name, chosen_style, policy)
@@ -162,6 +166,7 @@ with chart:
     figure = ledger_figure(calls[:number], 340)
     figure.update_layout(xaxis={"range": [0.5, total + 0.5]}, yaxis={"range": [0, max(c.input_tokens for c in calls) * 1.1]})
     st.plotly_chart(figure, key="crr_ledger_chart")
+    chart_caption(figure, "call {}")
 
 # -- the two policies side by side ------------------------------------------------------------------
 st.header("Forgiving or all-or-nothing")
@@ -220,3 +225,4 @@ else:
     st.caption(text["seed 001"])
 
 notice(text["what to notice (stopped)" if any(s.parse.returned_as_text for s in run.steps) else "what to notice"])
+check_understanding(ID)

@@ -8,10 +8,13 @@ import streamlit as st
 from engine.harness import ScriptedModel, Turn, load_scenario, run_episode, run_scenario
 from engine.prompt import Request, render
 from engine.tokenizer import TOOL_CALL
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, legend_html, notice, prompt_html, show_token
+from pages.common.glossary import show_intro
 from pages.common.models import current_engine, engine_kind, find_trace, model_label
 from pages.common.state import style
+from pages.common.understanding import check_understanding
 from pages.common.words import LESSONS, lesson
 
 ID = "when-not-to-call"
@@ -20,7 +23,7 @@ DATA = json.loads((LESSONS / f"{ID}.json").read_text(encoding="utf-8"))
 page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
-st.markdown(text["intro"])
+show_intro(ID, text["intro"])
 chosen_style = style()
 strawberry = load_scenario("strawberry")
 
@@ -94,6 +97,7 @@ def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> 
     chart_layout(figure, 330, yaxis={"autorange": "reversed", "type": "category"},
                  xaxis={"title": "probability of the first token", "showticklabels": False})
     st.plotly_chart(figure, key=key)
+    chart_caption(figure)
 
 
 engine = current_engine()
@@ -141,3 +145,4 @@ for column, is_guess in ((grounded, False), (guess, True)):
         st.info(f"The harness: *{episode.stop_reason}*. The answer: {episode.answer}")
 
 notice(text["what to notice"])
+check_understanding(ID)

@@ -11,11 +11,14 @@ from engine.parse import parse_turn
 from engine.prompt import Request, render
 from engine.tokenizer import REAL_VOCAB, TOOL_CALL
 from engine.tools import load_tool_set
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
+from pages.common.glossary import show_intro
 from pages.common.literal import draw_reply, plural
 from pages.common.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
 from pages.common.state import from_url, style, to_url
+from pages.common.understanding import check_understanding
 from pages.common.words import LESSONS, lesson, words
 
 ID = "constrained-decoding"
@@ -28,7 +31,7 @@ QUESTION = load_scenario("strawberry").messages
 page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
-st.markdown(text["intro"])
+show_intro(ID, text["intro"])
 (st.warning if style() == "react" else st.caption)(text["native only"])
 
 
@@ -66,6 +69,7 @@ def bars(rows, title: str, key: str) -> None:
                               text=[f"{r.p * 100:.3g}%" for r in rows], textposition="auto"))
     chart_layout(figure, 320, title, yaxis={"autorange": "reversed", "type": "category"}, xaxis={"showticklabels": False})
     st.plotly_chart(figure, key=key)
+    chart_caption(figure)
 
 
 # -- the headline figure, computed now ----------------------------------------------------------
@@ -142,6 +146,7 @@ chart_layout(figure, 280, yaxis={"type": "log", "title": "tokens allowed", "rang
              xaxis={"title": "token of the reply", "dtick": 1 if total <= 40 else 5, "range": [0.4, max(total, 12) + 0.6]},
              bargap=0.25)
 st.plotly_chart(figure, key="cd_allowed_chart")
+chart_caption(figure, "token {}")
 
 # -- probabilities before and after the mask -----------------------------------------------------
 st.subheader("Before and after the mask")
@@ -216,3 +221,4 @@ st.code(cut_verdict.errors[0].error if cut_verdict.errors else "(no error)", lan
 st.caption(text["seed 003"])
 
 notice(words(ID, "what to notice", allowed=at_name["allowed"], vocab=REAL_VOCAB))
+check_understanding(ID, allowed=at_name["allowed"])

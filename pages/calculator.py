@@ -3,7 +3,8 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.calculator import plan_run
+from engine.calculator import measure_tools_cost, plan_run
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, notice
 from pages.common.literal import table_html
@@ -52,28 +53,35 @@ st.header("The run")
 cols = st.columns(4)
 cols[0].metric("Model calls", totals["calls"])
 cols[1].metric("Input tokens, whole run", f"{totals['input_tokens']:,}")
-cols[2].metric("of which tool definitions", f"{totals['tools_tokens']:,}")
+cols[2].metric("of which the tools cost", f"{totals['tools_cost']:,}",
+               help="Definitions plus the template's instructions around them, on every call.")
 cols[3].metric("Output tokens", f"{totals['output_tokens']:,}")
 cols = st.columns(4)
 cols[0].metric(f"Same run in {'ReAct' if style() == 'native' else 'native'} style", f"{other.input_tokens:,}", help="input tokens")
 cols[1].metric("Extra input from the malformed calls", f"{run.input_tokens - clean.input_tokens:,}")
+if tools:
+    per_call = measure_tools_cost(tools, style())
+    st.markdown(text["tools cost per call"].format(total=per_call.total, definitions=per_call.definitions,
+                                                   instructions=per_call.instructions, calls=totals["calls"]))
 
 figure = go.Figure()
 x = [f"{c.number}. {c.kind}" for c in run.calls]
 for field, label, colour in (
     ("tools_tokens", "tool definitions", "#ff9f40"),
-    ("template_tokens", "template instructions", "#a0a0a0"),
+    ("template_tokens", "the template's tool instructions", "#a0a0a0"),
     ("conversation_tokens", "conversation so far", "#4c9be8"),
 ):
     figure.add_bar(x=x, y=[getattr(c, field) for c in run.calls], name=label, marker_color=colour)
 chart_layout(figure, 420, "Input tokens of each call (the whole prompt, re-sent)", barmode="stack", yaxis_title="tokens",
              legend={"orientation": "h"})
 st.plotly_chart(figure, width="stretch")
+chart_caption(figure)
 
 st.markdown(table_html(
     [
         {
-            "call": c.number, "what the model writes": c.kind, "input tokens": c.input_tokens, "tool definitions": c.tools_tokens,
+            "call": c.number, "what the model writes": c.kind, "input tokens": c.input_tokens, "tools cost": c.tools_cost,
+            "of which definitions": c.tools_tokens,
             "output tokens": c.output_tokens, "error sent back": c.error or "",
         }
         for c in run.calls

@@ -3,15 +3,16 @@
 import streamlit as st
 
 from engine.errors import EngineError
-from engine.harness import Run, ScriptedModel, iterate_episode, list_scenarios, load_scenario
-from engine.playground import cap_for_display, check_files, fresh_workspace, snapshot
+from engine.harness import Run, iterate_episode, list_scenarios, load_scenario
+from engine.playground import cap_for_display, check_files, fresh_workspace, play_script, snapshot
+from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import ledger_figure, notice
 from pages.common.literal import draw_reply, plural
 from pages.common.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
-from pages.common.state import from_url, style, to_url
+from pages.common.state import forget, from_url, restore, style, to_url
 from pages.common.stream import TokenStream, strip_html
-from pages.common.words import lesson
+from pages.common.words import lesson, words
 
 ID = "playground"
 MAX_TURNS = 8
@@ -27,7 +28,7 @@ def load_files(name: str) -> None:
     """Put a scenario's files and question into the editors (a fresh start for that scenario)."""
     scenario = load_scenario(name)
     for key in [k for k in st.session_state if k.startswith(("pg_path_", "pg_text_"))]:
-        del st.session_state[key]
+        forget(key)
     files = list(scenario.files.items())
     st.session_state["pg_files"] = list(range(len(files)))
     for n, (path, body) in enumerate(files):
@@ -79,6 +80,9 @@ elif chosen_style not in scenario.styles:
 st.header("Workspace")
 st.markdown(text["workspace"])
 slots = st.session_state["pg_files"]
+for slot in slots:  # the learner's files survive a visit to another page
+    restore(f"pg_path_{slot}")
+    restore(f"pg_text_{slot}")
 entries = [(st.session_state.get(f"pg_path_{s}", ""), st.session_state.get(f"pg_text_{s}", "")) for s in slots]
 good, problems = check_files(entries)
 problem_at = {p.index: p.message for p in problems}
@@ -96,6 +100,7 @@ if not slots:
     st.caption("(no files: the tools will see an empty folder)")
 
 # -- the question and the run ----------------------------------------------------------------------
+restore("pg_question")
 st.header("Question")
 if mode == "scripted":
     st.caption(text["scripted question"])
@@ -106,21 +111,21 @@ st.text_area("The user's message", key="pg_question", height=80, disabled=mode =
 can_run = (mode == "scripted" and chosen_style in scenario.styles) or (mode == "live" and engine is not None)
 if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_run):
     messages = [*scenario.messages[:-1], {"role": "user", "content": st.session_state["pg_question"]}]
-    if mode == "scripted":
-        model = ScriptedModel(scenario.script(chosen_style))
-        messages = scenario.messages
-    else:
-        from engine.decode import GenerationSettings
-        from engine.live import LiveModel
-
-        # each turn streams into the status box as the model writes it
-        model = LiveModel(engine, GenerationSettings(max_new_tokens=256), on_step=lambda token: streams[-1].add(token))
-    run = Run(chosen_style, "per-block")
+    run, departures = Run(chosen_style, "per-block"), []
     with st.status("Running the episode…", expanded=True) as status, fresh_workspace(good) as workspace:
         streams = [TokenStream(is_special=tokenizer().is_special)]
+        if mode == "scripted":
+            episode = play_script(scenario, chosen_style, workspace, run, MAX_TURNS, departures)
+        else:
+            from engine.decode import GenerationSettings
+            from engine.live import LiveModel
+
+            # each turn streams into the status box as the model writes it
+            model = LiveModel(engine, GenerationSettings(max_new_tokens=256), on_step=lambda token: streams[-1].add(token))
+            episode = iterate_episode(model, messages, scenario.tools, style=chosen_style, workspace=workspace,
+                                      max_turns=MAX_TURNS, run=run)
         try:
-            for step in iterate_episode(model, messages, scenario.tools, style=chosen_style, workspace=workspace,
-                                        max_turns=MAX_TURNS, run=run):
+            for step in episode:
                 streams[-1].clear()
                 status.write(f"Call {len(run.steps)}: {step.cost.input_tokens:,} tokens in, {step.cost.output_tokens:,} out")
                 streams.append(TokenStream(is_special=tokenizer().is_special))
@@ -133,6 +138,7 @@ if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_r
         "style": chosen_style, "answer": run.answer, "stop": run.stop_reason,
         "model": "scripted" if mode == "scripted" else engine.info.label(),
         "tiny": mode == "live" and engine.info.random_weights,
+        "departure": departures[0] if departures else None,
     }
 
 # -- what the run did ------------------------------------------------------------------------------
@@ -168,8 +174,19 @@ if result:
     a.metric("Calls", len(steps))
     b.metric("Input tokens", f"{total_in:,}")
     c.metric("Output tokens", f"{total_out:,}")
-    st.plotly_chart(ledger_figure([s.cost for s in steps], 300), key="pg_ledger_chart")
-    st.info(f"The run stopped: {result['stop']}." + (f" The answer: {result['answer']}" if result["answer"] else ""))
+    ledger_chart = ledger_figure([s.cost for s in steps], 300)
+    st.plotly_chart(ledger_chart, key="pg_ledger_chart")
+    chart_caption(ledger_chart, "call {}")
+    departure = result.get("departure")
+    if departure is not None:
+        st.warning(words(ID, "script departed", call=departure.call, tool=f"`{departure.tool}`" if departure.tool else "the harness"))
+        assumed, got = st.columns(2)
+        assumed.caption("The script assumed")
+        assumed.code(departure.expected[:2000] or "(empty)", language=None, wrap_lines=True)
+        got.caption("Your workspace gave")
+        got.code(departure.actual[:2000] or "(empty)", language=None, wrap_lines=True)
+    else:
+        st.info(f"The run stopped: {result['stop']}." + (f" The answer: {result['answer']}" if result["answer"] else ""))
     st.subheader("After the run")
     st.markdown(text["after the run"])
     shown = cap_for_display(result["files_after"])

@@ -31,7 +31,7 @@ KEY_CONTENT = {
     "home": "Tool calling, token by token",
     "why-call-a-tool": "count_letter",
     "tools-as-schemas": "Tokens in this prompt",
-    "the-model-writes-a-call": "Token 0 of 27",
+    "the-model-writes-a-call": "Token 1 of 28",
     "calculator": "Input tokens, whole run",
     "same-call-five-ways": "264 Qwen3 tokens",
     "gallery": "the parser is the fix",
@@ -88,7 +88,7 @@ def test_a_fresh_server_opens_a_teachers_link_directly(site):
     page, url = site
     page.goto(f"{url}/{URLS['the-model-writes-a-call']}?step=6&style=native")
     settle(page)
-    expect(page.get_by_text("Token 6 of 27")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Token 6 of 28")).to_be_visible(timeout=30_000)
     assert page.get_by_text("Page not found").count() == 0
     expect(page.get_by_test_id("stSidebarNav")).to_contain_text("2 · Tools are text in the prompt")
     assert_no_error(page)
@@ -148,8 +148,8 @@ def test_lesson_3_steps_with_the_buttons_and_a_link_reproduces_the_step(site):
     page.goto(f"{url}/{URLS['the-model-writes-a-call']}")
     settle(page)
     page.get_by_role("button", name="First token of the name").click()
-    expect(page.get_by_text("Token 6 of 27")).to_be_visible(timeout=30_000)
-    page.wait_for_url("**step=6**", timeout=10_000)
+    expect(page.get_by_text("Token 7 of 28")).to_be_visible(timeout=30_000)
+    page.wait_for_url("**step=7**", timeout=10_000)
     page.goto(f"{url}/{URLS['the-model-writes-a-call']}?step=3&style=react")
     settle(page)
     expect(page.get_by_text("Token 3 of")).to_be_visible(timeout=30_000)

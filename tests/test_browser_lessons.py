@@ -130,6 +130,10 @@ def test_playground_runs_an_episode_and_refuses_a_bad_path(streamlit_server, chr
     _settle(page)
     assert page.get_by_label("File name").first.input_value() == "../outside.py"
 
+    # the scripted turns were written for calc.py: with it left out the script would stop at once
+    name.fill("calc.py")
+    name.press("Enter")
+    _settle(page)
     page.get_by_role("button", name="Run the episode").click()
     expect(page.get_by_text("The run stopped").first).to_be_visible(timeout=60_000)
     _settle(page)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from engine.calculator import call_text, example_arguments, malformed_text, plan_run
+from engine.calculator import call_text, example_arguments, malformed_text, measure_tools_cost, plan_run
 from engine.errors import BadInput
 from engine.harness import load_scenario, run_scenario
 from engine.parse import parse_turn
@@ -70,3 +70,35 @@ def test_example_arguments_fit_the_schema():
 def test_bad_plans_say_what_to_fix(calls, malformed, tools, place, message):
     with pytest.raises(BadInput, match=f"^{re.escape(message)}$"):
         plan_run(tools, "native", calls=calls, malformed=malformed, place=place)
+
+
+# the one meaning of "what the tools cost": lesson 2's figure and the calculator's split, measured
+@pytest.mark.parametrize(
+    ("tool_set", "style", "total", "definitions", "instructions"),
+    [
+        pytest.param("strawberry", "native", 241, 159, 82, id="strawberry-native"),
+        pytest.param("strawberry", "react", 198, 70, 128, id="strawberry-react"),
+    ],
+)
+def test_the_tools_cost_is_definitions_plus_instructions(tool_set, style, total, definitions, instructions):
+    tools = load_tool_set(tool_set)
+    cost = measure_tools_cost(tools, style)
+    question = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
+    assert (cost.total, cost.definitions, cost.instructions) == (total, definitions, instructions)
+    assert cost.total == count_tools_tokens(Request(question, tools, style))
+
+
+@pytest.mark.parametrize("tool_set", ["strawberry", "coding-agent", "harness"])
+@pytest.mark.parametrize("style", ["native", "react"])
+def test_every_call_of_a_planned_run_pays_the_same_tools_cost(tool_set, style):
+    tools = load_tool_set(tool_set)
+    cost = measure_tools_cost(tools, style)
+    plan = plan_run(tools, style, calls=2, malformed=1)
+    assert {c.tools_cost for c in plan.calls} == {cost.total}
+    assert {c.tools_tokens for c in plan.calls} == {cost.definitions}
+    assert plan.tools_cost == cost.total * len(plan.calls) == plan.totals()["tools_cost"]
+
+
+def test_no_tools_cost_nothing():
+    assert measure_tools_cost([], "native") == measure_tools_cost([], "react")
+    assert measure_tools_cost([], "native").total == 0

@@ -238,3 +238,16 @@ def test_playground_scenarios_and_live_mode():
     at.button(key="pg_run").click().run(timeout=120)
     assert not at.exception and any(w.value.startswith("Tiny model") for w in at.warning)
     assert any("The run stopped" in i.value for i in at.info)
+
+
+def test_playground_scripted_run_stops_where_the_learners_files_depart_from_the_script():
+    at = open_page(PG)
+    assert any("scripted turns are fixed text" in c.value for c in at.caption)
+    at.button(key="pg_remove_1").click().run()  # remove test_calc.py
+    at.button(key="pg_run").click().run()
+    warning = next(w.value for w in at.warning if "The script stopped at call 1" in w.value)
+    assert "`list_files` answered differently" in warning
+    codes = [c.value for c in at.code]
+    assert "calc.py\ntest_calc.py" in codes and "calc.py" in codes
+    assert metrics(at)["Calls"] == "1"
+    assert not any("both tests pass" in c for c in codes + [i.value for i in at.info])

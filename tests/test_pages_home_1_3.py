@@ -77,6 +77,7 @@ def test_lesson_2_computes_the_241_tokens_and_both_styles():
     native = Request(QUESTION, load_tool_set("strawberry"), "native")
     react = Request(QUESTION, load_tool_set("strawberry"), "react")
     assert shown["Native: tools cost"] == "241" == str(count_tools_tokens(native))
+    assert any("**159** for the definitions" in m.value and "**82** for the template's instructions" in m.value for m in at.markdown)
     assert shown["ReAct: tools cost"] == str(count_tools_tokens(react))
     assert shown["Tokens in this prompt"] == str(render(native).count)
     assert any("**241 tokens**" in m.value for m in at.markdown)
@@ -118,20 +119,20 @@ def test_lesson_2_add_and_remove_a_tool_and_the_run_of_n_calls():
     assert metrics(at)["Native: tools cost"] == str(count_tools_tokens(Request(QUESTION, load_tool_set("strawberry")[:1])))
     at.slider(key="schemas_calls").set_value(10).run()
     per_call = int(metrics(at)["Native: tools cost"])
-    assert metrics(at)["Native: definitions over 10 calls"] == str(per_call * 10)
+    assert metrics(at)["Native: tools cost over 10 calls"] == str(per_call * 10)
 
 
 def test_lesson_3_without_a_model_steps_through_the_scripted_calls_tokens():
     at = open_page(P3)
     tok = load_tokenizer()
-    assert metrics(at)["Token 0 of 27"] == "<tool_call>"
+    assert metrics(at)["Token 1 of 28"] == "<tool_call>"  # numbered from 1, as on lessons 4 and 6
     assert "Its probability" not in metrics(at) and not at.get("plotly_chart")
     assert "no model is loaded" in all_text(at).lower()
     at.button(key="call_next").click().run()
-    assert metrics(at)["Token 1 of 27"] == "↵"
+    assert metrics(at)["Token 2 of 28"] == "↵"
     at.button(key="call_name").click().run()
     step = at.session_state["call_step"]
-    assert tok.token_text(tok.encode('<tool_call>\n{"name": "count_letter"')[step]) == "count"
+    assert tok.token_text(tok.encode('<tool_call>\n{"name": "count_letter"')[step - 1]) == "count"
     assert at.query_params["step"] == str(step)
 
 
@@ -151,7 +152,7 @@ def test_lesson_3_with_the_tiny_model_shows_probabilities_labelled_random():
     chart = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert len(chart["data"][0]["x"]) == 8 and all(0 <= p <= 1 for p in chart["data"][0]["x"])
     at.button(key="call_next").click().run()
-    assert at.session_state["call_step"] == 1 and at.get("plotly_chart")
+    assert at.session_state["call_step"] == 2 and at.get("plotly_chart")  # tokens count from 1
 
 
 def test_calculator_default_run_matches_the_engine():
@@ -162,6 +163,9 @@ def test_calculator_default_run_matches_the_engine():
     assert shown["Model calls"] == "5"
     assert shown["Input tokens, whole run"] == f"{plan.input_tokens:,}"
     assert shown["Extra input from the malformed calls"] == f"{plan.input_tokens - clean.input_tokens:,}"
+    # the same "tools cost" as lesson 2: definitions + the template's instructions, on every call
+    assert shown["of which the tools cost"] == f"{plan.tools_cost:,}" == f"{241 * 5:,}"
+    assert any("Tools cost per call: 241 tokens** = 159 for the tool definitions + 82" in m.value for m in at.markdown)
     chart = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert chart["data"][0]["y"] == [c.tools_tokens for c in plan.calls]
 

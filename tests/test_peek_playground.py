@@ -68,3 +68,68 @@ def test_fresh_workspace_is_new_each_time_and_removed():
     assert not root.exists()
     with fresh_workspace({"sub/a.txt": "hello"}) as second:
         assert snapshot(second) == {"sub/a.txt": "hello"}
+
+
+# -- a scripted episode on a workspace the learner edited -------------------------------------------
+def _play(name: str, style: str, files: dict[str, str]):
+    from engine.harness import Run, load_scenario
+    from engine.playground import play_script
+
+    scenario = load_scenario(name)
+    run, departures = Run(style, "per-block"), []
+    with fresh_workspace(files) as workspace:
+        steps = list(play_script(scenario, style, workspace, run, 8, departures))
+    return run, steps, departures
+
+
+@pytest.mark.parametrize("style", ["native", "react"])
+def test_the_script_on_its_own_files_runs_to_its_answer_like_run_scenario(style):
+    from engine.harness import STOP_FINAL, load_scenario, run_scenario
+
+    scenario = load_scenario("missing-brace")
+    run, steps, departures = _play("missing-brace", style, scenario.files)
+    expected = run_scenario(scenario, style)
+    assert departures == [] and run.stop_reason == STOP_FINAL and run.answer == expected.answer
+    assert [s.cost.input_tokens for s in steps] == [c.input_tokens for c in expected.ledger.calls]
+
+
+EDITS = [
+    # scenario, file edit (None removes), call that departs, tool, words in the script's result, in the real one
+    pytest.param("missing-brace", {"test_calc.py": None}, 1, "list_files", "test_calc.py", "calc.py", id="tests-removed-listing"),
+    pytest.param("missing-brace", {"calc.py": "def add(a, b):\n    return a + b\n"}, 3, "read_file", "return a - b", "return a + b",
+                 id="calc-already-fixed"),
+    pytest.param("missing-brace", {"notes.txt": "hello"}, 1, "list_files", "calc.py\ntest_calc.py", "notes.txt", id="file-added"),
+]
+
+
+@pytest.mark.parametrize(("name", "edit", "call", "tool", "assumed", "got"), EDITS)
+def test_the_script_stops_where_a_real_result_departs_from_it(name, edit, call, tool, assumed, got):
+    from engine.harness import load_scenario
+    from engine.playground import STOP_DEPARTED
+
+    files = dict(load_scenario(name).files)
+    for path, body in edit.items():
+        if body is None:
+            files.pop(path)
+        else:
+            files[path] = body
+    run, steps, departures = _play(name, "native", files)
+    assert len(departures) == 1 and run.stop_reason == STOP_DEPARTED and run.answer is None
+    departure = departures[0]
+    assert (departure.call, departure.tool, len(steps)) == (call, tool, call)
+    assert assumed in departure.expected and got in departure.actual and departure.expected != departure.actual
+
+
+def test_removing_the_tests_no_longer_ends_with_both_tests_pass():
+    """The case that was seen: run_tests finds no test file, yet the fixed final answer said both tests pass."""
+    from engine.harness import load_scenario
+    from engine.playground import expected_results
+
+    scenario = load_scenario("missing-brace")
+    # with the listing kept as the script assumes, only run_tests can tell the difference
+    files = {"calc.py": scenario.files["calc.py"]}
+    run, steps, departures = _play("missing-brace", "native", files)
+    assert departures and departures[0].call == 1  # the listing already differs: the script stops at once
+    assert all("both tests pass" not in s.turn.text for s in steps)
+    assumed = expected_results(scenario, "native", 8)
+    assert "Ran 2 tests" in assumed[5][0] and len(assumed) == 7

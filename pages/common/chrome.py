@@ -8,7 +8,7 @@ import streamlit as st
 
 from pages.common.draw import CSS, PRESENTER_CSS
 from pages.common.models import live_model_name, model_status
-from pages.common.state import MODEL_CHOICES, STYLES, setup_defaults, style, to_url
+from pages.common.state import MODEL_CHOICES, STYLES, keep_page_state, setup_defaults, style, to_url
 from pages.common.words import ROOT, lesson_index
 
 PAGE_TITLE = "Tool calling, token by token"
@@ -38,7 +38,15 @@ def route() -> None:
     """The router (app.py runs this): the shared chrome, then the chosen page."""
     page = _chrome()
     st.session_state["_routed"] = True  # this run has the sidebar; the page's page_chrome() lets it through
-    page.run()
+    _run(page)
+
+
+def _run(page) -> None:
+    """Run the page, then keep a copy of its widgets' values, which Streamlit drops when another page runs."""
+    try:
+        page.run()
+    finally:
+        keep_page_state()
 
 
 def page_chrome(page_file: str) -> None:
@@ -61,7 +69,7 @@ def page_chrome(page_file: str) -> None:
     chosen = {"" if e.get("default") else e["url_path"]: ROOT / e["page"] for e in lesson_index()}.get(page.url_path)
     if chosen is not None and chosen.resolve() == caller:
         st.session_state["_routed"] = True
-        page.run()
+        _run(page)
         st.stop()
     # st.navigation chose another page than the one running (never seen): go on drawing this one
 

@@ -52,6 +52,11 @@ table.plain th, table.plain td {border-bottom:1px solid #e3e3e3; padding:0.3rem 
 div[data-baseweb="button-group"], [data-testid="stButtonGroup"] > div {flex-wrap:wrap}
 .katex .base {padding-right:0.15em}
 [data-testid="stSidebarNavLink"] {height:auto} [data-testid="stSidebarNavLink"] span {white-space:normal; overflow:visible; text-overflow:clip}
+/* a second cue besides colour: each kind of text has its own underline or border style */
+.k-template {border-bottom:2px dotted #666} .k-tool {border-bottom:2px solid #a35c00}
+.k-message {border-bottom:2px dashed #1f5fa0} .k-generation {border-bottom:3px double #2e7d32}
+.tok.sp {border:2px dashed #5b2d9e} .turn-view mark.ok {outline:2px solid #1b7f1b}
+.turn-view mark.bad {outline:2px dashed #c62828; text-decoration:underline wavy #c62828}
 </style>
 """
 

@@ -1,4 +1,11 @@
-"""The state a page keeps: widget values seeded from the URL, so a teacher's link reopens a page as it was."""
+"""The state a page keeps: widget values seeded from the URL, so a teacher's link reopens a page as it was.
+
+Streamlit forgets a widget's value when a run does not draw that widget, which is every run of
+another page: a learner who opened Home and came back found lesson 4 reset. So every key a page
+seeds here is also copied into a plain (non-widget) dict in session_state, which Streamlit
+keeps, and restored from it when the learner comes back without a link. A link's URL
+parameters still win: a teacher's link opens the state it names.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +15,22 @@ STYLES = ("native", "react")
 MODEL_CHOICES = ("live", "tiny", "off")
 
 
+KEPT = "_kept_page_state"  # key -> last value of every widget a page seeded here (not a widget key itself)
+
+
+def _kept() -> dict:
+    return st.session_state.setdefault(KEPT, {})
+
+
 def from_url(key: str, param: str, default, cast=str, choices=None):
-    """Seed a widget's session state from the URL's `param` the first time it runs, so a shared link reproduces it."""
+    """Seed a widget's session state from the URL's `param`, else from the session's kept copy, else `default`.
+
+    A shared link reproduces a state; coming back to a page in the same session finds it as it was left.
+    """
     if key not in st.session_state:
         value = default
         raw = st.query_params.get(param)
+        kept = _kept()
         if raw is not None:
             try:
                 candidate = cast(raw)
@@ -20,11 +38,42 @@ def from_url(key: str, param: str, default, cast=str, choices=None):
                     value = candidate
             except (TypeError, ValueError):
                 pass
+        elif key in kept and (choices is None or kept[key] in choices):
+            value = kept[key]
         st.session_state[key] = value
     elif choices is not None and st.session_state[key] not in choices:
         # a widget can be left empty (a segmented control clicked off): fall back, never pass None on
         st.session_state[key] = default
+    _kept()[key] = st.session_state[key]
     return st.session_state[key]
+
+
+def restore(key: str) -> bool:
+    """Bring back a widget's value from the session's kept copy when Streamlit has dropped it; True if it has one now.
+
+    For widgets with no URL parameter (a text a learner typed): call before drawing the widget.
+    """
+    kept = _kept()
+    if key not in st.session_state and key in kept:
+        st.session_state[key] = kept[key]
+    if key in st.session_state:
+        kept[key] = st.session_state[key]
+        return True
+    return False
+
+
+def forget(key: str) -> None:
+    """Drop a widget's value and its kept copy (a page resetting part of itself)."""
+    st.session_state.pop(key, None)
+    _kept().pop(key, None)
+
+
+def keep_page_state() -> None:
+    """Copy the current value of every kept key (the router calls this at the end of each run)."""
+    kept = _kept()
+    for key in list(kept):
+        if key in st.session_state:
+            kept[key] = st.session_state[key]
 
 
 def to_url(**params) -> None:

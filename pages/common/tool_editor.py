@@ -7,7 +7,7 @@ import json
 import streamlit as st
 
 from engine.tools import MAX_DEFINITIONS_BYTES, TOOL_SETS, find_tool_problems, load_tool_set
-from pages.common.state import from_url, to_url
+from pages.common.state import from_url, restore, to_url
 
 NEW_TOOL = {
     "type": "function",
@@ -76,7 +76,7 @@ def tool_editor(prefix: str, default_set: str = "strawberry", height: int = 420)
         st.session_state[text_key] = tool_set_text(st.session_state[set_key])
         st.session_state.pop(f"{text_key}_note", None)
 
-    if text_key not in st.session_state:
+    if not restore(text_key):  # the learner's own text survives a visit to another page
         reset()
     st.selectbox("Start from a shipped tool set", TOOL_SETS, key=set_key, on_change=reset)
     to_url(tools=st.session_state[set_key])

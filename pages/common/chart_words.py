@@ -1,0 +1,43 @@
+"""A chart's figures in words, drawn under it: the text equivalent for a reader who cannot see the chart.
+
+Read from the plotly figure itself (every bar's label and value, or the label the bar shows),
+so the words always say what the chart draws.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+
+def _number(value) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1):
+        return f"{int(value):,}"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def describe_figure(figure, label: str = "{}", limit: int = 30) -> str:
+    """One line per trace: its name, then each bar as "label: value" (at most `limit` bars, then how many more).
+
+    `label` shapes each bar's label, such as "call {}"."""
+    lines = []
+    for trace in figure.data:
+        horizontal = getattr(trace, "orientation", None) == "h"
+        labels = list((trace.y if horizontal else trace.x) or [])
+        values = list((trace.x if horizontal else trace.y) or [])
+        shown = list(trace.text) if isinstance(getattr(trace, "text", None), (list, tuple)) else None
+        bars = [f"{label.format(name)}: {shown[n] if shown else _number(value)}" for n, (name, value) in enumerate(zip(labels, values, strict=False))]
+        more = f"; and {len(bars) - limit} more" if len(bars) > limit else ""
+        name = f"{trace.name}: " if trace.name else ""
+        lines.append(f"{name}{'; '.join(bars[:limit])}{more}")
+    return "In words: " + " | ".join(lines) if lines else ""
+
+
+def chart_caption(figure, label: str = "{}", where=st) -> None:
+    """The figure in words, as a caption under the chart just drawn (`where`: a column, or the page)."""
+    words = describe_figure(figure, label)
+    if words:
+        where.caption(words)

@@ -1,0 +1,32 @@
+"""Glossary: every term the lessons use, short and exact, with the lesson that shows it."""
+
+import streamlit as st
+
+from pages.common.chrome import page_chrome
+from pages.common.glossary import entry_text, glossary
+from pages.common.words import lesson_index
+
+page_chrome(__file__)
+data = glossary()
+pages = {e["id"]: e for e in lesson_index()}
+st.title(data["title"])
+st.markdown(data["intro"])
+terms = {e["id"]: e for e in data["terms"]}
+
+# -- the term a lesson linked to, first, so it is on the opening screen ---------------------------
+wanted = st.query_params.get("term")
+if wanted in terms:
+    entry = terms[wanted]
+    with st.container(border=True):
+        st.markdown(f"**{entry['term']}**: {entry_text(entry)}")
+        st.page_link(pages[entry["lesson"]]["page"], label=f"Shown in {pages[entry['lesson']]['title']}", icon="➡️")
+elif wanted is not None:
+    st.info(f"No entry is called {wanted[:60]!r}; every term is listed below.")
+
+st.markdown(" · ".join(f"[{e['term']}](#{e['id']})" for e in data["terms"]))
+
+# -- every term, each under a heading whose anchor is its id ---------------------------------------
+for entry in data["terms"]:
+    st.subheader(entry["term"], anchor=entry["id"])
+    st.markdown(entry_text(entry))
+    st.page_link(pages[entry["lesson"]]["page"], label=f"Shown in {pages[entry['lesson']]['title']}")
