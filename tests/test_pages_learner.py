@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT, open_page
+from helpers import ROOT, open_page
 
 from engine.calculator import measure_tools_cost
 from engine.cost import measure_malformed_cost
