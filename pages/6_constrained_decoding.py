@@ -14,6 +14,7 @@ from engine.tools import load_tool_set
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
 from pages.common.models import current_engine, model_label, tokenizer
+from pages.common.packs import choices, current, find_replay, recorded_label
 from pages.common.state import from_url, to_url
 from pages.common.words import LESSONS, lesson, words
 
@@ -139,7 +140,23 @@ st.plotly_chart(figure, key="cd_allowed_chart")
 # -- probabilities before and after the mask -----------------------------------------------------
 st.subheader("Before and after the mask")
 engine = current_engine()
-if engine is None:
+question_ids = render(Request(QUESTION, TOOLS, "native"), tok).ids
+replay = find_replay(f"lesson6-mask-{turn_id}-{mode}") if engine is None else None
+if replay is not None:
+    recorded_label(replay)
+    if current(replay, question_ids + ids, "this reply"):
+        row = next((r for r in replay.run.data["steps"] if r["number"] == number), {"allowed": None})
+        if row["allowed"] is None:
+            st.markdown("Nothing is masked at this step, so the probabilities are the model's own.")
+        else:
+            st.markdown(text["before and after"])
+            st.metric("Probability the model put on forbidden tokens", f"{row['forbidden_mass']:.2%}")
+            before, after = st.columns(2)
+            with before:
+                bars(choices(row["top_before"]), "before: the model's own top 8", "cd_before")
+            with after:
+                bars(choices(row["top_after"]), "after: renormalised over the allowed", "cd_after")
+elif engine is None:
     st.info(text["needs the model"])
 elif mode == "none" or step.allowed is None:
     model_label("tiny" if engine.info.random_weights else "live", engine)
@@ -161,7 +178,29 @@ else:
 # -- constrained vs unconstrained on the same prompt and seed --------------------------------------
 st.header("Free and constrained, side by side")
 st.markdown(text["side by side"])
-if engine is None:
+
+
+def show_pair(turns: dict) -> None:
+    """The free and the constrained turn in two columns, each with its verdict."""
+    for column, (label, (said, finish)) in zip(st.columns(2), turns.items(), strict=True):
+        with column:
+            st.markdown(f"**{label}** ({'no grammar' if label == 'free' or mode == 'none' else 'tool_choice ' + mode})")
+            st.code(said or "(empty)", language=None, wrap_lines=True)
+            verdict = parse_turn(said, TOOLS, "native")
+            ended = "hit the token limit" if finish == "length" else "stopped by itself"
+            if verdict.final:
+                st.markdown(f"No call: a prose reply. It {ended}.")
+            else:
+                errors = "; ".join(e.error for e in verdict.errors)
+                st.markdown(f"Calls that pass every check: **{len(verdict.calls)}**. It {ended}." + (f" Errors: `{errors}`" if errors else ""))
+
+
+pair = find_replay(f"lesson6-pair-{mode}") if engine is None else None
+if pair is not None:
+    recorded_label(pair)
+    if current(pair, question_ids, "this question"):
+        show_pair({k: (pair.run.data[v]["text"], pair.run.data[v]["finish"]) for k, v in (("free", "unconstrained"), ("constrained", "constrained"))})
+elif engine is None:
     st.info(text["side by side needs the model"])
 else:
     from engine.decode import GenerationSettings
@@ -176,19 +215,7 @@ else:
         st.session_state["cd_pair"] = (engine.info.label(), mode, {"free": both.unconstrained, "constrained": both.constrained})
     stored = st.session_state.get("cd_pair")
     if stored and stored[0] == engine.info.label() and stored[1] == mode:
-        columns = st.columns(2)
-        for column, (label, generation) in zip(columns, stored[2].items(), strict=True):
-            with column:
-                st.markdown(f"**{label}** ({'no grammar' if label == 'free' or mode == 'none' else 'tool_choice ' + mode})")
-                st.code(generation.text or "(empty)", language=None, wrap_lines=True)
-                verdict = parse_turn(generation.text, TOOLS, "native")
-                ended = "hit the token limit" if generation.finish == "length" else "stopped by itself"
-                if verdict.final:
-                    st.markdown(f"No call: a prose reply. It {ended}.")
-                else:
-                    runs = len(verdict.calls)
-                    errors = "; ".join(e.error for e in verdict.errors)
-                    st.markdown(f"Calls that pass every check: **{runs}**. It {ended}." + (f" Errors: `{errors}`" if errors else ""))
+        show_pair({label: (g.text, g.finish) for label, g in stored[2].items()})
 
 # -- what the constraint does not do ---------------------------------------------------------------
 st.header("What the grammar does not do")
