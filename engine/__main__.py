@@ -153,9 +153,11 @@ def cmd_download(args) -> dict:
 def cmd_prepare(args) -> dict:
     """A lesson pack: every run the site's model panels show, recorded with one model (progress on stderr)."""
     # prepare imports torch: only the commands that need it pay for it
-    from .prepare import stderr_log, write_pack
+    from .prepare import check_out_folder, stderr_log, write_pack
 
     out = Path(args.out)
+    # refuse a wrong folder before a load that can take minutes
+    check_out_folder(out)
     model = load_model(args.model, args.device, args.dtype, print_progress)
     if model.info.random_weights and not args.allow_random_weights:
         raise BadInput(f"{args.model} has random weights: a pack of its figures would teach nothing. "

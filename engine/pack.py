@@ -62,6 +62,12 @@ def prompt_hash(ids: list[int]) -> str:
     return hashlib.sha256(",".join(str(int(i)) for i in ids).encode("ascii")).hexdigest()
 
 
+def megabytes(size: int) -> str:
+    """A size for people, in MB of 2**20 bytes: '50 MB', '0.3 MB'."""
+    value = size / 2**20
+    return f"{value:,.0f} MB" if value >= 10 or value == int(value) else f"{value:,.1f} MB"
+
+
 def file_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -216,7 +222,7 @@ def _admit(files: dict[str, bytes], name: str, size: int, total: int) -> None:
 def _zip_files(data: bytes) -> dict[str, bytes]:
     """The JSON files of a zipped pack, read into memory with every limit checked (nothing is extracted)."""
     if len(data) > MAX_UPLOAD_BYTES:
-        raise PackError(f"the file is {len(data) / 1e6:,.1f} MB; a pack may be up to {MAX_UPLOAD_BYTES / 1e6:.0f} MB")
+        raise PackError(f"the file is {megabytes(len(data))}; a pack may be up to {megabytes(MAX_UPLOAD_BYTES)}")
     files: dict[str, bytes] = {}
     total = 0
     try:
@@ -437,7 +443,7 @@ def read_pack(source: str | Path, allow_random: bool = False) -> Pack:
     if not path.is_file():
         raise PackError(f"no pack at {path}: give a pack folder or a .zip made from one")
     if path.stat().st_size > MAX_UPLOAD_BYTES:
-        raise PackError(f"{path} is {path.stat().st_size / 1e6:,.1f} MB; a pack may be up to {MAX_UPLOAD_BYTES / 1e6:.0f} MB")
+        raise PackError(f"{path} is {megabytes(path.stat().st_size)}; a pack may be up to {megabytes(MAX_UPLOAD_BYTES)}")
     return check_pack(_zip_files(path.read_bytes()), path.name, allow_random)
 
 

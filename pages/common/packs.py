@@ -23,6 +23,7 @@ from engine.pack import (
     PackError,
     PackRun,
     find_shipped_pack,
+    megabytes,
     read_pack,
     read_pack_bytes,
     replay_episode,
@@ -128,7 +129,7 @@ def _take_upload() -> None:
         return
     try:
         if upload.size > MAX_UPLOAD_BYTES:
-            raise PackError(f"{upload.name} is {upload.size / 1e6:,.1f} MB; a pack may be up to {MAX_UPLOAD_BYTES / 1e6:.0f} MB")
+            raise PackError(f"the file is {megabytes(upload.size)}; a pack may be up to {megabytes(MAX_UPLOAD_BYTES)}")
         pack = read_pack_bytes(upload.getvalue(), upload.name, random_packs_allowed())
     except PackError as error:
         st.session_state["pack_error"] = f"{upload.name}: {error}"
