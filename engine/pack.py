@@ -293,6 +293,8 @@ def _json(name: str, body: bytes):
         raise PackError(f"{name} is not UTF-8 text: it is not a file `python -m engine prepare` wrote") from error
     except json.JSONDecodeError as error:
         raise PackError(f"{name} is not valid JSON ({error.msg} at line {error.lineno}): it may be truncated") from error
+    except RecursionError as error:
+        raise PackError(f"{name} nests its JSON too deeply to be a file `python -m engine prepare` wrote") from error
 
 
 def _need(data, key: str, kind, where: str):

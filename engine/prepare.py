@@ -270,7 +270,8 @@ def write_pack(engine: LoadedModel, out: Path, log: Callable[[str], None] = lamb
     started = time.perf_counter()
     check_out_folder(out)
     (out / RUNS).mkdir(parents=True, exist_ok=True)
-    for stale in (out / RUNS).glob(".*.partial"):
+    # what an interrupted write left behind
+    for stale in [*out.glob(".*.partial"), *(out / RUNS).glob(".*.partial")]:
         stale.unlink()
     identity = model_identity(engine)
     planned = plan_runs(engine)

@@ -250,6 +250,8 @@ BAD_PACKS = [
     ("a step without its token, rehashed", lambda p: _with_run(p, "lesson3-native", lambda d: d["steps"][0].pop("token")), True,
      "has no 'token'"),
     ("random weights, not allowed", lambda p: zipped(p), False, "random weights"),
+    ("JSON nested a million deep", lambda p: zipped(p, change=lambda n, b: b"[" * 1_000_000 + b"]" * 1_000_000 if n == "manifest.json" else b),
+     True, "nests its JSON too deeply"),
 ]
 
 
