@@ -276,6 +276,24 @@ def test_a_good_pack_zipped_with_or_without_its_folder_reads_back(tiny_pack, tmp
     assert read_pack(tmp_path / "pack.zip", allow_random=True).label().startswith("tiny (fp32, cpu), recorded 20")
 
 
+@pytest.mark.parametrize(
+    "spoil, message",
+    [
+        pytest.param(lambda d: (d / "runs" / "link.json").symlink_to("/etc/passwd"), "not a plain file", id="a linked file"),
+        pytest.param(lambda d: (d / "linked").symlink_to(d / "runs", target_is_directory=True), "symbolic link", id="a linked folder"),
+        pytest.param(lambda d: (d / "notes.md").write_text("mine", encoding="utf-8"), "not JSON", id="a file that is not JSON"),
+        pytest.param(lambda d: (d / "runs" / "lesson3-native.json").write_text("{}", encoding="utf-8"), "sha256 does not match",
+                     id="a run overwritten"),
+    ],
+)
+def test_a_bad_pack_folder_gets_a_clear_message(tiny_pack, tmp_path, spoil, message):
+    copy = tmp_path / "pack"
+    shutil.copytree(tiny_pack[0], copy)
+    spoil(copy)
+    with pytest.raises(PackError, match=message):
+        read_pack(copy, allow_random=True)
+
+
 def test_an_upload_over_the_size_limit_is_refused_before_it_is_opened():
     with pytest.raises(PackError, match="may be up to 50 MB"):
         read_pack_bytes(b"\0" * (MAX_UPLOAD_BYTES + 1), "big.zip")

@@ -148,7 +148,7 @@ def pack_sidebar() -> None:
             st.session_state.pop("pack_upload", None)
             st.rerun()
     elif pack is not None:
-        st.caption(f"Lesson pack: {pack.label()}")
+        st.caption(f"Lesson pack: {pack.label()}. With no model loaded, the model panels show its recorded runs.")
     elif problem:
         st.caption(f"The server's lesson pack cannot be used: {problem}")
     with st.expander("Upload a lesson pack"):
