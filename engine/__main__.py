@@ -152,6 +152,22 @@ def cmd_download(args) -> dict:
     }
 
 
+def cmd_prepare(args) -> dict:
+    """A lesson pack: every run the site's model panels show, recorded with one model (progress on stderr)."""
+    # prepare imports torch: only the commands that need it pay for it
+    from .prepare import check_out_folder, stderr_log, write_pack
+
+    out = Path(args.out)
+    # refuse a wrong folder before a load that can take minutes
+    check_out_folder(out)
+    model = load_model(args.model, args.device, args.dtype, print_progress)
+    if model.info.random_weights and not args.allow_random_weights:
+        raise BadInput(f"{args.model} has random weights: a pack of its figures would teach nothing. "
+                       "Give a real model (a hub id or a folder), or pass --allow-random-weights (for tests)")
+    stderr_log(f"recording a lesson pack with {model.info.label()} into {out}")
+    return write_pack(model, out, stderr_log)
+
+
 def cmd_openai_tokens(args) -> dict:
     from .openai_tokens import estimate_openai_tokens
 
@@ -200,6 +216,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("download", help="fetch a model into the local cache, with progress (prepare a classroom)")
     p.add_argument("--model", default=None, help="hub id (default: QWEN_MODEL or Qwen/Qwen3-1.7B)")
     p.set_defaults(handler=cmd_download)
+
+    p = sub.add_parser("prepare", help="record a lesson pack: every run a model panel shows, to replay without the model")
+    p.add_argument("--model", required=True, help="tiny, a hub id or a local folder")
+    p.add_argument("--out", required=True, help="the pack's folder (created; an interrupted pack there is resumed)")
+    p.add_argument("--allow-random-weights", action="store_true", help="record a random-weights model (tests only)")
+    p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
+    p.add_argument("--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16")
+    p.set_defaults(handler=cmd_prepare)
 
     p = sub.add_parser("run", help="a scripted harness run and its token ledger")
     p.add_argument("--scenario", required=True)

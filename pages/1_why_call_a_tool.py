@@ -3,12 +3,13 @@
 import streamlit as st
 
 from engine.harness import load_scenario, run_scenario
-from engine.prompt import Request
+from engine.prompt import Request, render
 from engine.tools import run_tool
 from pages.common.chrome import page_chrome
 from pages.common.draw import draw_tokens, notice
 from pages.common.glossary import show_intro
 from pages.common.models import model_label, model_source, no_model_box, tokenizer
+from pages.common.packs import current, current_episode, find_replay, missing_note
 from pages.common.state import from_url, style, to_url
 from pages.common.stream import TokenStream
 from pages.common.understanding import check_understanding
@@ -68,7 +69,7 @@ st.markdown(text["live panel"])
 scenario = load_scenario("strawberry")
 question = scenario.messages[0]["content"]
 st.markdown(f"> {question}")
-kind, source = model_source("strawberry-no-tools")
+kind, source = model_source("strawberry-no-tools", "lesson1-no-tools")
 model_label(kind, source)
 if kind in ("live", "random"):
     if st.button("Ask without tools, then with tools", key="why_ask", type="primary"):
@@ -96,6 +97,24 @@ if kind in ("live", "random"):
                     st.markdown(f"Tool result: `{result.text}`")
                 streams.append(TokenStream(is_special=tok.is_special))
             streams[-1].finish()
+elif kind == "pack":
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Without tools")
+        if current(source, render(Request(scenario.messages, [], "native")).ids, "the question without tools"):
+            st.markdown(source.run.data["text"])
+            st.caption(f"{len(source.run.data['steps'])} tokens, finish: {source.run.data['finish']}")
+    with right:
+        st.subheader("With tools")
+        with_tools = find_replay(f"lesson1-tools-{style()}")
+        played = None if with_tools is None else current_episode(
+            with_tools, scenario.messages, scenario.tools, style(), "the question with tools", max_turns=3)
+        if with_tools is None:
+            missing_note(f"lesson1-tools-{style()}")
+        for step in played.steps if played else []:
+            st.code(step.turn.text or "(empty)", language=None, wrap_lines=True)
+            for result in step.results:
+                st.markdown(f"Tool result: `{result.text}`")
 elif kind == "trace":
     st.code(source.text, language=None, wrap_lines=True)
     st.caption(f"{len(source.steps)} tokens, finish: {source.finish}")

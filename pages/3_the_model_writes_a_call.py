@@ -5,13 +5,14 @@ import streamlit as st
 
 from engine.harness import load_scenario
 from engine.parse import find_name_token
-from engine.prompt import Request
+from engine.prompt import Request, render
 from engine.tokenizer import IM_END
 from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
 from pages.common.glossary import show_intro
 from pages.common.models import TINY_LABEL, model_label, model_source, no_model_box, tokenizer
+from pages.common.packs import current
 from pages.common.state import from_url, style, to_url
 from pages.common.stream import TokenStream
 from pages.common.understanding import check_understanding
@@ -27,7 +28,7 @@ scenario = load_scenario("strawberry")
 st.markdown(f"> {scenario.messages[0]['content']}")
 
 # -- where the tokens come from: a model, a recorded run, or the scripted call's tokens -------------------
-kind, source = model_source(f"the-model-writes-a-call-{style()}")
+kind, source = model_source(f"the-model-writes-a-call-{style()}", f"lesson3-{style()}")
 model_label(kind, source)
 steps = None  # rows of (id, token, p, top) when a model or a recording made them
 if kind in ("live", "random"):
@@ -48,6 +49,8 @@ if kind in ("live", "random"):
         steps = [(s.id, s.token, s.p, s.top) for s in made["steps"]]
 elif kind == "trace":
     steps = [(s.id, s.token, s.p, s.top) for s in source.steps]
+elif kind == "pack" and current(source, render(Request(scenario.messages, scenario.tools, style()), tok).ids, "the call"):
+    steps = [(s.id, s.token, s.p, s.top) for s in source.run.steps]
 
 if steps is None:
     st.header("The call")

@@ -13,6 +13,7 @@ from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, legend_html, notice, prompt_html, show_token
 from pages.common.glossary import show_intro
 from pages.common.models import current_engine, engine_kind, find_trace, model_label
+from pages.common.packs import current, find_replay, recorded_label
 from pages.common.state import style
 from pages.common.understanding import check_understanding
 from pages.common.words import LESSONS, lesson
@@ -86,6 +87,20 @@ def trace_figures(question_id: str) -> tuple[dict, str] | None:
     return {"p": p, "exact": exact, "top": top, "tokens": trace.prompt_tokens}, trace.source
 
 
+def pack_figures(question: dict) -> dict | None:
+    """The first token as a lesson pack recorded it, when the pack holds it for this very prompt."""
+    replay = find_replay(f"lesson5-{question['id']}")
+    if replay is None:
+        return None
+    ids = render(Request([{"role": "user", "content": question["content"]}], strawberry.tools, "native")).ids
+    if not current(replay, ids, "this question"):
+        return {}
+    recorded_label(replay)
+    data = replay.run.data
+    return {"p": data["p_tool_call"], "exact": True, "top": [(r["token"], r["p"]) for r in data["top"]],
+            "tokens": data["prompt_tokens"]}
+
+
 def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> None:
     if all(t != "<tool_call>" for t, _ in top):
         # <tool_call> always gets its bar, in red, however far down it ranks
@@ -112,6 +127,11 @@ for column, question in zip(columns, DATA["questions"], strict=True):
         if engine is not None:
             figures = first_token_figures(engine.info.label(), question["content"])
             source = None
+        elif (figures := pack_figures(question)) is not None:
+            source = None
+            if not figures:  # recorded for another prompt: the panel has said so
+                shown_any = True
+                continue
         else:
             found = trace_figures(question["id"])
             if found is None:

@@ -17,6 +17,7 @@ from pages.common.draw import chart_layout, draw_tokens, notice, show_token
 from pages.common.glossary import show_intro
 from pages.common.literal import draw_reply, plural
 from pages.common.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
+from pages.common.packs import choices, current, find_replay, recorded_label
 from pages.common.state import from_url, style, to_url
 from pages.common.understanding import check_understanding
 from pages.common.words import LESSONS, lesson, words
@@ -151,7 +152,23 @@ chart_caption(figure, "token {}")
 # -- probabilities before and after the mask -----------------------------------------------------
 st.subheader("Before and after the mask")
 engine = current_engine()
-if engine is None:
+question_ids = render(Request(QUESTION, TOOLS, "native"), tok).ids
+replay = find_replay(f"lesson6-mask-{turn_id}-{mode}") if engine is None else None
+if replay is not None:
+    recorded_label(replay)
+    if current(replay, question_ids + ids, "this reply"):
+        row = next((r for r in replay.run.data["steps"] if r["number"] == number), {"allowed": None})
+        if row["allowed"] is None:
+            st.markdown("Nothing is masked at this step, so the probabilities are the model's own.")
+        else:
+            st.markdown(text["before and after"])
+            st.metric("Probability the model put on forbidden tokens", f"{row['forbidden_mass']:.2%}")
+            before, after = st.columns(2)
+            with before:
+                bars(choices(row["top_before"]), "before: the model's own top 8", "cd_before")
+            with after:
+                bars(choices(row["top_after"]), "after: renormalised over the allowed", "cd_after")
+elif engine is None:
     st.info(text["needs the model"])
 elif mode == "none" or step.allowed is None:
     model_label(engine_kind(engine), engine)
@@ -173,12 +190,37 @@ else:
 # -- constrained vs unconstrained on the same prompt and seed --------------------------------------
 st.header("Free and constrained, side by side")
 st.markdown(text["side by side"])
-if engine is None:
+
+
+def show_pair(turns: dict, who: str | None, limit: int = 48) -> None:
+    """The free and the constrained turn in two columns, each with its verdict; `who` labels each reply."""
+    for column, (label, (said, finish)) in zip(st.columns(2), turns.items(), strict=True):
+        with column:
+            st.markdown(f"**{label}** ({'no grammar' if label == 'free' or mode == 'none' else 'tool_choice ' + mode})")
+            draw_reply(said, who)
+            verdict = parse_turn(said, TOOLS, "native")
+            ended = f"hit the token limit ({plural(limit, 'token')})" if finish == "length" else "stopped by itself"
+            if mode == "none" and label == "constrained":
+                st.markdown(f"tool_choice none: the reply is not read for calls; it comes back as text. It {ended}.")
+            elif verdict.final:
+                st.markdown(f"No call: a prose reply. It {ended}.")
+            else:
+                errors = "; ".join(e.error for e in verdict.errors) if verdict.errors else ""
+                st.markdown(f"Calls that pass every check: **{len(verdict.calls)}**. It {ended}." + (f" Errors: `{errors}`" if errors else ""))
+                if finish == "length" and not verdict.calls:
+                    st.warning(text["cut off in decode both"])
+
+
+pair = find_replay(f"lesson6-pair-{mode}") if engine is None else None
+if pair is not None:
+    recorded_label(pair)
+    if current(pair, question_ids, "this question"):
+        show_pair({k: (pair.run.data[v]["text"], pair.run.data[v]["finish"]) for k, v in (("free", "unconstrained"), ("constrained", "constrained"))}, None)
+elif engine is None:
     st.info(text["side by side needs the model"])
 else:
     from engine.decode import GenerationSettings
     from engine.live import side_by_side
-
     model_label(engine_kind(engine), engine)
     settings = GenerationSettings(max_new_tokens=48, temperature=0.7, seed=0, top_k=0)
     st.caption(f"Sampled at temperature {settings.temperature}, seed {settings.seed}, up to {settings.max_new_tokens} tokens.")
@@ -188,23 +230,7 @@ else:
         st.session_state["cd_pair"] = (engine.info.label(), mode, {"free": both.unconstrained, "constrained": both.constrained})
     stored = st.session_state.get("cd_pair")
     if stored and stored[0] == engine.info.label() and stored[1] == mode:
-        columns = st.columns(2)
-        for column, (label, generation) in zip(columns, stored[2].items(), strict=True):
-            with column:
-                st.markdown(f"**{label}** ({'no grammar' if label == 'free' or mode == 'none' else 'tool_choice ' + mode})")
-                draw_reply(generation.text, f"{'Tiny model, ' + TINY_LABEL if engine.info.random_weights else engine.info.label()}")
-                verdict = parse_turn(generation.text, TOOLS, "native")
-                cut = generation.finish == "length"
-                ended = f"hit the token limit ({plural(settings.max_new_tokens, 'token')})" if cut else "stopped by itself"
-                if mode == "none" and label == "constrained":
-                    st.markdown(f"tool_choice none: the reply is not read for calls; it comes back as text. It {ended}.")
-                elif verdict.final:
-                    st.markdown(f"No call: a prose reply. It {ended}.")
-                else:
-                    errors = "; ".join(e.error for e in verdict.errors)
-                    st.markdown(f"Calls that pass every check: **{len(verdict.calls)}**. It {ended}." + (f" Errors: `{errors}`" if errors else ""))
-                    if cut and not verdict.calls:
-                        st.warning(text["cut off in decode both"])
+        show_pair({label: (g.text, g.finish) for label, g in stored[2].items()}, f"Tiny model, {TINY_LABEL}" if engine.info.random_weights else engine.info.label())
 
 # -- what the constraint does not do ---------------------------------------------------------------
 st.header("What the grammar does not do")

@@ -10,6 +10,7 @@ from pages.common.chrome import page_chrome
 from pages.common.draw import ledger_figure, notice
 from pages.common.literal import draw_reply, plural
 from pages.common.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
+from pages.common.packs import current_episode, find_replay, missing_note, recorded_label
 from pages.common.state import forget, from_url, restore, style, to_url
 from pages.common.stream import TokenStream, strip_html
 from pages.common.words import lesson, words
@@ -68,9 +69,13 @@ with right:
                  format_func=lambda n: load_scenario(n).title, on_change=lambda: load_files(st.session_state["pg_scenario"]))
 
 engine = current_engine() if mode == "live" else None
+replay = find_replay(f"playground-{chosen_style}") if mode == "live" and engine is None else None
 if mode == "live":
-    if engine is None:
+    if replay is not None:
+        recorded_label(replay)
+    elif engine is None:
         st.info(text["live needs the model"])
+        missing_note(f"playground-{chosen_style}")
     else:
         model_label(engine_kind(engine), engine)
 elif chosen_style not in scenario.styles:
@@ -108,15 +113,18 @@ else:
     st.markdown(text["question"])
 st.text_area("The user's message", key="pg_question", height=80, disabled=mode == "scripted")
 
-can_run = (mode == "scripted" and chosen_style in scenario.styles) or (mode == "live" and engine is not None)
-if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_run):
+can_run = (mode == "scripted" and chosen_style in scenario.styles) or (mode == "live" and (engine or replay) is not None)
+written_by = "scripted" if mode == "scripted" else (f"a lesson pack: {replay.label()}" if replay else engine and engine.info.label())
+# a recorded episode shows at once; a new question or new files replay it again on Run
+auto = replay is not None and (st.session_state.get("pg_result") or {}).get("model") != written_by
+if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_run) or auto:
     messages = [*scenario.messages[:-1], {"role": "user", "content": st.session_state["pg_question"]}]
     run, departures = Run(chosen_style, "per-block"), []
     with st.status("Running the episode…", expanded=True) as status, fresh_workspace(good) as workspace:
         streams = [TokenStream(is_special=tokenizer().is_special)]
         if mode == "scripted":
             episode = play_script(scenario, chosen_style, workspace, run, MAX_TURNS, departures)
-        else:
+        elif replay is None:
             from engine.decode import GenerationSettings
             from engine.live import LiveModel
 
@@ -125,21 +133,25 @@ if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_r
             episode = iterate_episode(model, messages, scenario.tools, style=chosen_style, workspace=workspace,
                                       max_turns=MAX_TURNS, run=run)
         try:
-            for step in episode:
-                streams[-1].clear()
-                status.write(f"Call {len(run.steps)}: {step.cost.input_tokens:,} tokens in, {step.cost.output_tokens:,} out")
-                streams.append(TokenStream(is_special=tokenizer().is_special))
+            if replay is not None:
+                run = current_episode(replay, messages, scenario.tools, chosen_style, "this question and these files",
+                                      workspace, MAX_TURNS)
+            else:
+                for step in episode:
+                    streams[-1].clear()
+                    status.write(f"Call {len(run.steps)}: {step.cost.input_tokens:,} tokens in, {step.cost.output_tokens:,} out")
+                    streams.append(TokenStream(is_special=tokenizer().is_special))
         except EngineError as error:
             run.stop_reason = f"the model failed: {error}"
         files_after = snapshot(workspace)
-        status.update(label=f"Done: {plural(len(run.steps), 'call')}", state="complete", expanded=False)
-    st.session_state["pg_result"] = {
-        "steps": run.steps, "files_before": dict(good), "files_after": files_after, "left_out": len(problems),
-        "style": chosen_style, "answer": run.answer, "stop": run.stop_reason,
-        "model": "scripted" if mode == "scripted" else engine.info.label(),
-        "tiny": mode == "live" and engine.info.random_weights,
-        "departure": departures[0] if departures else None,
-    }
+        status.update(label=f"Done: {plural(len(run.steps), 'call')}" if run else "Not replayed", state="complete", expanded=run is None)
+    if run is not None:
+        st.session_state["pg_result"] = {
+            "steps": run.steps, "files_before": dict(good), "files_after": files_after, "left_out": len(problems),
+            "style": chosen_style, "answer": run.answer, "stop": run.stop_reason, "model": written_by,
+            "tiny": mode == "live" and engine is not None and engine.info.random_weights,
+            "departure": departures[0] if departures else None,
+        }
 
 # -- what the run did ------------------------------------------------------------------------------
 result = st.session_state.get("pg_result")

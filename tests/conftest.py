@@ -160,3 +160,22 @@ def chromium():
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+# -- a lesson pack recorded with the tiny model (engine/prepare.py), shared by the pack tests ----------------
+@pytest.fixture(scope="session")
+def tiny_pack(tiny_engine, tmp_path_factory):
+    """`python -m engine prepare --model tiny --allow-random-weights --out DIR`, run once per session through
+    the command line's own handler: (DIR, the JSON it printed, its progress lines on stderr)."""
+    import contextlib
+    import io
+    import json
+
+    from engine.__main__ import main
+
+    out = tmp_path_factory.mktemp("packs") / "tiny"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(["prepare", "--model", "tiny", "--allow-random-weights", "--out", str(out)])
+    assert code == 0, stderr.getvalue()
+    return out, json.loads(stdout.getvalue()), stderr.getvalue()

@@ -100,11 +100,19 @@ def find_trace(name: str):
     return None if trace.model.random_weights else trace
 
 
-def model_source(trace_name: str):
-    """What a model panel can show: ("live" | "random", engine), ("trace", trace) or ("none", None)."""
+def model_source(trace_name: str, pack_run: str | None = None):
+    """What a model panel can show: ("live" | "random", engine), ("pack", Replay), ("trace", trace) or ("none", None).
+
+    `pack_run` names the panel's run in a lesson pack (pages/common/packs.py), used when no model is loaded."""
     engine = current_engine()
     if engine is not None:
         return engine_kind(engine), engine
+    if pack_run is not None:
+        from pages.common.packs import find_replay
+
+        replay = find_replay(pack_run)
+        if replay is not None:
+            return "pack", replay
     trace = find_trace(trace_name)
     if trace is not None:
         return "trace", trace
@@ -126,6 +134,10 @@ def model_label(kind: str, thing) -> None:
         st.warning(random_label(thing.info))
     elif kind == "trace":
         st.info(f"Recorded run: {thing.source}.")
+    elif kind == "pack":
+        from pages.common.packs import recorded_label
+
+        recorded_label(thing)
 
 
 def no_model_box() -> None:

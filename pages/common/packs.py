@@ -1,0 +1,159 @@
+"""The lesson pack a page replays when no model is loaded: an upload, QWEN_PACK, or assets/packs/.
+
+An uploaded pack lives in the uploader's session only: the site is a shared classroom server,
+and one learner's upload must not change what the others see. A pack named by the server
+(QWEN_PACK, a folder or a .zip; else the first in assets/packs/) is read once per process and
+again when its file changes. A pack recorded with random weights is refused unless the server
+runs with QWEN_ALLOW_RANDOM_PACKS=1 (the tests do), and then every panel says so.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from engine.harness import Run
+from engine.pack import (
+    MANIFEST,
+    MAX_UPLOAD_BYTES,
+    Pack,
+    PackError,
+    PackRun,
+    find_shipped_pack,
+    megabytes,
+    read_pack,
+    read_pack_bytes,
+    replay_episode,
+)
+from engine.pack import choices as choices  # re-exported for pages drawing top-k rows
+from pages.common.words import ROOT, words
+
+SHIPPED = ROOT / "assets" / "packs"
+
+
+def random_packs_allowed() -> bool:
+    return os.environ.get("QWEN_ALLOW_RANDOM_PACKS") == "1"
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A recorded run and the pack it came from: what a model panel shows in place of a model."""
+
+    pack: Pack
+    run: PackRun
+
+    def label(self) -> str:
+        return self.pack.label()
+
+
+def _stamp(path: Path) -> float:
+    """When the pack last changed (a folder: its manifest), so an edited pack is read again."""
+    target = path / MANIFEST if path.is_dir() else path
+    try:
+        return target.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+@st.cache_resource(show_spinner="Reading the lesson pack…", max_entries=4)
+def _read_server_pack(where: str, stamp: float, allow_random: bool) -> tuple[Pack | None, str | None]:
+    try:
+        if where:
+            return read_pack(where, allow_random), None
+        return find_shipped_pack(SHIPPED, allow_random), None
+    except PackError as error:
+        return None, str(error)
+
+
+def server_pack() -> tuple[Pack | None, str | None]:
+    """The server's pack (QWEN_PACK, else assets/packs/) and, when it cannot be used, why."""
+    where = os.environ.get("QWEN_PACK", "")
+    if where:
+        stamp = _stamp(Path(where).expanduser())
+    else:
+        stamp = max((_stamp(p) for p in SHIPPED.iterdir()), default=0.0) if SHIPPED.is_dir() else 0.0
+    return _read_server_pack(where, stamp, random_packs_allowed())
+
+
+def active_pack() -> Pack | None:
+    """This session's upload if there is one, else the server's pack."""
+    uploaded = st.session_state.get("pack_upload")
+    return uploaded if uploaded is not None else server_pack()[0]
+
+
+def find_replay(run_id: str) -> Replay | None:
+    pack = active_pack()
+    run = pack.run(run_id) if pack is not None else None
+    return Replay(pack, run) if run is not None else None
+
+
+def recorded_label(replay: Replay) -> None:
+    """The line above a replayed panel: which model recorded it, and when."""
+    st.info(words("packs", "recorded", label=replay.label()))
+
+
+def current(replay: Replay, ids: list[int], what: str) -> bool:
+    """Whether the recording belongs to the page's prompt now; if not, the panel says so."""
+    if replay.run.recorded_for(ids):
+        return True
+    st.warning(words("packs", "different prompt", what=what))
+    return False
+
+
+def current_episode(replay: Replay, messages: list[dict], tools: list[dict], style: str, what: str,
+                    workspace=None, max_turns: int = 8) -> Run | None:
+    """A recorded episode played again through the harness, if every call's prompt is still the recorded one."""
+    played, same = replay_episode(replay.run, messages, tools, style, workspace, max_turns)
+    if same:
+        return played
+    st.warning(words("packs", "different prompt", what=what))
+    return None
+
+
+def missing_note(run_id: str) -> bool:
+    """With a pack but no run for this panel: say so (True); without a pack: nothing (False)."""
+    pack = active_pack()
+    if pack is None:
+        return False
+    st.info(words("packs", "not in the pack", label=pack.label()) + f" (`{run_id}`)")
+    return True
+
+
+def _take_upload() -> None:
+    """Check the uploaded file; a good pack replaces this session's, a bad one changes nothing."""
+    upload = st.session_state.get("pack_file")
+    if upload is None:
+        return
+    try:
+        if upload.size > MAX_UPLOAD_BYTES:
+            raise PackError(f"the file is {megabytes(upload.size)}; a pack may be up to {megabytes(MAX_UPLOAD_BYTES)}")
+        pack = read_pack_bytes(upload.getvalue(), upload.name, random_packs_allowed())
+    except PackError as error:
+        st.session_state["pack_error"] = f"{upload.name}: {error}"
+        return
+    st.session_state["pack_upload"] = pack
+    st.session_state.pop("pack_error", None)
+
+
+def pack_sidebar() -> None:
+    """The sidebar's lesson-pack lines: which pack is in use, and the upload."""
+    uploaded = st.session_state.get("pack_upload")
+    pack, problem = server_pack()
+    if uploaded is not None:
+        st.caption(f"Lesson pack (yours): {uploaded.label()}")
+        if st.button("Stop using my pack", key="pack_forget"):
+            st.session_state.pop("pack_upload", None)
+            st.rerun()
+    elif pack is not None:
+        st.caption(f"Lesson pack: {pack.label()}. With no model loaded, the model panels show its recorded runs.")
+    elif problem:
+        st.caption(f"The server's lesson pack cannot be used: {problem}")
+    with st.expander("Upload a lesson pack"):
+        st.caption(words("packs", "upload"))
+        st.file_uploader("Lesson pack (.zip)", type=["zip"], key="pack_file", on_change=_take_upload,
+                         max_upload_size=MAX_UPLOAD_BYTES // (1024 * 1024))
+    if st.session_state.get("pack_error"):
+        st.error(st.session_state["pack_error"])

@@ -1,0 +1,321 @@
+"""Lesson packs (engine/prepare.py writes them, engine/pack.py reads them): what a pack holds, that a
+replayed run equals a fresh one, resuming, and a table of bad packs that each get a message.
+
+The pack is recorded once per session with the tiny random-weights model (fixture `tiny_pack`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.__main__ import main
+from engine.pack import (
+    MAX_FILE_BYTES,
+    MAX_FILES,
+    MAX_UPLOAD_BYTES,
+    PackError,
+    file_hash,
+    prompt_hash,
+    read_pack,
+    read_pack_bytes,
+)
+from engine.prompt import Request, render
+
+PANELS = {"lesson1", "lesson3", "lesson5", "lesson6", "playground"}
+MODES = ("auto", "required", "count_letter", "tokenize", "none")
+TURNS = ("call", "other-tool", "prose", "prose-then-call")
+EXPECTED_RUNS = (
+    ["lesson1-no-tools", "lesson1-tools-native", "lesson1-tools-react", "lesson3-native", "lesson3-react",
+     "lesson5-strawberry", "lesson5-france"]
+    + [f"lesson6-mask-{turn}-{mode}" for turn in TURNS for mode in MODES]
+    + [f"lesson6-pair-{mode}" for mode in MODES]
+    + ["playground-native"]
+)
+STRAWBERRY = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(list(argv))
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+def zipped(folder: Path, extra: dict[str, bytes] | None = None, drop: tuple[str, ...] = (), change=None) -> bytes:
+    """The pack folder as a zip's bytes, with files added, dropped or changed (name -> bytes -> bytes)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.rglob("*.json")):
+            name = path.relative_to(folder).as_posix()
+            if name in drop:
+                continue
+            body = path.read_bytes()
+            archive.writestr(name, change(name, body) if change else body)
+        for name, body in (extra or {}).items():
+            archive.writestr(name, body)
+    return buffer.getvalue()
+
+
+# -- what prepare writes -----------------------------------------------------------------------------
+def test_prepare_prints_one_json_summary_and_writes_a_manifest_covering_every_model_panel(tiny_pack):
+    out, summary, progress = tiny_pack
+    assert summary["out"] == str(out) and summary["runs"] == len(EXPECTED_RUNS) and summary["seconds"] > 0
+    assert summary["model"]["name"] == "tiny" and summary["model"]["random_weights"] is True
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert [r["id"] for r in manifest["runs"]] == EXPECTED_RUNS
+    assert {r["panel"] for r in manifest["runs"]} == PANELS
+    assert manifest["complete"] is True and manifest["project_version"] == "0.1.0"
+    assert manifest["created"].startswith("20")
+    model = manifest["model"]
+    assert (model["name"], model["revision"], model["dtype"], model["device"]) == ("tiny", "random init, seed 0", "float32", "cpu")
+    assert model["parameters"] == 9_798_016
+    for entry in manifest["runs"]:
+        assert len(entry["prompt_sha256"]) == 64 and entry["file"] == f"runs/{entry['id']}.json"
+        assert file_hash((out / entry["file"]).read_bytes()) == entry["sha256"]
+    # progress goes to stderr, one line per run
+    assert progress.count("recorded in") == len(EXPECTED_RUNS)
+
+
+def test_a_runs_prompt_hash_is_the_sha256_of_the_prompts_token_ids(tiny_pack):
+    out, _, _ = tiny_pack
+    pack = read_pack(out, allow_random=True)
+    ids = render(Request(STRAWBERRY, _strawberry_tools(), "native")).ids
+    assert pack.run("lesson3-native").prompt_sha256 == prompt_hash(ids)
+    assert pack.run("lesson3-native").recorded_for(ids) and not pack.run("lesson3-react").recorded_for(ids)
+    assert prompt_hash([1, 22, 151657]) == hashlib.sha256(b"1,22,151657").hexdigest()
+
+
+def _strawberry_tools():
+    from engine.tools import load_tool_set
+
+    return load_tool_set("strawberry")
+
+
+# -- replay equals a fresh run -------------------------------------------------------------------------
+def test_replaying_lesson_3_gives_the_tokens_and_probabilities_of_a_fresh_greedy_run(tiny_pack, tiny_engine):
+    from engine.live import generate_turn
+    from engine.prepare import lesson3_settings
+
+    pack = read_pack(tiny_pack[0], allow_random=True)
+    for style in ("native", "react"):
+        fresh = generate_turn(tiny_engine, Request(STRAWBERRY, _strawberry_tools(), style), lesson3_settings(True))
+        replayed = pack.run(f"lesson3-{style}").steps
+        assert [s.id for s in replayed] == [s.id for s in fresh.steps]
+        assert [s.p for s in replayed] == [s.p for s in fresh.steps]
+        assert [[a.id for a in s.top] for s in replayed] == [[a.id for a in s.top] for s in fresh.steps]
+
+
+def test_replaying_lesson_5_and_6_gives_the_figures_of_a_fresh_pass(tiny_pack, tiny_engine):
+    from engine.constrain import inspect_mask
+    from engine.peek import first_token, next_logits
+    from engine.tokenizer import TOOL_CALL
+
+    pack = read_pack(tiny_pack[0], allow_random=True)
+    ids = render(Request(STRAWBERRY, _strawberry_tools(), "native"), tiny_engine.tokenizer).ids
+    assert pack.run("lesson5-strawberry").data["p_tool_call"] == first_token(tiny_engine, ids).p[TOOL_CALL]
+    # lesson 6, the call under "required", at its third token
+    reply = tiny_engine.tokenizer.encode('<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>')
+    row = pack.run("lesson6-mask-call-required").data["steps"][2]
+    view = inspect_mask(_strawberry_tools(), tiny_engine.tokenizer.decode(reply[:2]), "required",
+                        logits=next_logits(tiny_engine, ids + reply[:2]), top_k=8)
+    assert row["number"] == 3 and row["allowed"] == view.allowed
+    assert row["forbidden_mass"] == view.forbidden_mass
+    assert [r["id"] for r in row["top_after"]] == [t.id for t in view.top_after]
+
+
+def test_replaying_an_episode_plays_the_recorded_turns_through_the_harness(tiny_pack):
+    from engine.pack import replay_episode
+
+    pack = read_pack(tiny_pack[0], allow_random=True)
+    run = pack.run("lesson1-tools-native")
+    played, same = replay_episode(run, STRAWBERRY, _strawberry_tools(), "native", max_turns=3)
+    assert same and [s.turn.text for s in played.steps] == [t["text"] for t in run.data["turns"]]
+    # another question: the recorded turns were not written for it
+    other = [{"role": "user", "content": "What is the capital of France?"}]
+    assert replay_episode(run, other, _strawberry_tools(), "native", max_turns=3)[1] is False
+
+
+# -- resuming, refusing ------------------------------------------------------------------------------
+def test_prepare_resumes_keeping_intact_runs_and_redoing_missing_or_damaged_ones(tiny_pack, tmp_path):
+    copy = tmp_path / "pack"
+    shutil.copytree(tiny_pack[0], copy)
+    (copy / "runs" / "lesson5-france.json").unlink()
+    damaged = copy / "runs" / "lesson5-strawberry.json"
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    code, stdout, stderr = run_cli("prepare", "--model", "tiny", "--allow-random-weights", "--out", str(copy))
+    summary = json.loads(stdout)
+    assert code == 0 and (summary["recorded"], summary["kept"]) == (2, len(EXPECTED_RUNS) - 2)
+    assert stderr.count("already recorded, kept") == len(EXPECTED_RUNS) - 2
+    assert len(read_pack(copy, allow_random=True).runs) == len(EXPECTED_RUNS)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        pytest.param(["--model", "tiny"], "has random weights", id="random weights without the flag"),
+        pytest.param(["--model", "tiny", "--allow-random-weights", "--out-is-a-full-folder"], "holds no lesson pack",
+                     id="a folder that holds something else"),
+    ],
+)
+def test_prepare_refuses_with_a_one_line_message(argv, message, tmp_path):
+    out = tmp_path / "out"
+    if "--out-is-a-full-folder" in argv:
+        argv = [a for a in argv if a != "--out-is-a-full-folder"]
+        out.mkdir()
+        (out / "notes.txt").write_text("mine", encoding="utf-8")
+    code, stdout, stderr = run_cli("prepare", *argv, "--out", str(out))
+    last = stderr.strip().splitlines()[-1]
+    assert code == 2 and stdout == "" and last.startswith("error: ") and message in last
+    assert not (out / "manifest.json").exists()
+
+
+# -- bad packs: each gets a message, never a traceback ----------------------------------------------------
+def _with_manifest(pack: Path, edit) -> bytes:
+    """The pack zipped with its manifest edited by `edit(manifest)`."""
+    def change(name, body):
+        if name != "manifest.json":
+            return body
+        manifest = json.loads(body)
+        edit(manifest)
+        return json.dumps(manifest).encode()
+    return zipped(pack, change=change)
+
+
+def _with_run(pack: Path, run_id: str, edit) -> bytes:
+    """The pack zipped with one run's data edited and its hash in the manifest made to match."""
+    name = f"runs/{run_id}.json"
+    data = json.loads((pack / name).read_text(encoding="utf-8"))
+    edit(data)
+    body = json.dumps(data).encode()
+
+    def change(member, original):
+        if member == name:
+            return body
+        if member == "manifest.json":
+            manifest = json.loads(original)
+            next(r for r in manifest["runs"] if r["file"] == name)["sha256"] = file_hash(body)
+            return json.dumps(manifest).encode()
+        return original
+    return zipped(pack, change=change)
+
+
+def _symlink_zip(pack: Path) -> bytes:
+    data = io.BytesIO(zipped(pack))
+    with zipfile.ZipFile(data, "a") as archive:
+        info = zipfile.ZipInfo("runs/link.json")
+        info.external_attr = (0o120777 << 16)
+        archive.writestr(info, "/etc/passwd")
+    return data.getvalue()
+
+
+def _many_files(pack: Path) -> bytes:
+    return zipped(pack, extra={f"runs/x{n}.json": b"{}" for n in range(MAX_FILES)})
+
+
+BAD_PACKS = [
+    # (id, make(pack folder) -> zip bytes, allow_random, what the message must say)
+    ("a run file changed by hand", lambda p: zipped(p, change=lambda n, b: b.replace(b'"finish": "', b'"finish": "stop', 1) if n == "runs/lesson3-native.json" else b),
+     True, "was changed after the pack was made"),
+    ("a run file truncated", lambda p: zipped(p, change=lambda n, b: b[: len(b) // 2] if n == "runs/lesson5-france.json" else b),
+     True, "sha256 does not match"),
+    ("the zip truncated", lambda p: zipped(p)[:5000], True, "zip"),
+    ("not a zip at all", lambda p: b"this is not a zip file, only text", True, "not a readable zip"),
+    ("a foreign JSON file", lambda p: zipped(p, extra={"runs/extra.json": b"{}"}), True, "foreign file"),
+    ("a file that is not JSON", lambda p: zipped(p, extra={"notes.txt": b"hello"}), True, "not JSON"),
+    ("a path that climbs out", lambda p: zipped(p, extra={"../evil.json": b"{}"}), True, "outside the pack"),
+    ("an absolute path", lambda p: zipped(p, extra={"/etc/evil.json": b"{}"}), True, "outside the pack"),
+    ("a zip bomb: one huge member", lambda p: zipped(p, extra={"runs/bomb.json": b" " * (MAX_FILE_BYTES + 1)}), True,
+     "bytes uncompressed"),
+    ("too many files", _many_files, True, f"more than {MAX_FILES} files"),
+    ("a symbolic link", _symlink_zip, True, "symbolic link"),
+    ("no manifest", lambda p: zipped(p, drop=("manifest.json",)), True, "has no manifest.json"),
+    ("another program's manifest", lambda p: _with_manifest(p, lambda m: m.update(format="something else")), True,
+     "not a lesson pack's manifest"),
+    ("a later format version", lambda p: _with_manifest(p, lambda m: m.update(version=99)), True, "format version 99"),
+    ("a run the pack does not hold", lambda p: zipped(p, drop=("runs/lesson5-france.json",)), True, "does not hold"),
+    ("a manifest field of the wrong type", lambda p: _with_manifest(p, lambda m: m["model"].update(parameters="many")), True,
+     "'parameters' is a str"),
+    ("a probability above 1, rehashed", lambda p: _with_run(p, "lesson5-france", lambda d: d.update(p_tool_call=3.5)), True,
+     "not a probability"),
+    ("a step without its token, rehashed", lambda p: _with_run(p, "lesson3-native", lambda d: d["steps"][0].pop("token")), True,
+     "has no 'token'"),
+    ("random weights, not allowed", lambda p: zipped(p), False, "random weights"),
+    ("JSON nested a million deep", lambda p: zipped(p, change=lambda n, b: b"[" * 1_000_000 + b"]" * 1_000_000 if n == "manifest.json" else b),
+     True, "nests its JSON too deeply"),
+]
+
+
+@pytest.mark.parametrize("make, allow_random, message", [pytest.param(*row[1:], id=row[0]) for row in BAD_PACKS])
+def test_a_bad_pack_gets_a_clear_message(tiny_pack, make, allow_random, message):
+    with pytest.raises(PackError) as refused:
+        read_pack_bytes(make(tiny_pack[0]), "pack.zip", allow_random)
+    assert message in str(refused.value)
+
+
+def test_a_good_pack_zipped_with_or_without_its_folder_reads_back(tiny_pack, tmp_path):
+    out = tiny_pack[0]
+    plain = read_pack_bytes(zipped(out), "pack.zip", allow_random=True)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path in out.rglob("*.json"):
+            archive.write(path, f"tiny/{path.relative_to(out).as_posix()}")
+        archive.writestr("__MACOSX/._manifest.json", b"\x00\x05")
+    nested = read_pack_bytes(buffer.getvalue(), "pack.zip", allow_random=True)
+    assert len(plain.runs) == len(nested.runs) == len(EXPECTED_RUNS)
+    (tmp_path / "pack.zip").write_bytes(zipped(out))
+    assert read_pack(tmp_path / "pack.zip", allow_random=True).label().startswith("tiny (fp32, cpu), recorded 20")
+
+
+@pytest.mark.parametrize(
+    "spoil, message",
+    [
+        pytest.param(lambda d: (d / "runs" / "link.json").symlink_to("/etc/passwd"), "not a plain file", id="a linked file"),
+        pytest.param(lambda d: (d / "linked").symlink_to(d / "runs", target_is_directory=True), "symbolic link", id="a linked folder"),
+        pytest.param(lambda d: (d / "notes.md").write_text("mine", encoding="utf-8"), "not JSON", id="a file that is not JSON"),
+        pytest.param(lambda d: (d / "runs" / "lesson3-native.json").write_text("{}", encoding="utf-8"), "sha256 does not match",
+                     id="a run overwritten"),
+    ],
+)
+def test_a_bad_pack_folder_gets_a_clear_message(tiny_pack, tmp_path, spoil, message):
+    copy = tmp_path / "pack"
+    shutil.copytree(tiny_pack[0], copy)
+    spoil(copy)
+    with pytest.raises(PackError, match=message):
+        read_pack(copy, allow_random=True)
+
+
+def test_an_upload_over_the_size_limit_is_refused_before_it_is_opened():
+    with pytest.raises(PackError, match="may be up to 50 MB"):
+        read_pack_bytes(b"\0" * (MAX_UPLOAD_BYTES + 1), "big.zip")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_damage_to_a_zipped_pack_is_refused_with_a_message_or_leaves_a_valid_pack(tiny_pack, data):
+    good = _good_zip(tiny_pack[0])
+    where = data.draw(st.integers(0, len(good) - 1))
+    damaged = bytearray(good)
+    damaged[where] ^= data.draw(st.integers(1, 255))
+    try:
+        pack = read_pack_bytes(bytes(damaged), "pack.zip", allow_random=True)
+    except PackError as error:
+        assert str(error)
+    else:
+        assert len(pack.runs) == len(EXPECTED_RUNS)
+
+
+_ZIPS: dict[str, bytes] = {}
+
+
+def _good_zip(folder: Path) -> bytes:
+    return _ZIPS.setdefault(str(folder), zipped(folder))
