@@ -21,9 +21,13 @@ from dataclasses import dataclass, field
 
 from .settings import load_settings
 
-# third-party and engine modules the pages import on their first render, slowest first
-MODULES = ("torch", "transformers", "xgrammar", "jsonschema", "engine.constrain", "engine.decode",
-           "engine.harness", "engine.calculator", "engine.peek")
+# imported in the calling thread, before the background thread starts: two threads importing
+# transformers' lazy modules at once can hand one of them a half-initialised module
+# ("cannot import name 'PreTrainedTokenizerBase' from 'transformers'"), so a page must never
+# import them while the warm-up thread does
+FIRST = ("torch", "transformers", "xgrammar")
+# modules the pages import on their first render, imported in the background
+MODULES = ("jsonschema", "engine.constrain", "engine.decode", "engine.harness", "engine.calculator", "engine.peek")
 
 
 @dataclass
@@ -93,13 +97,24 @@ def _background() -> None:
 
 
 def start_warmup() -> bool:
-    """Start the warm-up thread if this process has not yet; True if this call started it. Never blocks."""
+    """Start the warm-up if this process has not yet; True if this call started it.
+
+    The first call imports FIRST in its own thread (a few seconds, once per process; other
+    sessions' first runs wait for it here), then starts the background thread for the rest.
+    """
     global _thread
     if not load_settings().warmup:
         return False
     with _lock:
         if _thread is not None:
             return False
+        for name in FIRST:
+            started = time.perf_counter()
+            try:
+                importlib.import_module(name)
+            except Exception as error:  # the page that needs it reports its own error
+                _report.errors[f"import {name}"] = f"{type(error).__name__}: {str(error)[:200]}"
+            _report.seconds[f"import {name}"] = round(time.perf_counter() - started, 3)
         _thread = threading.Thread(target=_background, name="engine-warmup", daemon=True)
         _thread.start()
         return True

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from helpers import open_page  # noqa: E402
+from helpers import open_page, serve_site  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -29,66 +29,6 @@ def tiny_engine():
 def page_app():
     """`open_page` as a fixture: page_app("pages/2_tools_as_schemas.py", style="react")."""
     return open_page
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _serve(log_name: str = "streamlit-server.log", env: dict | None = None):
-    """`streamlit run app.py` on a free local port, healthy before it is handed out; its base URL. Stopped after.
-
-    `env` adds to (or, with None values, removes from) the server's environment: QWEN_MODEL, HF_ENDPOINT...
-    """
-    import subprocess
-    import time
-    import urllib.request
-
-    port = _free_port()
-    log = open(ROOT / ".pytest_cache" / log_name, "w") if (ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL  # noqa: SIM115
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-         "--client.toolbarMode", "minimal"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=_server_env(env),
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                if answer.read().strip() == b"ok":
-                    break
-        except OSError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            pytest.fail(f"streamlit did not start on port {port} (exit code {server.poll()})")
-        time.sleep(0.3)
-    try:
-        yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        if log is not subprocess.DEVNULL:
-            log.close()
-
-
-def _server_env(extra: dict | None) -> dict:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    for name, value in (extra or {}).items():
-        if value is None:
-            env.pop(name, None)
-        else:
-            env[name] = value
-    return env
 
 
 @pytest.fixture(scope="session")
@@ -108,7 +48,7 @@ def tiny_folder(tmp_path_factory):
 @pytest.fixture(scope="session")
 def streamlit_server():
     """A real server for the whole test session; its base URL."""
-    yield from _serve()
+    yield from serve_site()
 
 
 @pytest.fixture(scope="module")
@@ -117,21 +57,21 @@ def serve_app():
     running = []
 
     def start(env: dict, log_name: str = "streamlit-server-env.log") -> str:
-        server = _serve(log_name, env)
+        server = serve_site(log_name, env)
         url = next(server)
         running.append(server)
         return url
 
     yield start
     for server in running:
-        server.close()  # runs _serve's finally: terminate the server
+        server.close()  # runs serve_site's finally: terminate the server
 
 
 @pytest.fixture
 def fresh_streamlit_server():
     """A server of its own whose first request is the test's: a cold server behaves differently
     (Streamlit runs a deep-linked page file without the router on its first request)."""
-    yield from _serve("streamlit-server-fresh.log")
+    yield from serve_site("streamlit-server-fresh.log")
 
 
 # -- headless Chromium (Debian's chromium, driven by Python playwright; never `playwright install`) --

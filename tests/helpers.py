@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,3 +57,64 @@ BOUNDED = [
 
 # the strawberry call as the Qwen3 template writes it
 COUNT_CALL = '<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>'
+
+
+# -- a real streamlit server for the browser tests ---------------------------------------------------------
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_site(log_name: str = "streamlit-server.log", env: dict | None = None):
+    """`streamlit run app.py` on a free local port, healthy before it is handed out; its base URL. Stopped after.
+
+    `env` adds to (or, with None values, removes from) the server's environment: QWEN_MODEL, HF_ENDPOINT...
+    """
+    import subprocess
+    import time
+    import urllib.request
+
+    port = free_port()
+    log = open(ROOT / ".pytest_cache" / log_name, "w") if (ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL  # noqa: SIM115
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+         "--client.toolbarMode", "minimal"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=server_env(env),
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+                if answer.read().strip() == b"ok":
+                    break
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            pytest.fail(f"streamlit did not start on port {port} (exit code {server.poll()})")
+        time.sleep(0.3)
+    try:
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        if log is not subprocess.DEVNULL:
+            log.close()
+
+
+def server_env(extra: dict | None) -> dict:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    for name, value in (extra or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env

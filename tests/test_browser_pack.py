@@ -8,7 +8,7 @@ Slow-ish (a minute or so): it starts its own `streamlit run app.py` with the tin
 from __future__ import annotations
 
 import pytest
-from conftest import _serve
+from helpers import serve_site
 from test_browser_lessons import _close_dialog, _no_errors, _settle, _shot
 from test_pack import zipped
 
@@ -20,7 +20,7 @@ def pack_server(tiny_pack, monkeypatch):
     """A server of its own whose pack is the tiny model's (the environment is read when it starts)."""
     monkeypatch.setenv("QWEN_PACK", str(tiny_pack[0]))
     monkeypatch.setenv("QWEN_ALLOW_RANDOM_PACKS", "1")
-    yield from _serve("streamlit-server-pack.log")
+    yield from serve_site("streamlit-server-pack.log")
 
 
 def test_lessons_3_and_5_show_a_packs_figures_with_the_model_off(pack_server, chromium, tiny_pack):

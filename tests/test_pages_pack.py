@@ -11,7 +11,7 @@ import json
 import shutil
 
 import pytest
-from conftest import open_page
+from helpers import open_page
 from test_pack import zipped
 
 from engine.pack import read_pack
