@@ -9,7 +9,7 @@ huggingface_hub 2.4's `_snapshot_download.py`, `hf_api.py` and `file_download.py
 - `HEAD /<repo>/resolve/<commit>/<file>`: the file's commit, ETag and size;
 - `GET /<repo>/resolve/<commit>/<file>`: the bytes, honouring `Range: bytes=N-` (a resumed download).
 
-`cut_after` makes it a broken hub: every GET of a .safetensors file sends its headers and that
+`chunk_delay` seconds between 64 kB chunks make it a slow hub. `cut_after` makes it a broken hub: every GET of a .safetensors file sends its headers and that
 many bytes, then drops the connection; a resumed request is dropped before any answer. Set it
 to None and the same hub is healthy again. Point `HF_ENDPOINT` at `url` (before huggingface_hub
 is imported: it reads the variable once) and `HF_HOME` at a temporary folder.
@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -36,8 +37,8 @@ def git_blob_id(data: bytes) -> str:
 class LocalHub:
     """Serves `folder` as the model repo `repo_id` on a free port of 127.0.0.1, in a daemon thread."""
 
-    def __init__(self, folder: Path, repo_id: str = "local/tiny-qwen3", cut_after: int | None = None):
-        self.repo_id, self.cut_after = repo_id, cut_after
+    def __init__(self, folder: Path, repo_id: str = "local/tiny-qwen3", cut_after: int | None = None, chunk_delay: float = 0.0):
+        self.repo_id, self.cut_after, self.chunk_delay = repo_id, cut_after, chunk_delay
         self.files = {p.name: p for p in sorted(Path(folder).iterdir()) if p.is_file()}
         self.ids = {}
         for name, path in self.files.items():
@@ -144,6 +145,8 @@ class LocalHub:
                 body = data[start:] if not broken else data[: hub.cut_after]
                 for offset in range(0, len(body), CHUNK):
                     self.wfile.write(body[offset : offset + CHUNK])
+                    if hub.chunk_delay:
+                        time.sleep(hub.chunk_delay)  # a slow network, so that a test can watch a download
                 if broken:
                     self.wfile.flush()
                     self.close_connection = True  # the rest never comes: the client sees a cut connection
