@@ -61,12 +61,12 @@ class FirstTokenClock(BaseStreamer):
     """Notes when generate hands over its first new token (its first put() is the prompt)."""
 
     def __init__(self):
-        self.puts, self.first = 0, None
+        self.puts, self.first, self.first_cpu = 0, None, None
 
     def put(self, value):
         self.puts += 1
         if self.puts == 2:
-            self.first = time.perf_counter()
+            self.first, self.first_cpu = time.perf_counter(), time.process_time()
 
     def end(self):
         pass
@@ -100,9 +100,10 @@ def time_generate(engine, ids, tokens, scores):
             input_ids=inputs, attention_mask=torch.ones_like(inputs), generation_config=config,
             logits_processor=[MaskPadding()], streamer=clock,
         )
-    total, cpu = time.perf_counter() - started, time.process_time() - cpu
+    total, cpu_total = time.perf_counter() - started, time.process_time() - cpu
     sequence = out.sequences if scores else out
-    return total, clock.first - started, sequence[0, len(ids):].tolist(), cpu
+    time_generate.decode_cpu = time.process_time() - clock.first_cpu  # CPU seconds after the first token
+    return total, clock.first - started, sequence[0, len(ids):].tolist(), cpu_total
 
 
 def time_loop(engine, ids, tokens, top_k):
@@ -111,8 +112,9 @@ def time_loop(engine, ids, tokens, top_k):
     first, chosen = None, []
     for step in stream_steps(engine, ids, settings):
         if first is None:
-            first = time.perf_counter() - started
+            first, first_cpu = time.perf_counter() - started, time.process_time()
         chosen.append(step.id)
+    time_loop.decode_cpu = time.process_time() - first_cpu  # CPU seconds after the first token
     return time.perf_counter() - started, first, chosen, time.process_time() - cpu
 
 
@@ -226,16 +228,20 @@ def bench_sized(folder: str, tokens: int, runs: int, dtype: str | None) -> dict:
         cold.append(first_token_seconds(engine, prompt.ids, reuse=True))  # nothing kept: the whole prompt is read
         warm.append(first_token_seconds(engine, prompt.ids, reuse=True))  # everything but the last token kept
     loop_ms, generate_ms, same = [], [], True
+    # CPU time per token after the first: what the work costs, less the waits for a core on a busy machine
+    loop_cpu_ms, generate_cpu_ms = [], []
     for run in range(runs):
         # alternate which goes first, so load from other processes falls on both alike
         for way in (("loop", "generate") if run % 2 == 0 else ("generate", "loop")):
             if way == "loop":
                 total, first, ids, _ = time_loop(engine, prompt.ids, tokens, top_k=5)
                 loop_ms.append(decode_ms_per_token(total, first, tokens))
+                loop_cpu_ms.append(1000 * time_loop.decode_cpu / max(1, tokens - 1))
                 loop_ids = ids
             else:
                 total, first, ids, _ = time_generate(engine, prompt.ids, tokens, scores=False)
                 generate_ms.append(decode_ms_per_token(total, first, tokens))
+                generate_cpu_ms.append(1000 * time_generate.decode_cpu / max(1, tokens - 1))
                 generate_ids = ids
         same = same and loop_ids == generate_ids
     weight_bytes = sum(p.numel() * p.element_size() for p in engine.model.parameters())
@@ -261,6 +267,8 @@ def bench_sized(folder: str, tokens: int, runs: int, dtype: str | None) -> dict:
                          # the fastest run of each: on a busy machine, the least disturbed
                          "loop_best": round(min(loop_ms), 1), "generate_best": round(min(generate_ms), 1),
                          "loop_runs": [round(x, 1) for x in loop_ms], "generate_runs": [round(x, 1) for x in generate_ms]},
+        "cpu_ms_per_token": {"loop": round(statistics.median(loop_cpu_ms), 1), "generate": round(statistics.median(generate_cpu_ms), 1),
+                             "threads": torch.get_num_threads()},
         "copy_bandwidth_gb_s": round(bandwidth / 1e9, 2),
         "bound_ms_per_token": round(bound_ms, 1),
         "same_tokens_loop_and_generate": same,
@@ -269,6 +277,7 @@ def bench_sized(folder: str, tokens: int, runs: int, dtype: str | None) -> dict:
             "loop_speed_over_generate": round(generate / loop, 3),
             "loop_speed_over_generate_best_runs": round(min(generate_ms) / min(loop_ms), 3),
             "loop_best_ms_over_bound": round(min(loop_ms) / bound_ms, 2),
+            "loop_speed_over_generate_cpu_time": round(statistics.median(generate_cpu_ms) / statistics.median(loop_cpu_ms), 3),
             "warm_first_token_over_cold": round(warm_s / cold_s, 4),
         },
         "goals_met": {

@@ -189,7 +189,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--masks-only", action="store_true", help="skip the decode-speed part (needs no model)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: torch's choice; 1 avoids the pool's waits on a busy machine)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     tokenizer_info()  # built once, outside the timings
     started = time.perf_counter()
     masks = {name: bench_masks(load_tool_set(name), args.passes) for name in ("strawberry", "coding-agent")}
