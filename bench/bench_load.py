@@ -144,19 +144,6 @@ STOPPED_BY = {
 }
 
 
-def processes_with(marker: str) -> list[int]:
-    """Process ids whose command line holds `marker` (what `ps` would list)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 def ordinary_session(engine, session: int, requests: int, max_new_tokens: int, marker: str) -> float:
     """A learner's session: model requests, then run_tests on a passing test; its wall time."""
     from engine.playground import fresh_workspace
@@ -177,6 +164,7 @@ def hostile_session(kind: str, marker: str, test_seconds: float, stop: threading
     """Run one hostile test again and again until `stop`; for each run, how long past its limit it lasted."""
     from dataclasses import replace
 
+    from engine import sandbox
     from engine.playground import fresh_workspace
     from engine.tools import run_tool
 
@@ -190,7 +178,7 @@ def hostile_session(kind: str, marker: str, test_seconds: float, stop: threading
             seconds = time.perf_counter() - started
         stopped_by = next((why for why, said in STOPPED_BY.items() if said in outcome.text), "not stopped")
         runs.append({"seconds": round(seconds, 3), "past_limit_s": round(max(0.0, seconds - test_seconds), 3),
-                     "left": len(processes_with(name)), "stopped_by": stopped_by})
+                     "left": len(sandbox.processes_with(name)), "stopped_by": stopped_by})
     return runs
 
 
@@ -259,7 +247,7 @@ def run_hostile_load(engine, sessions: int = 6, requests: int = 2, max_new_token
         "hostile_runs": {kind: rs for kind, rs in hostile["hostile"].items()},
         "hostile_past_limit_max_s": round(max((r["past_limit_s"] for r in runs), default=0.0), 3),
         "failures": crowd["failures"] + hostile["failures"],
-        "processes_left": len(processes_with(marker)),
+        "processes_left": len(sandbox.processes_with(marker)),
     }
 
 

@@ -155,6 +155,19 @@ def choose_confinement(modes: tuple[str, ...] | None = None, allow_weak: bool | 
     raise ToolRefusal(REFUSED)
 
 
+def processes_with(marker: str) -> list[int]:
+    """Process ids whose command line holds `marker` (what `ps` would list): to check that no test outlived its run."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
 def kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)

@@ -8,7 +8,7 @@ from engine.harness import list_scenarios, load_scenario, returned_text, run_sce
 from engine.parse import POLICIES, parse_turn
 from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
-from pages.common.draw import call_words, checks_html, ledger_figure, notice, turn_html
+from pages.common.draw import call_words, checks_html, draw_reading, ledger_figure, notice, turn_html
 from pages.common.glossary import show_intro
 from pages.common.literal import plural, table_html
 from pages.common.state import from_url, style, to_url
@@ -182,13 +182,7 @@ else:
             st.subheader(name)
             verdict = parse_turn(bad_text, scenario.tools, chosen_style, name)
             whole = scripted_run(scenario_name, chosen_style, name)
-            if verdict.returned_as_text:
-                st.error("every call dropped; the reply comes back as text")
-            for call in verdict.calls:
-                st.success(f"runs `{call_words(call.name, call.arguments)}`")
-            if not verdict.returned_as_text:
-                for error in verdict.errors:
-                    st.error(f"block {error.block + 1} answered with `{error.error}`")
+            draw_reading(verdict)
             st.markdown(f"Reply {bad_index + 1} of the script. The whole run: **{plural(len(whole.steps), 'call')}**, "
                         f"{whole.ledger.input_tokens:,} input tokens; it ended with *{whole.stop_reason}*.")
 

@@ -650,19 +650,6 @@ def test_bubblewrap_shows_the_test_only_python_and_its_workspace(tmp_path, one_m
     assert outcome.result is not None and outcome.result.endswith("Ran 1 tests\n\nOK"), outcome.text
 
 
-def processes_with(marker: str) -> list[int]:
-    """Every process whose command line holds `marker`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 @NEEDS_CONFINEMENT
 @pytest.mark.parametrize("body", [
     pytest.param(HOSTILE_TESTS["t_hide_sleep.py"], id="hidden-output-sleep"),
@@ -677,4 +664,4 @@ def test_a_killed_run_leaves_no_process_behind(tmp_path, body):
     seconds = time.monotonic() - started
     assert outcome.error == KILLED
     assert seconds < 2.0 + 2.0
-    assert processes_with(marker) == []
+    assert sandbox.processes_with(marker) == []

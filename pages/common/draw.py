@@ -219,3 +219,14 @@ def checks_html(block) -> str:
 def call_words(name: str, arguments: dict) -> str:
     shown = ", ".join(f"{k}={v!r}" if len(repr(v)) < 60 else f"{k}=…({len(str(v))} characters)" for k, v in arguments.items())
     return f"{name}({shown})"
+
+
+def draw_reading(verdict) -> None:
+    """What a harness policy does with a reply: the calls it runs and the error each bad block gets."""
+    if verdict.returned_as_text:
+        st.error("every call dropped; the reply comes back as text")
+    for call in verdict.calls:
+        st.success(f"runs `{call_words(call.name, call.arguments)}`")
+    if not verdict.returned_as_text:
+        for error in verdict.errors:
+            st.error(f"block {error.block + 1} answered with `{error.error}`")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.tokenizer import REAL_VOCAB
-from pages.common.draw import call_words, draw_tokens, show_token
+from pages.common.draw import call_words, draw_reading, draw_tokens, show_token
 
 
 def draw_naive(naive) -> None:
@@ -23,13 +23,7 @@ def draw_naive(naive) -> None:
 def draw_verdict(policy: str, verdict, run) -> None:
     """One policy's reading of the failing turn, and where the whole run ended."""
     st.markdown(f"**{policy}**")
-    if verdict.returned_as_text:
-        st.error("every call dropped; the reply comes back as text")
-    for call in verdict.calls:
-        st.success(f"runs `{call_words(call.name, call.arguments)}`")
-    if not verdict.returned_as_text:
-        for error in verdict.errors:
-            st.error(f"block {error.block + 1} answered with `{error.error}`")
+    draw_reading(verdict)
     if verdict.final and not verdict.returned_as_text:
         st.info("no call in this reply: it is the answer")
     totals = run.ledger.totals()
