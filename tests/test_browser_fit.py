@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -244,14 +245,14 @@ def test_playground_live_run_with_the_tiny_model_is_labelled_and_bounded(chromiu
         page.goto(f"{streamlit_server}/{URLS['playground']}?model=tiny&mode=live")
         settle(page)
         page.get_by_role("button", name="Run the episode").click()
-        page.locator(".turn-view.reply").first.wait_for(timeout=240_000)
+        page.get_by_text("The ledger").first.wait_for(timeout=240_000)
         settle(page, timeout=240_000)
-        replies = page.locator(".turn-view.reply")
-        labels = page.locator(".reply-label")
-        assert replies.count() >= 1 and labels.count() == replies.count()
-        assert all("random weights" in t for t in labels.all_inner_texts())
-        heights = replies.evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
-        assert max(heights) < 1500, heights  # 256 newline tokens would be thousands of px without collapsing
+        # each live turn is a token strip, labelled as the tiny model's, whitespace runs counted
+        calls = page.get_by_text(re.compile(r"^Call \d+ · "))
+        labels = page.locator('[data-testid="stCaptionContainer"]', has_text="Tiny model, random weights")
+        assert calls.count() >= 1 and labels.count() == calls.count()
+        heights = page.locator(".tok-strip").evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
+        assert heights and max(heights) < 1500, heights  # 256 newline tokens would be thousands of px without collapsing
         assert "1 calls" not in main_text(page)
     finally:
         context.close()
