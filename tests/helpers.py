@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -118,3 +120,47 @@ def server_env(extra: dict | None) -> dict:
         else:
             env[name] = value
     return env
+
+
+# -- what the browser tests share ------------------------------------------------------------------------
+ARTIFACTS = ROOT / "artifacts" / "screenshots"
+
+
+def settle_run(page) -> None:
+    """Wait until Streamlit has finished the current run (its running indicator is gone)."""
+    page.wait_for_timeout(500)
+    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=60_000)
+
+
+def close_dialog(page) -> None:
+    """Close Streamlit's "Page not found" notice, shown when a cold server's first request is a deep link
+    (the router has not run yet; the page itself then opens normally)."""
+    dialog = page.get_by_role("dialog")
+    if dialog.count():
+        page.keyboard.press("Escape")
+        dialog.wait_for(state="detached", timeout=10_000)
+
+
+def assert_no_errors(page) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').all_inner_texts()
+
+
+def save_shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+# -- lesson packs ------------------------------------------------------------------------------------------
+def zipped(folder: Path, extra: dict[str, bytes] | None = None, drop: tuple[str, ...] = (), change=None) -> bytes:
+    """The pack folder as a zip's bytes, with files added, dropped or changed (name -> bytes -> bytes)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.rglob("*.json")):
+            name = path.relative_to(folder).as_posix()
+            if name in drop:
+                continue
+            body = path.read_bytes()
+            archive.writestr(name, change(name, body) if change else body)
+        for name, body in (extra or {}).items():
+            archive.writestr(name, body)
+    return buffer.getvalue()

@@ -11,35 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import assert_no_errors, close_dialog, save_shot, settle_run
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "artifacts" / "screenshots"
-
-
-def _settle(page) -> None:
-    """Wait until Streamlit has finished the current run (its running indicator is gone)."""
-    page.wait_for_timeout(500)
-    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=60_000)
-
-
-def _close_dialog(page) -> None:
-    """Close Streamlit's "Page not found" notice, shown when a cold server's first request is a deep link
-    (the router has not run yet; the page itself then opens normally)."""
-    dialog = page.get_by_role("dialog")
-    if dialog.count():
-        page.keyboard.press("Escape")
-        dialog.wait_for(state="detached", timeout=10_000)
-
-
-def _no_errors(page) -> None:
-    assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').all_inner_texts()
-
-
-def _shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
 def _query(page) -> dict[str, str]:
@@ -50,7 +26,7 @@ def _query(page) -> dict[str, str]:
 
 def _press(page, key: str) -> None:
     """Press a keyboard shortcut with the page body focused, once the page has settled."""
-    _settle(page)
+    settle_run(page)
     page.evaluate("document.activeElement && document.activeElement.blur()")
     page.keyboard.press(key)
 
@@ -61,21 +37,21 @@ def test_lesson_4_click_through_the_missing_brace_run(streamlit_server, chromium
     page = chromium.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(f"{streamlit_server}/check_run_return")
     expect(page.get_by_text("Call 2 of 7: the model wrote")).to_be_visible(timeout=90_000)
-    _settle(page)
-    _close_dialog(page)
+    settle_run(page)
+    close_dialog(page)
     page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
     expect(page.get_by_text("is not valid JSON").first).to_be_visible()
-    _no_errors(page)
-    _shot(page, "check-run-return-call-2")
+    assert_no_errors(page)
+    save_shot(page, "check-run-return-call-2")
 
     # turn 3 repairs the call: every check passes and read_file runs
     page.get_by_role("button", name="Next").click()
     expect(page.get_by_text("Call 3 of 7: the model wrote")).to_be_visible(timeout=30_000)
-    _settle(page)
+    settle_run(page)
     expect(page.get_by_text("ran read_file(path='calc.py')")).to_be_visible()
     assert "step=3" in page.url
-    _no_errors(page)
-    _shot(page, "check-run-return-call-3")
+    assert_no_errors(page)
+    save_shot(page, "check-run-return-call-3")
 
     # back again with the keyboard's left arrow (shortcuts act when no widget holds the focus)
     _press(page, "ArrowLeft")
@@ -85,9 +61,9 @@ def test_lesson_4_click_through_the_missing_brace_run(streamlit_server, chromium
     # a prepared link opens the mixed turn under the vllm policy
     page.goto(f"{streamlit_server}/check_run_return?scenario=mixed-turn&policy=vllm&step=1")
     expect(page.get_by_text("Call 1 of 1: the model wrote")).to_be_visible(timeout=60_000)
-    _settle(page)
+    settle_run(page)
     expect(page.get_by_text("comes back as plain text").first).to_be_visible()
-    _no_errors(page)
+    assert_no_errors(page)
     page.close()
 
 
@@ -99,17 +75,17 @@ def test_lesson_4_cold_link_keeps_its_scenario_while_stepping(fresh_streamlit_se
     page = chromium.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(f"{fresh_streamlit_server}/check_run_return")
     expect(page.get_by_text("Call 2 of 7: the model wrote")).to_be_visible(timeout=90_000)
-    _settle(page)
-    _close_dialog(page)
+    settle_run(page)
+    close_dialog(page)
     for press, number in (("Next", 3), ("Back", 2), ("ArrowRight", 3), ("ArrowLeft", 2), ("ArrowLeft", 1)):
         if press.startswith("Arrow"):
             _press(page, press)
         else:
             page.get_by_role("button", name=press).click()
         expect(page.get_by_text(f"Call {number} of 7: the model wrote")).to_be_visible(timeout=30_000)
-        _settle(page)
+        settle_run(page)
         assert _query(page) == {"style": "native", "scenario": "missing-brace", "step": str(number)}, press
-    _no_errors(page)
+    assert_no_errors(page)
     page.close()
 
 
@@ -119,27 +95,27 @@ def test_playground_runs_an_episode_and_refuses_a_bad_path(streamlit_server, chr
     page = chromium.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(f"{streamlit_server}/playground")
     expect(page.get_by_role("heading", name="Harness playground")).to_be_visible(timeout=90_000)
-    _settle(page)
-    _close_dialog(page)
+    settle_run(page)
+    close_dialog(page)
 
     # a path that leaves the workspace gets a message beside it, and keeps its text
     name = page.get_by_label("File name").first
     name.fill("../outside.py")
     name.press("Enter")
     expect(page.get_by_text("the path '../outside.py' leaves the workspace")).to_be_visible(timeout=30_000)
-    _settle(page)
+    settle_run(page)
     assert page.get_by_label("File name").first.input_value() == "../outside.py"
 
     # the scripted turns were written for calc.py: with it left out the script would stop at once
     name.fill("calc.py")
     name.press("Enter")
-    _settle(page)
+    settle_run(page)
     page.get_by_role("button", name="Run the episode").click()
     expect(page.get_by_text("The run stopped").first).to_be_visible(timeout=60_000)
-    _settle(page)
+    settle_run(page)
     expect(page.locator("strong", has_text="Call 7")).to_be_visible()
     # plotly draws after the page settles; wait for the ledger chart itself
     page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
-    _no_errors(page)
-    _shot(page, "playground-run")
+    assert_no_errors(page)
+    save_shot(page, "playground-run")
     page.close()

@@ -8,9 +8,7 @@ Slow-ish (a minute or so): it starts its own `streamlit run app.py` with the tin
 from __future__ import annotations
 
 import pytest
-from helpers import serve_site
-from test_browser_lessons import _close_dialog, _no_errors, _settle, _shot
-from test_pack import zipped
+from helpers import assert_no_errors, close_dialog, save_shot, serve_site, settle_run, zipped
 
 pytestmark = pytest.mark.browser
 
@@ -28,20 +26,20 @@ def test_lessons_3_and_5_show_a_packs_figures_with_the_model_off(pack_server, ch
 
     page = chromium.new_page(viewport={"width": 1280, "height": 900})
     page.goto(f"{pack_server}/the_model_writes_a_call?model=off")
-    _close_dialog(page)
+    close_dialog(page)
     expect(page.get_by_text("Its probability")).to_be_visible(timeout=120_000)
     expect(page.get_by_text("Recorded with tiny (fp32, cpu)").first).to_be_visible()
     expect(page.get_by_text("random weights: its words and probabilities mean nothing").first).to_be_visible()
-    _settle(page)
-    _no_errors(page)
-    _shot(page, "pack-lesson-3")
+    settle_run(page)
+    assert_no_errors(page)
+    save_shot(page, "pack-lesson-3")
 
     page.goto(f"{pack_server}/answer_and_when_not_to_call?model=off")
-    _close_dialog(page)
+    close_dialog(page)
     expect(page.get_by_text("P(<tool_call>) as the first token").first).to_be_visible(timeout=60_000)
     expect(page.get_by_text("Recorded with tiny (fp32, cpu)").first).to_be_visible()
-    _settle(page)
-    _no_errors(page)
+    settle_run(page)
+    assert_no_errors(page)
 
     # a tampered pack uploaded in the sidebar: a message, and the server's pack stays in use
     page.get_by_text("Upload a lesson pack").click()
@@ -49,7 +47,7 @@ def test_lessons_3_and_5_show_a_packs_figures_with_the_model_off(pack_server, ch
     page.locator('[data-testid="stSidebar"] input[type="file"]').set_input_files(
         files=[{"name": "bad.zip", "mimeType": "application/zip", "buffer": tampered}])
     expect(page.get_by_text("was changed after the pack was made")).to_be_visible(timeout=60_000)
-    _settle(page)
+    settle_run(page)
     expect(page.get_by_text("P(<tool_call>) as the first token").first).to_be_visible()
-    _no_errors(page)
-    _shot(page, "pack-lesson-5-bad-upload")
+    assert_no_errors(page)
+    save_shot(page, "pack-lesson-5-bad-upload")

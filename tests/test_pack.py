@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers import zipped
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,6 +42,7 @@ EXPECTED_RUNS = (
     + [f"lesson6-pair-{mode}" for mode in MODES]
     + ["playground-native"]
 )
+
 STRAWBERRY = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 
 
@@ -49,21 +51,6 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         code = main(list(argv))
     return code, stdout.getvalue(), stderr.getvalue()
-
-
-def zipped(folder: Path, extra: dict[str, bytes] | None = None, drop: tuple[str, ...] = (), change=None) -> bytes:
-    """The pack folder as a zip's bytes, with files added, dropped or changed (name -> bytes -> bytes)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(folder.rglob("*.json")):
-            name = path.relative_to(folder).as_posix()
-            if name in drop:
-                continue
-            body = path.read_bytes()
-            archive.writestr(name, change(name, body) if change else body)
-        for name, body in (extra or {}).items():
-            archive.writestr(name, body)
-    return buffer.getvalue()
 
 
 # -- what prepare writes -----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import re
 import pytest
 from helpers import open_page
 
+from engine.cost import measure_malformed_cost
 from engine.gallery import check_grammar, measure_retry_loop, measure_schema_cost
 from engine.harness import list_gallery, list_scenarios, load_scenario
 from engine.openai_tokens import compare_tool_costs
@@ -159,8 +160,11 @@ def test_gallery_opens_on_the_tag_inside_a_string():
     # the honest part: today's grammar lets </tool_call> through inside the string
     assert f"today's grammar allows 147,021 of\n{REAL_VOCAB:,} tokens, and `</tool_call>` is **allowed**" in text
     assert "**the parser is the fix**" in text
-    assert {m.label: m.value for m in at.metric} == {"Measured": "679", "By the formula": "679"}
-    assert "C_bad + (a_bad + e) × n_later = 539 + (49 + 21) × 2 = 679 tokens" in text
+    # the figures the engine measures for this case (the error's wording sets e)
+    cost = measure_malformed_cost(load_scenario("tag-in-string"), "native")
+    assert cost.agrees and cost.c_bad == 539 and cost.n_later == 2
+    assert {m.label: m.value for m in at.metric} == {"Measured": f"{cost.measured_in:,}", "By the formula": f"{cost.formula_in:,}"}
+    assert f"C_bad + (a_bad + e) × n_later = {cost.formula_text} tokens" in text
     assert "C_bad = 539 is the prompt the broken call was sent with" in all_text(at)
 
 
