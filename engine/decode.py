@@ -374,6 +374,16 @@ def stream_steps(
     # start from a copy of the longest prompt prefix an earlier run kept, and read only the rest
     kept = prefix_cache_for(engine) if settings.reuse_prefix else None
     cache, reused = kept.lookup(prompt_ids, model.config) if kept is not None else (DynamicCache(config=model.config), 0)
+    if kept is not None and reused < len(prompt_ids) - 1:
+        # read the prompt but its last token and keep that: a rerun of this prompt then starts exactly
+        # where this run stands, and both read the last token alone, so they give the same numbers to the bit
+        try:
+            with engine.lock, torch.no_grad():
+                model(input_ids=torch.tensor([prompt_ids[reused:-1]], device=device), cache=cache, logits_to_keep=1)
+        except Exception as error:  # the lock is released already; this run's cache is dropped with it
+            raise GenerationFailed(failure_message(error, 0, engine.info)) from error
+        kept.store(prompt_ids[:-1], cache)
+        reused = len(prompt_ids) - 1
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
     scale = settings.temperature if settings.temperature > 0 else 1.0
     feed = torch.tensor([prompt_ids[reused:]], device=device)
@@ -383,9 +393,6 @@ def stream_steps(
                 out = model(input_ids=feed, cache=cache, logits_to_keep=1)
         except Exception as error:  # the lock is released already; this run's cache is dropped with it
             raise GenerationFailed(failure_message(error, index, engine.info)) from error
-        if index == 0 and kept is not None and reused < len(prompt_ids) - 1:
-            # the cache holds exactly the prompt now: keep a copy for the next run
-            kept.store(prompt_ids, cache)
         logits = out.logits[0, -1].float().cpu()
         if torch.isnan(logits[:REAL_VOCAB]).any():
             raise GenerationFailed(failure_message(None, index, engine.info))

@@ -54,6 +54,7 @@ def test_a_rerun_hits_the_cache_and_gives_the_same_tokens_and_probabilities(tiny
     assert kept.stats.hits == 1 and kept.stats.last_reused == len(prompt.ids) - 1
     assert_same_steps(first, cold)
     assert_same_steps(second, cold)
+    assert second == first  # a rerun of the same prompt starts where the first stood: equal to the bit
 
 
 def test_another_question_with_the_same_tools_reuses_the_shared_system_prompt(tiny_engine, kept):
@@ -74,7 +75,7 @@ def test_a_run_never_changes_what_is_kept(tiny_engine, kept):
     before = [(k.clone(), v.clone()) for k, v in entry.layers]
     for _ in range(2):
         run(tiny_engine, prompt, reuse=True, max_new_tokens=4)
-    assert all(k.shape[-2] == len(prompt.ids) for k, _ in entry.layers)
+    assert all(k.shape[-2] == len(prompt.ids) - 1 for k, _ in entry.layers)  # all but the last token, read by each run
     assert all(torch.equal(k, k0) and torch.equal(v, v0) for (k, v), (k0, v0) in zip(entry.layers, before, strict=True))
 
 
