@@ -25,6 +25,16 @@ for section in ("Lessons", "Tools"):
             if entry["id"] in lines:
                 st.caption(lines[entry["id"]])
 
+@st.cache_resource(show_spinner=False)
+def no_gpu_advice() -> str | None:
+    """On a machine without a GPU: the smaller Qwen3 and the speed this machine can reach with it (measured once)."""
+    import torch
+
+    from engine.cpu_speed import suggest_small_model
+
+    return None if torch.cuda.is_available() else words("home", "no gpu", **suggest_small_model().as_json())
+
+
 st.header("Model and settings")
 st.markdown(text["settings"])
 name = live_model_name()
@@ -42,3 +52,5 @@ elif choice == "off":
     st.info(words("home", "model off", model=name))
 else:
     no_model_box()
+if choice == "live" and current_engine() is None and (advice := no_gpu_advice()):
+    st.caption(advice)

@@ -184,3 +184,18 @@ def test_calculator_inputs_style_and_tool_sets():
     assert metrics(at)["Input tokens, whole run"] == f"{plan.input_tokens:,}"
     at.text_area(key="calc_json").input("not json").run()
     assert at.error[0].value.startswith("Not valid JSON") and at.text_area(key="calc_json").value == "not json"
+
+
+def test_home_suggests_the_smaller_qwen3_with_this_machines_measured_speed():
+    import torch
+
+    from engine.cpu_speed import suggest_small_model
+
+    at = open_page()
+    captions = "\n".join(c.value for c in at.caption)
+    if torch.cuda.is_available():
+        assert "Without a GPU" not in captions
+        return
+    estimate = suggest_small_model()  # measured once per process: the page showed the same figures
+    assert "Without a GPU, try Qwen/Qwen3-0.6B" in captions
+    assert f"({estimate.ms_per_token} ms a token, measured here)" in captions
