@@ -148,7 +148,8 @@ def test_playground_live_run_that_fails_mid_run_says_so_and_the_next_run_works(m
     question = "Count the r in strawberry \u0000 please " + "?" * 2000
     at.text_area(key="pg_question").input(question).run()
     engine = tiny_engine()  # the page's own shared engine
-    monkeypatch.setattr(engine, "model", FailingModel(engine.model, 2, torch.OutOfMemoryError("CUDA out of memory")))
+    # forward pass 3: the page reads a new prompt in two passes (the prefix cache keeps all but its last token), so step 2
+    monkeypatch.setattr(engine, "model", FailingModel(engine.model, 3, torch.OutOfMemoryError("CUDA out of memory")))
     at.button(key="pg_run").click().run(timeout=120)
     assert_fine(at, "failed run")
     stopped = [i.value for i in at.info if i.value.startswith("The run stopped")]

@@ -46,7 +46,7 @@ def test_the_warm_up_starts_once_returns_at_once_and_builds_the_shared_pieces():
     assert result["first"] is True and result["second"] is False  # once per process
     # starting it costs the page only those imports (which the page would need anyway), never the rest
     first_imports = sum(result["seconds"][f"import {name}"] for name in ("torch", "transformers", "xgrammar"))
-    assert result["returned_s"] < first_imports + 0.5
+    assert result["returned_s"] < first_imports + 1.0  # the grammars alone take seconds: they are not waited for
     assert result["finished"] and result["report_finished"] and result["errors"] == {}
     # torch, transformers and xgrammar are imported before the thread starts (never by two threads at once)
     assert result["steps"][:4] == ["import torch", "import transformers", "import xgrammar", "tokenizer"]
