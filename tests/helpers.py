@@ -145,6 +145,24 @@ def assert_no_errors(page) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').all_inner_texts()
 
 
+README_SHOTS = ROOT / "assets" / "screenshots"
+
+
+def shoot_whole_page(page, name: str, readme_name: str | None = None) -> None:
+    """artifacts/<name>.png of the whole page (Streamlit scrolls inside stMain, so the viewport grows to show it
+    all); with SAVE_SCREENSHOTS=1, also the first screen as the README's assets/screenshots/<readme_name>.png."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    if readme_name and os.environ.get("SAVE_SCREENSHOTS") == "1":
+        README_SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(README_SHOTS / f"{readme_name}.png"))
+    size = page.viewport_size
+    height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+    page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), 9000)})
+    page.wait_for_timeout(1200)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    page.set_viewport_size(size)
+
+
 def save_shot(page, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)

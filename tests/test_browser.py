@@ -9,10 +9,10 @@ Without chromium the tests skip, except under REQUIRE_BROWSER=1 (CI), where they
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+from helpers import assert_no_errors, shoot_whole_page
 
 from engine.prompt import Request, render
 from engine.tools import load_tool_set
@@ -20,8 +20,6 @@ from engine.tools import load_tool_set
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "artifacts" / "screenshots"
-README_SHOTS = ROOT / "assets" / "screenshots"
 README_PAGES = {"home", "why-call-a-tool", "tools-as-schemas", "the-model-writes-a-call", "calculator", "same-call-five-ways", "gallery"}
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 PAGES = [e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8")) if (ROOT / e["page"]).exists()]
@@ -58,22 +56,8 @@ def settle(page, timeout: float = 60_000) -> None:
 
 
 def shoot(page, name: str) -> None:
-    """The first screen (for the README) and, in artifacts/, the whole page (Streamlit scrolls inside stMain)."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    if os.environ.get("SAVE_SCREENSHOTS") == "1" and name in README_PAGES:
-        README_SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(README_SHOTS / f"{name}.png"))
-    size = page.viewport_size
-    height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-    page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), 8000)})
-    page.wait_for_timeout(1200)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-    page.set_viewport_size(size)
-
-
-def assert_no_error(page) -> None:
-    errors = page.locator('[data-testid="stException"]')
-    assert errors.count() == 0, errors.first.inner_text()
+    """The whole page in artifacts/, and the first screen for the README when `name` is one of its pages."""
+    shoot_whole_page(page, name, name if name in README_PAGES else None)
 
 
 def test_a_fresh_server_opens_a_teachers_link_directly(site):
@@ -91,7 +75,7 @@ def test_a_fresh_server_opens_a_teachers_link_directly(site):
     expect(page.get_by_text("Token 6 of 28")).to_be_visible(timeout=30_000)
     assert page.get_by_text("Page not found").count() == 0
     expect(page.get_by_test_id("stSidebarNav")).to_contain_text("2 · Tools are text in the prompt")
-    assert_no_error(page)
+    assert_no_errors(page)
 
 
 @pytest.mark.parametrize("entry", PAGES, ids=[e["id"] for e in PAGES])
@@ -101,7 +85,7 @@ def test_every_page_opens_with_its_key_content_and_no_error(site, entry):
     page, url = site
     page.goto(f"{url}/{'' if entry.get('default') else entry['url_path']}")
     settle(page)
-    assert_no_error(page)
+    assert_no_errors(page)
     expect(page.get_by_test_id("stSidebarNav")).to_contain_text(entry["title"])
     wanted = KEY_CONTENT.get(entry["id"])
     if wanted:
@@ -123,7 +107,7 @@ def test_lesson_2_switching_to_react_changes_the_count(site):
     page.get_by_role("button", name="Switch to the ReAct prompt").click()
     expect(prompt_metric).to_contain_text(str(react), timeout=30_000)
     page.wait_for_url("**style=react**", timeout=10_000)
-    assert_no_error(page)
+    assert_no_errors(page)
     shoot(page, "tools-as-schemas-react")
 
 
@@ -138,7 +122,7 @@ def test_lesson_1_typing_a_word_shows_its_tokens(site):
     box.press("Enter")
     expect(page.get_by_test_id("stMetric").filter(has_text="Tokens").first).to_contain_text("2", timeout=30_000)
     expect(page.locator(".tok-strip").first).to_contain_text("ization")
-    assert_no_error(page)
+    assert_no_errors(page)
 
 
 def test_lesson_3_steps_with_the_buttons_and_a_link_reproduces_the_step(site):
@@ -153,4 +137,4 @@ def test_lesson_3_steps_with_the_buttons_and_a_link_reproduces_the_step(site):
     page.goto(f"{url}/{URLS['the-model-writes-a-call']}?step=3&style=react")
     settle(page)
     expect(page.get_by_text("Token 3 of")).to_be_visible(timeout=30_000)
-    assert_no_error(page)
+    assert_no_errors(page)

@@ -9,11 +9,11 @@ Without chromium the tests skip, except under REQUIRE_BROWSER=1 (CI), where they
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
+from helpers import assert_no_errors, shoot_whole_page
 
 from engine.harness import load_scenario, run_scenario
 from engine.prompt import Request, render
@@ -22,8 +22,6 @@ from pages.common.words import lesson
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "artifacts" / "screenshots"
-README_SHOTS = ROOT / "assets" / "screenshots"
 README_PAGES = {"home", "why-call-a-tool", "tools-as-schemas", "the-model-writes-a-call", "calculator"}
 PAGES = [e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8")) if (ROOT / e["page"]).exists()]
 URLS = {e["id"]: e["url_path"] for e in PAGES}
@@ -76,22 +74,9 @@ def open_at(browser, url: str, size: str):
 
 
 def shoot(page, name: str) -> None:
-    """The whole page (Streamlit scrolls inside stMain, so the viewport grows to show it all)."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    if os.environ.get("SAVE_SCREENSHOTS") == "1" and name.startswith("fit-screen-") and name[11:] in README_PAGES:
-        README_SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(README_SHOTS / f"{name[11:]}.png"))
-    size = page.viewport_size
-    height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-    page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), 9000)})
-    page.wait_for_timeout(800)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-    page.set_viewport_size(size)
-
-
-def assert_no_error(page) -> None:
-    errors = page.locator('[data-testid="stException"]')
-    assert errors.count() == 0, errors.first.inner_text()
+    """The whole page in artifacts/; at the screen size, the first screen for the README when it is one of its pages."""
+    page_id = name.removeprefix("fit-screen-")
+    shoot_whole_page(page, name, page_id if name.startswith("fit-screen-") and page_id in README_PAGES else None)
 
 
 def main_text(page) -> str:
@@ -107,7 +92,7 @@ def test_every_page_fits_the_screen_with_nothing_cut_off(chromium, streamlit_ser
         for entry in PAGES:
             page.goto(f"{streamlit_server}/{'' if entry.get('default') else entry['url_path']}?{query}")
             settle(page)
-            assert_no_error(page)
+            assert_no_errors(page)
             collapsed = page.get_by_test_id("stSidebar").get_attribute("data-collapsed")
             assert collapsed == ("true" if size == "projector" else "false"), f"{entry['id']}: sidebar collapsed={collapsed}"
             offenders = page.evaluate(OFFENDERS)
