@@ -98,8 +98,11 @@ def test_replaying_lesson_3_gives_the_tokens_and_probabilities_of_a_fresh_greedy
         fresh = generate_turn(tiny_engine, Request(STRAWBERRY, _strawberry_tools(), style), lesson3_settings(True))
         replayed = pack.run(f"lesson3-{style}").steps
         assert [s.id for s in replayed] == [s.id for s in fresh.steps]
-        assert [s.p for s in replayed] == [s.p for s in fresh.steps]
+        # the same float32 arithmetic, but not always in the same order: whether the prompt's start came from the
+        # prefix cache (left warm by earlier tests) or from one whole pass moves the 7th significant digit
+        assert [s.p for s in replayed] == pytest.approx([s.p for s in fresh.steps], rel=1e-5)
         assert [[a.id for a in s.top] for s in replayed] == [[a.id for a in s.top] for s in fresh.steps]
+        assert [[a.p for a in s.top] for s in replayed] == [pytest.approx([a.p for a in s.top], rel=1e-5) for s in fresh.steps]
 
 
 def test_replaying_lesson_5_and_6_gives_the_figures_of_a_fresh_pass(tiny_pack, tiny_engine):
