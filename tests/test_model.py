@@ -358,6 +358,7 @@ def test_download_reports_bytes_on_the_callers_thread(monkeypatch, tmp_path):
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot(tmp_path))
     monkeypatch.setattr(weights, "hub_reachable", lambda: True)
+    monkeypatch.setattr(weights, "planned_bytes", lambda model_id: 0)  # the hub's file list: unknown (offline, it took 20 s to fail)
     seen = []
     folder = weights.download_weights("someone/some-model", lambda *event: seen.append((*event, threading.get_ident())))
     assert [(d, t) for d, t, _, _ in seen] == [(25, 100), (50, 100), (75, 100), (100, 100)]
@@ -373,6 +374,7 @@ def test_a_failed_download_says_what_failed_and_how_to_get_the_weights(monkeypat
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot(tmp_path, fail=OSError("401 gated repo")))
     monkeypatch.setattr(weights, "hub_reachable", lambda: True)
+    monkeypatch.setattr(weights, "planned_bytes", lambda model_id: 0)  # the hub's file list: unknown (offline, it took 20 s to fail)
     with pytest.raises(ModelUnavailable, match="the download failed: OSError: 401 gated repo") as caught:
         weights.download_weights("someone/some-model")
     assert "python -m engine download --model someone/some-model" in str(caught.value)
