@@ -85,7 +85,7 @@ def jump(where: int) -> None:
 name_at = find_name_token([r[1] for r in rows], style())
 
 controls = st.columns([1, 1, 2, 2, 2])
-controls[0].button("◀ Previous", key="call_prev", on_click=move, args=(-1,), width="stretch", shortcut="Left")
+controls[0].button("◀ Back", key="call_prev", on_click=move, args=(-1,), width="stretch", shortcut="Left")
 controls[1].button("Next ▶", key="call_next", on_click=move, args=(1,), width="stretch", shortcut="Right")
 controls[2].number_input("Token number", 1, last, key="call_step")
 controls[3].button("First token", key="call_first", on_click=jump, args=(1,), width="stretch")

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import assert_no_errors, shoot_whole_page
+from helpers import shoot_whole_page
 
 from engine.harness import load_scenario, run_scenario
 from engine.prompt import Request, render
@@ -22,7 +22,7 @@ from pages.common.words import lesson
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-README_PAGES = {"home", "why-call-a-tool", "tools-as-schemas", "the-model-writes-a-call", "calculator"}
+README_PAGES = {"home", "why-call-a-tool", "tools-as-schemas", "the-model-writes-a-call", "calculator", "same-call-five-ways", "gallery"}
 PAGES = [e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8")) if (ROOT / e["page"]).exists()]
 URLS = {e["id"]: e["url_path"] for e in PAGES}
 SIZES = {"projector": ((1024, 768), "present=1"), "screen": ((1440, 900), "")}
@@ -83,23 +83,57 @@ def main_text(page) -> str:
     return page.locator('[data-testid="stMain"]').inner_text()
 
 
-# -- 1: every page fits both screens ----------------------------------------------------------------
+# -- 1: every page opens, says what it must, and fits both screens ---------------------------------
+# what each of these pages must show on opening (the other pages: their title and no error)
+KEY_CONTENT = {
+    "home": "Tool calling, token by token",
+    "why-call-a-tool": "count_letter",
+    "tools-as-schemas": "Tokens in this prompt",
+    "the-model-writes-a-call": "Token 1 of 28",
+    "calculator": "Input tokens, whole run",
+    "same-call-five-ways": "264 Qwen3 tokens",
+    "gallery": "the parser is the fix",
+}
+
+
+def check_opened_page(page, entry: dict, size: str) -> list[str]:
+    """What is wrong with a page just opened at `size`: an error, its sidebar, its key content, seeds
+    spoken of, anything cut off or scrolling sideways (one walk over the site checks all of it)."""
+    problems = []
+    if page.locator('[data-testid="stException"]').count():
+        problems.append(f"an error: {page.locator('[data-testid=stException]').all_inner_texts()}")
+    collapsed = page.get_by_test_id("stSidebar").get_attribute("data-collapsed")
+    if collapsed != ("true" if size == "projector" else "false"):
+        problems.append(f"sidebar collapsed={collapsed}")
+    nav = page.get_by_test_id("stSidebarNav").inner_text()
+    sidebar = page.get_by_test_id("stSidebar").inner_text()
+    if entry["title"] not in nav or "Tool-call style" not in sidebar:
+        problems.append("the sidebar lacks the page's title or the style switch")
+    text = main_text(page)
+    wanted = KEY_CONTENT.get(entry["id"])
+    if wanted and wanted not in " ".join(text.split()):
+        problems.append(f"{wanted!r} is not shown")
+    if "seed 00" in text.lower():
+        problems.append("it speaks of a seed")
+    problems += page.evaluate(OFFENDERS)
+    return problems
+
+
 @pytest.mark.parametrize("size", list(SIZES))
-def test_every_page_fits_the_screen_with_nothing_cut_off(chromium, streamlit_server, size):
+def test_every_page_opens_and_fits_the_screen_with_nothing_cut_off(chromium, streamlit_server, size):
     context, page, query = open_at(chromium, streamlit_server, size)
     try:
         found = {}
+        # the projector walk has the model switched off, the screen walk the default (live, none loaded)
+        query += "&model=off" if size == "projector" else ""
         for entry in PAGES:
             page.goto(f"{streamlit_server}/{'' if entry.get('default') else entry['url_path']}?{query}")
             settle(page)
-            assert_no_errors(page)
-            collapsed = page.get_by_test_id("stSidebar").get_attribute("data-collapsed")
-            assert collapsed == ("true" if size == "projector" else "false"), f"{entry['id']}: sidebar collapsed={collapsed}"
-            offenders = page.evaluate(OFFENDERS)
-            if offenders:
-                found[entry["id"]] = offenders
+            problems = check_opened_page(page, entry, size)
+            if problems:
+                found[entry["id"]] = problems
             shoot(page, f"fit-{size}-{entry['id']}")
-        assert not found, "cut off or scrolling sideways:\n" + "\n".join(f"{k}: {v}" for k, v in found.items())
+        assert not found, "\n".join(f"{k}: {v}" for k, v in found.items())
     finally:
         context.close()
 
@@ -244,18 +278,17 @@ def test_playground_live_run_with_the_tiny_model_is_labelled_and_bounded(chromiu
 
 
 # -- 10 and 11: words a learner can follow, and home ------------------------------------------------
-def test_no_page_talks_of_seeds_and_home_lists_what_each_lesson_teaches(chromium, streamlit_server):
+def test_home_lists_what_each_lesson_teaches_and_says_the_model_is_off(chromium, streamlit_server):
+    # (no page speaks of seeds: the walk over every page checks that, with the model on and off)
     context, page, query = open_at(chromium, streamlit_server, "screen")
     try:
-        for entry in PAGES:
-            page.goto(f"{streamlit_server}/{'' if entry.get('default') else entry['url_path']}?model=off")
-            settle(page)
-            text = main_text(page)
-            assert "seed 00" not in text.lower(), entry["id"]
-            if entry.get("default"):
-                lines = [row.split(": ", 1)[1] for row in lesson("home")["lesson lines"].splitlines() if row.startswith("- ")]
-                flat = " ".join(text.split())
-                assert len(lines) >= 8 and all(line in flat for line in lines)
-                assert "Load the model" not in text and "The model is switched off in the sidebar" in flat
+        page.goto(f"{streamlit_server}/?model=off")
+        settle(page)
+        text = main_text(page)
+        lines = [row.split(": ", 1)[1] for row in lesson("home")["lesson lines"].splitlines() if row.startswith("- ")]
+        flat = " ".join(text.split())
+        assert len(lines) >= 8 and all(line in flat for line in lines)
+        assert "Load the model" not in text and "The model is switched off in the sidebar" in flat
+        assert "seed 00" not in text.lower()
     finally:
         context.close()

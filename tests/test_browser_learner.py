@@ -211,20 +211,6 @@ class _same_tab:
         return False
 
 
-@pytest.mark.parametrize("path", ["glossary", "tools_as_schemas", "calculator", "playground", "check_run_return",
-                                  "the_model_writes_a_call", "why_call_a_tool"])
-def test_screenshots_of_the_changed_pages_at_both_sizes(chromium, streamlit_server, path):
-    for width, height, present in ((1440, 900, ""), (1024, 768, "?present=1")):
-        context = chromium.new_context(viewport={"width": width, "height": height})
-        tab = context.new_page()
-        tab.goto(f"{streamlit_server}/{path}{present}")
-        settle(tab)
-        tab.wait_for_timeout(800)
-        no_errors(tab)
-        shoot(tab, f"learner-{path}-{width}")
-        context.close()
-
-
 def tab_to(tab, wanted: str, presses: int = 120) -> None:
     """Press Tab until the focused element's text or label starts with `wanted`, as a keyboard-only learner would."""
     seen = []
