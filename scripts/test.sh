@@ -15,4 +15,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 python -m ruff check engine pages tests bench app.py
-python -m pytest "$@"
+# two workers: the browser tests stay together on one (tests/conftest.py), the rest share both;
+# TEST_WORKERS=0 runs everything in this process
+python -m pytest -n "${TEST_WORKERS:-2}" --dist loadgroup "$@"

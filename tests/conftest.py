@@ -74,6 +74,15 @@ def fresh_streamlit_server():
     yield from serve_site("streamlit-server-fresh.log")
 
 
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist (scripts/test.sh runs two workers with --dist loadgroup), the browser tests
+    stay together on one worker: they share one streamlit server and one chromium, and mostly wait on
+    those processes while the other worker runs the rest."""
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group("browser"))
+
+
 # -- headless Chromium (Debian's chromium, driven by Python playwright; never `playwright install`) --
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
@@ -93,9 +102,11 @@ def chromium():
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
         _browser_missing(f"no chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)")
     try:
-        from playwright.sync_api import sync_playwright
+        from playwright.sync_api import expect, sync_playwright
     except ImportError:
         _browser_missing("the playwright Python package is not installed (pip install playwright; never `playwright install`)")
+    # a page redraws after each run; on a loaded 2-core machine that can take longer than expect's 5 s default
+    expect.set_options(timeout=30_000)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield browser
@@ -105,17 +116,30 @@ def chromium():
 # -- a lesson pack recorded with the tiny model (engine/prepare.py), shared by the pack tests ----------------
 @pytest.fixture(scope="session")
 def tiny_pack(tiny_engine, tmp_path_factory):
-    """`python -m engine prepare --model tiny --allow-random-weights --out DIR`, run once per session through
-    the command line's own handler: (DIR, the JSON it printed, its progress lines on stderr)."""
+    """`python -m engine prepare --model tiny --allow-random-weights --out DIR`, run once per test run through
+    the command line's own handler: (DIR, the JSON it printed, its progress lines on stderr).
+
+    Under pytest-xdist the first worker to ask records it and the others read the same folder (tests
+    that change a pack work on a copy)."""
     import contextlib
+    import fcntl
     import io
     import json
 
     from engine.__main__ import main
 
-    out = tmp_path_factory.mktemp("packs") / "tiny"
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = main(["prepare", "--model", "tiny", "--allow-random-weights", "--out", str(out)])
-    assert code == 0, stderr.getvalue()
-    return out, json.loads(stdout.getvalue()), stderr.getvalue()
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's base folder, above each worker's own
+    out, printed, progress = root / "packs" / "tiny", root / "packs" / "printed.json", root / "packs" / "progress.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(root / "packs" / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not printed.exists():  # written last, once the pack is whole
+            stdout, stderr = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                code = main(["prepare", "--model", "tiny", "--allow-random-weights", "--out", str(out)])
+            assert code == 0, stderr.getvalue()
+            progress.write_text(stderr.getvalue(), encoding="utf-8")
+            printed.write_text(stdout.getvalue(), encoding="utf-8")
+    return out, json.loads(printed.read_text(encoding="utf-8")), progress.read_text(encoding="utf-8")
