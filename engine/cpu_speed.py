@@ -7,7 +7,9 @@ Two measurements, each taken once per process (well under a second together) and
   chosen when the processor runs it natively, which shows as the decode step getting faster
   (half the bytes to read) and the prompt pass not getting slower; a CPU that emulates bf16
   (no AVX512-BF16 or AMX, say) is several times slower in bf16, and keeps float32. Decided by
-  the timing, never by the processor's name. QWEN_DTYPE still overrides (engine/loading.py).
+  the timing, never by the processor's name; on x86 Linux, a CPU whose flags list no bf16
+  instructions keeps float32 whatever a disturbed timing said. QWEN_DTYPE still overrides
+  (engine/loading.py).
 - `copy_bandwidth()`: a large numpy copy, bytes read plus bytes written per second (as
   STREAM's Copy counts them). Generating one token reads every weight once, so
   weight bytes / bandwidth is the floor of ms per token on this machine (`expected_speed`).
@@ -19,7 +21,7 @@ tokenizer and chat template as 1.7B) and the speed this machine can expect from 
 from __future__ import annotations
 
 import functools
-import statistics
+import platform
 import time
 from dataclasses import asdict, dataclass
 
@@ -40,7 +42,7 @@ BYTES_PER_PARAMETER = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 @dataclass(frozen=True)
 class DtypeChoice:
-    """The dtype for weights on this CPU and the timings that chose it (median microseconds)."""
+    """The dtype for weights on this CPU and the timings that chose it (the fastest of each, in microseconds)."""
 
     dtype: str  # "bfloat16" or "float32"
     decode_us: dict  # {"float32": us, "bfloat16": us}: one row times a 2048 x 2048 weight
@@ -52,8 +54,14 @@ class DtypeChoice:
 
 
 def _time_matmul(dtype, rows: int, repeats: int, give_up: float = float("inf")) -> float:
-    """Median seconds of one (rows x 2048) x (2048 x 2048) linear layer in `dtype`; after the first
-    timed product, stops early (returning that time) when it already took more than `give_up` seconds."""
+    """The fastest of `repeats` timings, in seconds, of one (rows x 2048) x (2048 x 2048) linear layer
+    in `dtype`; after the first timed product, stops early (returning that time) when it already took
+    more than `give_up` seconds.
+
+    The fastest, not the median: other processes only ever add time to a product, and on a busy
+    server the median of the float32 products was seen inflated past the bf16 ones (a 2-core
+    machine with three busy processes: decode ratios of 0.42-0.65 for a bf16 that is 11x slower
+    when quiet), which chose emulated bf16 for the whole process."""
     import torch
     from torch.nn.functional import linear
 
@@ -72,7 +80,7 @@ def _time_matmul(dtype, rows: int, repeats: int, give_up: float = float("inf")) 
             if times[0] > give_up:
                 # an emulated kernel: one product says enough (it can be 100 times slower)
                 break
-    return statistics.median(times)
+    return min(times)
 
 
 @functools.lru_cache(maxsize=1)
@@ -95,12 +103,37 @@ def cpu_dtype() -> DtypeChoice:
     if prompt_ratio is not None:
         reason += f" and {prompt_ratio:.2f}x for a prompt pass"
     reason += ": this CPU runs bf16 natively" if native else ": this CPU does not run bf16 faster"
+    # a timing on a busy machine can still lie (float32's two threads wait for each other when other
+    # processes hold the cores; emulated bf16 runs on one): an x86 CPU without bf16 instructions keeps float32
+    if native and listed_bf16_instructions(read_cpu_flags()) is False:
+        native = False
+        reason += (", but its flags in /proc/cpuinfo list neither avx512_bf16 nor amx_bf16, so bf16 is emulated "
+                   "here and the timing was disturbed by other processes")
     return DtypeChoice(
         dtype="bfloat16" if native else "float32",
         decode_us={k: round(v * 1e6, 1) for k, v in decode.items()},
         prompt_us={k: round(v * 1e6, 1) for k, v in prompt.items()},
         reason=reason,
     )
+
+
+def read_cpu_flags() -> str | None:
+    """The `flags` line of /proc/cpuinfo on an x86 Linux machine, or None where there is none to read."""
+    if platform.system() != "Linux" or platform.machine().lower() not in ("x86_64", "amd64", "i686", "i386"):
+        return None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            return next((line for line in info if line.startswith("flags")), None)
+    except OSError:
+        return None
+
+
+def listed_bf16_instructions(flags: str | None) -> bool | None:
+    """Whether an x86 flags line lists a bf16 instruction set (AVX512-BF16, AMX-BF16); None when unknown."""
+    if not flags:
+        return None
+    names = set(flags.partition(":")[2].split())
+    return bool(names & {"avx512_bf16", "amx_bf16"})
 
 
 def measure_copy_bandwidth(megabytes: int = 64, repeats: int = 3) -> float:

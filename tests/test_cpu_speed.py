@@ -12,8 +12,10 @@ from pages.common.words import words
 
 @pytest.fixture
 def timings(monkeypatch):
-    """Fake matmul timings: {(dtype name, rows): seconds}; records which were asked for."""
+    """Fake matmul timings: {(dtype name, rows): seconds}; records which were asked for. The CPU's
+    flags are unknown (as off x86 Linux) unless a test sets `install.flags[0]`."""
     asked = []
+    flags = [None]
 
     def install(table):
         def fake(dtype, rows, repeats, give_up=float("inf")):
@@ -22,9 +24,11 @@ def timings(monkeypatch):
             return table[(name, rows)]
 
         monkeypatch.setattr(cpu_speed, "_time_matmul", fake)
+        monkeypatch.setattr(cpu_speed, "read_cpu_flags", lambda: flags[0])
         cpu_speed.cpu_dtype.cache_clear()
         return asked
 
+    install.flags = flags
     yield install
     cpu_speed.cpu_dtype.cache_clear()
 
@@ -81,3 +85,56 @@ def test_the_copy_bandwidth_is_measured_and_the_suggestion_reads_as_a_sentence()
     estimate = expected_speed(cpu_speed.SMALL_MODEL_PARAMETERS, "float32", SMALL_MODEL, bandwidth=5e9)
     text = words("home", "no gpu", **estimate.as_json())
     assert "Qwen/Qwen3-0.6B" in text and "5.0 GB/s" in text and "476.8 ms a token" in text and "{" not in text
+
+
+@pytest.mark.parametrize(("flags", "listed"), [
+    ("flags\t\t: fpu vme sse sse2 avx avx2 fma", False),  # this project's machine
+    ("flags\t\t: avx2 avx512f avx512_bf16 avx512_vnni", True),  # Cooper Lake, Zen 4
+    ("flags : avx2 amx_bf16 amx_tile amx_int8", True),  # Sapphire Rapids
+    ("flags : avx2 avx512bf16", False),  # not the kernel's spelling: no guessing
+    ("", None),
+    (None, None),  # not x86 Linux: the timing alone decides
+])
+def test_the_cpu_flags_say_whether_bf16_instructions_exist(flags, listed):
+    assert cpu_speed.listed_bf16_instructions(flags) is listed
+
+
+def test_a_cpu_without_bf16_instructions_keeps_float32_whatever_a_disturbed_timing_says(timings):
+    timings.flags[0] = "flags : fpu sse2 avx2"
+    timings({("float32", 1): 1.0, ("bfloat16", 1): 0.5, ("float32", 32): 1.0, ("bfloat16", 32): 0.6})
+    choice = cpu_speed.cpu_dtype()
+    assert choice.dtype == "float32" and "neither avx512_bf16 nor amx_bf16" in choice.reason
+    timings.flags[0] = "flags : avx2 avx512_bf16"
+    cpu_speed.cpu_dtype.cache_clear()
+    assert cpu_speed.cpu_dtype().dtype == "bfloat16"
+
+
+def _spin(stop) -> None:
+    while not stop.is_set():
+        pass
+
+
+def test_three_busy_processes_do_not_make_an_x86_cpu_without_bf16_choose_it():
+    """Seen before the fix: with three processes spinning on this 2-core machine, a third of the
+    decode timings made bf16 (11 times slower here when quiet) look faster, and a server loaded
+    the model in bf16 for the rest of its life."""
+    import multiprocessing
+
+    if cpu_speed.listed_bf16_instructions(cpu_speed.read_cpu_flags()) is not False:
+        pytest.skip("this CPU may run bf16 natively (or its flags are unknown): a busy machine may time it either way")
+    spawn = multiprocessing.get_context("spawn")
+    stop = spawn.Event()
+    spinners = [spawn.Process(target=_spin, args=(stop,)) for _ in range(3)]
+    for spinner in spinners:
+        spinner.start()
+    try:
+        busy = []
+        for _ in range(6):
+            cpu_speed.cpu_dtype.cache_clear()
+            busy.append(cpu_speed.cpu_dtype().dtype)
+    finally:
+        stop.set()
+        for spinner in spinners:
+            spinner.join(timeout=10)
+        cpu_speed.cpu_dtype.cache_clear()
+    assert busy == ["float32"] * 6
