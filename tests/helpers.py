@@ -157,7 +157,8 @@ def shoot_whole_page(page, name: str, readme_name: str | None = None) -> None:
         page.screenshot(path=str(README_SHOTS / f"{readme_name}.png"))
     size = page.viewport_size
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-    page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), 9000)})
+    # (capped: the longest page, lesson 7 projected at 1024 wide, is about 9,700 px)
+    page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), 12000)})
     page.wait_for_timeout(1200)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
     page.set_viewport_size(size)

@@ -8,6 +8,7 @@ Without chromium the tests skip, except under REQUIRE_BROWSER=1 (CI), where they
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -70,10 +71,15 @@ def settle(page, timeout: float = 120_000) -> None:
     )
 
 
-def open_at(browser, url: str, size: str):
+@contextlib.contextmanager
+def open_at(browser, size: str):
+    """A browser context of its own at `size`: (its page, the size's query string); closed after."""
     (width, height), query = SIZES[size]
     context = browser.new_context(viewport={"width": width, "height": height})
-    return context, context.new_page(), query
+    try:
+        yield context.new_page(), query
+    finally:
+        context.close()
 
 
 def shoot(page, name: str) -> None:
@@ -124,8 +130,7 @@ def check_opened_page(page, entry: dict, size: str) -> list[str]:
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_every_page_opens_and_fits_the_screen_with_nothing_cut_off(chromium, streamlit_server, size):
-    context, page, query = open_at(chromium, streamlit_server, size)
-    try:
+    with open_at(chromium, size) as (page, query):
         found = {}
         # the projector walk has the model switched off, the screen walk the default (live, none loaded)
         query += "&model=off" if size == "projector" else ""
@@ -144,13 +149,10 @@ def test_every_page_opens_and_fits_the_screen_with_nothing_cut_off(chromium, str
                 found[entry["id"]] = [*problems, f"(the page's heading: {heading!r}; its address: {page.url})"]
             shoot(page, f"fit-{size}-{entry['id']}")
         assert not found, "\n".join(f"{k}: {v}" for k, v in found.items())
-    finally:
-        context.close()
 
 
 def test_presenter_mode_collapses_the_sidebar_and_a_teacher_can_reopen_it(chromium, streamlit_server):
-    context, page, query = open_at(chromium, streamlit_server, "projector")
-    try:
+    with open_at(chromium, "projector") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['tools-as-schemas']}?{query}")
         settle(page)
         sidebar = page.get_by_test_id("stSidebar")
@@ -164,15 +166,12 @@ def test_presenter_mode_collapses_the_sidebar_and_a_teacher_can_reopen_it(chromi
         settle(page)
         assert sidebar.get_attribute("data-collapsed") == "false"
         assert page.evaluate(OFFENDERS) == [], "the reopened sidebar must fit too"
-    finally:
-        context.close()
 
 
 # -- 2: the prompt box and the replies are literal --------------------------------------------------
 def test_lesson_2_prompt_box_shows_exactly_the_rendered_text(chromium, streamlit_server):
     strawberry = load_scenario("strawberry")
-    context, page, query = open_at(chromium, streamlit_server, "screen")
-    try:
+    with open_at(chromium, "screen") as (page, query):
         for style in ("native", "react"):
             page.goto(f"{streamlit_server}/{URLS['tools-as-schemas']}?style={style}")
             settle(page)
@@ -184,15 +183,12 @@ def test_lesson_2_prompt_box_shows_exactly_the_rendered_text(chromium, streamlit
             # the colouring continues after the blank lines: </think> sits in the generation prompt's span
             assert box.locator("span.k-generation").inner_text().endswith("</think>\n\n")
         assert "Why does the prompt end with an empty" in main_text(page)
-    finally:
-        context.close()
 
 
 def test_lesson_4_raw_newline_reply_keeps_its_quotes_highlight_and_indentation(chromium, streamlit_server):
     run = run_scenario(load_scenario("raw-newline"), "native")
     reply = run.messages[run.steps[1].message_index]["content"]
-    context, page, query = open_at(chromium, streamlit_server, "screen")
-    try:
+    with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['check-run-return']}?scenario=raw-newline&step=2")
         settle(page)
         view = page.locator(".turn-view").first
@@ -200,14 +196,11 @@ def test_lesson_4_raw_newline_reply_keeps_its_quotes_highlight_and_indentation(c
         assert view.evaluate("e => e.querySelectorAll('p').length") == 0 and "&quot;" not in view.inner_html()
         assert view.locator("mark.bad").evaluate("e => e.innerText") == reply  # one highlight over all of it
         assert '\\"\\"\\"Return the product of a and b.\\"\\"\\"\n    return a * b' in reply
-    finally:
-        context.close()
 
 
 # -- 3: the style switch ----------------------------------------------------------------------------
 def test_lesson_3_in_react_style_does_not_call_its_lines_special_tokens(chromium, streamlit_server):
-    context, page, query = open_at(chromium, streamlit_server, "screen")
-    try:
+    with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['the-model-writes-a-call']}?style=react&model=off")
         settle(page)
         text = main_text(page)
@@ -217,15 +210,12 @@ def test_lesson_3_in_react_style_does_not_call_its_lines_special_tokens(chromium
         page.goto(f"{streamlit_server}/{URLS['constrained-decoding']}?style=react")
         settle(page)
         assert "This lesson uses the native style only" in " ".join(main_text(page).split())
-    finally:
-        context.close()
 
 
 # -- 5: lesson 4 under the vllm policy ----------------------------------------------------------------
 def test_lesson_4_under_vllm_says_the_run_stopped_and_shows_that_runs_cost(chromium, streamlit_server):
     stopped = run_scenario(load_scenario("mixed-turn"), "native", "vllm")
-    context, page, query = open_at(chromium, streamlit_server, "screen")
-    try:
+    with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['check-run-return']}?scenario=mixed-turn&policy=vllm&step=1")
         settle(page)
         text = " ".join(main_text(page).split())
@@ -234,8 +224,6 @@ def test_lesson_4_under_vllm_says_the_run_stopped_and_shows_that_runs_cost(chrom
         metric = page.get_by_test_id("stMetric").filter(has_text="vllm: input tokens, whole run")
         assert f"{stopped.ledger.input_tokens:,}" in metric.inner_text()
         assert "1 calls" not in text and "The whole run: 1 call," in text
-    finally:
-        context.close()
 
 
 # -- 6: lesson 6 ---------------------------------------------------------------------------------
@@ -250,8 +238,7 @@ def plotly_axes(page, key: str) -> dict:
 
 
 def test_lesson_6_shows_no_call_under_none_and_readable_charts(chromium, streamlit_server):
-    context, page, query = open_at(chromium, streamlit_server, "screen")
-    try:
+    with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['constrained-decoding']}?tool_choice=none")
         settle(page)
         assert "all · no call" in page.locator(".tok-strip").first.inner_text()
@@ -263,14 +250,11 @@ def test_lesson_6_shows_no_call_under_none_and_readable_charts(chromium, streaml
         axes = plotly_axes(page, "cd_allowed_chart")
         assert axes["x"][1] - axes["x"][0] >= 12  # one forbidden token is one thin bar, not the whole chart
         assert set(axes["ticks"]) <= POWERS
-    finally:
-        context.close()
 
 
 # -- 7: the tiny model's replies ---------------------------------------------------------------------
 def test_playground_live_run_with_the_tiny_model_is_labelled_and_bounded(chromium, streamlit_server):
-    context, page, query = open_at(chromium, streamlit_server, "screen")
-    try:
+    with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['playground']}?model=tiny&mode=live")
         settle(page)
         page.get_by_role("button", name="Run the episode").click()
@@ -289,15 +273,12 @@ def test_playground_live_run_with_the_tiny_model_is_labelled_and_bounded(chromiu
         heights = page.locator(".tok-strip").evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
         assert heights and max(heights) < 1500, heights  # 256 newline tokens would be thousands of px without collapsing
         assert "1 calls" not in main_text(page)
-    finally:
-        context.close()
 
 
 # -- 10 and 11: words a learner can follow, and home ------------------------------------------------
 def test_home_lists_what_each_lesson_teaches_and_says_the_model_is_off(chromium, streamlit_server):
     # (no page speaks of seeds: the walk over every page checks that, with the model on and off)
-    context, page, query = open_at(chromium, streamlit_server, "screen")
-    try:
+    with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/?model=off")
         settle(page)
         text = main_text(page)
@@ -306,5 +287,3 @@ def test_home_lists_what_each_lesson_teaches_and_says_the_model_is_off(chromium,
         assert len(lines) >= 8 and all(line in flat for line in lines)
         assert "Load the model" not in text and "The model is switched off in the sidebar" in flat
         assert "seed 00" not in text.lower()
-    finally:
-        context.close()

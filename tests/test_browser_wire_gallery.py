@@ -8,14 +8,11 @@ REQUIRE_BROWSER=1 (CI), where they fail.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from helpers import assert_no_errors, shoot_whole_page
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "artifacts" / "screenshots"
 # (width, height, query): a laptop, and a classroom projector in presenter mode
 SIZES = [(1440, 900, ""), (1024, 768, "?present=1")]
 
@@ -30,18 +27,10 @@ def settle(page) -> None:
 
 def check_page(page, name: str) -> None:
     """No error box, nothing wider than the page, and a screenshot of the whole page."""
-    errors = page.locator('[data-testid="stException"]')
-    assert errors.count() == 0, errors.first.inner_text()
-    main = page.get_by_test_id("stMain")
-    wide = main.evaluate("m => m.scrollWidth - m.clientWidth")
+    assert_no_errors(page)
+    wide = page.get_by_test_id("stMain").evaluate("m => m.scrollWidth - m.clientWidth")
     assert wide <= 1, f"{name}: the page scrolls sideways by {wide}px"
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    size = page.viewport_size
-    height = main.evaluate("m => m.scrollHeight")
-    page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), 12000)})
-    page.wait_for_timeout(1200)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-    page.set_viewport_size(size)
+    shoot_whole_page(page, name)
 
 
 @pytest.mark.parametrize("width, height, query", SIZES, ids=["1440x900", "1024x768-present"])
