@@ -58,10 +58,10 @@ def _time_matmul(dtype, rows: int, repeats: int, give_up: float = float("inf")) 
     in `dtype`; after the first timed product, stops early (returning that time) when it already took
     more than `give_up` seconds.
 
-    The fastest, not the median: other processes only ever add time to a product, and on a busy
-    server the median of the float32 products was seen inflated past the bf16 ones (a 2-core
-    machine with three busy processes: decode ratios of 0.42-0.65 for a bf16 that is 11x slower
-    when quiet), which chose emulated bf16 for the whole process."""
+    The fastest, not the median: other processes only ever add time to a product. That alone does
+    not make a busy machine's timing honest (with three busy processes on this 2-core machine, the
+    fastest float32 product still came out slower than emulated bf16 in some measurements, since
+    its two threads wait for each other), hence cpu_dtype's check of the CPU's flags."""
     import torch
     from torch.nn.functional import linear
 
