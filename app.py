@@ -1,6 +1,6 @@
 """The tool-calling explainer: the router. Page config, navigation from lessons/index.json, the shared sidebar."""
 
-from engine.warmup import start_warmup
+from engine.constrain.warmup import start_warmup
 from pages.common.chrome import route
 
 start_warmup()  # once per process, in the background: the tokenizer, the grammar engine, the shipped grammars

@@ -2,7 +2,7 @@
 
     python bench/bench_dtype.py [--model DIR] [--steps 3] [--prompt-tokens 16]
 
-1. engine.cpu_speed.cpu_dtype(): the measurement that picks the CPU's default dtype at load
+1. engine.model.cpu_speed.cpu_dtype(): the measurement that picks the CPU's default dtype at load
    (a decode-shaped and a prompt-shaped 2048-wide matmul), with the choice and its reason.
 2. With `--model` (a folder from bench/make_sized_model.py, say): the model loaded in each
    dtype in turn, a short prompt read, then `--steps` greedy decode steps through the loop;
@@ -27,9 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from engine.cpu_speed import cpu_dtype  # noqa: E402
-from engine.decode import GenerationSettings, stream_steps  # noqa: E402
-from engine.loading import load_weights  # noqa: E402
+from engine.core.generation import GenerationSettings
+from engine.model.cpu_speed import cpu_dtype  # noqa: E402
+from engine.model.decode import stream_steps  # noqa: E402
+from engine.model.loading import load_weights  # noqa: E402
 
 
 def time_model(folder: str, dtype: str, steps: int, prompt_tokens: int) -> dict:

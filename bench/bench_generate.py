@@ -9,7 +9,7 @@ from other processes falls on all of them alike:
 
     generate          model.generate(do_sample=False)             the baseline
     generate_scores   the same with output_scores/output_logits   how transformers returns probabilities
-    loop_topk         engine.decode.stream_steps, top_k=5          what the pages use
+    loop_topk         engine.model.decode.stream_steps, top_k=5          what the pages use
     loop_no_topk      the same with top_k=0                        to price the top-k bookkeeping
 
 Figures are medians over the runs: tokens per second, time to first token, and the process's
@@ -21,10 +21,10 @@ At the real size (a folder from bench/make_sized_model.py, or a real model's fol
     python bench/bench_generate.py --model DIR [--dtype auto|float32|bfloat16] [--tokens 8] [--runs 3]
 
 reports, for that one model: load seconds and peak memory; first-token time cold (nothing kept)
-and warm (the prompt's prefix kept by engine/prefix_cache.py), each a median of `--runs`; ms per
-token after the first for the step loop (engine.decode.stream_steps, top_k=5) and for
+and warm (the prompt's prefix kept by engine/model/prefix_cache.py), each a median of `--runs`; ms per
+token after the first for the step loop (engine.model.decode.stream_steps, top_k=5) and for
 `model.generate`, interleaved run by run; the machine's copy bandwidth measured in the same run
-(engine/cpu_speed.py) and the bound it sets, weight bytes / bandwidth; and the ratios the goals
+(engine/model/cpu_speed.py) and the bound it sets, weight bytes / bandwidth; and the ratios the goals
 name (ms/token against 1.5 x the bound, loop against generate >= 0.95, warm against cold <= 0.2).
 """
 
@@ -46,11 +46,12 @@ import torch  # noqa: E402
 from transformers import LogitsProcessor  # noqa: E402
 from transformers.generation.streamers import BaseStreamer  # noqa: E402
 
-from engine.decode import GenerationSettings, stream_steps, top_alternatives  # noqa: E402
-from engine.loading import TINY, load_model  # noqa: E402
-from engine.prompt import Request, render  # noqa: E402
-from engine.tokenizer import MODEL_VOCAB, REAL_VOCAB  # noqa: E402
-from engine.weights import find_cached_weights  # noqa: E402
+from engine.core.generation import GenerationSettings
+from engine.core.prompt import Request, render  # noqa: E402
+from engine.core.tokenizer import MODEL_VOCAB, REAL_VOCAB  # noqa: E402
+from engine.model.decode import stream_steps, top_alternatives  # noqa: E402
+from engine.model.loading import TINY, load_model  # noqa: E402
+from engine.model.weights import find_cached_weights  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 TOOLS_FILE = Path(__file__).resolve().parent.parent / "lessons" / "tools" / "strawberry.json"
@@ -209,8 +210,8 @@ def decode_ms_per_token(total: float, first: float, tokens: int) -> float:
 
 def bench_sized(folder: str, tokens: int, runs: int, dtype: str | None) -> dict:
     """Load, memory, first token cold and warm, and decode speed for one model at its real size."""
-    from engine.cpu_speed import BYTES_PER_PARAMETER, measure_copy_bandwidth
-    from engine.prefix_cache import prefix_cache_for
+    from engine.model.cpu_speed import BYTES_PER_PARAMETER, measure_copy_bandwidth
+    from engine.model.prefix_cache import prefix_cache_for
 
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()

@@ -80,11 +80,11 @@ def press(page, url: str, path: str, button: str, done_text: str) -> float:
 
 def engine_alone() -> float:
     """Lesson 1's two runs without the page: the same requests and settings through the engine, in this process."""
-    from engine.decode import GenerationSettings
-    from engine.harness import iterate_episode, load_scenario
-    from engine.live import LiveModel, generate_turn
-    from engine.loading import load_model
-    from engine.prompt import Request
+    from engine.core.generation import GenerationSettings
+    from engine.core.prompt import Request
+    from engine.harness.loop import iterate_episode, load_scenario
+    from engine.model.live import LiveModel, generate_turn
+    from engine.model.loading import load_model
 
     engine = load_model("tiny")
     scenario = load_scenario("strawberry")

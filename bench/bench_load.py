@@ -49,8 +49,9 @@ def session_requests(session: int, requests: int) -> list[tuple[list[dict], int]
 
 
 def one_request(engine, messages: list[dict], seed: int, max_new_tokens: int, slow: bool = False) -> list[int]:
-    from engine.decode import GenerationSettings, stream_steps
-    from engine.prompt import Request, render
+    from engine.core.generation import GenerationSettings
+    from engine.core.prompt import Request, render
+    from engine.model.decode import stream_steps
 
     prompt = render(Request(messages), engine.tokenizer)
     settings = GenerationSettings(max_new_tokens=max_new_tokens, temperature=1.0, seed=seed, top_k=5)
@@ -146,8 +147,8 @@ STOPPED_BY = {
 
 def ordinary_session(engine, session: int, requests: int, max_new_tokens: int, marker: str) -> float:
     """A learner's session: model requests, then run_tests on a passing test; its wall time."""
-    from engine.playground import fresh_workspace
-    from engine.tools import run_tool
+    from engine.harness.playground import fresh_workspace
+    from engine.harness.tools import run_tool
 
     started = time.perf_counter()
     for messages, seed in session_requests(session, requests):
@@ -164,9 +165,9 @@ def hostile_session(kind: str, marker: str, test_seconds: float, stop: threading
     """Run one hostile test again and again until `stop`; for each run, how long past its limit it lasted."""
     from dataclasses import replace
 
-    from engine import sandbox
-    from engine.playground import fresh_workspace
-    from engine.tools import run_tool
+    from engine.harness import sandbox
+    from engine.harness.playground import fresh_workspace
+    from engine.harness.tools import run_tool
 
     runs = []
     while not stop.is_set():
@@ -219,7 +220,7 @@ def run_crowd(engine, sessions: int, requests: int, max_new_tokens: int, marker:
 def run_hostile_load(engine, sessions: int = 6, requests: int = 2, max_new_tokens: int = 12,
                      test_seconds: float = 5.0, timeout: float = 300.0) -> dict:
     """The ordinary sessions alone (one by one), in a crowd of their own, and in the crowd with the hostile pair."""
-    from engine import sandbox
+    from engine.harness import sandbox
 
     marker = f"load{os.getpid()}x{time.monotonic_ns()}"
     solo = {s: ordinary_session(engine, s, requests, max_new_tokens, marker) for s in range(sessions)}
@@ -260,7 +261,7 @@ def main() -> int:
     parser.add_argument("--hostile", action="store_true", help="add two sessions running hostile playground tests")
     parser.add_argument("--test-seconds", type=float, default=5.0, help="run_tests's time limit in the hostile load")
     args = parser.parse_args()
-    from engine.loading import load_model
+    from engine.model.loading import load_model
 
     if args.hostile:
         figures = run_hostile_load(load_model(args.model), args.sessions, args.requests, args.max_new_tokens,

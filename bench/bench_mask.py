@@ -8,7 +8,7 @@
    `required`; each step is timed as the decode loop uses it:
        fill_us    xgrammar's fill_next_token_bitmask alone
        mask_us    StepConstraint.next_packed(): fill + a popcount of the packed words (what the loop calls)
-       apply_us   engine.decode.masked_distribution on 151,936 logits, as the loop applies the packed
+       apply_us   engine.model.decode.masked_distribution on 151,936 logits, as the loop applies the packed
                   mask: the allowed ids read off the nonzero words (or xgrammar's in-place apply when
                   many are allowed), and the softmax over what is allowed
        unpack_us  bitmask_to_bool: the words unpacked to one bool per id, only for a panel that lists tokens
@@ -17,7 +17,7 @@
    Medians and 99th percentiles over every step of every call, `--passes` times over: first
    the grammar alone, step after step; then `between_torch_ops`, with the apply in between as
    in the loop (torch's pooled threads and the 1.2 MB of logits it touches slow the next mask).
-2. Decode speed with the tiny model through the live loop (engine.decode, top_k=5 as pages
+2. Decode speed with the tiny model through the live loop (engine.model.decode, top_k=5 as pages
    use it, the model's own view off as pages leave it), constrained against unconstrained, same
    request and seed, interleaved run by run:
    a prose turn under `auto`, and a call under `required` (strawberry tools: every step of the
@@ -45,17 +45,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from engine.constrain import make_constraint  # noqa: E402
-from engine.grammar import tokenizer_info, tool_parameters  # noqa: E402
-from engine.tokenizer import (  # noqa: E402
-    IM_END,
-    MODEL_VOCAB,  # noqa: E402
-    load_tokenizer,
-)
-from engine.tools import (
-    load_tool_set,  # noqa: E402
-    tool_name,  # noqa: E402
-)
+from engine.constrain.grammar import tokenizer_info, tool_parameters  # noqa: E402
+from engine.constrain.masks import make_constraint  # noqa: E402
+from engine.core.tokenizer import IM_END, MODEL_VOCAB, load_tokenizer  # noqa: E402
+from engine.core.tooldefs import load_tool_set, tool_name  # noqa: E402
 
 
 def example_value(schema: dict, name: str):
@@ -75,7 +68,7 @@ def example_value(schema: dict, name: str):
         return [example_value(schema.get("items", {}), name)]
     if kind == "object":
         return {k: example_value(v, k) for k, v in schema.get("properties", {}).items()}
-    return {"path": "src/engine/parse.py", "url": "https://example.com/docs", "letter": "r", "word": "strawberry"}.get(
+    return {"path": "src/engine/core/parse.py", "url": "https://example.com/docs", "letter": "r", "word": "strawberry"}.get(
         name, f"an example {name} for the benchmark")
 
 
@@ -92,8 +85,8 @@ def pct(values: list[float], q: float) -> float:
 
 
 def time_calls(tools: list[dict], calls: list[list[int]], passes: int, apply: bool) -> dict[str, list[float]]:
-    from engine.decode import masked_distribution
-    from engine.grammar import bitmask_to_bool
+    from engine.constrain.grammar import bitmask_to_bool
+    from engine.model.decode import masked_distribution
 
     tok = load_tokenizer()
     logits = torch.randn(MODEL_VOCAB)
@@ -143,9 +136,10 @@ def bench_masks(tools: list[dict], passes: int) -> dict:
 
 
 def bench_decode(runs: int, tokens: int) -> dict:
-    from engine.decode import GenerationSettings, generate
-    from engine.loading import TINY, load_model
-    from engine.prompt import Request, render
+    from engine.core.generation import GenerationSettings
+    from engine.core.prompt import Request, render
+    from engine.model.decode import generate
+    from engine.model.loading import TINY, load_model
 
     engine = load_model(TINY)
     tools = load_tool_set("strawberry")

@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from engine.core.tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB  # noqa: E402
 from engine.settings import VENDORED_TOKENIZER  # noqa: E402
-from engine.tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB  # noqa: E402
 
 # the published config.json values of each size (huggingface.co/Qwen/Qwen3-1.7B, Qwen/Qwen3-0.6B)
 ARCHITECTURES = {

@@ -12,15 +12,16 @@ import json
 import sys
 from pathlib import Path
 
+from .core.parse import parse_turn
+from .core.prompt import Request, count_tools_tokens, render
+from .core.tooldefs import check_tool_definitions
 from .errors import BadInput, EngineError
-from .harness import check_messages, load_scenario, run_scenario
-from .loading import TINY, load_model
-from .parse import parse_turn
-from .prompt import Request, count_tools_tokens, render
+from .harness.loop import check_messages, load_scenario, run_scenario
+from .harness.tools import run_tool
+from .harness.workspace import Workspace
+from .model.loading import TINY, load_model
+from .model.weights import locate_weights, revision_of
 from .settings import load_settings
-from .tools import check_tool_definitions, run_tool
-from .weights import locate_weights, revision_of
-from .workspace import Workspace
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,7 +90,7 @@ def cmd_tool(args) -> dict:
 def cmd_mask(args) -> dict:
     """{"vocab", "allowed", "sample"} (DESIGN.md), and what the mask is doing."""
     # constrain imports torch and xgrammar: only the commands that need them pay for it
-    from .constrain import inspect_mask
+    from .constrain.masks import inspect_mask
 
     view = inspect_mask(_read_tools(args.tools), args.prefix, args.tool_choice, thinking=args.thinking)
     return {
@@ -117,9 +118,9 @@ def print_progress(done: int, total: int, desc: str) -> None:
 def cmd_generate(args) -> dict:
     """One turn, token by token, as DESIGN.md's JSON."""
     # live imports torch: only the commands that need it pay for it
-    from .decode import GenerationSettings
-    from .live import build_constraint, generate_turn
-    from .trace import record_trace
+    from .core.generation import GenerationSettings
+    from .model.live import build_constraint, generate_turn
+    from .packs.trace import record_trace
 
     messages, tools = _read_messages(args.messages), _read_tools(args.tools)
     settings = GenerationSettings(
@@ -155,7 +156,7 @@ def cmd_download(args) -> dict:
 def cmd_prepare(args) -> dict:
     """A lesson pack: every run the site's model panels show, recorded with one model (progress on stderr)."""
     # prepare imports torch: only the commands that need it pay for it
-    from .prepare import check_out_folder, stderr_log, write_pack
+    from .packs.prepare import check_out_folder, stderr_log, write_pack
 
     out = Path(args.out)
     # refuse a wrong folder before a load that can take minutes
@@ -169,7 +170,7 @@ def cmd_prepare(args) -> dict:
 
 
 def cmd_openai_tokens(args) -> dict:
-    from .openai_tokens import estimate_openai_tokens
+    from .wire.openai_tokens import estimate_openai_tokens
 
     return estimate_openai_tokens(_read_tools(args.tools), _read_messages(args.messages), args.model).as_json()
 

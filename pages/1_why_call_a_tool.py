@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from engine.harness import load_scenario, run_scenario
-from engine.prompt import Request, render
-from engine.tools import run_tool
+from engine.core.prompt import Request, render
+from engine.harness.loop import load_scenario, run_scenario
+from engine.harness.tools import run_tool
 from pages.common.chrome import page_chrome
 from pages.common.draw import draw_tokens, notice
 from pages.common.glossary import show_intro
@@ -73,9 +73,9 @@ kind, source = model_source("strawberry-no-tools", "lesson1-no-tools")
 model_label(kind, source)
 if kind in ("live", "random"):
     if st.button("Ask without tools, then with tools", key="why_ask", type="primary"):
-        from engine.decode import GenerationSettings
-        from engine.harness import iterate_episode
-        from engine.live import LiveModel, generate_turn
+        from engine.core.generation import GenerationSettings
+        from engine.harness.loop import iterate_episode
+        from engine.model.live import LiveModel, generate_turn
 
         left, right = st.columns(2)
         with left:

@@ -3,9 +3,9 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.calculator import measure_tools_cost
-from engine.harness import load_scenario
-from engine.prompt import Request, render
+from engine.core.prompt import Request, render
+from engine.harness.loop import load_scenario
+from engine.teaching.calculator import measure_tools_cost
 from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, legend_html, notice, prompt_html

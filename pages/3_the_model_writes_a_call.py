@@ -3,10 +3,10 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.harness import load_scenario
-from engine.parse import find_name_token
-from engine.prompt import Request, render
-from engine.tokenizer import IM_END
+from engine.core.parse import find_name_token
+from engine.core.prompt import Request, render
+from engine.core.tokenizer import IM_END
+from engine.harness.loop import load_scenario
 from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
@@ -35,8 +35,8 @@ if kind in ("live", "random"):
     made = st.session_state.get("call_generation")
     wanted = (source.info.label(), style())
     if st.button("Generate the call", key="call_generate", type="primary"):
-        from engine.decode import GenerationSettings
-        from engine.live import generate_turn
+        from engine.core.generation import GenerationSettings
+        from engine.model.live import generate_turn
 
         stream = TokenStream(is_special=tok.is_special)
         settings = GenerationSettings(max_new_tokens=40 if kind == "random" else 80, top_k=8)

@@ -3,9 +3,9 @@
 
 import streamlit as st
 
-from engine.cost import measure_malformed_cost
-from engine.harness import list_scenarios, load_scenario, returned_text, run_scenario
-from engine.parse import POLICIES, parse_turn
+from engine.core.parse import POLICIES, parse_turn
+from engine.harness.loop import list_scenarios, load_scenario, returned_text, run_scenario
+from engine.teaching.cost import measure_malformed_cost
 from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import call_words, checks_html, draw_reading, ledger_figure, notice, turn_html

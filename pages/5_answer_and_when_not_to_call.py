@@ -5,9 +5,9 @@ import json
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.harness import ScriptedModel, Turn, load_scenario, run_episode, run_scenario
-from engine.prompt import Request, render
-from engine.tokenizer import TOOL_CALL
+from engine.core.prompt import Request, render
+from engine.core.tokenizer import TOOL_CALL
+from engine.harness.loop import ScriptedModel, Turn, load_scenario, run_episode, run_scenario
 from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, legend_html, notice, prompt_html, show_token
@@ -68,7 +68,7 @@ if chosen_style == "react":
 
 @st.cache_data(show_spinner="Asking the model for its first token…", max_entries=16)
 def first_token_figures(model_key: str, question: str) -> dict:
-    from engine.peek import first_token
+    from engine.model.peek import first_token
 
     engine = current_engine()
     prompt = render(Request([{"role": "user", "content": question}], strawberry.tools, "native"), engine.tokenizer)
@@ -77,7 +77,7 @@ def first_token_figures(model_key: str, question: str) -> dict:
 
 
 def trace_figures(question_id: str) -> tuple[dict, str] | None:
-    from engine.peek import p_in_trace_step
+    from engine.model.peek import p_in_trace_step
 
     trace = find_trace(f"first-token-{question_id}")
     if trace is None or not trace.steps:

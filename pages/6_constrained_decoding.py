@@ -5,12 +5,12 @@ import json
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.constrain import inspect_mask, walk
-from engine.harness import load_scenario
-from engine.parse import parse_turn
-from engine.prompt import Request, render
-from engine.tokenizer import REAL_VOCAB, TOOL_CALL
-from engine.tools import load_tool_set
+from engine.constrain.masks import inspect_mask, walk
+from engine.core.parse import parse_turn
+from engine.core.prompt import Request, render
+from engine.core.tokenizer import REAL_VOCAB, TOOL_CALL
+from engine.core.tooldefs import load_tool_set
+from engine.harness.loop import load_scenario
 from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, draw_tokens, notice, show_token
@@ -174,7 +174,7 @@ elif mode == "none" or step.allowed is None:
     model_label(engine_kind(engine), engine)
     st.markdown("Nothing is masked at this step, so the probabilities are the model's own.")
 else:
-    from engine.peek import next_logits
+    from engine.model.peek import next_logits
 
     model_label(engine_kind(engine), engine)
     st.markdown(text["before and after"])
@@ -219,8 +219,8 @@ if pair is not None:
 elif engine is None:
     st.info(text["side by side needs the model"])
 else:
-    from engine.decode import GenerationSettings
-    from engine.live import side_by_side
+    from engine.core.generation import GenerationSettings
+    from engine.model.live import side_by_side
     model_label(engine_kind(engine), engine)
     settings = GenerationSettings(max_new_tokens=48, temperature=0.7, seed=0, top_k=0)
     st.caption(f"Sampled at temperature {settings.temperature}, seed {settings.seed}, up to {settings.max_new_tokens} tokens.")

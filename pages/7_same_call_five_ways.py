@@ -4,8 +4,8 @@ import json
 
 import streamlit as st
 
-from engine.harness import list_gallery, list_scenarios, load_scenario
-from engine.wire import scenario_exchanges
+from engine.harness.loop import list_gallery, list_scenarios, load_scenario
+from engine.wire.formats import scenario_exchanges
 from pages.common.chrome import page_chrome
 from pages.common.draw import notice
 from pages.common.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs

@@ -3,7 +3,7 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.calculator import measure_tools_cost, plan_run
+from engine.teaching.calculator import measure_tools_cost, plan_run
 from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import chart_layout, notice
@@ -89,7 +89,7 @@ st.markdown(table_html(
 ), unsafe_allow_html=True)
 
 # -- the same tools elsewhere: OpenAI's published estimate beside Qwen3's counts, Anthropic's quoted overhead
-from engine.harness import load_scenario  # noqa: E402
+from engine.harness.loop import load_scenario  # noqa: E402
 from pages.common.elsewhere import same_tools_elsewhere  # noqa: E402
 
 same_tools_elsewhere(tools, load_scenario("strawberry").messages)

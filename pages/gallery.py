@@ -2,11 +2,17 @@
 
 import streamlit as st
 
-from engine.cost import measure_malformed_cost
-from engine.gallery import check_grammar, find_length_cut, measure_retry_loop, measure_schema_cost, show_gallery_case
-from engine.harness import list_gallery, load_scenario, run_scenario
-from engine.parse import POLICIES
-from engine.tokenizer import REAL_VOCAB
+from engine.core.parse import POLICIES
+from engine.core.tokenizer import REAL_VOCAB
+from engine.harness.loop import list_gallery, load_scenario, run_scenario
+from engine.teaching.cost import measure_malformed_cost
+from engine.teaching.gallery import (
+    check_grammar,
+    find_length_cut,
+    measure_retry_loop,
+    measure_schema_cost,
+    show_gallery_case,
+)
 from pages.common.chrome import page_chrome
 from pages.common.draw import notice, turn_html
 from pages.common.gallery_view import (

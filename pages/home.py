@@ -28,11 +28,10 @@ for section in ("Lessons", "Tools"):
 @st.cache_resource(show_spinner=False)
 def no_gpu_advice() -> str | None:
     """On a machine without a GPU: the smaller Qwen3 and the speed this machine can reach with it (measured once)."""
-    import torch
+    from engine.model.cpu_speed import suggest_small_model
+    from engine.model.loading import choose_device
 
-    from engine.cpu_speed import suggest_small_model
-
-    return None if torch.cuda.is_available() else words("home", "no gpu", **suggest_small_model().as_json())
+    return None if choose_device("auto") == "cuda" else words("home", "no gpu", **suggest_small_model().as_json())
 
 
 st.header("Model and settings")

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from engine.errors import EngineError
-from engine.harness import Run, iterate_episode, list_scenarios, load_scenario
-from engine.playground import cap_for_display, check_files, fresh_workspace, play_script, snapshot
+from engine.harness.loop import Run, iterate_episode, list_scenarios, load_scenario
+from engine.harness.playground import cap_for_display, check_files, fresh_workspace, play_script, snapshot
 from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
 from pages.common.draw import ledger_figure, notice
@@ -125,8 +125,8 @@ if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_r
         if mode == "scripted":
             episode = play_script(scenario, chosen_style, workspace, run, MAX_TURNS, departures)
         elif replay is None:
-            from engine.decode import GenerationSettings
-            from engine.live import LiveModel
+            from engine.core.generation import GenerationSettings
+            from engine.model.live import LiveModel
 
             # each turn streams into the status box as the model writes it
             model = LiveModel(engine, GenerationSettings(max_new_tokens=256), on_step=lambda token: streams[-1].add(token))

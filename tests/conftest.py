@@ -19,7 +19,7 @@ from helpers import open_page, serve_site  # noqa: E402
 @pytest.fixture(scope="session")
 def tiny_engine():
     """The tiny random-weights Qwen3 with the real tokenizer, built once per test session (imports torch)."""
-    from engine.loading import TINY, load_model
+    from engine.model.loading import TINY, load_model
 
     return load_model(TINY)
 
@@ -34,7 +34,7 @@ def page_app():
 @pytest.fixture(scope="session")
 def tiny_folder(tmp_path_factory):
     """The tiny model saved as a teacher's model folder: save_pretrained's files plus the vendored tokenizer's."""
-    from engine.loading import build_tiny_network
+    from engine.model.loading import build_tiny_network
     from engine.settings import VENDORED_TOKENIZER
 
     folder = tmp_path_factory.mktemp("tiny-folder")
@@ -113,7 +113,7 @@ def chromium():
         browser.close()
 
 
-# -- a lesson pack recorded with the tiny model (engine/prepare.py), shared by the pack tests ----------------
+# -- a lesson pack recorded with the tiny model (engine/packs/prepare.py), shared by the pack tests ----------------
 @pytest.fixture(scope="session")
 def tiny_pack(tiny_engine, tmp_path_factory):
     """`python -m engine prepare --model tiny --allow-random-weights --out DIR`, run once per test run through

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from helpers import assert_no_errors, shoot_whole_page
 
-from engine.prompt import Request, render
-from engine.tools import load_tool_set
+from engine.core.prompt import Request, render
+from engine.core.tooldefs import load_tool_set
 
 pytestmark = pytest.mark.browser
 

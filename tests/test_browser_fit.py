@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from helpers import shoot_whole_page
 
-from engine.harness import load_scenario, run_scenario
-from engine.prompt import Request, render
+from engine.core.prompt import Request, render
+from engine.harness.loop import load_scenario, run_scenario
 from pages.common.words import lesson
 
 pytestmark = pytest.mark.browser

@@ -14,8 +14,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from engine.calculator import measure_tools_cost
-from engine.tools import load_tool_set
+from engine.core.tooldefs import load_tool_set
+from engine.teaching.calculator import measure_tools_cost
 
 pytestmark = pytest.mark.browser
 

@@ -1,4 +1,4 @@
-"""engine/calculator.py: a planned run's token costs, checked against the harness and the prompt renderer."""
+"""engine/teaching/calculator.py: a planned run's token costs, checked against the harness and the prompt renderer."""
 
 from __future__ import annotations
 
@@ -6,12 +6,18 @@ import re
 
 import pytest
 
-from engine.calculator import call_text, example_arguments, malformed_text, measure_tools_cost, plan_run
+from engine.core.parse import parse_turn
+from engine.core.prompt import Request, count_tools_tokens, render
+from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
-from engine.harness import load_scenario, run_scenario
-from engine.parse import parse_turn
-from engine.prompt import Request, count_tools_tokens, render
-from engine.tools import load_tool_set
+from engine.harness.loop import load_scenario, run_scenario
+from engine.teaching.calculator import (
+    call_text,
+    example_arguments,
+    malformed_text,
+    measure_tools_cost,
+    plan_run,
+)
 
 TOOLS = load_tool_set("strawberry")
 STRAWBERRY = {"word": "strawberry", "letter": "r"}

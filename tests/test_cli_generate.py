@@ -10,8 +10,8 @@ import time
 import pytest
 
 from engine.__main__ import main
+from engine.packs.trace import load_trace
 from engine.settings import ROOT
-from engine.trace import load_trace
 
 MESSAGES = [{"role": "user", "content": "How many r are in strawberry?"}]
 
@@ -94,7 +94,7 @@ def test_python_dash_m_engine_generate_runs_as_a_program(messages_file):
 
 
 def test_generate_with_tool_choice_reports_the_allowed_counts(tiny_engine, capsys, messages_file, tmp_path):
-    # the grammar comes from engine/constrain.py; random weights still write a well-formed call prefix
+    # the grammar comes from engine/constrain/masks.py; random weights still write a well-formed call prefix
     tools = tmp_path / "tools.json"
     tools.write_text((ROOT / "lessons" / "tools" / "strawberry.json").read_text(encoding="utf-8"), encoding="utf-8")
     code, result, err = run_cli(capsys, "generate", "--model", "tiny", "--messages", messages_file, "--tools", tools,

@@ -15,8 +15,9 @@ import pytest
 import torch
 from helpers import COUNT_CALL, function
 
-from engine import grammar
-from engine.constrain import (
+from engine.constrain import grammar
+from engine.constrain.grammar import compile_calls
+from engine.constrain.masks import (
     MaskView,
     StepConstraint,
     TokenRejected,
@@ -25,10 +26,9 @@ from engine.constrain import (
     normalize_tool_choice,
     walk,
 )
+from engine.core.tokenizer import IM_END, MODEL_VOCAB, REAL_VOCAB, TOOL_CALL, load_tokenizer
+from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
-from engine.grammar import compile_calls
-from engine.tokenizer import IM_END, MODEL_VOCAB, REAL_VOCAB, TOOL_CALL, load_tokenizer
-from engine.tools import load_tool_set
 
 NAME_PREFIX = '<tool_call>\n{"name": "'
 

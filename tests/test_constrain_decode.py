@@ -3,7 +3,7 @@
 The 100-run properties sample a batch of 100 rows in one decode loop (one forward pass per step
 for all rows, each row with its own StepConstraint, one seeded generator), which is the same
 arithmetic as the live loop and a hundred times cheaper than a hundred runs of it; a few runs
-also go through the live engine's own loop (engine.decode) to check the fit.
+also go through the live engine's own loop (engine.model.decode) to check the fit.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import pytest
 import torch
 from helpers import BOUNDED
 
-from engine.constrain import make_constraint
-from engine.grammar import compile_calls
-from engine.live import side_by_side
-from engine.parse import NOT_CLOSED, parse_turn
-from engine.prompt import Request, render
-from engine.tokenizer import END_OF_TEXT, IM_END, REAL_VOCAB
-from engine.tools import load_tool_set
+from engine.constrain.grammar import compile_calls
+from engine.constrain.masks import make_constraint
+from engine.core.parse import NOT_CLOSED, parse_turn
+from engine.core.prompt import Request, render
+from engine.core.tokenizer import END_OF_TEXT, IM_END, REAL_VOCAB
+from engine.core.tooldefs import load_tool_set
+from engine.model.live import side_by_side
 
 STOPS = (IM_END, END_OF_TEXT)
 RUNS = 100  # sampled calls per tool_choice
@@ -144,7 +144,7 @@ def test_auto_leaves_every_prose_turn_byte_identical(engine):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_auto_prose_is_identical_through_the_live_loop(engine, seed):
-    from engine.decode import GenerationSettings
+    from engine.core.generation import GenerationSettings
 
     request = Request([{"role": "user", "content": "What is the capital of France?"}], load_tool_set("strawberry"))
     both = side_by_side(engine, request, "auto", GenerationSettings(max_new_tokens=16, temperature=1.0, top_k=0, seed=seed))
@@ -155,7 +155,7 @@ def test_auto_prose_is_identical_through_the_live_loop(engine, seed):
 
 
 def test_required_through_the_live_loop_reports_the_mask(engine):
-    from engine.decode import GenerationSettings
+    from engine.core.generation import GenerationSettings
 
     request = Request([{"role": "user", "content": "Turn on the kitchen light."}], BOUNDED)
     both = side_by_side(engine, request, "required",

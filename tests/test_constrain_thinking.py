@@ -7,15 +7,15 @@ from __future__ import annotations
 import pytest
 from helpers import BOUNDED, COUNT_CALL
 
-from engine import grammar
-from engine.constrain import inspect_mask, json_mode_mask, make_constraint, walk
-from engine.decode import GenerationSettings
+from engine.constrain import grammar
+from engine.constrain.masks import inspect_mask, json_mode_mask, make_constraint, walk
+from engine.core.generation import GenerationSettings
+from engine.core.parse import parse_turn
+from engine.core.prompt import Request
+from engine.core.tokenizer import REAL_VOCAB, THINK, THINK_END, TOOL_CALL, load_tokenizer
+from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
-from engine.live import build_constraint, generate_turn
-from engine.parse import parse_turn
-from engine.prompt import Request
-from engine.tokenizer import REAL_VOCAB, THINK, THINK_END, TOOL_CALL, load_tokenizer
-from engine.tools import load_tool_set
+from engine.model.live import build_constraint, generate_turn
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.cost import measure_malformed_cost
-from engine.harness import list_scenarios, load_scenario
-from engine.ledger import CallCost, Ledger
+from engine.harness.ledger import CallCost, Ledger
+from engine.harness.loop import list_scenarios, load_scenario
+from engine.teaching.cost import measure_malformed_cost
 
 MALFORMED = [(n, s) for n in list_scenarios() for s in load_scenario(n).styles if load_scenario(n).malformed_turn is not None]
 

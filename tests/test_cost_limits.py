@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from engine import grammar
-from engine.constrain import make_constraint
+from engine.constrain import grammar
+from engine.constrain.masks import make_constraint
+from engine.core.tooldefs import MAX_DEFINITIONS_BYTES, find_cost_problem, find_tool_problems
 from engine.errors import BadInput
-from engine.tools import MAX_DEFINITIONS_BYTES, find_cost_problem, find_tool_problems
 from pages.common.tool_editor import MAX_EDITOR_CHARS, read_tools
 
 

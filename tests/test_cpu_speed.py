@@ -1,12 +1,12 @@
-"""engine/cpu_speed.py: bf16 on a CPU only where a timing shows it pays, and the expected speed of a size."""
+"""engine/model/cpu_speed.py: bf16 on a CPU only where a timing shows it pays, and the expected speed of a size."""
 
 from __future__ import annotations
 
 import pytest
 
-import engine.cpu_speed as cpu_speed
-from engine.cpu_speed import SMALL_MODEL, expected_speed, measure_copy_bandwidth
-from engine.loading import choose_dtype
+import engine.model.cpu_speed as cpu_speed
+from engine.model.cpu_speed import SMALL_MODEL, expected_speed, measure_copy_bandwidth
+from engine.model.loading import choose_dtype
 from pages.common.words import words
 
 

@@ -6,14 +6,10 @@ import json
 
 import pytest
 
-from engine.gallery import (
-    find_block_cut,
-    find_length_cut,
-    measure_retry_loop,
-    measure_schema_cost,
-    parse_first_block,
-)
-from engine.harness import (
+from engine.core.parse import parse_turn
+from engine.core.tokenizer import load_tokenizer
+from engine.core.tooldefs import load_tool_set
+from engine.harness.loop import (
     STOP_AS_TEXT,
     STOP_FINAL,
     STOP_LIMIT,
@@ -26,10 +22,14 @@ from engine.harness import (
     run_episode,
     run_scenario,
 )
-from engine.parse import parse_turn
 from engine.settings import LESSONS
-from engine.tokenizer import load_tokenizer
-from engine.tools import load_tool_set
+from engine.teaching.gallery import (
+    find_block_cut,
+    find_length_cut,
+    measure_retry_loop,
+    measure_schema_cost,
+    parse_first_block,
+)
 
 NOT_CLOSED = "error: the <tool_call> block is not closed with </tool_call>; was the reply cut off?"
 UNKNOWN = "error: unknown tool 'count_letters'; the tools are count_letter, tokenize"
@@ -94,7 +94,7 @@ def test_closing_tag_in_a_string_ends_the_block_early():
 
 @pytest.mark.parametrize("policy", ["per-block", "vllm"])
 def test_closing_tag_in_a_string_verdict_shape(policy):
-    # the wording of this error belongs to engine.parse; here only its shape is checked
+    # the wording of this error belongs to engine.core.parse; here only its shape is checked
     scenario = load_scenario("tag-in-string")
     text = scenario.script("native")[0].text
     parsed = parse_turn(text, scenario.tools, "native", policy)
@@ -208,7 +208,7 @@ def test_gallery_json_is_plain_data():
 def test_grammar_still_allows_the_closing_tag_inside_a_string(tool_choice):
     # what the gallery says: the mask inside write_file's content string lets the one-token
     # </tool_call> through, so only the parser can keep the block whole
-    from engine.constrain import inspect_mask
+    from engine.constrain.masks import inspect_mask
 
     text = load_scenario("tag-in-string").script("native")[0].text
     prefix = text[: text.index("</tool_call>")]
@@ -229,7 +229,7 @@ def test_grammar_still_allows_the_closing_tag_inside_a_string(tool_choice):
     ],
 )
 def test_each_case_at_its_failing_turn(name, turn, naive_name, per_block_calls, vllm_as_text):
-    from engine.gallery import show_gallery_case
+    from engine.teaching.gallery import show_gallery_case
 
     case = show_gallery_case(load_scenario(name))
     assert case.turn_index == turn and case.naive.name == naive_name
@@ -253,7 +253,7 @@ GRAMMAR = {
 
 @pytest.mark.parametrize("name", list(GRAMMAR))
 def test_grammar_over_each_failing_turn(name):
-    from engine.gallery import check_grammar
+    from engine.teaching.gallery import check_grammar
 
     walked, at, stopped, allowed, tag_allowed = GRAMMAR[name]
     check = check_grammar(load_scenario(name))
@@ -262,7 +262,7 @@ def test_grammar_over_each_failing_turn(name):
 
 
 def test_grammar_refuses_the_made_up_name_and_the_unknown_argument_at_their_first_token():
-    from engine.gallery import check_grammar
+    from engine.teaching.gallery import check_grammar
 
     name = check_grammar(load_scenario("made-up-name"))
     assert name.steps[name.at].token == "_letters" and name.sample == ["_", "_l", "_le", "_letter"]
@@ -271,7 +271,7 @@ def test_grammar_refuses_the_made_up_name_and_the_unknown_argument_at_their_firs
 
 
 def test_the_number_is_stopped_by_its_maximum_not_by_the_grammar_itself():
-    from engine.gallery import check_grammar, drop_number_bounds
+    from engine.teaching.gallery import check_grammar, drop_number_bounds
 
     check = check_grammar(load_scenario("endless-number"))
     # "100" fits maximum 100; a fourth digit would not, so only the closing braces remain
@@ -283,7 +283,7 @@ def test_the_number_is_stopped_by_its_maximum_not_by_the_grammar_itself():
 
 
 def test_no_grammar_for_react_and_none_restricts_nothing():
-    from engine.gallery import check_grammar
+    from engine.teaching.gallery import check_grammar
 
     assert check_grammar(load_scenario("retry-loop"), "react") is None
     none = check_grammar(load_scenario("tool-choice-none"))

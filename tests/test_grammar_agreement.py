@@ -3,9 +3,9 @@ checks accept, for every schema feature the grammar claims to enforce; a schema 
 as the check does is decoded unconstrained, with the reason beside the tool.
 
 Acceptance by the mask = walking the call's tokens through the compiled grammar, then
-<|im_end|>. Acceptance by the check = engine.parse finds the call and no error. Calls are
+<|im_end|>. Acceptance by the check = engine.core.parse finds the call and no error. Calls are
 written in the template's form (its separators, the schema's property order), the form the
-grammar holds on purpose (engine/grammar.py's docstring says why).
+grammar holds on purpose (engine/constrain/grammar.py's docstring says why).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import grammar
-from engine.constrain import make_constraint
+from engine.constrain import grammar
+from engine.constrain.grammar import compile_calls
+from engine.constrain.masks import make_constraint
+from engine.core.parse import parse_turn
+from engine.core.tokenizer import IM_END, load_tokenizer
+from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
-from engine.grammar import compile_calls
-from engine.parse import parse_turn
-from engine.tokenizer import IM_END, load_tokenizer
-from engine.tools import load_tool_set
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -314,7 +314,7 @@ def test_ours_and_xgrammars_qwen3_tag(mode, label):
 def test_xgrammars_normalize_tool_choice_agrees_with_ours():
     from xgrammar.builtin_structural_tag import normalize_tool_choice as theirs
 
-    from engine.constrain import normalize_tool_choice as ours
+    from engine.constrain.masks import normalize_tool_choice as ours
 
     strawberry = load_tool_set("strawberry")
     for choice, simplified in [("auto", "auto"), ("required", "required"), ("none", "auto"),

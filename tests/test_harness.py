@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
-from engine.harness import (
+from engine.harness.loop import (
     STOP_AS_TEXT,
     STOP_FINAL,
     STOP_LIMIT,
@@ -17,7 +18,6 @@ from engine.harness import (
     run_episode,
     run_scenario,
 )
-from engine.tools import load_tool_set
 
 SCENARIOS = list_scenarios()
 PAIRS = [(name, style) for name in SCENARIOS for style in load_scenario(name).styles]
@@ -110,7 +110,7 @@ def test_turn_limit_stops_a_model_that_never_answers():
 
 def test_output_tokens_count_im_end_only_when_the_turn_stopped_there():
     run = run_scenario(load_scenario("cut-off"))
-    from engine.tokenizer import load_tokenizer
+    from engine.core.tokenizer import load_tokenizer
 
     tok = load_tokenizer()
     assert run.ledger.calls[1].output_tokens == tok.count(run.steps[1].turn.text)

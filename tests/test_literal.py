@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.harness import load_scenario, run_scenario
-from engine.prompt import Request, render
+from engine.core.prompt import Request, render
+from engine.harness.loop import load_scenario, run_scenario
 from pages.common.draw import prompt_html, token_strip, turn_html
 from pages.common.literal import literal, plural, reply_html, table_html
 

@@ -14,8 +14,15 @@ import threading
 
 import pytest
 
-from engine import loading
-from engine.loading import declares_random_weights, find_job, find_loaded, is_loading, load_model, start_load
+from engine.model import loading
+from engine.model.loading import (
+    declares_random_weights,
+    find_job,
+    find_loaded,
+    is_loading,
+    load_model,
+    start_load,
+)
 
 
 def copy_folder(source, target, random_weights=None):

@@ -13,14 +13,15 @@ import time
 import pytest
 import torch
 
-from engine.decode import GenerationSettings, generate, nucleus, stream_steps
+from engine.core.generation import GenerationSettings
+from engine.core.prompt import Request, render
+from engine.core.tokenizer import IM_END, MODEL_VOCAB, REAL_VOCAB
 from engine.errors import BadInput, EngineError, ModelUnavailable
-from engine.harness import Turn
-from engine.live import LiveModel, build_constraint, generate_turn
-from engine.loading import LoadedModel, load_model
-from engine.prompt import Request, render
-from engine.tokenizer import IM_END, MODEL_VOCAB, REAL_VOCAB
-from engine.weights import hub_reachable
+from engine.harness.loop import Turn
+from engine.model.decode import generate, nucleus, stream_steps
+from engine.model.live import LiveModel, build_constraint, generate_turn
+from engine.model.loading import LoadedModel, load_model
+from engine.model.weights import hub_reachable
 
 MESSAGES = [{"role": "user", "content": "How many r are in strawberry?"}]
 
@@ -301,7 +302,7 @@ def test_hub_probe_answers_no_at_once_when_offline_is_set(monkeypatch):
 
 
 def test_sampling_draws_each_token_as_often_as_its_probability():
-    from engine.decode import pick_token
+    from engine.model.decode import pick_token
 
     probs = torch.tensor([0.1, 0.6, 0.3, 0.0])
     generator = torch.Generator().manual_seed(0)
@@ -314,7 +315,7 @@ def test_sampling_draws_each_token_as_often_as_its_probability():
 def test_live_model_runs_a_harness_episode(tiny_engine):
     import json
 
-    from engine.harness import run_episode
+    from engine.harness.loop import run_episode
     from engine.settings import LESSONS
 
     tools = json.loads((LESSONS / "tools" / "strawberry.json").read_text(encoding="utf-8"))
@@ -354,7 +355,7 @@ def fake_snapshot(tmp_path, fail=None):
 def test_download_reports_bytes_on_the_callers_thread(monkeypatch, tmp_path):
     import huggingface_hub
 
-    from engine import weights
+    from engine.model import weights
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot(tmp_path))
     monkeypatch.setattr(weights, "hub_reachable", lambda: True)
@@ -370,7 +371,7 @@ def test_download_reports_bytes_on_the_callers_thread(monkeypatch, tmp_path):
 def test_a_failed_download_says_what_failed_and_how_to_get_the_weights(monkeypatch, tmp_path):
     import huggingface_hub
 
-    from engine import weights
+    from engine.model import weights
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot(tmp_path, fail=OSError("401 gated repo")))
     monkeypatch.setattr(weights, "hub_reachable", lambda: True)
@@ -393,8 +394,8 @@ def test_a_model_folder_loads_through_the_real_path_and_gives_the_same_steps(tin
 
 
 def test_check_model_says_where_a_model_would_come_from(tiny_engine, tmp_path, monkeypatch):
-    from engine import loading
-    from engine.loading import check_model
+    from engine.model import loading
+    from engine.model.loading import check_model
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert check_model("tiny").state == "loaded" and check_model("tiny").available  # the fixture loaded it
@@ -408,7 +409,7 @@ def test_check_model_says_where_a_model_would_come_from(tiny_engine, tmp_path, m
 
 @pytest.mark.parametrize("k", [1, 5, 37, 100])
 def test_fast_topk_equals_torch_topk(k):
-    from engine.decode import fast_topk
+    from engine.model.decode import fast_topk
 
     values = torch.softmax(torch.randn(MODEL_VOCAB, generator=torch.Generator().manual_seed(k)), dim=-1)
     top, ids = fast_topk(values, k)

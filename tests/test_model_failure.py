@@ -14,12 +14,13 @@ import pytest
 import torch
 from helpers import FailingModel
 
-from engine.decode import GenerationSettings, generate, stream_steps
+from engine.core.generation import GenerationSettings
+from engine.core.prompt import Request, render
 from engine.errors import EngineError, GenerationFailed, ModelUnavailable
-from engine.harness import iterate_episode
-from engine.live import LiveModel
-from engine.loading import LoadedModel, load_weights
-from engine.prompt import Request, render
+from engine.harness.loop import iterate_episode
+from engine.model.decode import generate, stream_steps
+from engine.model.live import LiveModel
+from engine.model.loading import LoadedModel, load_weights
 
 MESSAGES = [{"role": "user", "content": "How many r are in strawberry?"}]
 # these tests count forward passes (FailingModel's fail_at); with the prefix cache a cold prompt is read

@@ -16,8 +16,9 @@ import tempfile
 import pytest
 
 from engine.__main__ import main
+from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
-from engine.openai_tokens import (
+from engine.wire.openai_tokens import (
     ENCODING_SPECS,
     ENCODINGS_DIR,
     compare_tool_costs,
@@ -28,7 +29,6 @@ from engine.openai_tokens import (
     estimate_openai_tokens,
     load_openai_encoding,
 )
-from engine.tools import load_tool_set
 
 # the cookbook's example, as written there
 WEATHER_TOOLS = [
@@ -111,7 +111,7 @@ def test_vendored_files_are_byte_for_byte_the_official_ones(name):
 
 
 def test_a_damaged_encoding_file_is_refused(monkeypatch, tmp_path):
-    import engine.openai_tokens as module
+    import engine.wire.openai_tokens as module
 
     damaged = tmp_path / "cl100k_base.tiktoken"
     damaged.write_bytes((ENCODINGS_DIR / "cl100k_base.tiktoken").read_bytes()[:-10])

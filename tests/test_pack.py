@@ -1,4 +1,4 @@
-"""Lesson packs (engine/prepare.py writes them, engine/pack.py reads them): what a pack holds, that a
+"""Lesson packs (engine/packs/prepare.py writes them, engine/packs/pack.py reads them): what a pack holds, that a
 replayed run equals a fresh one, resuming, and a table of bad packs that each get a message.
 
 The pack is recorded once per session with the tiny random-weights model (fixture `tiny_pack`).
@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.__main__ import main
-from engine.pack import (
+from engine.core.prompt import Request, render
+from engine.packs.pack import (
     MAX_FILE_BYTES,
     MAX_FILES,
     MAX_UPLOAD_BYTES,
@@ -30,7 +31,6 @@ from engine.pack import (
     read_pack,
     read_pack_bytes,
 )
-from engine.prompt import Request, render
 
 PANELS = {"lesson1", "lesson3", "lesson5", "lesson6", "playground"}
 MODES = ("auto", "required", "count_letter", "tokenize", "none")
@@ -83,15 +83,15 @@ def test_a_runs_prompt_hash_is_the_sha256_of_the_prompts_token_ids(tiny_pack):
 
 
 def _strawberry_tools():
-    from engine.tools import load_tool_set
+    from engine.core.tooldefs import load_tool_set
 
     return load_tool_set("strawberry")
 
 
 # -- replay equals a fresh run -------------------------------------------------------------------------
 def test_replaying_lesson_3_gives_the_tokens_and_probabilities_of_a_fresh_greedy_run(tiny_pack, tiny_engine):
-    from engine.live import generate_turn
-    from engine.prepare import lesson3_settings
+    from engine.model.live import generate_turn
+    from engine.packs.prepare import lesson3_settings
 
     pack = read_pack(tiny_pack[0], allow_random=True)
     for style in ("native", "react"):
@@ -106,9 +106,9 @@ def test_replaying_lesson_3_gives_the_tokens_and_probabilities_of_a_fresh_greedy
 
 
 def test_replaying_lesson_5_and_6_gives_the_figures_of_a_fresh_pass(tiny_pack, tiny_engine):
-    from engine.constrain import inspect_mask
-    from engine.peek import first_token, next_logits
-    from engine.tokenizer import TOOL_CALL
+    from engine.constrain.masks import inspect_mask
+    from engine.core.tokenizer import TOOL_CALL
+    from engine.model.peek import first_token, next_logits
 
     pack = read_pack(tiny_pack[0], allow_random=True)
     ids = render(Request(STRAWBERRY, _strawberry_tools(), "native"), tiny_engine.tokenizer).ids
@@ -124,7 +124,7 @@ def test_replaying_lesson_5_and_6_gives_the_figures_of_a_fresh_pass(tiny_pack, t
 
 
 def test_replaying_an_episode_plays_the_recorded_turns_through_the_harness(tiny_pack):
-    from engine.pack import replay_episode
+    from engine.packs.pack import replay_episode
 
     pack = read_pack(tiny_pack[0], allow_random=True)
     run = pack.run("lesson1-tools-native")

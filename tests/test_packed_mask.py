@@ -11,13 +11,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import engine.decode as decode
-from engine.constrain import make_constraint
-from engine.decode import GenerationSettings, generate, masked_distribution
-from engine.grammar import WORDS, bitmask_to_bool, count_allowed, pack_words, packed_ids
-from engine.prompt import Request, render
-from engine.tokenizer import IM_END, MODEL_VOCAB, REAL_VOCAB, load_tokenizer
-from engine.tools import load_tool_set
+import engine.model.decode as decode
+from engine.constrain.grammar import WORDS, bitmask_to_bool, count_allowed, pack_words, packed_ids
+from engine.constrain.masks import make_constraint
+from engine.core.generation import GenerationSettings
+from engine.core.prompt import Request, render
+from engine.core.tokenizer import IM_END, MODEL_VOCAB, REAL_VOCAB, load_tokenizer
+from engine.core.tooldefs import load_tool_set
+from engine.model.decode import generate, masked_distribution
 
 STRAWBERRY = load_tool_set("strawberry")
 

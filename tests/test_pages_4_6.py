@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 from helpers import open_page
 
-from engine.constrain import inspect_mask
-from engine.cost import measure_malformed_cost
-from engine.harness import list_scenarios, load_scenario, run_scenario
-from engine.tools import load_tool_set
+from engine.constrain.masks import inspect_mask
+from engine.core.tooldefs import load_tool_set
+from engine.harness.loop import list_scenarios, load_scenario, run_scenario
+from engine.teaching.cost import measure_malformed_cost
 
 P4, P5, P6, PG = (
     "pages/4_check_run_return.py", "pages/5_answer_and_when_not_to_call.py", "pages/6_constrained_decoding.py",

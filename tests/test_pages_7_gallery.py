@@ -13,13 +13,13 @@ import re
 import pytest
 from helpers import open_page
 
-from engine.cost import measure_malformed_cost
-from engine.gallery import check_grammar, measure_retry_loop, measure_schema_cost
-from engine.harness import list_gallery, list_scenarios, load_scenario
-from engine.openai_tokens import compare_tool_costs
-from engine.tokenizer import REAL_VOCAB
-from engine.tools import load_tool_set
-from engine.wire import scenario_exchanges
+from engine.core.tokenizer import REAL_VOCAB
+from engine.core.tooldefs import load_tool_set
+from engine.harness.loop import list_gallery, list_scenarios, load_scenario
+from engine.teaching.cost import measure_malformed_cost
+from engine.teaching.gallery import check_grammar, measure_retry_loop, measure_schema_cost
+from engine.wire.formats import scenario_exchanges
+from engine.wire.openai_tokens import compare_tool_costs
 
 P7, GALLERY, CALC = "pages/7_same_call_five_ways.py", "pages/gallery.py", "pages/calculator.py"
 
@@ -79,7 +79,7 @@ def test_lesson_7_tables_of_differences_and_tool_choice_come_from_the_engine():
     text = all_text(at)
     assert "<td>arguments</td>" in text and "a string holding JSON (function.arguments): parse it yourself" in text
     assert "by id: tool_result.tool_use_id = tool_use.id" in text
-    # each API's spelling of the four modes, written by engine.wire.tool_choice_for
+    # each API's spelling of the four modes, written by engine.wire.formats.tool_choice_for
     assert "<code>{&quot;type&quot;: &quot;any&quot;}</code>" in text
     assert "<code>{&quot;type&quot;: &quot;function&quot;, &quot;name&quot;: &quot;&lt;tool name&gt;&quot;}</code>" in text
     assert "<code>&quot;required&quot;</code>" in text

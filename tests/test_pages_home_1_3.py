@@ -11,10 +11,10 @@ import json
 import pytest
 from helpers import open_page
 
-from engine.calculator import plan_run
-from engine.prompt import Request, count_tools_tokens, render
-from engine.tokenizer import load_tokenizer
-from engine.tools import load_tool_set
+from engine.core.prompt import Request, count_tools_tokens, render
+from engine.core.tokenizer import load_tokenizer
+from engine.core.tooldefs import load_tool_set
+from engine.teaching.calculator import plan_run
 
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 P1, P2, P3, CALC = (
@@ -190,7 +190,7 @@ def test_home_suggests_the_smaller_qwen3_with_this_machines_measured_speed():
     import streamlit as st
     import torch
 
-    from engine.cpu_speed import suggest_small_model
+    from engine.model.cpu_speed import suggest_small_model
 
     # the page keeps its sentence in st.cache_resource for the process; test_cpu_speed re-measures the
     # dtype choice (cache_clear) after an earlier page test may have cached it: measure both afresh

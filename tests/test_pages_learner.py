@@ -8,11 +8,11 @@ import json
 import pytest
 from helpers import ROOT, open_page
 
-from engine.calculator import measure_tools_cost
-from engine.cost import measure_malformed_cost
-from engine.harness import load_scenario
-from engine.tokenizer import REAL_VOCAB, TOOL_CALL
-from engine.tools import load_tool_set
+from engine.core.tokenizer import REAL_VOCAB, TOOL_CALL
+from engine.core.tooldefs import load_tool_set
+from engine.harness.loop import load_scenario
+from engine.teaching.calculator import measure_tools_cost
+from engine.teaching.cost import measure_malformed_cost
 from pages.common.glossary import link_terms, term_url
 
 GLOSSARY = json.loads((ROOT / "lessons" / "glossary.json").read_text(encoding="utf-8"))

@@ -13,7 +13,7 @@ import shutil
 import pytest
 from helpers import open_page, zipped
 
-from engine.pack import read_pack
+from engine.packs.pack import read_pack
 
 P1, P3, P5, P6, PG = (
     "pages/1_why_call_a_tool.py", "pages/3_the_model_writes_a_call.py", "pages/5_answer_and_when_not_to_call.py",

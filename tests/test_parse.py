@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from engine.errors import BadInput
-from engine.parse import (
+from engine.core.parse import (
     ARGS_NOT_OBJECT,
     BAD_SHAPE,
     EMPTY_BLOCK,
@@ -24,7 +23,8 @@ from engine.parse import (
     find_blocks,
     parse_turn,
 )
-from engine.tools import load_tool_set
+from engine.core.tooldefs import load_tool_set
+from engine.errors import BadInput
 
 TOOLS = load_tool_set("strawberry")
 HARNESS = load_tool_set("harness")
@@ -212,6 +212,6 @@ def test_broken_tool_schema_is_the_tools_fault_not_a_crash():
     (["<tool_call>", "\n", '{"name": "'], "native", None),  # cut off before the name
 ], ids=["native split marker", "marker in one token", "react", "prose", "cut before the name"])
 def test_find_name_token(tokens, style, expected):
-    from engine.parse import find_name_token
+    from engine.core.parse import find_name_token
 
     assert find_name_token(tokens, style) == expected

@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from engine.harness import STOP_FINAL, list_scenarios, load_scenario, run_scenario
-from engine.parse import (
+from engine.core.parse import (
     BLOCK_PATTERN,
     ENDED_EARLY,
     MAX_CALLS,
@@ -19,7 +18,8 @@ from engine.parse import (
     split_reasoning,
     too_many_calls,
 )
-from engine.tools import load_tool_set
+from engine.core.tooldefs import load_tool_set
+from engine.harness.loop import STOP_FINAL, list_scenarios, load_scenario, run_scenario
 
 STRAWBERRY = load_tool_set("strawberry")
 
@@ -79,7 +79,7 @@ def test_a_hundred_thousand_blocks_take_well_under_a_second_or_two():
 
 
 def test_the_harness_sends_the_excess_back_as_one_error():
-    from engine.harness import ScriptedModel, Turn, run_episode
+    from engine.harness.loop import ScriptedModel, Turn, run_episode
 
     turn = Turn("\n".join([COUNT] * 18))
     run = run_episode(ScriptedModel([turn, Turn("Done.")]), [{"role": "user", "content": "go"}], STRAWBERRY)

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from engine.decode import Alternative, DecodeStep
-from engine.peek import first_token, next_logits, p_in_trace_step
-from engine.playground import check_files, fresh_workspace, snapshot
-from engine.prompt import Request, render
-from engine.tokenizer import TOOL_CALL
-from engine.tools import load_tool_set
-from engine.workspace import Limits
+from engine.core.generation import Alternative, DecodeStep
+from engine.core.prompt import Request, render
+from engine.core.tokenizer import TOOL_CALL
+from engine.core.tooldefs import load_tool_set
+from engine.harness.playground import check_files, fresh_workspace, snapshot
+from engine.harness.workspace import Limits
+from engine.model.peek import first_token, next_logits, p_in_trace_step
 
 
 def test_first_token_matches_the_decode_loop(tiny_engine):
-    from engine.decode import GenerationSettings, stream_steps
+    from engine.core.generation import GenerationSettings
+    from engine.model.decode import stream_steps
 
     prompt = render(Request([{"role": "user", "content": "What is the capital of France?"}], load_tool_set("strawberry")))
     first = first_token(tiny_engine, prompt.ids, top_k=5)
@@ -72,8 +73,8 @@ def test_fresh_workspace_is_new_each_time_and_removed():
 
 # -- a scripted episode on a workspace the learner edited -------------------------------------------
 def _play(name: str, style: str, files: dict[str, str]):
-    from engine.harness import Run, load_scenario
-    from engine.playground import play_script
+    from engine.harness.loop import Run, load_scenario
+    from engine.harness.playground import play_script
 
     scenario = load_scenario(name)
     run, departures = Run(style, "per-block"), []
@@ -84,7 +85,7 @@ def _play(name: str, style: str, files: dict[str, str]):
 
 @pytest.mark.parametrize("style", ["native", "react"])
 def test_the_script_on_its_own_files_runs_to_its_answer_like_run_scenario(style):
-    from engine.harness import STOP_FINAL, load_scenario, run_scenario
+    from engine.harness.loop import STOP_FINAL, load_scenario, run_scenario
 
     scenario = load_scenario("missing-brace")
     run, steps, departures = _play("missing-brace", style, scenario.files)
@@ -104,8 +105,8 @@ EDITS = [
 
 @pytest.mark.parametrize(("name", "edit", "call", "tool", "assumed", "got"), EDITS)
 def test_the_script_stops_where_a_real_result_departs_from_it(name, edit, call, tool, assumed, got):
-    from engine.harness import load_scenario
-    from engine.playground import STOP_DEPARTED
+    from engine.harness.loop import load_scenario
+    from engine.harness.playground import STOP_DEPARTED
 
     files = dict(load_scenario(name).files)
     for path, body in edit.items():
@@ -122,8 +123,8 @@ def test_the_script_stops_where_a_real_result_departs_from_it(name, edit, call, 
 
 def test_removing_the_tests_no_longer_ends_with_both_tests_pass():
     """The case that was seen: run_tests finds no test file, yet the fixed final answer said both tests pass."""
-    from engine.harness import load_scenario
-    from engine.playground import expected_results
+    from engine.harness.loop import load_scenario
+    from engine.harness.playground import expected_results
 
     scenario = load_scenario("missing-brace")
     # with the listing kept as the script assumes, only run_tests can tell the difference

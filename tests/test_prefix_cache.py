@@ -1,4 +1,4 @@
-"""The prefix cache (engine/prefix_cache.py): same tokens and probabilities as a full prefill, hit on a rerun,
+"""The prefix cache (engine/model/prefix_cache.py): same tokens and probabilities as a full prefill, hit on a rerun,
 never changed by a run, bounded, and correct with several runs at once on the one shared tiny model."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ import threading
 import pytest
 import torch
 
-from engine.decode import GenerationSettings, generate
-from engine.prefix_cache import PrefixCache, configured_bytes, prefix_cache_for
-from engine.prompt import Request, render
-from engine.tools import load_tool_set
+from engine.core.generation import GenerationSettings
+from engine.core.prompt import Request, render
+from engine.core.tooldefs import load_tool_set
+from engine.model.decode import generate
+from engine.model.prefix_cache import PrefixCache, configured_bytes, prefix_cache_for
 
 QUESTIONS = ["How many times does the letter r appear in strawberry?", "What is 2 + 2?", "Spell banana backwards."]
 

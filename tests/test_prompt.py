@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.prompt import Request, count_tools_tokens, describe_tool_react, render
-from engine.tokenizer import load_tokenizer
-from engine.tools import load_tool_set
+from engine.core.prompt import Request, count_tools_tokens, describe_tool_react, render
+from engine.core.tokenizer import load_tokenizer
+from engine.core.tooldefs import load_tool_set
 
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 CALL = '<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>'
@@ -23,7 +23,7 @@ HISTORY = [
 
 @pytest.fixture(scope="module")
 def hf():
-    from engine.tokenizer import load_hf_tokenizer
+    from engine.core.tokenizer import load_hf_tokenizer
 
     return load_hf_tokenizer()
 

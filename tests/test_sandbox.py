@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import filetools, sandbox
 from engine.errors import BadInput
-from engine.tools import run_tool
-from engine.workspace import Limits, Workspace
+from engine.harness import filetools, sandbox
+from engine.harness.tools import run_tool
+from engine.harness.workspace import Limits, Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMITS = Limits()

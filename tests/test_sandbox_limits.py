@@ -13,8 +13,8 @@ from dataclasses import replace
 
 import pytest
 
-from engine.tools import run_tool
-from engine.workspace import FOLDER_BYTES, Limits, Usage, Workspace
+from engine.harness.tools import run_tool
+from engine.harness.workspace import FOLDER_BYTES, Limits, Usage, Workspace
 
 LIMITS = Limits()
 
@@ -102,7 +102,7 @@ def test_grep_time_budget_covers_walking_100000_files(hundred_thousand_files, bu
     ],
 )
 def test_the_playground_caps_what_it_shows(files, shown, note):
-    from engine.playground import cap_for_display
+    from engine.harness.playground import cap_for_display
 
     capped = cap_for_display(files)
     assert len(capped.files) == shown and capped.note == note
@@ -110,7 +110,7 @@ def test_the_playground_caps_what_it_shows(files, shown, note):
 
 
 def test_snapshot_stops_at_the_entry_cap(tmp_path):
-    from engine.playground import snapshot
+    from engine.harness.playground import snapshot
 
     for i in range(50):
         (tmp_path / f"f{i:02}.txt").write_text(str(i))

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from bench.bench_load import run_hostile_load
-from engine import sandbox
+from engine.harness import sandbox
 
 pytestmark = [
     pytest.mark.slow,

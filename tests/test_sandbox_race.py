@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from engine.tools import run_tool
-from engine.workspace import Workspace
+from engine.harness.tools import run_tool
+from engine.harness.workspace import Workspace
 
 TRIES = 3000
 SECONDS = 20.0  # the loop stops early past this, whatever the count

@@ -38,7 +38,7 @@ def test_a_built_folder_is_marked_random_and_loads_in_the_engine(tmp_path, monke
     assert {p.name for p in out.iterdir()} >= {"config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"}
     # embeddings tied: the vocabulary's 151,936 x 64 counted once; 2 bytes a weight in bf16
     assert written["parameters"] > 151936 * 64 and written["safetensors_bytes"] >= 2 * written["parameters"]
-    from engine.loading import load_weights
+    from engine.model.loading import load_weights
 
     engine = load_weights(str(out), "cpu", "float32")
     assert engine.info.parameters == written["parameters"] and engine.model.config.random_weights is True

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.tokenizer import load_tokenizer
+from engine.core.tokenizer import load_tokenizer
 from pages.common.stream import MIN_RUN, collapse_runs
 
 TOK = load_tokenizer()
@@ -46,10 +46,10 @@ def test_collapsing_loses_no_token(ids):
 
 @pytest.mark.slow
 def test_lesson_1_streams_the_run_without_tools_and_ends_with_one_full_strip_of_its_tokens(page_app, tiny_engine):
-    from engine.decode import GenerationSettings
-    from engine.harness import load_scenario
-    from engine.live import generate_turn
-    from engine.prompt import Request
+    from engine.core.generation import GenerationSettings
+    from engine.core.prompt import Request
+    from engine.harness.loop import load_scenario
+    from engine.model.live import generate_turn
     from pages.common.draw import token_strip
 
     at = page_app("pages/1_why_call_a_tool.py", timeout=180, model="tiny")

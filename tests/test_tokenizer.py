@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from engine.tokenizer import IM_END, TOOL_CALL, load_tokenizer
+from engine.core.tokenizer import IM_END, TOOL_CALL, load_tokenizer
 
 CORPUS = [
     "How many times does the letter r appear in strawberry?",
@@ -26,7 +26,7 @@ CORPUS = [
 
 @pytest.fixture(scope="module")
 def hf():
-    from engine.tokenizer import load_hf_tokenizer
+    from engine.core.tokenizer import load_hf_tokenizer
 
     return load_hf_tokenizer()
 
@@ -71,8 +71,8 @@ def test_split_character_is_shown_as_bytes():
 def test_counting_tokens_does_not_import_torch():
     code = (
         "import sys\n"
-        "from engine.prompt import Request, render\n"
-        "from engine.tools import load_tool_set\n"
+        "from engine.core.prompt import Request, render\n"
+        "from engine.core.tooldefs import load_tool_set\n"
         "render(Request([{'role': 'user', 'content': 'hi'}], load_tool_set('strawberry')))\n"
         "print('torch' in sys.modules)\n"
     )
@@ -81,8 +81,8 @@ def test_counting_tokens_does_not_import_torch():
 
 
 def test_missing_folder_explains_itself(tmp_path):
+    from engine.core.tokenizer import QwenTokenizer
     from engine.errors import TokenizerUnavailable
-    from engine.tokenizer import QwenTokenizer
 
     with pytest.raises(TokenizerUnavailable, match="tokenizer.json"):
         QwenTokenizer(tmp_path, "empty")

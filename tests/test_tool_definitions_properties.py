@@ -16,8 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from engine.parse import parse_turn
-from engine.tools import NAME_PATTERN, TOOL_SETS, check_tool_definitions, find_tool_problems, load_tool_set
+from engine.core.parse import parse_turn
+from engine.core.tooldefs import (
+    NAME_PATTERN,
+    TOOL_SETS,
+    check_tool_definitions,
+    find_tool_problems,
+    load_tool_set,
+)
 
 PROPERTY = settings(max_examples=200, deadline=2000, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 

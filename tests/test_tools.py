@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from engine.tools import TOOL_SETS, find_tool_problems, load_tool_set, run_tool
-from engine.workspace import Workspace
+from engine.core.tooldefs import TOOL_SETS, find_tool_problems, load_tool_set
+from engine.harness.tools import run_tool
+from engine.harness.workspace import Workspace
 
 
 def test_strawberry_definitions_are_exactly_the_lessons():

@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from engine.decode import GenerationSettings
+from engine.core.generation import GenerationSettings
+from engine.core.prompt import Request
 from engine.errors import BadInput
-from engine.live import generate_turn
-from engine.prompt import Request
-from engine.trace import load_trace, record_trace
+from engine.model.live import generate_turn
+from engine.packs.trace import load_trace, record_trace
 
 MESSAGES = [{"role": "user", "content": "How many r are in strawberry?"}]
 

@@ -1,4 +1,4 @@
-"""engine/warmup.py: the start-up warm-up runs once per process, in the background, and warms what pages share."""
+"""engine/constrain/warmup.py: the start-up warm-up runs once per process, in the background, and warms what pages share."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from helpers import ROOT
 CHILD = r"""
 import json, sys, threading, time
 sys.path.insert(0, {root!r})
-import engine.warmup as warmup
-from engine.grammar import _compile, _tokenizer_info, canonical
-from engine.tools import TOOL_SETS, load_tool_set
+import engine.constrain.warmup as warmup
+from engine.constrain.grammar import _compile, _tokenizer_info, canonical
+from engine.core.tooldefs import TOOL_SETS, load_tool_set
 t = time.perf_counter()
 first, second = warmup.start_warmup(), warmup.start_warmup()
 returned = time.perf_counter() - t

@@ -27,10 +27,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
-from engine.harness import list_gallery, list_scenarios, load_scenario
-from engine.tools import load_tool_set
-from engine.wire import (
+from engine.harness.loop import list_gallery, list_scenarios, load_scenario
+from engine.wire.formats import (
     DIFFERENCES,
     FORMATS,
     TOOL_CHOICES,

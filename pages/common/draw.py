@@ -8,7 +8,7 @@ import re
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.parse import CHECK_TITLES
+from engine.core.parse import CHECK_TITLES
 from pages.common.literal import literal
 
 CSS = """

@@ -1,6 +1,6 @@
 """The same tools elsewhere: Qwen3's exact counts beside OpenAI's published estimate, and Anthropic's quoted overhead.
 
-Drawn by the calculator and by lesson 7. The figures come from engine.openai_tokens; the
+Drawn by the calculator and by lesson 7. The figures come from engine.wire.openai_tokens; the
 Anthropic table is quoted from lessons/anthropic-tool-overhead.json with its source.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import asdict
 import streamlit as st
 
 from engine.errors import BadInput
-from engine.openai_tokens import compare_tool_costs, estimate_openai_tokens
+from engine.wire.openai_tokens import compare_tool_costs, estimate_openai_tokens
 from pages.common.words import LESSONS, lesson
 
 

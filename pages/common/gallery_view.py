@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.tokenizer import REAL_VOCAB
+from engine.core.tokenizer import REAL_VOCAB
 from pages.common.draw import call_words, draw_reading, draw_tokens, show_token
 
 

@@ -12,7 +12,7 @@ import json
 import re
 from functools import lru_cache
 
-from engine.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, TOOL_CALL_END, load_tokenizer
+from engine.core.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, TOOL_CALL_END, load_tokenizer
 from pages.common.words import LESSONS, lesson_index
 
 PATH = LESSONS / "glossary.json"

@@ -1,6 +1,6 @@
 """The models a page can use, once per server process: the tokenizer, the tiny model, the live model, traces.
 
-The live model lives in the engine's process-wide registry (engine.loading): loaded once, from
+The live model lives in the engine's process-wide registry (engine.model.loading): loaded once, from
 whichever session pressed the sidebar's button, then found loaded by every session of the server.
 
 Also the one-line labels that say what made a panel's figures, and the plain message a panel
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.core.tokenizer import load_tokenizer
 from engine.errors import EngineError
-from engine.loading import TINY, check_model, find_job, find_loaded, load_model, start_load
+from engine.model.loading import TINY, check_model, find_job, find_loaded, load_model, start_load
+from engine.packs.trace import load_trace
 from engine.settings import load_settings
-from engine.tokenizer import load_tokenizer
-from engine.trace import load_trace
 from pages.common.words import ROOT, words
 
 TRACES = ROOT / "assets" / "traces"
@@ -56,7 +56,7 @@ def draw_progress(bar, job) -> None:
 def load_live_model(name: str):
     """Load the live model for the whole server, drawing its progress here; the model, or None with the error kept for the sidebar.
 
-    The load runs in a thread of the server process (engine.loading.start_load), not in this
+    The load runs in a thread of the server process (engine.model.loading.start_load), not in this
     script run: a learner who clicks elsewhere meanwhile does not stop it, a second press
     anywhere joins it, and once it is done every session finds the model loaded.
     """

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine.harness import Run
-from engine.pack import (
+from engine.harness.loop import Run
+from engine.packs.pack import (
     MANIFEST,
     MAX_UPLOAD_BYTES,
     Pack,
@@ -28,7 +28,7 @@ from engine.pack import (
     read_pack_bytes,
     replay_episode,
 )
-from engine.pack import choices as choices  # re-exported for pages drawing top-k rows
+from engine.packs.pack import choices as choices  # re-exported for pages drawing top-k rows
 from pages.common.words import ROOT, words
 
 SHIPPED = ROOT / "assets" / "packs"

@@ -12,11 +12,12 @@ import json
 
 import streamlit as st
 
-from engine.calculator import measure_tools_cost
-from engine.harness import load_scenario, run_scenario
-from engine.parse import find_name_token, parse_turn
-from engine.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, load_tokenizer
-from engine.tools import load_tool_set, run_tool
+from engine.core.parse import find_name_token, parse_turn
+from engine.core.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, load_tokenizer
+from engine.core.tooldefs import load_tool_set
+from engine.harness.loop import load_scenario, run_scenario
+from engine.harness.tools import run_tool
+from engine.teaching.calculator import measure_tools_cost
 from pages.common.state import style
 from pages.common.tool_editor import _add_tool
 from pages.common.words import lesson
@@ -47,7 +48,7 @@ def _the_model_writes_a_call(**_) -> dict:
 
 
 def _check_run_return(**_) -> dict:
-    from engine.cost import measure_malformed_cost
+    from engine.teaching.cost import measure_malformed_cost
 
     scenario, chosen = load_scenario("missing-brace"), style()
     bad = scenario.turns[chosen][scenario.malformed_turn].text

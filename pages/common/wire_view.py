@@ -7,7 +7,7 @@ import json
 
 import streamlit as st
 
-from engine.wire import DIFFERENCES, FORMATS, NAME, TOOL_CHOICES, tool_choice_for
+from engine.wire.formats import DIFFERENCES, FORMATS, NAME, TOOL_CHOICES, tool_choice_for
 
 SHORT = {
     "qwen3": "Qwen3 native",
@@ -92,7 +92,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def differences_html(style: str) -> str:
-    """engine.wire.DIFFERENCES as one table: a row per question, a column per format."""
+    """engine.wire.formats.DIFFERENCES as one table: a row per question, a column per format."""
     formats = ordered_formats(style)
     if narrow():
         # projected: one block of five rows per question, so no cell is squeezed to a word
@@ -107,7 +107,7 @@ def differences_html(style: str) -> str:
 
 
 def tool_choice_html() -> str:
-    """Each API's words for the four tool_choice modes, written by engine.wire.tool_choice_for."""
+    """Each API's words for the four tool_choice modes, written by engine.wire.formats.tool_choice_for."""
     modes = {"auto": "auto: the model decides", "required": "required: some tool", "none": "none: no call",
              NAME: "one named tool"}
     rows = []

@@ -1,0 +1,4 @@
+"""The torch-free core: the Qwen3 tokenizer, a request rendered as a prompt, tool definitions, parsing a turn, a generated turn as data.
+
+Counting and parsing never import torch or xgrammar (tests/test_layout.py checks it).
+"""

@@ -1,0 +1,111 @@
+"""Generation with the live model, as pages, the harness and the command line use it.
+
+The entry points over engine/model/decode.py's step loop: build the grammar constraint a
+tool_choice asks for, generate one assistant turn for a request, decode it twice (with and
+without the constraint) for lesson 6, and `LiveModel`, which plugs the loaded model into the
+harness where the scripted model plugs in otherwise.
+
+    model = load_model("tiny")                      # engine/model/loading.py
+    generation = generate_turn(model, Request(messages, tools), GenerationSettings(top_k=5))
+    for step in generation.steps:
+        draw(step.token, step.p, step.top)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..constrain.masks import make_constraint
+from ..core.generation import Generation, GenerationSettings, ModelInfo
+from ..core.prompt import Request, render
+from ..errors import BadInput
+from ..harness.loop import Turn
+from .decode import Constraint, generate
+from .loading import LoadedModel
+
+
+def build_constraint(engine: LoadedModel, tools: list[dict], tool_choice: str | None, style: str = "native",
+                     thinking: bool = False) -> Constraint | None:
+    """The grammar constraint for `tool_choice` over `tools`, or None when nothing is constrained.
+
+    "none" or no tool_choice: free text. Anything else needs tools and the native style
+    (the grammar follows Qwen3's <tool_call> blocks). `thinking`: the request's enable_thinking
+    (a <think> block may come before a required or named call).
+    """
+    if tool_choice in (None, "none"):
+        return None
+    if not tools:
+        raise BadInput(f"tool_choice {tool_choice!r} needs tools to choose from: pass --tools T.json, or drop --tool-choice")
+    if style != "native":
+        raise BadInput(f"tool_choice {tool_choice!r} constrains native <tool_call> turns; ReAct turns are not constrained")
+    return make_constraint(tools, tool_choice, engine.tokenizer, thinking)
+
+
+def generate_turn(
+    engine: LoadedModel,
+    request: Request,
+    settings: GenerationSettings | None = None,
+    constraint: Constraint | None = None,
+    on_step=None,
+) -> Generation:
+    """Render `request` as the model sees it and generate the assistant's next turn."""
+    prompt = render(request, engine.tokenizer)
+    return generate(engine, prompt, settings, constraint, on_step)
+
+
+class LiveModel:
+    """The live model behind the harness's `next_turn(request) -> Turn`, in place of the scripted model.
+
+    `tool_choice` constrains every turn with the request's tools (native style only);
+    `on_step` sees each token as it is chosen; `generations` keeps every turn's full record.
+    """
+
+    def __init__(
+        self,
+        engine: LoadedModel,
+        settings: GenerationSettings | None = None,
+        tool_choice: str | None = None,
+        on_step=None,
+    ):
+        self.engine = engine
+        self.settings = settings or GenerationSettings()
+        self.tool_choice = tool_choice
+        self.on_step = on_step
+        self.generations: list[Generation] = []
+
+    @property
+    def info(self) -> ModelInfo:
+        return self.engine.info
+
+    def next_turn(self, request: Request):
+        constraint = build_constraint(self.engine, request.tools, self.tool_choice, request.style, request.enable_thinking)
+        generation = generate_turn(self.engine, request, self.settings, constraint, self.on_step)
+        self.generations.append(generation)
+        return Turn(
+            text=generation.text, finish=generation.finish, output_tokens=generation.output_tokens,
+            steps=generation.steps,
+        )
+
+
+# -- constrained and unconstrained, side by side --------------------------------------------
+@dataclass
+class SideBySide:
+    """The same request, settings and seed, decoded with and without the constraint."""
+
+    constrained: Generation
+    unconstrained: Generation
+    reason: str  # what the constraint does at the start of the turn (or why it cannot), in words
+    first_difference: int | None  # the first step where the two chose differently; None = identical turns
+
+
+def side_by_side(engine: LoadedModel, request: Request, tool_choice: str | dict, settings: GenerationSettings | None = None) -> SideBySide:
+    """Decode `request` twice with the live engine: under `tool_choice`'s constraint, and free."""
+    constraint = make_constraint(request.tools, tool_choice, engine.tokenizer, request.enable_thinking)
+    reason = constraint.reason if constraint is not None else "none: no constraint and no call"
+    constrained = generate_turn(engine, request, settings, constraint)
+    unconstrained = generate_turn(engine, request, settings, None)
+    pairs = zip(constrained.steps, unconstrained.steps, strict=False)
+    first = next((i for i, (a, b) in enumerate(pairs) if a.id != b.id), None)
+    if first is None and len(constrained.steps) != len(unconstrained.steps):
+        first = min(len(constrained.steps), len(unconstrained.steps))
+    return SideBySide(constrained, unconstrained, reason, first)

@@ -1,0 +1,332 @@
+"""Load the live model into memory once per process: a folder, a cached hub id, a download, or the tiny model.
+
+Where the weights come from is engine/model/weights.py; this module turns them into a `LoadedModel`
+(the network, its tokenizer and a label) that every page and user of the process shares. The
+tiny model (`tiny`) is a Qwen3ForCausalLM with the real vocabulary size and random weights from
+a fixed seed: it runs every code path the real model runs, in milliseconds, and its outputs
+mean nothing except as mechanics.
+
+torch is imported inside the functions that need it, so `check_model` (the sidebar's status
+line) never imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core.generation import ModelInfo
+from ..core.tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB, QwenTokenizer, load_tokenizer
+from ..errors import BadInput, EngineError, ModelUnavailable, TokenizerUnavailable
+from ..settings import VENDORED_TOKENIZER, load_settings
+from .weights import (
+    Progress,
+    explain_unavailable,
+    find_cached_weights,
+    first_line,
+    has_weights,
+    how_to_get,
+    hub_reachable,
+    locate_weights,
+    revision_of,
+)
+
+if TYPE_CHECKING:
+    import torch
+
+TINY = "tiny"
+TINY_NOTE = "random weights; outputs mean nothing except as mechanics"
+RANDOM_FOLDER_NOTE = "random weights (its config.json says so); outputs mean nothing except as mechanics"
+DTYPES = ("float32", "bfloat16", "float16")
+CONFIG_LIMIT = 1_000_000  # bytes of config.json read to find the random-weights marker
+
+
+@dataclass
+class LoadedModel:
+    """A loaded model with its tokenizer, shared by every user of the process."""
+
+    model: torch.nn.Module
+    tokenizer: QwenTokenizer
+    info: ModelInfo
+    # one forward pass at a time on the shared model (each generation keeps its own cache and RNG)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def device(self) -> torch.device:
+        import torch
+
+        return torch.device(self.info.device)
+
+
+# -- device and dtype ---------------------------------------------------------------------
+def choose_device(requested: str | None = None) -> str:
+    """'cuda' when present, else Apple 'mps', else 'cpu'; `requested` (or QWEN_DEVICE) overrides."""
+    import torch
+
+    requested = requested or load_settings().device
+    if requested == "auto":
+        if torch.cuda.is_available():
+            return "cuda"
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return "mps"
+        return "cpu"
+    if requested not in ("cpu", "cuda", "mps") and not requested.startswith("cuda:"):
+        raise BadInput(f"device must be auto, cpu, cuda or mps, not {requested!r}")
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise BadInput("device 'cuda' was asked for but torch sees no CUDA GPU; use --device auto or cpu")
+    return requested
+
+
+def choose_dtype(device: str, requested: str | None = None) -> str:
+    """bfloat16 on a GPU; on a CPU, bfloat16 where a matmul timing shows the processor runs it natively,
+    else float32 (engine/model/cpu_speed.py, measured once per process); `requested` (or QWEN_DTYPE) overrides."""
+    requested = requested or load_settings().dtype
+    if requested == "auto":
+        if device == "cpu":
+            from .cpu_speed import cpu_dtype
+
+            return cpu_dtype().dtype
+        return "bfloat16" if device.startswith("cuda") else "float16"
+    if requested not in DTYPES:
+        raise BadInput(f"dtype must be auto, float32, bfloat16 or float16, not {requested!r}")
+    return requested
+
+
+# -- the tiny model -----------------------------------------------------------------------
+def build_tiny_network(seed: int = 0) -> torch.nn.Module:
+    """A 2-layer Qwen3 with the real vocabulary size and random weights drawn from `seed`."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    config = Qwen3Config(
+        vocab_size=MODEL_VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, tie_word_embeddings=True,
+        # the config defaults are None, and then nothing would ever stop a turn
+        eos_token_id=IM_END, pad_token_id=END_OF_TEXT,
+    )
+    # a private generator keeps the weights the same whatever else has drawn from torch's RNG
+    state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(seed)
+        model = Qwen3ForCausalLM(config)
+    finally:
+        torch.random.set_rng_state(state)
+    return model.eval()
+
+
+def build_tiny(seed: int = 0) -> LoadedModel:
+    """The tiny model with the vendored tokenizer, labelled as random weights."""
+    model = build_tiny_network(seed)
+    info = ModelInfo(
+        name=TINY, source="built in memory", path=None, revision=f"random init, seed {seed}",
+        dtype="float32", device="cpu", parameters=sum(p.numel() for p in model.parameters()),
+        random_weights=True, note=TINY_NOTE,
+    )
+    return LoadedModel(model, load_tokenizer(str(VENDORED_TOKENIZER)), info)
+
+
+# -- loading ------------------------------------------------------------------------------
+def load_weights(name: str, device: str | None = None, dtype: str | None = None, progress: Progress | None = None) -> LoadedModel:
+    """Load `name` (a hub id or folder) with AutoModelForCausalLM, without memoising it."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    device = choose_device(device)
+    dtype = choose_dtype(device, dtype)
+    folder, source = locate_weights(name, progress)
+    if progress is not None:
+        progress(0, 0, f"loading {name} into memory ({dtype}, {device})")
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, dtype), local_files_only=True)
+        model = model.to(device).eval()
+    except Exception as error:
+        raise ModelUnavailable(f"the weights in {folder} could not be loaded: {type(error).__name__}: {first_line(error)}") from error
+    try:
+        tokenizer = load_tokenizer(str(folder))
+    except TokenizerUnavailable:
+        # every Qwen3 size shares one tokenizer; a folder without its files uses the vendored copy
+        tokenizer = load_tokenizer(str(VENDORED_TOKENIZER))
+    random_weights = declares_random_weights(folder)
+    info = ModelInfo(
+        name=name, source=source, path=str(folder), revision=revision_of(folder), dtype=dtype, device=device,
+        parameters=sum(p.numel() for p in model.parameters()),
+        random_weights=random_weights, note=RANDOM_FOLDER_NOTE if random_weights else None,
+    )
+    return LoadedModel(model, tokenizer, info)
+
+
+def declares_random_weights(folder: Path) -> bool:
+    """Whether the folder's config.json says its weights are random: a top-level `"random_weights": true`.
+
+    bench/make_sized_model.py writes that key into the folders it builds (the real architecture
+    with random weights, for load and speed measurements). Nothing else can tell random weights
+    from trained ones honestly, so a folder without the key is taken at its word.
+    """
+    path = folder / "config.json"
+    try:
+        if path.stat().st_size > CONFIG_LIMIT:  # a model's config is a few kB; never read a huge file whole
+            return False
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and config.get("random_weights") is True
+
+
+# The process-wide registry: every page, session and browser tab of one server shares these.
+_loaded: dict[tuple, LoadedModel] = {}
+_loaded_lock = threading.Lock()  # guards the two dicts, held only for a moment
+_load_locks: dict[tuple, threading.Lock] = {}  # one per (name, device, dtype), held for the whole load
+
+
+def load_model(
+    name: str | None = None, device: str | None = None, dtype: str | None = None, progress: Progress | None = None
+) -> LoadedModel:
+    """The model for `name` ("tiny", a hub id or a folder; default QWEN_MODEL or Qwen/Qwen3-1.7B), loaded once per process.
+
+    Concurrent first calls for the same model wait for one load (a later caller's `progress`
+    hears that it waits); loads of different models do not wait for each other. Raises
+    ModelUnavailable, quickly when offline, with the way to get the weights; a failed load
+    leaves nothing behind, so the next call tries again.
+    """
+    name = name or load_settings().model
+    if name != TINY:
+        # "auto" and the resolved choice name the same load
+        device = choose_device(device)
+        dtype = choose_dtype(device, dtype)
+    key = (name, device, dtype)
+    with _loaded_lock:
+        if key in _loaded:
+            return _loaded[key]
+        load_lock = _load_locks.setdefault(key, threading.Lock())
+    if load_lock.locked() and progress is not None:
+        progress(0, 0, f"{name} is being loaded by another user of this site; waiting for it")
+    with load_lock:
+        if key in _loaded:  # loaded while this call waited
+            return _loaded[key]
+        started = time.perf_counter()
+        model = build_tiny() if name == TINY else load_weights(name, device, dtype, progress)
+        with _loaded_lock:
+            _loaded[key] = model
+        if progress is not None:
+            progress(0, 0, f"{name} ready in {time.perf_counter() - started:.1f} s")
+        return model
+
+
+def find_loaded(name: str | None = None) -> LoadedModel | None:
+    """The model already loaded for `name` in this process (whatever its device and dtype), or None; never loads, never imports torch."""
+    name = name or load_settings().model
+    with _loaded_lock:
+        return next((model for key, model in _loaded.items() if key[0] == name), None)
+
+
+def is_loading(name: str | None = None) -> bool:
+    """Whether some request of this process is loading `name` right now (another tab, another user)."""
+    name = name or load_settings().model
+    with _loaded_lock:
+        return any(key[0] == name and lock.locked() and key not in _loaded for key, lock in _load_locks.items())
+
+
+@dataclass
+class LoadJob:
+    """One load of a model in a background thread of the process, that any number of pages can watch.
+
+    The page that starts it draws its progress from `stage`, `done` and `total`; a page that
+    stops (the learner clicks elsewhere, the tab closes) does not stop the load, and every
+    other page finds the same job, then the same loaded model.
+    """
+
+    name: str
+    stage: str = "starting"
+    done: int = 0  # bytes so far, while downloading
+    total: int = 0  # bytes in all, while downloading; 0 for a stage without a byte count
+    model: LoadedModel | None = None
+    error: str | None = None  # what failed and how to get the weights
+    finished: threading.Event = field(default_factory=threading.Event, repr=False)
+    events: list = field(default_factory=list, repr=False)  # every (done, total, stage) reported, in order
+
+    def report(self, done: int, total: int, stage: str) -> None:
+        self.done, self.total, self.stage = done, total, stage
+        if len(self.events) < MAX_EVENTS:
+            self.events.append((done, total, stage))
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether the load has finished (loaded or failed), waiting up to `timeout` seconds."""
+        return self.finished.wait(timeout)
+
+
+MAX_EVENTS = 10_000  # progress events a job keeps (a download reports about every 10 MB)
+_jobs: dict[str, LoadJob] = {}
+
+
+def start_load(name: str | None = None) -> LoadJob:
+    """The running or finished load of `name`, or a new one started in a background thread.
+
+    A second caller while a load runs gets the same job (one load however many press the
+    button); a caller after a failure starts a fresh job, so pressing again retries.
+    """
+    name = name or load_settings().model
+    with _loaded_lock:
+        job = _jobs.get(name)
+        if job is not None and (not job.finished.is_set() or job.error is None):
+            return job
+        job = _jobs[name] = LoadJob(name)
+
+    def work():
+        try:
+            job.model = load_model(name, progress=job.report)
+        except EngineError as error:
+            job.error = str(error)
+        except Exception as error:  # a thread must hand every failure back to the page that watches it
+            job.error = f"loading {name} failed: {type(error).__name__}: {first_line(error)}. {how_to_get(name)}"
+        finally:
+            job.finished.set()
+
+    threading.Thread(target=work, daemon=True, name=f"load {name}").start()
+    return job
+
+
+def find_job(name: str | None = None) -> LoadJob | None:
+    """The latest load job of `name` in this process (running, loaded or failed), or None."""
+    name = name or load_settings().model
+    with _loaded_lock:
+        return _jobs.get(name)
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """Whether a model can be had now, without loading it: for a sidebar or a panel's "no model" note."""
+
+    name: str
+    state: str  # "loaded", "tiny", "local folder", "cached", "downloadable" or "missing"
+    path: str | None
+    message: str  # one line for the page; for "missing", how to get the weights
+
+    @property
+    def available(self) -> bool:
+        return self.state != "missing"
+
+
+def check_model(name: str | None = None, probe_hub: bool = False) -> ModelStatus:
+    """Where `name` (default QWEN_MODEL or Qwen/Qwen3-1.7B) would load from; probes the hub (up to 3 s) only if asked."""
+    name = name or load_settings().model
+    if find_loaded(name) is not None:
+        return ModelStatus(name, "loaded", None, f"{name} is loaded")
+    if name == TINY:
+        return ModelStatus(name, "tiny", None, f"tiny: {TINY_NOTE}")
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if has_weights(path):
+            return ModelStatus(name, "local folder", str(path), f"{name} loads from the folder {path}")
+        return ModelStatus(name, "missing", str(path), f"the folder {path} has no config.json and .safetensors weights")
+    cached = find_cached_weights(name)
+    if cached is not None:
+        return ModelStatus(name, "cached", str(cached), f"{name} is in the local cache")
+    if probe_hub and hub_reachable():
+        return ModelStatus(name, "downloadable", None, f"{name} is not cached; loading it will download it from the Hugging Face hub")
+    if probe_hub:
+        return ModelStatus(name, "missing", None, explain_unavailable(name, "unreachable"))
+    return ModelStatus(name, "missing", None, f"{name} is not in the local cache. {how_to_get(name)}")

@@ -1,0 +1,78 @@
+"""The model's next-token distribution at one point of a prompt, for lessons that need one step.
+
+`decode.stream_steps` reports the top-k of every step it generates. A lesson sometimes needs
+the probability of one particular token instead, wherever it ranks (seed 002: how much
+Qwen3-1.7B puts on `<tool_call>` as its first token when asked the capital of France), or the
+raw logits after a prompt plus part of a turn, so a page can show a grammar's mask before and
+after renormalising (`constrain.inspect_mask(..., logits=...)`).
+
+    engine = load_model("tiny")
+    first = first_token(engine, render(Request(messages, tools)).ids)
+    first.p[TOOL_CALL]            # the probability of <tool_call> as the first token
+
+A recorded trace keeps only each step's top-k, so `p_in_trace_step` says whether the figure
+it gives is exact (the token was in the top-k) or only an upper bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ..core.generation import Alternative, DecodeStep, ModelInfo
+from ..core.tokenizer import REAL_VOCAB, TOOL_CALL
+from .loading import LoadedModel
+
+
+def next_logits(engine: LoadedModel, ids: list[int]) -> torch.Tensor:
+    """Raw logits for the token after `ids`, over the model's 151,936 rows (padding rows -inf)."""
+    if not ids:
+        raise ValueError("next_logits needs at least one token id")
+    feed = torch.tensor([list(ids)], device=engine.device)
+    with engine.lock, torch.no_grad():
+        out = engine.model(input_ids=feed, logits_to_keep=1)
+    logits = out.logits[0, -1].float().cpu()
+    # the padding rows are not tokens
+    logits[REAL_VOCAB:] = float("-inf")
+    return logits
+
+
+@dataclass(frozen=True)
+class FirstToken:
+    """The model's distribution over the first token of its reply."""
+
+    prompt_tokens: int
+    p: dict[int, float]  # the probability of each watched id (plain softmax, temperature 1)
+    top: list[Alternative]  # the most likely first tokens, most likely first
+    model: ModelInfo
+    watched: list[str] = field(default_factory=list)  # the watched ids as token text, same order
+
+
+def first_token(engine: LoadedModel, prompt_ids: list[int], watch: tuple[int, ...] = (TOOL_CALL,), top_k: int = 10) -> FirstToken:
+    """One forward pass over the prompt: P(each watched id) and the top-k, as the model's first step sees them."""
+    probs = torch.softmax(next_logits(engine, prompt_ids), dim=-1)
+    values, ids = probs.topk(top_k)
+    top = [Alternative(int(i), engine.tokenizer.token_text(int(i)), float(v)) for v, i in zip(values, ids, strict=True)]
+    return FirstToken(
+        prompt_tokens=len(prompt_ids),
+        p={int(i): float(probs[i]) for i in watch},
+        top=top,
+        model=engine.info,
+        watched=[engine.tokenizer.token_text(int(i)) for i in watch],
+    )
+
+
+def p_in_trace_step(step: DecodeStep, token_id: int) -> tuple[float, bool]:
+    """(probability, exact) of `token_id` at a recorded step.
+
+    Exact when it was the chosen token or in the recorded top-k; otherwise the smallest
+    recorded top-k probability, which is an upper bound (exact=False)."""
+    if step.id == token_id:
+        return step.p, True
+    for alternative in step.top:
+        if alternative.id == token_id:
+            return alternative.p, True
+    if not step.top:
+        return step.p, False
+    return min(a.p for a in step.top), False

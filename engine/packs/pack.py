@@ -1,0 +1,464 @@
+"""Lesson packs: every run a model panel can show, recorded once with a real model, replayed anywhere.
+
+A pack is a folder (or a .zip of one) holding `manifest.json` and one JSON file per run in
+`runs/`. The manifest says which model made the pack (name, revision, dtype, device,
+parameter count), when, with which version of this project, and lists every run: its panel,
+its settings, the sha256 of the prompt's token ids and the sha256 of the run's file. A page
+looks a run up by id and shows it only while the prompt it computes now hashes to the
+recorded one, so a pack never passes off figures for a prompt that has since changed.
+`engine/packs/prepare.py` writes packs; this module reads and checks them, and never imports torch.
+
+Everything in a pack is untrusted (a teacher may upload one to a shared server): a zip's
+size, file count and uncompressed total are capped before anything is read, a name that
+leaves the pack or is not JSON is refused, every run's file must match the manifest's
+hash, and a file the manifest does not list is refused. Each refusal is a `PackError`
+whose message says what is wrong and how to make a good pack. The reference for the zip
+checks is Python's own zipfile documentation ("Decompression pitfalls"): a member's stated
+size can lie, so reads are bounded too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import stat
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from ..errors import BadInput
+from ..harness.loop import Run, ScriptedModel, Turn, iterate_episode
+from ..harness.workspace import Workspace
+from ..settings import ROOT
+
+PACK_FORMAT = "tool-calling-explainer lesson pack"
+PACK_VERSION = 1
+MANIFEST = "manifest.json"
+RUNS = "runs"
+
+# what a pack may hold, whoever made it
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024  # a .zip as uploaded
+MAX_TOTAL_BYTES = 200 * 1024 * 1024  # every file uncompressed, all together
+MAX_FILE_BYTES = 20 * 1024 * 1024  # one file uncompressed
+MAX_FILES = 400  # files in a pack (a full pack holds about 40)
+# what an unzipping tool leaves beside the real files; skipped without being read
+JUNK = re.compile(r"(^|/)(__MACOSX/.*|\.DS_Store)$")
+RUN_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+KINDS = ("generation", "episode", "first_token", "masks", "side_by_side")
+
+
+class PackError(BadInput):
+    """A pack that cannot be used; the message says why and what to do."""
+
+
+def prompt_hash(ids: list[int]) -> str:
+    """The sha256 of a prompt's token ids, written as decimal numbers joined by commas."""
+    return hashlib.sha256(",".join(str(int(i)) for i in ids).encode("ascii")).hexdigest()
+
+
+def megabytes(size: int) -> str:
+    """A size for people, in MB of 2**20 bytes: '50 MB', '0.3 MB'."""
+    value = size / 2**20
+    return f"{value:,.0f} MB" if value >= 10 or value == int(value) else f"{value:,.1f} MB"
+
+
+def file_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def project_version() -> str:
+    """This project's version, from pyproject.toml ("unknown" if it cannot be read)."""
+    import tomllib
+
+    try:
+        with open(ROOT / "pyproject.toml", "rb") as handle:
+            return str(tomllib.load(handle)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
+# -- what a page gets ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PackModel:
+    """The model that recorded a pack, as its manifest says."""
+
+    name: str
+    revision: str | None
+    dtype: str
+    device: str
+    parameters: int
+    random_weights: bool
+
+    def label(self) -> str:
+        short = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(self.dtype, self.dtype)
+        return f"{self.name} ({short}, {self.device})"
+
+
+@dataclass(frozen=True)
+class Pack:
+    """A checked pack: its model, its date and its runs by id."""
+
+    where: str  # the folder or file it was read from, or the uploaded file's name
+    model: PackModel
+    created: str  # ISO 8601, UTC
+    project_version: str
+    runs: dict[str, PackRun] = field(default_factory=dict)
+
+    @property
+    def date(self) -> str:
+        try:
+            return datetime.fromisoformat(self.created).strftime("%Y-%m-%d %H:%M UTC")
+        except ValueError:
+            return self.created
+
+    def label(self) -> str:
+        """'Qwen/Qwen3-1.7B (bf16, cuda), recorded 2026-05-09 14:03 UTC' (+ a random-weights warning)."""
+        tail = "; random weights: its words and probabilities mean nothing" if self.model.random_weights else ""
+        return f"{self.model.label()}, recorded {self.date}{tail}"
+
+    def run(self, run_id: str) -> PackRun | None:
+        return self.runs.get(run_id)
+
+
+@dataclass(frozen=True)
+class PackRun:
+    """One recorded run: what the manifest says of it, and the run's own data."""
+
+    id: str
+    panel: str
+    kind: str
+    settings: dict
+    prompt_sha256: str
+    data: dict = field(repr=False)
+
+    def recorded_for(self, ids: list[int]) -> bool:
+        """Whether the run was recorded for exactly this prompt (the page's current one)."""
+        return prompt_hash(ids) == self.prompt_sha256
+
+    @property
+    def steps(self) -> list[RecordedStep]:
+        """The generated tokens of a "generation" run."""
+        return [RecordedStep.from_json(s) for s in self.data["steps"]]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A token and its probability (a top-k row)."""
+
+    id: int
+    token: str
+    p: float
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    """One generated token as `decode.DecodeStep.as_json` wrote it: the fields a panel draws."""
+
+    index: int
+    id: int
+    token: str
+    text: str
+    p: float
+    top: list[Choice]
+    allowed: int | None
+
+    @classmethod
+    def from_json(cls, data: dict) -> RecordedStep:
+        return cls(int(data["index"]), int(data["id"]), str(data["token"]), str(data.get("text", "")),
+                   float(data["p"]), choices(data.get("top") or []), data.get("allowed"))
+
+
+def choices(rows: list[dict]) -> list[Choice]:
+    return [Choice(int(r["id"]), str(r["token"]), float(r["p"])) for r in rows]
+
+
+def replay_episode(run: PackRun, messages: list[dict], tools: list[dict], style: str,
+                   workspace: Workspace | None = None, max_turns: int = 8) -> tuple[Run, bool]:
+    """An "episode" run played again through the harness: the recorded turns, in a fresh run.
+
+    The harness is deterministic given the turns, so the tool results, costs and verdicts come
+    out as they did live. The second value says whether every call's prompt hashed as it did
+    when the model wrote the turn (False: the question, files or tools have changed since).
+    """
+    turns = [Turn(t["text"], t["finish"], t["output_tokens"]) for t in run.data["turns"]]
+    recorded = [t["prompt_sha256"] for t in run.data["turns"]]
+    played = Run(style, "per-block")
+    same = True
+    for number, step in enumerate(iterate_episode(ScriptedModel(turns), messages, tools, style=style,
+                                                  workspace=workspace, max_turns=max_turns, run=played)):
+        same = same and number < len(recorded) and prompt_hash(step.prompt.ids) == recorded[number]
+    return played, same and len(played.steps) == len(recorded)
+
+
+# -- reading a pack: files first, then what they say ---------------------------------------------
+def _safe_name(name: str) -> str:
+    """A member's path as a plain relative POSIX path; PackError for one that could leave the pack."""
+    if "\\" in name or name.startswith("/") or re.match(r"^[A-Za-z]:", name) or "\x00" in name:
+        raise PackError(f"the pack holds {name!r}, a path outside the pack: a pack holds only relative paths")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if not parts or any(p == ".." for p in parts):
+        raise PackError(f"the pack holds {name!r}, a path outside the pack: a pack holds only relative paths")
+    return "/".join(parts)
+
+
+def _admit(files: dict[str, bytes], name: str, size: int, total: int) -> None:
+    """Refuse before reading what would break a limit."""
+    if not name.endswith(".json"):
+        raise PackError(f"the pack holds {name}, which is not JSON: a pack holds only manifest.json and runs/*.json")
+    if len(files) >= MAX_FILES:
+        raise PackError(f"the pack holds more than {MAX_FILES} files: a pack made by `python -m engine prepare` holds about 40")
+    if size > MAX_FILE_BYTES:
+        raise PackError(f"{name} is {size:,} bytes uncompressed; a pack file may hold up to {MAX_FILE_BYTES:,}")
+    if total + size > MAX_TOTAL_BYTES:
+        raise PackError(f"the pack unpacks to more than {MAX_TOTAL_BYTES:,} bytes; a real pack is a few MB")
+
+
+def _zip_files(data: bytes) -> dict[str, bytes]:
+    """The JSON files of a zipped pack, read into memory with every limit checked (nothing is extracted)."""
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise PackError(f"the file is {megabytes(len(data))}; a pack may be up to {megabytes(MAX_UPLOAD_BYTES)}")
+    files: dict[str, bytes] = {}
+    total = 0
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+            if len(members) > MAX_FILES * 2:
+                raise PackError(f"the zip holds {len(members):,} entries; a pack holds about 40 files")
+            for info in members:
+                if info.is_dir() or JUNK.search(info.filename):
+                    continue
+                name = _safe_name(info.filename)
+                if stat.S_ISLNK(info.external_attr >> 16):
+                    raise PackError(f"{name} is a symbolic link: a pack holds only plain JSON files")
+                _admit(files, name, info.file_size, total)
+                # the stated size can lie: read one byte past it and refuse what is longer
+                with archive.open(info) as member:
+                    body = member.read(info.file_size + 1)
+                if len(body) != info.file_size:
+                    raise PackError(f"{name} is not the size its zip entry states: the zip is damaged; make it again")
+                files[name] = body
+                total += len(body)
+    except zipfile.BadZipFile as error:
+        raise PackError(f"the file is not a readable zip ({error}): it may be truncated; zip the pack folder again") from error
+    except (zlib.error, EOFError) as error:
+        raise PackError(f"the zip is damaged or truncated ({type(error).__name__}); zip the pack folder again") from error
+    except (NotImplementedError, RuntimeError) as error:
+        raise PackError(f"the zip cannot be read ({error}): use plain deflate, without a password") from error
+    return files
+
+
+def _folder_files(folder: Path) -> dict[str, bytes]:
+    """The JSON files of a pack folder, with the same limits as a zip; symbolic links are refused."""
+    files: dict[str, bytes] = {}
+    total = 0
+    for base, folders, names in os.walk(folder, followlinks=False):
+        for child in list(folders):
+            if (Path(base) / child).is_symlink():
+                raise PackError(f"{Path(base, child).relative_to(folder)} is a symbolic link: a pack holds only plain files")
+        for entry in sorted(names):
+            path = Path(base) / entry
+            name = path.relative_to(folder).as_posix()
+            if JUNK.search(name):
+                continue
+            if path.is_symlink() or not path.is_file():
+                raise PackError(f"{name} is not a plain file: a pack holds only plain JSON files")
+            _admit(files, name, path.stat().st_size, total)
+            with open(path, "rb") as handle:
+                files[name] = handle.read(MAX_FILE_BYTES + 1)
+            total += len(files[name])
+    return files
+
+
+def _strip_top_folder(files: dict[str, bytes]) -> dict[str, bytes]:
+    """A zip of the pack's folder holds `NAME/manifest.json`: read it as if zipped from inside."""
+    if MANIFEST in files or not files:
+        return files
+    tops = {name.split("/", 1)[0] for name in files}
+    if len(tops) == 1 and all("/" in name for name in files):
+        top = tops.pop() + "/"
+        return {name[len(top):]: body for name, body in files.items()}
+    return files
+
+
+def _json(name: str, body: bytes):
+    try:
+        return json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise PackError(f"{name} is not UTF-8 text: it is not a file `python -m engine prepare` wrote") from error
+    except json.JSONDecodeError as error:
+        raise PackError(f"{name} is not valid JSON ({error.msg} at line {error.lineno}): it may be truncated") from error
+    except RecursionError as error:
+        raise PackError(f"{name} nests its JSON too deeply to be a file `python -m engine prepare` wrote") from error
+
+
+def _need(data, key: str, kind, where: str):
+    """data[key], of type `kind`; PackError naming the file and the field otherwise."""
+    if not isinstance(data, dict) or key not in data:
+        raise PackError(f"{where} has no {key!r}: the file is damaged or from another program")
+    value = data[key]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise PackError(f"{where}: {key!r} is a {type(value).__name__}, not the {getattr(kind, '__name__', kind)} it should be")
+    return value
+
+
+def _check_probability(value, where: str) -> None:
+    if not (isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= float(value) <= 1.0):
+        raise PackError(f"{where}: {value!r} is not a probability between 0 and 1")
+
+
+def _check_choices(rows, where: str) -> None:
+    if not isinstance(rows, list) or len(rows) > 100:
+        raise PackError(f"{where} must be a list of at most 100 tokens")
+    for n, row in enumerate(rows):
+        _need(row, "id", int, f"{where}[{n}]")
+        _need(row, "token", str, f"{where}[{n}]")
+        _check_probability(_need(row, "p", float, f"{where}[{n}]"), f"{where}[{n}]")
+
+
+def _check_generation(data: dict, where: str) -> None:
+    _need(data, "text", str, where)
+    _need(data, "finish", str, where)
+    for n, step in enumerate(_need(data, "steps", list, where)):
+        at = f"{where} step {n}"
+        for key in ("index", "id"):
+            _need(step, key, int, at)
+        _need(step, "token", str, at)
+        _check_probability(_need(step, "p", float, at), at)
+        _check_choices(step.get("top") or [], f"{at} top")
+
+
+def _check_run_data(kind: str, data: dict, where: str) -> None:
+    """The fields each kind of run must have, of the right types, so a page never trips on them."""
+    if kind == "generation":
+        _check_generation(data, where)
+    elif kind == "side_by_side":
+        for side in ("constrained", "unconstrained"):
+            _check_generation(_need(data, side, dict, where), f"{where} {side}")
+    elif kind == "first_token":
+        _check_probability(_need(data, "p_tool_call", float, where), where)
+        _need(data, "prompt_tokens", int, where)
+        _check_choices(_need(data, "top", list, where), f"{where} top")
+    elif kind == "episode":
+        for n, turn in enumerate(_need(data, "turns", list, where)):
+            at = f"{where} turn {n + 1}"
+            _need(turn, "text", str, at)
+            _need(turn, "finish", str, at)
+            _need(turn, "output_tokens", int, at)
+            if not SHA256.match(_need(turn, "prompt_sha256", str, at)):
+                raise PackError(f"{at}: prompt_sha256 is not a sha256")
+    elif kind == "masks":
+        for n, step in enumerate(_need(data, "steps", list, where)):
+            at = f"{where} step {n + 1}"
+            _need(step, "number", int, at)
+            if step.get("allowed") is not None:
+                _need(step, "allowed", int, at)
+                _check_probability(_need(step, "forbidden_mass", float, at), at)
+                _check_choices(_need(step, "top_before", list, at), f"{at} top_before")
+                _check_choices(_need(step, "top_after", list, at), f"{at} top_after")
+
+
+def check_manifest(manifest, where: str = MANIFEST) -> tuple[PackModel, list[dict]]:
+    """The manifest's model and run entries; PackError for anything missing or of the wrong type."""
+    if not isinstance(manifest, dict) or manifest.get("format") != PACK_FORMAT:
+        raise PackError(f"{where} is not a lesson pack's manifest: make a pack with "
+                        "`python -m engine prepare --model MODEL --out DIR`")
+    if manifest.get("version") != PACK_VERSION:
+        raise PackError(f"the pack has format version {manifest.get('version')!r}; this site reads version {PACK_VERSION}: "
+                        "make it again with this version of the project")
+    model = _need(manifest, "model", dict, where)
+    revision = model.get("revision")
+    info = PackModel(
+        name=_need(model, "name", str, f"{where} model"),
+        revision=revision if isinstance(revision, str) else None,
+        dtype=_need(model, "dtype", str, f"{where} model"),
+        device=_need(model, "device", str, f"{where} model"),
+        parameters=_need(model, "parameters", int, f"{where} model"),
+        random_weights=_need(model, "random_weights", bool, f"{where} model"),
+    )
+    _need(manifest, "created", str, where)
+    _need(manifest, "project_version", str, where)
+    entries = _need(manifest, "runs", list, where)
+    for n, entry in enumerate(entries):
+        at = f"{where} run {n + 1}"
+        run_id = _need(entry, "id", str, at)
+        if not RUN_ID.match(run_id):
+            raise PackError(f"{at}: {run_id!r} is not a run id (lowercase letters, digits, dashes and underscores)")
+        _need(entry, "panel", str, at)
+        if _need(entry, "kind", str, at) not in KINDS:
+            raise PackError(f"{at}: kind {entry['kind']!r} is not one of {', '.join(KINDS)}")
+        _need(entry, "settings", dict, at)
+        for key in ("prompt_sha256", "sha256"):
+            if not SHA256.match(_need(entry, key, str, at)):
+                raise PackError(f"{at}: {key} is not a sha256 (64 hexadecimal digits)")
+        if _need(entry, "file", str, at) != f"{RUNS}/{run_id}.json":
+            raise PackError(f"{at}: its file must be {RUNS}/{run_id}.json, not {entry['file']!r}")
+    return info, entries
+
+
+def check_pack(files: dict[str, bytes], where: str, allow_random: bool = False) -> Pack:
+    """A Pack from its files (relative name -> bytes); PackError for the first thing wrong."""
+    files = _strip_top_folder(files)
+    if MANIFEST not in files:
+        raise PackError(f"{where} has no manifest.json: it is not a lesson pack. Make one with "
+                        "`python -m engine prepare --model MODEL --out DIR` and zip the folder DIR")
+    manifest = _json(MANIFEST, files[MANIFEST])
+    model, entries = check_manifest(manifest)
+    if model.random_weights and not allow_random:
+        raise PackError(f"{where} was recorded with random weights ({model.name}): its figures mean nothing, so the "
+                        "site refuses it. Record a pack with real weights (QWEN_ALLOW_RANDOM_PACKS=1 admits it, for tests)")
+    listed = {entry["file"] for entry in entries}
+    foreign = sorted(set(files) - listed - {MANIFEST})
+    if foreign:
+        raise PackError(f"the pack holds {foreign[0]}, which its manifest does not list: a foreign file; "
+                        "remove it, or make the pack again")
+    runs: dict[str, PackRun] = {}
+    for entry in entries:
+        name = entry["file"]
+        if name not in files:
+            raise PackError(f"the manifest lists {name}, which the pack does not hold: the pack is incomplete; "
+                            "run `python -m engine prepare` again with the same --out to finish it")
+        if file_hash(files[name]) != entry["sha256"]:
+            raise PackError(f"{name} was changed after the pack was made (its sha256 does not match the manifest): "
+                            "the file is tampered with or truncated; make the pack again")
+        data = _json(name, files[name])
+        if not isinstance(data, dict) or data.get("id") != entry["id"] or data.get("kind") != entry["kind"]:
+            raise PackError(f"{name} is not the run {entry['id']} that the manifest names")
+        _check_run_data(entry["kind"], data, name)
+        runs[entry["id"]] = PackRun(entry["id"], entry["panel"], entry["kind"], entry["settings"],
+                                    entry["prompt_sha256"], data)
+    return Pack(where, model, manifest["created"], manifest["project_version"], runs)
+
+
+def read_pack(source: str | Path, allow_random: bool = False) -> Pack:
+    """A pack from a folder or a .zip file on disk."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return check_pack(_folder_files(path), str(path), allow_random)
+    if not path.is_file():
+        raise PackError(f"no pack at {path}: give a pack folder or a .zip made from one")
+    if path.stat().st_size > MAX_UPLOAD_BYTES:
+        raise PackError(f"{path} is {megabytes(path.stat().st_size)}; a pack may be up to {megabytes(MAX_UPLOAD_BYTES)}")
+    return check_pack(_zip_files(path.read_bytes()), path.name, allow_random)
+
+
+def read_pack_bytes(data: bytes, name: str, allow_random: bool = False) -> Pack:
+    """A pack uploaded as a .zip (its bytes, never written to disk)."""
+    return check_pack(_zip_files(data), name, allow_random)
+
+
+def find_shipped_pack(folder: Path, allow_random: bool = False) -> Pack | None:
+    """The first pack (a sub-folder or a .zip, by name) in `folder` (assets/packs/), or None when it holds none."""
+    if not folder.is_dir():
+        return None
+    for candidate in sorted(folder.iterdir()):
+        if (candidate.is_dir() and (candidate / MANIFEST).is_file()) or candidate.suffix == ".zip":
+            return read_pack(candidate, allow_random)
+    return None

@@ -1,0 +1,2 @@
+"""The lessons' own computations: the token-cost calculator, a malformed call's cost, the failure gallery.
+"""

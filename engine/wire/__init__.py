@@ -1,0 +1,2 @@
+"""One tool call written in other formats: OpenAI's and Anthropic's APIs, and OpenAI's token estimate.
+"""
