@@ -4,7 +4,7 @@ Each page runs in its own fresh Python process through streamlit's AppTest (app.
 switch_page), so "first" is what the first visitor after a server start waits for, minus the
 browser. "warm" is the median of a few reruns of the same page. Prints one JSON object.
 
-    python bench/bench_pages.py [--reruns 5] [--warmup off|concurrent|wait] [pages/calculator.py ...]
+    python bench/bench_pages.py [--reruns 5] [--warmup off|concurrent|wait] [app_pages/calculator.py ...]
 
 --warmup says what the start-up warm-up (engine/constrain/warmup.py, started by app.py) has done when
 the first render starts:
@@ -39,7 +39,7 @@ started = time.perf_counter()
 at = AppTest.from_file({app!r}, default_timeout=120)
 at.query_params["model"] = "off"
 at.run()
-if page != "pages/home.py":
+if page != "app_pages/home.py":
     at.switch_page(page).run()
 first = time.perf_counter() - started
 warm = []

@@ -14,7 +14,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "missing Debian packages: ${missing[*]} (sudo apt-get install ${missing[*]}); the browser and sandbox tests need them" >&2
   fi
 fi
-python -m ruff check engine pages tests bench app.py
+python -m ruff check engine app_pages ui tests bench app.py
 # two workers: the browser tests stay together on one (tests/conftest.py), the rest share both;
 # TEST_WORKERS=0 runs everything in this process
 python -m pytest -n "${TEST_WORKERS:-2}" --dist loadgroup "$@"

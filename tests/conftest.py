@@ -27,7 +27,7 @@ def tiny_engine():
 # -- the site: AppTest pages and a real server for the browser tests --------------------------------------
 @pytest.fixture
 def page_app():
-    """`open_page` as a fixture: page_app("pages/2_tools_as_schemas.py", style="react")."""
+    """`open_page` as a fixture: page_app("app_pages/tools_as_schemas.py", style="react")."""
     return open_page
 
 

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # -- the site: a page in streamlit's AppTest -------------------------------------------------------------
 def open_page(page: str | None = None, timeout: float = 60, **query):
-    """An AppTest of app.py, run once, then switched to `page` (a path such as "pages/home.py"); `query` seeds the URL."""
+    """An AppTest of app.py, run once, then switched to `page` (a path such as "app_pages/home.py"); `query` seeds the URL."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)

@@ -52,9 +52,9 @@ def shoot(page, name: str) -> None:
 def test_a_fresh_server_opens_a_teachers_link_directly(site):
     """First in the file on purpose: the server's very first request is a deep link with state in the URL.
 
-    (With a pages/ folder beside app.py, Streamlit answers a fresh server's first request with
-    its old pages/-folder routing; a url_path that is not the file's own name then pops up
-    "Page not found". The url_paths in lessons/index.json avoid that.)
+    (With a pages/ folder beside app.py, Streamlit answered a fresh server's first request with
+    its old pages/-folder routing and popped up "Page not found"; the page scripts live in
+    app_pages/ so that st.navigation alone routes every request.)
     """
     from playwright.sync_api import expect
 

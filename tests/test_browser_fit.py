@@ -18,7 +18,7 @@ from helpers import shoot_whole_page
 
 from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario, run_scenario
-from pages.common.words import lesson
+from ui.words import lesson
 
 pytestmark = pytest.mark.browser
 

@@ -12,7 +12,7 @@ from engine.constrain import grammar
 from engine.constrain.masks import make_constraint
 from engine.core.tooldefs import MAX_DEFINITIONS_BYTES, find_cost_problem, find_tool_problems
 from engine.errors import BadInput
-from pages.common.tool_editor import MAX_EDITOR_CHARS, read_tools
+from ui.tool_editor import MAX_EDITOR_CHARS, read_tools
 
 
 def tool(name: str, parameters: dict, description: str = "A tool.") -> dict:

@@ -7,7 +7,7 @@ import pytest
 import engine.model.cpu_speed as cpu_speed
 from engine.model.cpu_speed import SMALL_MODEL, expected_speed, measure_copy_bandwidth
 from engine.model.loading import choose_dtype
-from pages.common.words import words
+from ui.words import words
 
 
 @pytest.fixture

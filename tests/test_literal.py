@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario, run_scenario
-from pages.common.draw import prompt_html, token_strip, turn_html
-from pages.common.literal import literal, plural, reply_html, table_html
+from ui.draw import prompt_html, token_strip, turn_html
+from ui.literal import literal, plural, reply_html, table_html
 
 
 class TextOf(HTMLParser):

@@ -15,8 +15,8 @@ from engine.harness.loop import list_scenarios, load_scenario, run_scenario
 from engine.teaching.cost import measure_malformed_cost
 
 P4, P5, P6, PG = (
-    "pages/4_check_run_return.py", "pages/5_answer_and_when_not_to_call.py", "pages/6_constrained_decoding.py",
-    "pages/playground.py",
+    "app_pages/check_run_return.py", "app_pages/answer_and_when_not_to_call.py", "app_pages/constrained_decoding.py",
+    "app_pages/playground.py",
 )
 
 

@@ -21,7 +21,7 @@ from engine.teaching.gallery import check_grammar, measure_retry_loop, measure_s
 from engine.wire.formats import scenario_exchanges
 from engine.wire.openai_tokens import compare_tool_costs
 
-P7, GALLERY, CALC = "pages/7_same_call_five_ways.py", "pages/gallery.py", "pages/calculator.py"
+P7, GALLERY, CALC = "app_pages/same_call_five_ways.py", "app_pages/gallery.py", "app_pages/calculator.py"
 
 
 def all_text(at) -> str:

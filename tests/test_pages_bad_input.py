@@ -16,7 +16,7 @@ import pytest
 import torch
 from helpers import FailingModel, open_page
 
-P1, P2, CALC, PG = "pages/1_why_call_a_tool.py", "pages/2_tools_as_schemas.py", "pages/calculator.py", "pages/playground.py"
+P1, P2, CALC, PG = "app_pages/why_call_a_tool.py", "app_pages/tools_as_schemas.py", "app_pages/calculator.py", "app_pages/playground.py"
 
 
 def tool(name="a", **function) -> dict:
@@ -140,7 +140,7 @@ def test_playground_file_fields_bad_input():
 
 
 def test_playground_live_run_that_fails_mid_run_says_so_and_the_next_run_works(monkeypatch):
-    from pages.common.models import tiny_engine
+    from ui.models import tiny_engine
 
     at = open_page(PG)
     at.segmented_control(key="pg_mode").set_value("live").run()

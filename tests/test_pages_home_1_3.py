@@ -18,7 +18,7 @@ from engine.teaching.calculator import plan_run
 
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 P1, P2, P3, CALC = (
-    "pages/1_why_call_a_tool.py", "pages/2_tools_as_schemas.py", "pages/3_the_model_writes_a_call.py", "pages/calculator.py",
+    "app_pages/why_call_a_tool.py", "app_pages/tools_as_schemas.py", "app_pages/the_model_writes_a_call.py", "app_pages/calculator.py",
 )
 
 

@@ -13,14 +13,14 @@ from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import load_scenario
 from engine.teaching.calculator import measure_tools_cost
 from engine.teaching.cost import measure_malformed_cost
-from pages.common.glossary import link_terms, term_url
+from ui.glossary import link_terms, term_url
 
 GLOSSARY = json.loads((ROOT / "lessons" / "glossary.json").read_text(encoding="utf-8"))
 INDEX = {e["id"]: e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8"))}
 LESSON_PAGES = {
-    "why-call-a-tool": "pages/1_why_call_a_tool.py", "tools-as-schemas": "pages/2_tools_as_schemas.py",
-    "the-model-writes-a-call": "pages/3_the_model_writes_a_call.py", "check-run-return": "pages/4_check_run_return.py",
-    "when-not-to-call": "pages/5_answer_and_when_not_to_call.py", "constrained-decoding": "pages/6_constrained_decoding.py",
+    "why-call-a-tool": "app_pages/why_call_a_tool.py", "tools-as-schemas": "app_pages/tools_as_schemas.py",
+    "the-model-writes-a-call": "app_pages/the_model_writes_a_call.py", "check-run-return": "app_pages/check_run_return.py",
+    "when-not-to-call": "app_pages/answer_and_when_not_to_call.py", "constrained-decoding": "app_pages/constrained_decoding.py",
 }
 WANTED_TERMS = [
     "token", "vocabulary", "special token", "chat template", "system prompt", "tool schema", "harness", "tool call",
@@ -41,7 +41,7 @@ def test_the_glossary_has_every_term_each_pointing_to_a_lesson_that_exists():
 
 
 def test_the_glossary_page_lists_every_term_under_its_anchor_with_the_tokenizers_figures():
-    at = open_page("pages/glossary.py")
+    at = open_page("app_pages/glossary.py")
     assert at.title[0].value == "Glossary" and not at.exception
     assert [h.value for h in at.subheader] == WANTED_TERMS
     assert [h.proto.anchor for h in at.subheader] == [t["id"] for t in GLOSSARY["terms"]]
@@ -58,12 +58,12 @@ def test_the_glossary_page_lists_every_term_under_its_anchor_with_the_tokenizers
     ],
 )
 def test_a_link_with_term_puts_that_entry_on_the_first_screen(term, shown):
-    at = open_page("pages/glossary.py", term=term)
+    at = open_page("app_pages/glossary.py", term=term)
     assert at.markdown[1].value.startswith(shown) or any(m.value.startswith(shown) for m in at.markdown[:4])
 
 
 def test_an_unknown_term_says_so_and_still_lists_everything():
-    at = open_page("pages/glossary.py", term="<script>")
+    at = open_page("app_pages/glossary.py", term="<script>")
     assert "No entry is called '<script>'" in at.info[0].value and len(at.subheader) == len(WANTED_TERMS)
 
 
@@ -118,7 +118,7 @@ def test_lesson_1_and_4_and_6_answers_are_computed():
 
 # -- state kept when the learner visits another page --------------------------------------------
 def _leave_and_come_back(at, page: str):
-    at.switch_page("pages/home.py").run()
+    at.switch_page("app_pages/home.py").run()
     for name in list(at.query_params):  # the browser drops a page's URL parameters on the way to another page
         del at.query_params[name]
     at.run()
@@ -150,9 +150,9 @@ def test_edited_tools_and_playground_files_survive_a_visit_to_another_page():
     edited = at.text_area(key="schemas_json").value
     _leave_and_come_back(at, LESSON_PAGES["tools-as-schemas"])
     assert at.text_area(key="schemas_json").value == edited
-    at.switch_page("pages/playground.py").run()
+    at.switch_page("app_pages/playground.py").run()
     at.text_input(key="pg_path_0").input("calc2.py").run()
-    _leave_and_come_back(at, "pages/playground.py")
+    _leave_and_come_back(at, "app_pages/playground.py")
     assert [t.value for t in at.text_input] == ["calc2.py", "test_calc.py"]
 
 

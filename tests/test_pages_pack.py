@@ -16,8 +16,8 @@ from helpers import open_page, zipped
 from engine.packs.pack import read_pack
 
 P1, P3, P5, P6, PG = (
-    "pages/1_why_call_a_tool.py", "pages/3_the_model_writes_a_call.py", "pages/5_answer_and_when_not_to_call.py",
-    "pages/6_constrained_decoding.py", "pages/playground.py",
+    "app_pages/why_call_a_tool.py", "app_pages/the_model_writes_a_call.py", "app_pages/answer_and_when_not_to_call.py",
+    "app_pages/constrained_decoding.py", "app_pages/playground.py",
 )
 LABEL = "Recorded with tiny (fp32, cpu), recorded 20"
 
@@ -97,7 +97,7 @@ def test_lesson_6_shows_the_recorded_mask_before_and_after_and_the_two_decodes(p
     assert before == [r["p"] for r in row["top_before"]]
     pair = pack.run("lesson6-pair-required").data
     # both recorded replies, drawn literally (the pack's label is above them, not on each)
-    from pages.common.literal import reply_html
+    from ui.literal import reply_html
 
     shown = [m.value for m in at.markdown]
     assert reply_html(pair["unconstrained"]["text"], None) in shown and reply_html(pair["constrained"]["text"], None) in shown

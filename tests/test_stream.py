@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.core.tokenizer import load_tokenizer
-from pages.common.stream import MIN_RUN, collapse_runs
+from ui.stream import MIN_RUN, collapse_runs
 
 TOK = load_tokenizer()
 NEWLINE = TOK.encode("\n")[0]
@@ -50,9 +50,9 @@ def test_lesson_1_streams_the_run_without_tools_and_ends_with_one_full_strip_of_
     from engine.core.prompt import Request
     from engine.harness.loop import load_scenario
     from engine.model.live import generate_turn
-    from pages.common.draw import token_strip
+    from ui.draw import token_strip
 
-    at = page_app("pages/1_why_call_a_tool.py", timeout=180, model="tiny")
+    at = page_app("app_pages/why_call_a_tool.py", timeout=180, model="tiny")
     at.button(key="why_ask").click().run(timeout=300)
     assert not at.exception, [e.value for e in at.exception]
     # the same greedy run outside the page: the page's final strip is exactly its tokens, runs collapsed
@@ -67,9 +67,9 @@ def test_lesson_1_streams_the_run_without_tools_and_ends_with_one_full_strip_of_
 
 @pytest.mark.slow
 def test_the_playgrounds_live_turns_are_token_strips_with_whitespace_runs_counted(page_app):
-    from pages.common.stream import strip_html
+    from ui.stream import strip_html
 
-    at = page_app("pages/playground.py", timeout=180, model="tiny", mode="live", scenario="strawberry")
+    at = page_app("app_pages/playground.py", timeout=180, model="tiny", mode="live", scenario="strawberry")
     at.button(key="pg_run").click().run(timeout=600)
     assert not at.exception, [e.value for e in at.exception]
     steps = at.session_state["pg_result"]["steps"]

@@ -109,7 +109,7 @@ def test_tool_shaped_values_never_crash_and_what_passes_is_usable(data, text):
 @PROPERTY
 @given(st.one_of(json_values.map(json.dumps), tools.map(json.dumps), st.text(max_size=200)))
 def test_pasted_text_is_checked_when_it_is_json_and_refused_with_the_json_error_when_not(text):
-    from pages.common.tool_editor import read_tools
+    from ui.tool_editor import read_tools
 
     tools, problems = read_tools(text)
     try:

@@ -18,9 +18,9 @@ from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import load_scenario, run_scenario
 from engine.harness.tools import run_tool
 from engine.teaching.calculator import measure_tools_cost
-from pages.common.state import style
-from pages.common.tool_editor import _add_tool
-from pages.common.words import lesson
+from ui.state import style
+from ui.tool_editor import _add_tool
+from ui.words import lesson
 
 
 def _why_call_a_tool(**_) -> dict:

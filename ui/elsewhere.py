@@ -14,7 +14,7 @@ import streamlit as st
 
 from engine.errors import BadInput
 from engine.wire.openai_tokens import compare_tool_costs, estimate_openai_tokens
-from pages.common.words import LESSONS, lesson
+from ui.words import LESSONS, lesson
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.core.parse import CHECK_TITLES
-from pages.common.literal import literal
+from ui.literal import literal
 
 CSS = """
 <style>

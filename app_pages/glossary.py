@@ -2,11 +2,9 @@
 
 import streamlit as st
 
-from pages.common.chrome import page_chrome
-from pages.common.glossary import entry_text, glossary
-from pages.common.words import lesson_index
+from ui.glossary import entry_text, glossary
+from ui.words import lesson_index
 
-page_chrome(__file__)
 data = glossary()
 pages = {e["id"]: e for e in lesson_index()}
 st.title(data["title"])

@@ -5,17 +5,14 @@ import streamlit as st
 from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario, run_scenario
 from engine.harness.tools import run_tool
-from pages.common.chrome import page_chrome
-from pages.common.draw import draw_tokens, notice
-from pages.common.glossary import show_intro
-from pages.common.models import model_label, model_source, no_model_box, tokenizer
-from pages.common.packs import current, current_episode, find_replay, missing_note
-from pages.common.state import from_url, style, to_url
-from pages.common.stream import TokenStream
-from pages.common.understanding import check_understanding
-from pages.common.words import lesson
-
-page_chrome(__file__)
+from ui.draw import draw_tokens, notice
+from ui.glossary import show_intro
+from ui.models import model_label, model_source, no_model_box, tokenizer
+from ui.packs import current, current_episode, find_replay, missing_note
+from ui.state import from_url, style, to_url
+from ui.stream import TokenStream
+from ui.understanding import check_understanding
+from ui.words import lesson
 
 text = lesson("why-call-a-tool")
 tok = tokenizer()

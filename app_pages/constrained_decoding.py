@@ -11,16 +11,15 @@ from engine.core.prompt import Request, render
 from engine.core.tokenizer import REAL_VOCAB, TOOL_CALL
 from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import load_scenario
-from pages.common.chart_words import chart_caption
-from pages.common.chrome import page_chrome
-from pages.common.draw import chart_layout, draw_tokens, notice, show_token
-from pages.common.glossary import show_intro
-from pages.common.literal import draw_reply, plural
-from pages.common.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
-from pages.common.packs import choices, current, find_replay, recorded_label
-from pages.common.state import from_url, style, to_url
-from pages.common.understanding import check_understanding
-from pages.common.words import LESSONS, lesson, words
+from ui.chart_words import chart_caption
+from ui.draw import chart_layout, draw_tokens, notice, show_token
+from ui.glossary import show_intro
+from ui.literal import draw_reply, plural
+from ui.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
+from ui.packs import choices, current, find_replay, recorded_label
+from ui.state import from_url, style, to_url
+from ui.understanding import check_understanding
+from ui.words import LESSONS, lesson, words
 
 ID = "constrained-decoding"
 DATA = json.loads((LESSONS / f"{ID}.json").read_text(encoding="utf-8"))
@@ -29,7 +28,6 @@ MODES = ["auto", "required", "count_letter", "tokenize", "none"]
 TURNS = {t["id"]: t for t in DATA["turns"]}
 QUESTION = load_scenario("strawberry").messages
 
-page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
 show_intro(ID, text["intro"])

@@ -8,20 +8,18 @@ import streamlit as st
 from engine.core.prompt import Request, render
 from engine.core.tokenizer import TOOL_CALL
 from engine.harness.loop import ScriptedModel, Turn, load_scenario, run_episode, run_scenario
-from pages.common.chart_words import chart_caption
-from pages.common.chrome import page_chrome
-from pages.common.draw import chart_layout, legend_html, notice, prompt_html, show_token
-from pages.common.glossary import show_intro
-from pages.common.models import current_engine, engine_kind, find_trace, model_label
-from pages.common.packs import current, find_replay, recorded_label
-from pages.common.state import style
-from pages.common.understanding import check_understanding
-from pages.common.words import LESSONS, lesson
+from ui.chart_words import chart_caption
+from ui.draw import chart_layout, legend_html, notice, prompt_html, show_token
+from ui.glossary import show_intro
+from ui.models import current_engine, engine_kind, find_trace, model_label
+from ui.packs import current, find_replay, recorded_label
+from ui.state import style
+from ui.understanding import check_understanding
+from ui.words import LESSONS, lesson
 
 ID = "when-not-to-call"
 DATA = json.loads((LESSONS / f"{ID}.json").read_text(encoding="utf-8"))
 
-page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
 show_intro(ID, text["intro"])

@@ -13,7 +13,7 @@ import time
 
 import streamlit as st
 
-from pages.common.draw import token_strip
+from ui.draw import token_strip
 
 MIN_RUN = 4  # a run of this many identical whitespace tokens becomes one box "↵ ×N"
 

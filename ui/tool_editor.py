@@ -7,7 +7,7 @@ import json
 import streamlit as st
 
 from engine.core.tooldefs import MAX_DEFINITIONS_BYTES, TOOL_SETS, find_tool_problems, load_tool_set
-from pages.common.state import from_url, restore, to_url
+from ui.state import from_url, restore, to_url
 
 NEW_TOOL = {
     "type": "function",

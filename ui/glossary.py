@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 
 from engine.core.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, TOOL_CALL_END, load_tokenizer
-from pages.common.words import LESSONS, lesson_index
+from ui.words import LESSONS, lesson_index
 
 PATH = LESSONS / "glossary.json"
 

@@ -4,15 +4,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.teaching.calculator import measure_tools_cost, plan_run
-from pages.common.chart_words import chart_caption
-from pages.common.chrome import page_chrome
-from pages.common.draw import chart_layout, notice
-from pages.common.literal import table_html
-from pages.common.state import from_url, style, to_url
-from pages.common.tool_editor import tool_editor
-from pages.common.words import lesson
+from ui.chart_words import chart_caption
+from ui.draw import chart_layout, notice
+from ui.literal import table_html
+from ui.state import from_url, style, to_url
+from ui.tool_editor import tool_editor
+from ui.words import lesson
 
-page_chrome(__file__)
 text = lesson("calculator")
 st.title(text["title"])
 st.markdown(text["intro"])
@@ -90,7 +88,7 @@ st.markdown(table_html(
 
 # -- the same tools elsewhere: OpenAI's published estimate beside Qwen3's counts, Anthropic's quoted overhead
 from engine.harness.loop import load_scenario  # noqa: E402
-from pages.common.elsewhere import same_tools_elsewhere  # noqa: E402
+from ui.elsewhere import same_tools_elsewhere  # noqa: E402
 
 same_tools_elsewhere(tools, load_scenario("strawberry").messages)
 

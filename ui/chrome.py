@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
-from pages.common.draw import CSS, PRESENTER_CSS
-from pages.common.models import live_model_name, model_status
-from pages.common.packs import pack_sidebar
-from pages.common.state import MODEL_CHOICES, STYLES, keep_page_state, setup_defaults, style, to_url
-from pages.common.words import ROOT, lesson_index
+from ui.draw import CSS, PRESENTER_CSS
+from ui.models import live_model_name, model_status
+from ui.packs import pack_sidebar
+from ui.state import MODEL_CHOICES, STYLES, keep_page_state, setup_defaults, style, to_url
+from ui.words import ROOT, lesson_index
 
 PAGE_TITLE = "Tool calling, token by token"
 
@@ -38,7 +36,6 @@ def presenting() -> bool:
 def route() -> None:
     """The router (app.py runs this): the shared chrome, then the chosen page."""
     page = _chrome()
-    st.session_state["_routed"] = True  # this run has the sidebar; the page's page_chrome() lets it through
     _run(page)
 
 
@@ -48,31 +45,6 @@ def _run(page) -> None:
         page.run()
     finally:
         keep_page_state()
-
-
-def page_chrome(page_file: str) -> None:
-    """Call first in every page as `page_chrome(__file__)`: when the page runs without app.py's router, run it through the router instead.
-
-    With a pages/ folder beside app.py, Streamlit runs a page file directly when its url_path
-    equals the file's name and st.navigation has not yet run in the process: a cold server's
-    first request (a teacher's link), and every AppTest switch_page. Drawing the page in that
-    run is not enough: st.navigation moves the run onto app.py's page hash, so the page's
-    widgets would get other element ids than in the routed runs that follow, and the browser
-    would then send their defaults back (lesson 4's scenario jumped to its first option on the
-    second click). So the fallback does what app.py does: the page runs again inside it, under
-    its own page hash, and this outer run stops.
-    """
-    if st.session_state.pop("_routed", False):
-        return
-    caller = Path(page_file).resolve()
-    page = _chrome()
-    # (the default page's url_path reads "" whatever index.json gives it)
-    chosen = {"" if e.get("default") else e["url_path"]: ROOT / e["page"] for e in lesson_index()}.get(page.url_path)
-    if chosen is not None and chosen.resolve() == caller:
-        st.session_state["_routed"] = True
-        _run(page)
-        st.stop()
-    # st.navigation chose another page than the one running (never seen): go on drawing this one
 
 
 def navigation():

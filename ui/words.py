@@ -6,7 +6,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "lessons"
 
 

@@ -29,7 +29,7 @@ from engine.packs.pack import (
     replay_episode,
 )
 from engine.packs.pack import choices as choices  # re-exported for pages drawing top-k rows
-from pages.common.words import ROOT, words
+from ui.words import ROOT, words
 
 SHIPPED = ROOT / "assets" / "packs"
 

@@ -13,9 +13,8 @@ from engine.teaching.gallery import (
     measure_schema_cost,
     show_gallery_case,
 )
-from pages.common.chrome import page_chrome
-from pages.common.draw import notice, turn_html
-from pages.common.gallery_view import (
+from ui.draw import notice, turn_html
+from ui.gallery_view import (
     draw_length_cut,
     draw_malformed_cost,
     draw_naive,
@@ -25,12 +24,11 @@ from pages.common.gallery_view import (
     draw_verdict,
     draw_walk,
 )
-from pages.common.state import from_url, style, to_url
-from pages.common.words import lesson, words
+from ui.state import from_url, style, to_url
+from ui.words import lesson, words
 
 ID = "gallery"
 
-page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
 st.markdown(text["intro"])

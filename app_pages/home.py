@@ -4,11 +4,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common.chrome import page_chrome
-from pages.common.models import current_engine, live_model_name, no_model_box, random_label, weights_on_disk
-from pages.common.words import ROOT, lesson, lesson_index, words
-
-page_chrome(__file__)
+from ui.models import current_engine, live_model_name, no_model_box, random_label, weights_on_disk
+from ui.words import ROOT, lesson, lesson_index, words
 
 text = lesson("home")
 st.title(text["title"])

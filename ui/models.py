@@ -16,7 +16,7 @@ from engine.errors import EngineError
 from engine.model.loading import TINY, check_model, find_job, find_loaded, load_model, start_load
 from engine.packs.trace import load_trace
 from engine.settings import load_settings
-from pages.common.words import ROOT, words
+from ui.words import ROOT, words
 
 TRACES = ROOT / "assets" / "traces"
 TINY_LABEL = "random weights: its words and probabilities mean nothing, only the mechanics are real"
@@ -103,12 +103,12 @@ def find_trace(name: str):
 def model_source(trace_name: str, pack_run: str | None = None):
     """What a model panel can show: ("live" | "random", engine), ("pack", Replay), ("trace", trace) or ("none", None).
 
-    `pack_run` names the panel's run in a lesson pack (pages/common/packs.py), used when no model is loaded."""
+    `pack_run` names the panel's run in a lesson pack (ui/packs.py), used when no model is loaded."""
     engine = current_engine()
     if engine is not None:
         return engine_kind(engine), engine
     if pack_run is not None:
-        from pages.common.packs import find_replay
+        from ui.packs import find_replay
 
         replay = find_replay(pack_run)
         if replay is not None:
@@ -135,7 +135,7 @@ def model_label(kind: str, thing) -> None:
     elif kind == "trace":
         st.info(f"Recorded run: {thing.source}.")
     elif kind == "pack":
-        from pages.common.packs import recorded_label
+        from ui.packs import recorded_label
 
         recorded_label(thing)
 

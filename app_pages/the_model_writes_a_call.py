@@ -7,18 +7,15 @@ from engine.core.parse import find_name_token
 from engine.core.prompt import Request, render
 from engine.core.tokenizer import IM_END
 from engine.harness.loop import load_scenario
-from pages.common.chart_words import chart_caption
-from pages.common.chrome import page_chrome
-from pages.common.draw import chart_layout, draw_tokens, notice, show_token
-from pages.common.glossary import show_intro
-from pages.common.models import TINY_LABEL, model_label, model_source, no_model_box, tokenizer
-from pages.common.packs import current
-from pages.common.state import from_url, style, to_url
-from pages.common.stream import TokenStream
-from pages.common.understanding import check_understanding
-from pages.common.words import lesson
-
-page_chrome(__file__)
+from ui.chart_words import chart_caption
+from ui.draw import chart_layout, draw_tokens, notice, show_token
+from ui.glossary import show_intro
+from ui.models import TINY_LABEL, model_label, model_source, no_model_box, tokenizer
+from ui.packs import current
+from ui.state import from_url, style, to_url
+from ui.stream import TokenStream
+from ui.understanding import check_understanding
+from ui.words import lesson
 
 text = lesson("the-model-writes-a-call")
 tok = tokenizer()

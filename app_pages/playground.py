@@ -5,20 +5,18 @@ import streamlit as st
 from engine.errors import EngineError
 from engine.harness.loop import Run, iterate_episode, list_scenarios, load_scenario
 from engine.harness.playground import cap_for_display, check_files, fresh_workspace, play_script, snapshot
-from pages.common.chart_words import chart_caption
-from pages.common.chrome import page_chrome
-from pages.common.draw import ledger_figure, notice
-from pages.common.literal import draw_reply, plural
-from pages.common.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
-from pages.common.packs import current_episode, find_replay, missing_note, recorded_label
-from pages.common.state import forget, from_url, restore, style, to_url
-from pages.common.stream import TokenStream, strip_html
-from pages.common.words import lesson, words
+from ui.chart_words import chart_caption
+from ui.draw import ledger_figure, notice
+from ui.literal import draw_reply, plural
+from ui.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
+from ui.packs import current_episode, find_replay, missing_note, recorded_label
+from ui.state import forget, from_url, restore, style, to_url
+from ui.stream import TokenStream, strip_html
+from ui.words import lesson, words
 
 ID = "playground"
 MAX_TURNS = 8
 
-page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
 st.markdown(text["intro"])

@@ -6,19 +6,17 @@ import streamlit as st
 from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario
 from engine.teaching.calculator import measure_tools_cost
-from pages.common.chart_words import chart_caption
-from pages.common.chrome import page_chrome
-from pages.common.draw import chart_layout, legend_html, notice, prompt_html
-from pages.common.glossary import show_intro
-from pages.common.literal import plural, table_html
-from pages.common.state import from_url, style, to_url
-from pages.common.tool_editor import tool_editor
-from pages.common.understanding import check_understanding
-from pages.common.words import lesson
+from ui.chart_words import chart_caption
+from ui.draw import chart_layout, legend_html, notice, prompt_html
+from ui.glossary import show_intro
+from ui.literal import plural, table_html
+from ui.state import from_url, style, to_url
+from ui.tool_editor import tool_editor
+from ui.understanding import check_understanding
+from ui.words import lesson
 
 EMPTY_THINK = "<think>\n\n</think>\n\n"
 
-page_chrome(__file__)
 text = lesson("tools-as-schemas")
 st.title(text["title"])
 show_intro("tools-as-schemas", text["intro"])

@@ -6,11 +6,10 @@ import streamlit as st
 
 from engine.harness.loop import list_gallery, list_scenarios, load_scenario
 from engine.wire.formats import scenario_exchanges
-from pages.common.chrome import page_chrome
-from pages.common.draw import notice
-from pages.common.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs
-from pages.common.state import from_url, style, to_url
-from pages.common.wire_view import (
+from ui.draw import notice
+from ui.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs
+from ui.state import from_url, style, to_url
+from ui.wire_view import (
     SHORT,
     TAB,
     differences_html,
@@ -20,11 +19,10 @@ from pages.common.wire_view import (
     step_label,
     tool_choice_html,
 )
-from pages.common.words import lesson, words
+from ui.words import lesson, words
 
 ID = "same-call-five-ways"
 
-page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
 st.markdown(text["intro"])

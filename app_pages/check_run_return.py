@@ -6,18 +6,16 @@ import streamlit as st
 from engine.core.parse import POLICIES, parse_turn
 from engine.harness.loop import list_scenarios, load_scenario, returned_text, run_scenario
 from engine.teaching.cost import measure_malformed_cost
-from pages.common.chart_words import chart_caption
-from pages.common.chrome import page_chrome
-from pages.common.draw import call_words, checks_html, draw_reading, ledger_figure, notice, turn_html
-from pages.common.glossary import show_intro
-from pages.common.literal import plural, table_html
-from pages.common.state import from_url, style, to_url
-from pages.common.understanding import check_understanding
-from pages.common.words import lesson, words
+from ui.chart_words import chart_caption
+from ui.draw import call_words, checks_html, draw_reading, ledger_figure, notice, turn_html
+from ui.glossary import show_intro
+from ui.literal import plural, table_html
+from ui.state import from_url, style, to_url
+from ui.understanding import check_understanding
+from ui.words import lesson, words
 
 ID = "check-run-return"
 
-page_chrome(__file__)
 text = lesson(ID)
 st.title(text["title"])
 show_intro(ID, text["intro"])

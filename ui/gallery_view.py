@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.core.tokenizer import REAL_VOCAB
-from pages.common.draw import call_words, draw_reading, draw_tokens, show_token
+from ui.draw import call_words, draw_reading, draw_tokens, show_token
 
 
 def draw_naive(naive) -> None:
