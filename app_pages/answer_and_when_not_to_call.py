@@ -48,7 +48,7 @@ def conversation_html(prompt) -> str:
 # -- the answer, read off the result ---------------------------------------------------------------
 st.header("With the result in context")
 run = scripted(chosen_style, False)
-last = run.steps[-1]
+last = run.calls[-1]
 st.markdown(text["the answer (react)" if chosen_style == "react" else "the answer"])
 st.markdown(legend_html(), unsafe_allow_html=True)
 st.markdown(conversation_html(last.prompt), unsafe_allow_html=True)
@@ -158,7 +158,7 @@ for column, is_guess in ((grounded, False), (guess, True)):
             role = {"tool": "tool result"}.get(message["role"], message["role"])
             st.markdown(f"**{role}:**")
             st.code(message["content"], language=None, wrap_lines=True)
-        results = sum(len(s.results) for s in episode.steps)
+        results = sum(len(s.results) for s in episode.calls)
         st.markdown(f"Tool results in the conversation: **{results}**")
         st.info(f"The harness: *{episode.stop_reason}*. The answer: {episode.answer}")
 

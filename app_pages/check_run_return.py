@@ -83,7 +83,7 @@ if chosen_style not in scenario.styles:
     st.stop()
 
 run = scripted_run(scenario_name, chosen_style, policy)
-total = len(run.steps)
+total = len(run.calls)
 number = from_url("crr_step", "step", first_step(scenario_name), int)
 if not 1 <= number <= total:
     # a link or a policy switch can point past the end of this run
@@ -105,13 +105,13 @@ with slider:
     else:
         st.markdown("**Call 1** (this run has one call)")
 
-step = run.steps[number - 1]
-parsed = step.parse
+call = run.calls[number - 1]
+parsed = call.parse
 st.subheader(f"Call {number} of {total}: the model wrote")
 st.markdown(text["the turn"])
-turn_text = run.messages[step.message_index]["content"]
+turn_text = run.messages[call.message_index]["content"]
 st.markdown(turn_html(turn_text, parsed.blocks, dropped=parsed.returned_as_text), unsafe_allow_html=True)
-if step.turn.finish == "length":
+if call.turn.finish == "length":
     st.warning(text["cut off"])
 
 if parsed.returned_as_text:
@@ -127,10 +127,10 @@ if parsed.blocks:
             st.markdown(f"**Block {block.index + 1}**")
         st.markdown(checks_html(block), unsafe_allow_html=True)
 
-if step.results:
+if call.results:
     st.subheader("The tool runs")
     st.markdown(text["the tool runs"])
-    for result in step.results:
+    for result in call.results:
         if result.ok:
             st.markdown(f"Block {result.block + 1}: ran `{call_words(result.name, result.arguments)}`")
         else:
@@ -181,23 +181,23 @@ else:
             verdict = parse_turn(bad_text, scenario.tools, chosen_style, name)
             whole = scripted_run(scenario_name, chosen_style, name)
             draw_reading(verdict)
-            st.markdown(f"Reply {bad_index + 1} of the script. The whole run: **{plural(len(whole.steps), 'call')}**, "
+            st.markdown(f"Reply {bad_index + 1} of the script. The whole run: **{plural(len(whole.calls), 'call')}**, "
                         f"{whole.ledger.input_tokens:,} input tokens; it ended with *{whole.stop_reason}*.")
 
 # -- what the broken call costs -------------------------------------------------------------------
 st.header("What a broken call costs")
 if scenario.malformed_turn is None:
     st.markdown(text["no broken call"])
-elif any(s.parse.returned_as_text for s in run.steps):
+elif any(s.parse.returned_as_text for s in run.calls):
     # the vllm policy stopped this run at the broken reply: show that run, not the per-block one
-    stopped = next(n for n, s in enumerate(run.steps, start=1) if s.parse.returned_as_text)
+    stopped = next(n for n, s in enumerate(run.calls, start=1) if s.parse.returned_as_text)
     forgiving = scripted_run(scenario_name, chosen_style, "per-block")
-    st.markdown(words(ID, "cost when the run stopped", stopped=stopped, calls=plural(len(run.steps), "call"),
-                      tokens=f"{run.ledger.input_tokens:,}", forgiving_calls=plural(len(forgiving.steps), "call"),
+    st.markdown(words(ID, "cost when the run stopped", stopped=stopped, calls=plural(len(run.calls), "call"),
+                      tokens=f"{run.ledger.input_tokens:,}", forgiving_calls=plural(len(forgiving.calls), "call"),
                       forgiving_tokens=f"{forgiving.ledger.input_tokens:,}"))
     a, b = st.columns(2)
-    a.metric("vllm: input tokens, whole run", f"{run.ledger.input_tokens:,}", help=f"{plural(len(run.steps), 'call')}; ended: {run.stop_reason}")
-    b.metric("per-block: input tokens, whole run", f"{forgiving.ledger.input_tokens:,}", help=f"{plural(len(forgiving.steps), 'call')}; ended: {forgiving.stop_reason}")
+    a.metric("vllm: input tokens, whole run", f"{run.ledger.input_tokens:,}", help=f"{plural(len(run.calls), 'call')}; ended: {run.stop_reason}")
+    b.metric("per-block: input tokens, whole run", f"{forgiving.ledger.input_tokens:,}", help=f"{plural(len(forgiving.calls), 'call')}; ended: {forgiving.stop_reason}")
 else:
     st.markdown(text["what a broken call costs"])
     cost = malformed_cost(scenario_name, chosen_style)
@@ -216,5 +216,5 @@ else:
     st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
     st.caption(text["seed 001"])
 
-notice(text["what to notice (stopped)" if any(s.parse.returned_as_text for s in run.steps) else "what to notice"])
+notice(text["what to notice (stopped)" if any(s.parse.returned_as_text for s in run.calls) else "what to notice"])
 check_understanding(ID)

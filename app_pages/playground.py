@@ -135,17 +135,17 @@ if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_r
                 run = current_episode(replay, messages, scenario.tools, chosen_style, "this question and these files",
                                       workspace, MAX_TURNS)
             else:
-                for step in episode:
+                for call in episode:
                     streams[-1].clear()
-                    status.write(f"Call {len(run.steps)}: {step.cost.input_tokens:,} tokens in, {step.cost.output_tokens:,} out")
+                    status.write(f"Call {len(run.calls)}: {call.cost.input_tokens:,} tokens in, {call.cost.output_tokens:,} out")
                     streams.append(TokenStream(is_special=tokenizer().is_special))
         except EngineError as error:
             run.stop_reason = f"the model failed: {error}"
         files_after = snapshot(workspace)
-        status.update(label=f"Done: {plural(len(run.steps), 'call')}" if run else "Not replayed", state="complete", expanded=run is None)
+        status.update(label=f"Done: {plural(len(run.calls), 'call')}" if run else "Not replayed", state="complete", expanded=run is None)
     if run is not None:
         st.session_state["pg_result"] = {
-            "steps": run.steps, "files_before": dict(good), "files_after": files_after, "left_out": len(problems),
+            "calls": run.calls, "files_before": dict(good), "files_after": files_after, "left_out": len(problems),
             "style": chosen_style, "answer": run.answer, "stop": run.stop_reason, "model": written_by,
             "tiny": mode == "live" and engine is not None and engine.info.random_weights,
             "departure": departures[0] if departures else None,
@@ -158,33 +158,33 @@ if result:
     st.markdown(text["the loop"])
     st.caption(f"Turns written by: {result['model']}; style {result['style']}"
                + (f"; {result['left_out']} file(s) left out" if result["left_out"] else ""))
-    for number, step in enumerate(result["steps"], start=1):
+    for number, call in enumerate(result["calls"], start=1):
         with st.container(border=True):
-            st.markdown(f"**Call {number}** · {step.cost.input_tokens:,} tokens in · {step.cost.output_tokens:,} out"
-                        + (" · cut off at the token limit" if step.turn.finish == "length" else ""))
-            if step.turn.steps:  # a live turn: its tokens, whitespace shown as ␣/↵ and long runs counted
+            st.markdown(f"**Call {number}** · {call.cost.input_tokens:,} tokens in · {call.cost.output_tokens:,} out"
+                        + (" · cut off at the token limit" if call.turn.finish == "length" else ""))
+            if call.turn.steps:  # a live turn: its tokens, whitespace shown as ␣/↵ and long runs counted
                 if result.get("tiny"):
                     st.caption(f"Tiny model, {TINY_LABEL}.")
-                st.markdown(strip_html([(s.id, s.token) for s in step.turn.steps], tokenizer().is_special), unsafe_allow_html=True)
+                st.markdown(strip_html([(s.id, s.token) for s in call.turn.steps], tokenizer().is_special), unsafe_allow_html=True)
             else:
-                draw_reply(step.turn.text, None)
-            if step.parse.final:
+                draw_reply(call.turn.text, None)
+            if call.parse.final:
                 st.success("No call: the harness takes this as the final answer.")
-            for item in step.results:
+            for item in call.results:
                 if item.ok:
                     st.markdown(f"✅ ran `{item.name}` → result:")
                 else:
                     st.markdown(f"❌ block {item.block + 1} → error sent back:")
                 st.code(item.text[:2000] or "(empty)", language=None, wrap_lines=True)
-    steps = result["steps"]
+    calls = result["calls"]
     st.subheader("The ledger")
-    total_in = sum(s.cost.input_tokens for s in steps)
-    total_out = sum(s.cost.output_tokens for s in steps)
+    total_in = sum(s.cost.input_tokens for s in calls)
+    total_out = sum(s.cost.output_tokens for s in calls)
     a, b, c = st.columns(3)
-    a.metric("Calls", len(steps))
+    a.metric("Calls", len(calls))
     b.metric("Input tokens", f"{total_in:,}")
     c.metric("Output tokens", f"{total_out:,}")
-    ledger_chart = ledger_figure([s.cost for s in steps], 300)
+    ledger_chart = ledger_figure([s.cost for s in calls], 300)
     st.plotly_chart(ledger_chart, key="pg_ledger_chart")
     chart_caption(ledger_chart, "call {}")
     departure = result.get("departure")

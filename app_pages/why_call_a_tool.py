@@ -87,10 +87,10 @@ if kind in ("live", "random"):
             # one strip per model call, streamed as it is written; the tool results between them
             streams = [TokenStream(is_special=tok.is_special)]
             live = LiveModel(source, GenerationSettings(max_new_tokens=80, top_k=0), on_step=lambda step: streams[-1].add(step))
-            for step in iterate_episode(live, scenario.messages, scenario.tools, style(), max_turns=3):
+            for call in iterate_episode(live, scenario.messages, scenario.tools, style(), max_turns=3):
                 streams[-1].finish()
-                st.caption(f"{step.turn.output_tokens} tokens, finish: {step.turn.finish}")
-                for result in step.results:
+                st.caption(f"{call.turn.output_tokens} tokens, finish: {call.turn.finish}")
+                for result in call.results:
                     st.markdown(f"Tool result: `{result.text}`")
                 streams.append(TokenStream(is_special=tok.is_special))
             streams[-1].finish()
@@ -108,9 +108,9 @@ elif kind == "pack":
             with_tools, scenario.messages, scenario.tools, style(), "the question with tools", max_turns=3)
         if with_tools is None:
             missing_note(f"lesson1-tools-{style()}")
-        for step in played.steps if played else []:
-            st.code(step.turn.text or "(empty)", language=None, wrap_lines=True)
-            for result in step.results:
+        for call in played.calls if played else []:
+            st.code(call.turn.text or "(empty)", language=None, wrap_lines=True)
+            for result in call.results:
                 st.markdown(f"Tool result: `{result.text}`")
 elif kind == "trace":
     st.code(source.text, language=None, wrap_lines=True)
@@ -122,11 +122,11 @@ st.markdown(text["seed measurement"])
 st.subheader("With tools: the scripted run")
 st.markdown(text["with tools, scripted"])
 run = run_scenario(scenario, style())
-for number, step in enumerate(run.steps, start=1):
+for number, call in enumerate(run.calls, start=1):
     with st.chat_message("assistant"):
-        st.code(step.turn.text, language=None, wrap_lines=True)
-        st.caption(f"model call {number}: {step.cost.input_tokens} tokens in, {step.cost.output_tokens} out")
-    for result in step.results:
+        st.code(call.turn.text, language=None, wrap_lines=True)
+        st.caption(f"model call {number}: {call.cost.input_tokens} tokens in, {call.cost.output_tokens} out")
+    for result in call.results:
         with st.chat_message("user", avatar=":material/build:"):
             st.markdown(f"`{result.name}` ran in the harness and returned **{result.text}**")
 

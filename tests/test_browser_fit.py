@@ -187,7 +187,7 @@ def test_lesson_2_prompt_box_shows_exactly_the_rendered_text(chromium, streamlit
 
 def test_lesson_4_raw_newline_reply_keeps_its_quotes_highlight_and_indentation(chromium, streamlit_server):
     run = run_scenario(load_scenario("raw-newline"), "native")
-    reply = run.messages[run.steps[1].message_index]["content"]
+    reply = run.messages[run.calls[1].message_index]["content"]
     with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['check-run-return']}?scenario=raw-newline&step=2")
         settle(page)

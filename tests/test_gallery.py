@@ -73,7 +73,7 @@ def test_every_gallery_run_is_tabled():
 def test_gallery_verdicts(name, style, policy):
     calls, stop, errors, ran = VERDICTS[(name, style, policy)]
     run = run_scenario(load_scenario(name), style, policy)
-    assert len(run.steps) == len(run.ledger.calls) == calls
+    assert len(run.calls) == len(run.ledger.calls) == calls
     assert run.stop_reason == stop
     assert [e for c in run.ledger.calls for e in c.errors] == errors
     assert [t["name"] for c in run.ledger.calls for t in c.tool_calls] == ran
@@ -103,9 +103,9 @@ def test_closing_tag_in_a_string_verdict_shape(policy):
     assert block.call is None and block.error and block.end == text.index("</tool_call>") + len("</tool_call>")
     run = run_scenario(scenario, "native", policy)
     if policy == "vllm":
-        assert (len(run.steps), run.stop_reason) == (1, STOP_AS_TEXT)
+        assert (len(run.calls), run.stop_reason) == (1, STOP_AS_TEXT)
     else:
-        assert (len(run.steps), run.stop_reason) == (3, STOP_FINAL)
+        assert (len(run.calls), run.stop_reason) == (3, STOP_FINAL)
         assert [len(c.errors) for c in run.ledger.calls] == [1, 0, 0]
         # the escaped slash is the same JSON string: the file holds the tag
         assert run.ledger.calls[1].tool_calls[0]["arguments"]["content"].count("</tool_call>") == 1
@@ -121,7 +121,7 @@ def test_first_block_parser_drops_the_second_call():
     assert [c.name for c in ours.calls] == ["count_letter", "tokenize"]
     run = run_scenario(load_scenario("two-calls"))
     # both results go back in one user turn, in order
-    assert '<|im_start|>user\n<tool_response>\n3\n</tool_response>\n<tool_response>\n["str", "aw", "berry"]\n</tool_response>' in run.steps[1].prompt.text
+    assert '<|im_start|>user\n<tool_response>\n3\n</tool_response>\n<tool_response>\n["str", "aw", "berry"]\n</tool_response>' in run.calls[1].prompt.text
 
 
 @pytest.mark.parametrize(
@@ -141,8 +141,8 @@ def test_first_block_parser_table(text, name, error, seen, dropped):
 @pytest.mark.parametrize("style", ["native", "react"])
 def test_made_up_name_is_answered_with_the_real_names_and_recovers(style):
     run = run_scenario(load_scenario("made-up-name"), style)
-    assert run.steps[0].results[0].text == UNKNOWN
-    assert run.steps[1].results[0].text == "3"
+    assert run.calls[0].results[0].text == UNKNOWN
+    assert run.calls[1].results[0].text == "3"
 
 
 # -- tool_choice none ------------------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def test_number_that_never_ends_is_cut_at_the_token_limit():
     run = run_scenario(scenario)
     # a cut turn has no <|im_end|>: its output is the limit exactly
     assert run.ledger.calls[0].output_tokens == 64
-    assert run.steps[1].results[0].text == "calc.py:1: def add(a, b):"
+    assert run.calls[1].results[0].text == "calc.py:1: def add(a, b):"
 
 
 # -- a retry loop -------------------------------------------------------------------------------------------------------
@@ -190,11 +190,11 @@ def test_a_good_call_earns_the_retries_back():
     question = [{"role": "user", "content": "go"}]
     tools = load_tool_set("strawberry")
     run = run_episode(ScriptedModel([bad, bad, good, bad, bad, bad]), question, tools, retry_budget=2)
-    assert run.stop_reason == STOP_RETRIES and len(run.steps) == 6
+    assert run.stop_reason == STOP_RETRIES and len(run.calls) == 6
     run = run_episode(ScriptedModel([bad] * 3), question, tools, retry_budget=0)
-    assert run.stop_reason == STOP_RETRIES and len(run.steps) == 1
+    assert run.stop_reason == STOP_RETRIES and len(run.calls) == 1
     run = run_episode(ScriptedModel([bad] * 3), question, tools, max_turns=3)
-    assert run.stop_reason == STOP_LIMIT and len(run.steps) == 3
+    assert run.stop_reason == STOP_LIMIT and len(run.calls) == 3
 
 
 def test_gallery_json_is_plain_data():

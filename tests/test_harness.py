@@ -49,16 +49,16 @@ def test_scenario_per_block(name, style):
     error, calls = EXPECTED[name]
     if style == "react":
         error = REACT_ERRORS.get(name, error)
-    assert len(run.steps) == calls == len(run.ledger.calls)
+    assert len(run.calls) == calls == len(run.ledger.calls)
     assert run.stop_reason == STOP_FINAL and run.answer
     errors = [e for c in run.ledger.calls for e in c.errors]
     assert errors == ([] if error is None else [error])
     if error is not None:
-        bad = run.steps[scenario.malformed_turn]
+        bad = run.calls[scenario.malformed_turn]
         # the error goes back as the next message the model reads
         shown = run.messages[bad.result_indices[-1]]
         assert shown == {"role": "tool", "content": error}
-        assert (f"<tool_response>\n{error}\n</tool_response>" if style == "native" else f"Observation: {error}") in run.steps[
+        assert (f"<tool_response>\n{error}\n</tool_response>" if style == "native" else f"Observation: {error}") in run.calls[
             scenario.malformed_turn + 1
         ].prompt.text
     # every call re-sends the whole context, so inputs grow
@@ -71,41 +71,41 @@ def test_scenario_under_vllm_policy(name, style):
     run = run_scenario(load_scenario(name), style, "vllm")
     if name == "mixed-turn":
         # the JSON error drops the good call too, and the turn ends the run as text
-        assert len(run.steps) == 1 and run.stop_reason == STOP_AS_TEXT
+        assert len(run.calls) == 1 and run.stop_reason == STOP_AS_TEXT
         assert run.ledger.calls[0].tool_calls == [] and run.ledger.calls[0].errors == []
     elif style == "native" and name in {"missing-brace", "raw-newline", "cut-off"}:
         # the broken JSON ends the run right there: vLLM hands the turn back as text
         assert run.stop_reason == STOP_AS_TEXT
-        assert len(run.steps) == load_scenario(name).malformed_turn + 1
+        assert len(run.calls) == load_scenario(name).malformed_turn + 1
     else:
         assert run.stop_reason == STOP_FINAL
 
 
 def test_fixing_scenario_really_fixes_the_workspace():
     run = run_scenario(load_scenario("missing-brace"))
-    tests = run.steps[5].results[0]
+    tests = run.calls[5].results[0]
     assert tests.name == "run_tests" and tests.ok and tests.text.endswith("Ran 2 tests\n\nOK")
-    before = run.steps[2].results[0].text
+    before = run.calls[2].results[0].text
     assert "return a - b" in before
 
 
 def test_strawberry_run_reads_back_three():
     run = run_scenario(load_scenario("strawberry"))
-    assert run.steps[0].results[0].text == "3"
-    assert "<tool_response>\n3\n</tool_response>" in run.steps[1].prompt.text
+    assert run.calls[0].results[0].text == "3"
+    assert "<tool_response>\n3\n</tool_response>" in run.calls[1].prompt.text
     assert run.answer == 'The letter "r" appears 3 times in "strawberry".'
 
 
 def test_mixed_turn_runs_the_good_block_and_reports_the_bad():
-    step = run_scenario(load_scenario("mixed-turn")).steps[0]
-    assert [(r.name, r.ok) for r in step.results] == [("read_file", True), (None, False)]
-    assert step.prompt.count < run_scenario(load_scenario("mixed-turn")).steps[1].prompt.count
+    call = run_scenario(load_scenario("mixed-turn")).calls[0]
+    assert [(r.name, r.ok) for r in call.results] == [("read_file", True), (None, False)]
+    assert call.prompt.count < run_scenario(load_scenario("mixed-turn")).calls[1].prompt.count
 
 
 def test_turn_limit_stops_a_model_that_never_answers():
     call = '<tool_call>\n{"name": "tokenize", "arguments": {"text": "a"}}\n</tool_call>'
     run = run_episode(ScriptedModel([Turn(call)] * 10), [{"role": "user", "content": "go"}], load_tool_set("strawberry"), max_turns=3)
-    assert run.stop_reason == STOP_LIMIT and len(run.steps) == 3
+    assert run.stop_reason == STOP_LIMIT and len(run.calls) == 3
 
 
 def test_output_tokens_count_im_end_only_when_the_turn_stopped_there():
@@ -113,8 +113,8 @@ def test_output_tokens_count_im_end_only_when_the_turn_stopped_there():
     from engine.core.tokenizer import load_tokenizer
 
     tok = load_tokenizer()
-    assert run.ledger.calls[1].output_tokens == tok.count(run.steps[1].turn.text)
-    assert run.ledger.calls[0].output_tokens == tok.count(run.steps[0].turn.text) + 1
+    assert run.ledger.calls[1].output_tokens == tok.count(run.calls[1].turn.text)
+    assert run.ledger.calls[0].output_tokens == tok.count(run.calls[0].turn.text) + 1
 
 
 @pytest.mark.parametrize(

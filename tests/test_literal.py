@@ -54,9 +54,9 @@ def test_the_prompt_box_shows_renders_text_character_for_character(style):
 
 def test_lesson_4s_raw_newline_reply_keeps_its_quotes_and_indentation():
     run = run_scenario(load_scenario("raw-newline"), "native")
-    step = run.steps[1]
-    text = run.messages[step.message_index]["content"]
-    built = turn_html(text, step.parse.blocks)
+    call = run.calls[1]
+    text = run.messages[call.message_index]["content"]
+    built = turn_html(text, call.parse.blocks)
     assert TextOf(built).text == text
     assert '\\"\\"\\"Return the product of a and b.\\"\\"\\"' in TextOf(built).text
     assert "&quot;" not in built and "\n" not in built
@@ -66,10 +66,10 @@ def test_lesson_4s_raw_newline_reply_keeps_its_quotes_and_indentation():
 
 def test_a_dropped_good_block_is_not_green_and_the_bad_one_stays_red():
     run = run_scenario(load_scenario("mixed-turn"), "native", "vllm")
-    step = run.steps[0]
-    assert step.parse.returned_as_text
-    text = run.messages[step.message_index]["content"]
-    built = turn_html(text, step.parse.blocks, dropped=True)
+    call = run.calls[0]
+    assert call.parse.returned_as_text
+    text = run.messages[call.message_index]["content"]
+    built = turn_html(text, call.parse.blocks, dropped=True)
     assert 'class="ok"' not in built and built.count('class="dropped"') == 1 and built.count('class="bad"') == 1
 
 

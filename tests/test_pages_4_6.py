@@ -71,7 +71,7 @@ def test_lesson_4_under_vllm_shows_the_run_that_stopped_and_no_error_going_back(
     stopped = run_scenario(load_scenario("missing-brace"), "native", "vllm")
     forgiving = run_scenario(load_scenario("missing-brace"), "native", "per-block")
     text = all_text(at)
-    assert len(stopped.steps) == 2 and stopped.steps[1].parse.returned_as_text
+    assert len(stopped.calls) == 2 and stopped.calls[1].parse.returned_as_text
     assert metrics(at)["vllm: input tokens, whole run"] == f"{stopped.ledger.input_tokens:,}"
     assert metrics(at)["per-block: input tokens, whole run"] == f"{forgiving.ledger.input_tokens:,}"
     assert "Measured: input with it − input without it" not in metrics(at)  # the per-block run's formula is not this run's
@@ -99,7 +99,7 @@ def test_lesson_4_shows_every_scenario(name):
         assert at.session_state["style"] == "react"
     step = at.session_state["crr_step"]
     run = run_scenario(scenario, at.session_state["style"])
-    assert at.subheader[0].value == f"Call {step} of {len(run.steps)}: the model wrote"
+    assert at.subheader[0].value == f"Call {step} of {len(run.calls)}: the model wrote"
     if scenario.malformed_turn is not None:
         assert "= ✓" in all_text(at)
     else:

@@ -142,13 +142,13 @@ def test_call_in_thinking_scenario_is_lesson_4s():
 @pytest.mark.parametrize("policy", ["per-block", "vllm"])
 def test_call_in_thinking_verdicts(policy):
     run = run_scenario(load_scenario("call-in-thinking"), "native", policy)
-    assert (len(run.steps), run.stop_reason) == (2, STOP_FINAL)
+    assert (len(run.calls), run.stop_reason) == (2, STOP_FINAL)
     # only the call after </think> runs: the draft in the reasoning asked for "R"
     assert [c.tool_calls for c in run.ledger.calls] == [[{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}], []]
     assert [c.errors for c in run.ledger.calls] == [[], []]
-    first = run.steps[0].parse
+    first = run.calls[0].parse
     assert '"letter": "R"' in first.reasoning and [b.index for b in first.blocks] == [0]
-    assert run.steps[0].results[0].text == "3"
+    assert run.calls[0].results[0].text == "3"
     assert run.answer == 'The letter "r" appears 3 times in "strawberry".'
 
 

@@ -27,7 +27,7 @@ def draw_verdict(policy: str, verdict, run) -> None:
     if verdict.final and not verdict.returned_as_text:
         st.info("no call in this reply: it is the answer")
     totals = run.ledger.totals()
-    calls = len(run.steps)
+    calls = len(run.calls)
     st.markdown(f"The whole run: **{calls} call{'s' if calls != 1 else ''}**, {totals['input_tokens']:,} input tokens; "
                 f"it ended with *{run.stop_reason}*.")
 

@@ -65,7 +65,7 @@ def _when_not_to_call(**_) -> dict:
     france = [{"role": "user", "content": "What is the capital of France?"}]
     run = run_scenario(load_scenario("strawberry"), "native")
     return {"france_tools": measure_tools_cost(load_tool_set("strawberry"), "native", france).total,
-            "calls": len(run.steps), "answer": run.answer}
+            "calls": len(run.calls), "answer": run.answer}
 
 
 def _constrained_decoding(allowed: int | str = "?", **_) -> dict:

@@ -69,7 +69,7 @@ class ToolResult:
 
 
 @dataclass
-class RunCall:
+class ModelCall:
     """One model call of a run and everything that followed from it."""
 
     prompt: Prompt
@@ -85,7 +85,7 @@ class RunCall:
 class Run:
     style: str
     policy: str
-    steps: list[RunCall] = field(default_factory=list)
+    calls: list[ModelCall] = field(default_factory=list)
     messages: list[dict] = field(default_factory=list)
     ledger: Ledger = field(default_factory=Ledger)
     stop_reason: str = ""
@@ -129,8 +129,8 @@ def iterate_episode(
     recover_bare: bool = False,
     run: Run | None = None,
     retry_budget: int | None = None,
-) -> Iterator[RunCall]:
-    """Run the loop, yielding each call's step as it completes; `run` collects the whole record.
+) -> Iterator[ModelCall]:
+    """Run the loop, yielding each model call as it completes; `run` collects the whole record.
 
     `retry_budget`: how many turns in a row whose calls all failed get their errors sent back
     for another try; the next such turn ends the run (None: no budget, only `max_turns`).
@@ -168,9 +168,9 @@ def iterate_episode(
             [r.text for r in results if not r.ok],
         )
         run.ledger.record(cost)
-        step = RunCall(prompt, turn, parsed, results, message_index, result_indices, cost)
-        run.steps.append(step)
-        yield step
+        call = ModelCall(prompt, turn, parsed, results, message_index, result_indices, cost)
+        run.calls.append(call)
+        yield call
         if parsed.final:
             run.stop_reason = STOP_AS_TEXT if parsed.returned_as_text else STOP_FINAL
             run.answer = parsed.answer
@@ -197,9 +197,9 @@ def _run_blocks(parsed: ParseResult, workspace: Workspace | None) -> list[ToolRe
 
 def returned_text(run: Run, number: int, tools: list[dict]) -> tuple[str, int]:
     """The exact text the results of call `number` (1-based) add to the next prompt, and its token count."""
-    call = run.steps[number - 1]
-    if number < len(run.steps):
-        prompt = run.steps[number].prompt
+    call = run.calls[number - 1]
+    if number < len(run.calls):
+        prompt = run.calls[number].prompt
     else:
         # no call followed: render the prompt the next call would get
         prompt = render(Request(run.messages[: max(call.result_indices) + 1], tools, run.style))

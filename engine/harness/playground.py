@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .loop import Run, RunCall, Scenario, ScriptedModel, iterate_episode, make_workspace
+from .loop import ModelCall, Run, Scenario, ScriptedModel, iterate_episode, make_workspace
 from .workspace import Limits, ToolRefusal, Workspace
 
 STOP_DEPARTED = "the script stopped: a tool answered differently from what its turns were written for"
@@ -170,25 +170,25 @@ def expected_results(scenario: Scenario, style: str, max_turns: int) -> list[lis
         for _ in iterate_episode(model, scenario.messages, scenario.tools, style=style, workspace=workspace,
                                  max_turns=max_turns, run=run):
             pass
-    return [[r.text for r in step.results] for step in run.steps]
+    return [[r.text for r in call.results] for call in run.calls]
 
 
 def play_script(
     scenario: Scenario, style: str, workspace: Workspace, run: Run, max_turns: int, departures: list[Departure]
-) -> Iterator[RunCall]:
+) -> Iterator[ModelCall]:
     """Replay the scenario's scripted turns on `workspace`, yielding each call; stop where a result departs from the script.
 
     The first departure is appended to `departures` and the run's stop reason says so.
     """
     expected = expected_results(scenario, style, max_turns)
     model = ScriptedModel(scenario.script(style))
-    for number, step in enumerate(
+    for number, call in enumerate(
         iterate_episode(model, scenario.messages, scenario.tools, style=style, workspace=workspace, max_turns=max_turns, run=run),
         start=1,
     ):
-        yield step
+        yield call
         assumed = expected[number - 1] if number <= len(expected) else []
-        for position, result in enumerate(step.results):
+        for position, result in enumerate(call.results):
             wanted = assumed[position] if position < len(assumed) else ""
             if result.text != wanted:
                 departures.append(Departure(number, result.name, wanted, result.text))

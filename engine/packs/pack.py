@@ -190,10 +190,10 @@ def replay_episode(run: PackRun, messages: list[dict], tools: list[dict], style:
     recorded = [t["prompt_sha256"] for t in run.data["turns"]]
     played = Run(style, "per-block")
     same = True
-    for number, step in enumerate(iterate_episode(ScriptedModel(turns), messages, tools, style=style,
+    for number, call in enumerate(iterate_episode(ScriptedModel(turns), messages, tools, style=style,
                                                   workspace=workspace, max_turns=max_turns, run=played)):
-        same = same and number < len(recorded) and prompt_hash(step.prompt.ids) == recorded[number]
-    return played, same and len(played.steps) == len(recorded)
+        same = same and number < len(recorded) and prompt_hash(call.prompt.ids) == recorded[number]
+    return played, same and len(played.calls) == len(recorded)
 
 
 # -- reading a pack: files first, then what they say ---------------------------------------------

@@ -103,10 +103,10 @@ def _episode(engine: LoadedModel, messages: list[dict], tools: list[dict], style
     turns = []
 
     def play(workspace) -> None:
-        for step in iterate_episode(model, messages, tools, style=style, workspace=workspace, max_turns=max_turns, run=run):
-            turns.append({"text": step.turn.text, "finish": step.turn.finish, "output_tokens": step.cost.output_tokens,
-                          "prompt_sha256": prompt_hash(step.prompt.ids),
-                          "steps": [s.as_json() for s in step.turn.steps or []]})
+        for call in iterate_episode(model, messages, tools, style=style, workspace=workspace, max_turns=max_turns, run=run):
+            turns.append({"text": call.turn.text, "finish": call.turn.finish, "output_tokens": call.cost.output_tokens,
+                          "prompt_sha256": prompt_hash(call.prompt.ids),
+                          "steps": [s.as_json() for s in call.turn.steps or []]})
 
     try:
         if files is None:

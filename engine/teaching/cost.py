@@ -58,16 +58,16 @@ def measure_malformed_cost(scenario, style: str = "native") -> MalformedCost:
     if index is None:
         raise BadInput(f"scenario {scenario.name!r} has no malformed turn to measure")
     dropped = scenario.clean_turn(style) is None
-    n_later = len(bad.steps) - index - 1
+    n_later = len(bad.calls) - index - 1
     # the tokens the bad turn and its errors occupy in the next prompt, read off its spans
-    bad_next = bad.steps[index + 1].prompt
-    turn_message = bad.steps[index].message_index
+    bad_next = bad.calls[index + 1].prompt
+    turn_message = bad.calls[index].message_index
     a_bad = bad_next.message_tokens([turn_message])
-    e = bad_next.message_tokens(bad.steps[index].result_indices)
-    c_bad = bad.steps[index].prompt.count if dropped else 0
+    e = bad_next.message_tokens(bad.calls[index].result_indices)
+    c_bad = bad.calls[index].prompt.count if dropped else 0
     if not dropped:
-        clean_next = clean.steps[index + 1].prompt
-        clean_step = clean.steps[index]
+        clean_next = clean.calls[index + 1].prompt
+        clean_step = clean.calls[index]
         a_bad -= clean_next.message_tokens([clean_step.message_index])
         e -= clean_next.message_tokens(clean_step.result_indices)
     return MalformedCost(

@@ -110,11 +110,11 @@ def measure_schema_cost(scenario: Scenario, style: str = "native") -> SchemaCost
     tok = load_tokenizer()
     run = run_scenario(scenario, style)
     with_tools, without = [], []
-    for step in run.steps:
-        messages = run.messages[: step.message_index]
-        with_tools.append(step.prompt.count)
+    for call in run.calls:
+        messages = run.messages[: call.message_index]
+        with_tools.append(call.prompt.count)
         without.append(render(Request(messages, [], style), tok).count)
-    return SchemaCost(scenario.name, style, scenario.tool_choice, len(run.steps), with_tools, without)
+    return SchemaCost(scenario.name, style, scenario.tool_choice, len(run.calls), with_tools, without)
 
 
 @dataclass(frozen=True)

@@ -476,7 +476,7 @@ def scenario_exchanges(name: str, style: str = "native", choice: str | None = No
     choice = choice or scenario.tool_choice
     run = run_scenario(scenario, style)
     written = []
-    for index, step in enumerate(run.steps):
+    for index, step in enumerate(run.calls):
         calls = calls_of_step(step)
         if calls:
             written.append(StepExchanges(index, calls, write_all(calls, scenario.tools, scenario.messages, choice)))
