@@ -17,17 +17,17 @@ st.markdown(text["intro"])
 
 left, right = st.columns([3, 2], gap="large")
 with left:
-    tools, problems = tool_editor("calc", height=360)
+    tools, problems = tool_editor("calculator", height=360)
 with right:
     for problem in problems:
         st.error(problem)
-    from_url("calc_calls", "calls", 3, int, range(0, 31))
-    from_url("calc_bad", "bad", 1, int, range(0, 11))
-    from_url("calc_place", "place", "start", str, ("start", "end"))
-    calls = st.slider("Tool calls that succeed", 0, 30, key="calc_calls")
-    bad = st.slider("Malformed calls", 0, 10, key="calc_bad")
+    from_url("calculator_calls", "calls", 3, int, range(0, 31))
+    from_url("calculator_bad", "bad", 1, int, range(0, 11))
+    from_url("calculator_place", "place", "start", str, ("start", "end"))
+    calls = st.slider("Tool calls that succeed", 0, 30, key="calculator_calls")
+    bad = st.slider("Malformed calls", 0, 10, key="calculator_bad")
     place = st.radio(
-        "Where the malformed calls happen", ("start", "end"), key="calc_place", horizontal=True,
+        "Where the malformed calls happen", ("start", "end"), key="calculator_place", horizontal=True,
         format_func=lambda p: {"start": "early in the run", "end": "late in the run"}[p],
     )
     to_url(calls=calls, bad=bad, place=place)

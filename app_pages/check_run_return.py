@@ -38,11 +38,11 @@ def first_step(name: str) -> int:
 
 
 def reset_step() -> None:
-    st.session_state["crr_step"] = first_step(st.session_state["crr_scenario"])
+    st.session_state["check_run_return_step"] = first_step(st.session_state["check_run_return_scenario"])
 
 
 def move(by: int, last: int) -> None:
-    st.session_state["crr_step"] = min(max(st.session_state["crr_step"] + by, 1), last)
+    st.session_state["check_run_return_step"] = min(max(st.session_state["check_run_return_step"] + by, 1), last)
 
 
 def switch_style(to: str) -> None:
@@ -51,9 +51,9 @@ def switch_style(to: str) -> None:
 
 # -- the scenario, the style, the policy --------------------------------------------------------
 names = list_scenarios()
-scenario_name = from_url("crr_scenario", "scenario", "missing-brace", str, names)
+scenario_name = from_url("check_run_return_scenario", "scenario", "missing-brace", str, names)
 scenario = load_scenario(scenario_name)
-policy = from_url("crr_policy", "policy", "per-block", str, POLICIES)
+policy = from_url("check_run_return_policy", "policy", "per-block", str, POLICIES)
 chosen_style = style()
 
 st.header("Pick a scenario")
@@ -61,12 +61,12 @@ st.markdown(text["scenario"])
 left, right = st.columns([3, 2])
 with left:
     st.selectbox(
-        "Scenario", names, key="crr_scenario", on_change=reset_step,
+        "Scenario", names, key="check_run_return_scenario", on_change=reset_step,
         format_func=lambda n: load_scenario(n).title,
     )
 with right:
     st.segmented_control(
-        "Harness policy", POLICIES, key="crr_policy", required=True,
+        "Harness policy", POLICIES, key="check_run_return_policy", required=True,
         help="per-block runs the good calls of a reply; vllm drops them all when one block is not valid JSON.",
     )
 st.markdown(f"**{scenario.summary}** {scenario.lesson}")
@@ -75,7 +75,7 @@ if chosen_style not in scenario.styles:
     other = scenario.styles[0]
     st.warning(words(ID, "only one style", scenario=scenario.title, have="ReAct" if other == "react" else "native",
                      why=text["why react only" if other == "react" else "why native only"]))
-    st.button(f"Show it in the {'ReAct' if other == 'react' else 'native'} style", key="crr_switch_style",
+    st.button(f"Show it in the {'ReAct' if other == 'react' else 'native'} style", key="check_run_return_switch_style",
               on_click=switch_style, args=(other,), type="primary")
     to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=None)
     notice(text["what to notice"])
@@ -84,24 +84,24 @@ if chosen_style not in scenario.styles:
 
 run = scripted_run(scenario_name, chosen_style, policy)
 total = len(run.calls)
-number = from_url("crr_step", "step", first_step(scenario_name), int)
+number = from_url("check_run_return_step", "step", first_step(scenario_name), int)
 if not 1 <= number <= total:
     # a link or a policy switch can point past the end of this run
-    st.session_state["crr_step"] = number = min(max(number, 1), total)
+    st.session_state["check_run_return_step"] = number = min(max(number, 1), total)
 to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=number)
 
 # -- stepping through the run -------------------------------------------------------------------
 st.header("Step through the run")
 back, slider, forward = st.columns([2, 7, 2], vertical_alignment="bottom")
 with back:
-    st.button("◀ Back", key="crr_prev", on_click=move, args=(-1, total), disabled=number <= 1,
+    st.button("◀ Back", key="check_run_return_prev", on_click=move, args=(-1, total), disabled=number <= 1,
               shortcut="Left", width="stretch")
 with forward:
-    st.button("Next ▶", key="crr_next", on_click=move, args=(1, total), disabled=number >= total,
+    st.button("Next ▶", key="check_run_return_next", on_click=move, args=(1, total), disabled=number >= total,
               shortcut="Right", width="stretch", type="primary")
 with slider:
     if total > 1:
-        st.slider("Call", 1, total, key="crr_step", format="call %d")
+        st.slider("Call", 1, total, key="check_run_return_step", format="call %d")
     else:
         st.markdown("**Call 1** (this run has one call)")
 
@@ -163,7 +163,7 @@ with table:
 with chart:
     figure = ledger_figure(calls[:number], 340)
     figure.update_layout(xaxis={"range": [0.5, total + 0.5]}, yaxis={"range": [0, max(c.input_tokens for c in calls) * 1.1]})
-    st.plotly_chart(figure, key="crr_ledger_chart")
+    st.plotly_chart(figure, key="check_run_return_ledger_chart")
     chart_caption(figure, "call {}")
 
 # -- the two policies side by side ------------------------------------------------------------------

@@ -55,11 +55,11 @@ def allowed_words(n: int | None) -> str:
 
 
 def move(by: int, last: int) -> None:
-    st.session_state["cd_step"] = min(max(st.session_state["cd_step"] + by, 1), last)
+    st.session_state["constrained_decoding_step"] = min(max(st.session_state["constrained_decoding_step"] + by, 1), last)
 
 
 def reset_step() -> None:
-    st.session_state["cd_step"] = 1
+    st.session_state["constrained_decoding_step"] = 1
 
 
 def bars(rows, title: str, key: str) -> None:
@@ -81,27 +81,27 @@ st.header("The mask, step by step")
 st.markdown(words(ID, "the mask, step by step", vocab=REAL_VOCAB))
 with st.expander("The four tool_choice modes", expanded=False):
     st.markdown(text["tool choice"])
-mode = from_url("cd_tool_choice", "tool_choice", "auto", str, MODES)
-turn_id = from_url("cd_turn", "turn", "call", str, list(TURNS))
+mode = from_url("constrained_decoding_tool_choice", "tool_choice", "auto", str, MODES)
+turn_id = from_url("constrained_decoding_turn", "turn", "call", str, list(TURNS))
 # one control per row: five tool_choice buttons beside a select box do not fit a 1024 px projector
-st.segmented_control("tool_choice", MODES, key="cd_tool_choice", required=True, on_change=reset_step)
-st.selectbox("The reply", list(TURNS), key="cd_turn", format_func=lambda t: TURNS[t]["label"], on_change=reset_step)
+st.segmented_control("tool_choice", MODES, key="constrained_decoding_tool_choice", required=True, on_change=reset_step)
+st.selectbox("The reply", list(TURNS), key="constrained_decoding_turn", format_func=lambda t: TURNS[t]["label"], on_change=reset_step)
 
 steps = walked(turn_id, mode)
 total = len(steps)
-number = from_url("cd_step", "step", 1, int)
+number = from_url("constrained_decoding_step", "step", 1, int)
 if not 1 <= number <= total:
-    st.session_state["cd_step"] = number = min(max(number, 1), total)
+    st.session_state["constrained_decoding_step"] = number = min(max(number, 1), total)
 to_url(tool_choice=None if mode == "auto" else mode, turn=None if turn_id == "call" else turn_id, step=number)
 
 back, slider, forward = st.columns([2, 7, 2], vertical_alignment="bottom")
 with back:
-    st.button("◀ Back", key="cd_prev", on_click=move, args=(-1, total), disabled=number <= 1, shortcut="Left", width="stretch")
+    st.button("◀ Back", key="constrained_decoding_prev", on_click=move, args=(-1, total), disabled=number <= 1, shortcut="Left", width="stretch")
 with forward:
-    st.button("Next ▶", key="cd_next", on_click=move, args=(1, total), disabled=number >= total, shortcut="Right",
+    st.button("Next ▶", key="constrained_decoding_next", on_click=move, args=(1, total), disabled=number >= total, shortcut="Right",
               width="stretch", type="primary")
 with slider:
-    st.slider("Token", 1, max(total, 2), key="cd_step", format="token %d", disabled=total < 2)
+    st.slider("Token", 1, max(total, 2), key="constrained_decoding_step", format="token %d", disabled=total < 2)
 
 tok = tokenizer()
 draw_tokens(
@@ -144,7 +144,7 @@ chart_layout(figure, 280, yaxis={"type": "log", "title": "tokens allowed", "rang
                                    "tickvals": [10**k for k in range(6)], "ticktext": [f"{10**k:,}" for k in range(6)]},
              xaxis={"title": "token of the reply", "dtick": 1 if total <= 40 else 5, "range": [0.4, max(total, 12) + 0.6]},
              bargap=0.25)
-st.plotly_chart(figure, key="cd_allowed_chart")
+st.plotly_chart(figure, key="constrained_decoding_allowed_chart")
 chart_caption(figure, "token {}")
 
 # -- probabilities before and after the mask -----------------------------------------------------
@@ -163,9 +163,9 @@ if replay is not None:
             st.metric("Probability the model put on forbidden tokens", f"{row['forbidden_mass']:.2%}")
             before, after = st.columns(2)
             with before:
-                bars(choices(row["top_before"]), "before: the model's own top 8", "cd_before")
+                bars(choices(row["top_before"]), "before: the model's own top 8", "constrained_decoding_before")
             with after:
-                bars(choices(row["top_after"]), "after: renormalised over the allowed", "cd_after")
+                bars(choices(row["top_after"]), "after: renormalised over the allowed", "constrained_decoding_after")
 elif engine is None:
     st.info(text["needs the model"])
 elif mode == "none" or step.allowed is None:
@@ -181,9 +181,9 @@ else:
     st.metric("Probability the model put on forbidden tokens", f"{masked.forbidden_mass:.2%}")
     before, after = st.columns(2)
     with before:
-        bars(masked.top_before, "before: the model's own top 8", "cd_before")
+        bars(masked.top_before, "before: the model's own top 8", "constrained_decoding_before")
     with after:
-        bars(masked.top_after, "after: renormalised over the allowed", "cd_after")
+        bars(masked.top_after, "after: renormalised over the allowed", "constrained_decoding_after")
 
 # -- constrained vs unconstrained on the same prompt and seed --------------------------------------
 st.header("Free and constrained, side by side")
@@ -222,11 +222,11 @@ else:
     model_label(engine_kind(engine), engine)
     settings = GenerationSettings(max_new_tokens=48, temperature=0.7, seed=0, top_k=0)
     st.caption(f"Sampled at temperature {settings.temperature}, seed {settings.seed}, up to {settings.max_new_tokens} tokens.")
-    if st.button("Decode both", key="cd_generate", type="primary"):
+    if st.button("Decode both", key="constrained_decoding_generate", type="primary"):
         with st.spinner("Decoding the reply twice, free and constrained…"):
             both = side_by_side(engine, Request(QUESTION, TOOLS, "native"), mode, settings)
-        st.session_state["cd_pair"] = (engine.info.label(), mode, {"free": both.unconstrained, "constrained": both.constrained})
-    stored = st.session_state.get("cd_pair")
+        st.session_state["constrained_decoding_pair"] = (engine.info.label(), mode, {"free": both.unconstrained, "constrained": both.constrained})
+    stored = st.session_state.get("constrained_decoding_pair")
     if stored and stored[0] == engine.info.label() and stored[1] == mode:
         show_pair({label: (g.text, g.finish) for label, g in stored[2].items()}, f"Tiny model, {TINY_LABEL}" if engine.info.random_weights else engine.info.label())
 

@@ -70,26 +70,26 @@ def plain(data_text: str) -> str:
 
 def move(by: int) -> None:
     names = list_gallery()
-    at = names.index(st.session_state["gal_case"])
-    st.session_state["gal_case"] = names[min(max(at + by, 0), len(names) - 1)]
+    at = names.index(st.session_state["gallery_case"])
+    st.session_state["gallery_case"] = names[min(max(at + by, 0), len(names) - 1)]
 
 
 # -- the case ---------------------------------------------------------------------------------------
 names = list_gallery()
-name = from_url("gal_case", "case", names[0], str, names)
+name = from_url("gallery_case", "case", names[0], str, names)
 scenario = load_scenario(name)
 chosen_style = style() if style() in scenario.styles else scenario.styles[0]
 to_url(case=name)
 
 st.header("Pick a case")
 st.markdown(text["pick a case"])
-st.selectbox("Case", names, key="gal_case",
+st.selectbox("Case", names, key="gallery_case",
              format_func=lambda n: f"{names.index(n) + 1} of {len(names)}: {load_scenario(n).gallery['failure']}")
 back, forward, _ = st.columns([1, 1, 2])
 with back:
-    st.button("◀ Back", key="gal_prev", on_click=move, args=(-1,), disabled=name == names[0], shortcut="Left", width="stretch")
+    st.button("◀ Back", key="gallery_prev", on_click=move, args=(-1,), disabled=name == names[0], shortcut="Left", width="stretch")
 with forward:
-    st.button("Next ▶", key="gal_next", on_click=move, args=(1,), disabled=name == names[-1], shortcut="Right",
+    st.button("Next ▶", key="gallery_next", on_click=move, args=(1,), disabled=name == names[-1], shortcut="Right",
               width="stretch", type="primary")
 st.markdown(f"**{plain(scenario.summary)}** {plain(scenario.lesson)}")
 if chosen_style != style():

@@ -26,45 +26,45 @@ chosen_style = style()
 def load_files(name: str) -> None:
     """Put a scenario's files and question into the editors (a fresh start for that scenario)."""
     scenario = load_scenario(name)
-    for key in [k for k in st.session_state if k.startswith(("pg_path_", "pg_text_"))]:
+    for key in [k for k in st.session_state if k.startswith(("playground_path_", "playground_text_"))]:
         forget(key)
     files = list(scenario.files.items())
-    st.session_state["pg_files"] = list(range(len(files)))
+    st.session_state["playground_files"] = list(range(len(files)))
     for n, (path, body) in enumerate(files):
-        st.session_state[f"pg_path_{n}"] = path
-        st.session_state[f"pg_text_{n}"] = body
-    st.session_state["pg_question"] = scenario.messages[-1]["content"]
-    st.session_state.pop("pg_result", None)
+        st.session_state[f"playground_path_{n}"] = path
+        st.session_state[f"playground_text_{n}"] = body
+    st.session_state["playground_question"] = scenario.messages[-1]["content"]
+    st.session_state.pop("playground_result", None)
 
 
 def add_file() -> None:
-    slots = st.session_state["pg_files"]
+    slots = st.session_state["playground_files"]
     new = max(slots, default=-1) + 1
-    st.session_state[f"pg_path_{new}"] = f"notes{new}.txt"
-    st.session_state[f"pg_text_{new}"] = ""
-    st.session_state["pg_files"] = [*slots, new]
+    st.session_state[f"playground_path_{new}"] = f"notes{new}.txt"
+    st.session_state[f"playground_text_{new}"] = ""
+    st.session_state["playground_files"] = [*slots, new]
 
 
 def remove_file(slot: int) -> None:
-    st.session_state["pg_files"] = [s for s in st.session_state["pg_files"] if s != slot]
+    st.session_state["playground_files"] = [s for s in st.session_state["playground_files"] if s != slot]
 
 
 # -- scripted or live ---------------------------------------------------------------------------
 names = list_scenarios()
-scenario_name = from_url("pg_scenario", "scenario", "missing-brace", str, names)
+scenario_name = from_url("playground_scenario", "scenario", "missing-brace", str, names)
 scenario = load_scenario(scenario_name)
-if "pg_files" not in st.session_state:
+if "playground_files" not in st.session_state:
     load_files(scenario_name)
-mode = from_url("pg_mode", "mode", "scripted", str, ["scripted", "live"])
+mode = from_url("playground_mode", "mode", "scripted", str, ["scripted", "live"])
 to_url(scenario=scenario_name, mode=None if mode == "scripted" else mode)
 
 st.markdown(text["model"])
 left, right = st.columns([2, 3])
 with left:
-    st.segmented_control("Who writes the turns", ["scripted", "live"], key="pg_mode", required=True)
+    st.segmented_control("Who writes the turns", ["scripted", "live"], key="playground_mode", required=True)
 with right:
-    st.selectbox("Scenario (its files, question and tools)", names, key="pg_scenario",
-                 format_func=lambda n: load_scenario(n).title, on_change=lambda: load_files(st.session_state["pg_scenario"]))
+    st.selectbox("Scenario (its files, question and tools)", names, key="playground_scenario",
+                 format_func=lambda n: load_scenario(n).title, on_change=lambda: load_files(st.session_state["playground_scenario"]))
 
 engine = current_engine() if mode == "live" else None
 replay = find_replay(f"playground-{chosen_style}") if mode == "live" and engine is None else None
@@ -82,41 +82,41 @@ elif chosen_style not in scenario.styles:
 # -- the workspace, editable ---------------------------------------------------------------------
 st.header("Workspace")
 st.markdown(text["workspace"])
-slots = st.session_state["pg_files"]
+slots = st.session_state["playground_files"]
 for slot in slots:  # the learner's files survive a visit to another page
-    restore(f"pg_path_{slot}")
-    restore(f"pg_text_{slot}")
-entries = [(st.session_state.get(f"pg_path_{s}", ""), st.session_state.get(f"pg_text_{s}", "")) for s in slots]
+    restore(f"playground_path_{slot}")
+    restore(f"playground_text_{slot}")
+entries = [(st.session_state.get(f"playground_path_{s}", ""), st.session_state.get(f"playground_text_{s}", "")) for s in slots]
 good, problems = check_files(entries)
 problem_at = {p.index: p.message for p in problems}
 for position, slot in enumerate(slots):
     name_column, body_column = st.columns([2, 5])
     with name_column:
-        st.text_input("File name", key=f"pg_path_{slot}")
+        st.text_input("File name", key=f"playground_path_{slot}")
         if position in problem_at:
             st.error(problem_at[position])
-        st.button("Remove", key=f"pg_remove_{slot}", on_click=remove_file, args=(slot,))
+        st.button("Remove", key=f"playground_remove_{slot}", on_click=remove_file, args=(slot,))
     with body_column:
-        st.text_area("Contents", key=f"pg_text_{slot}", height=160)
-st.button("Add a file", key="pg_add", on_click=add_file)
+        st.text_area("Contents", key=f"playground_text_{slot}", height=160)
+st.button("Add a file", key="playground_add", on_click=add_file)
 if not slots:
     st.caption("(no files: the tools will see an empty folder)")
 
 # -- the question and the run ----------------------------------------------------------------------
-restore("pg_question")
+restore("playground_question")
 st.header("Question")
 if mode == "scripted":
     st.caption(text["scripted question"])
 else:
     st.markdown(text["question"])
-st.text_area("The user's message", key="pg_question", height=80, disabled=mode == "scripted")
+st.text_area("The user's message", key="playground_question", height=80, disabled=mode == "scripted")
 
 can_run = (mode == "scripted" and chosen_style in scenario.styles) or (mode == "live" and (engine or replay) is not None)
 written_by = "scripted" if mode == "scripted" else (f"a lesson pack: {replay.label()}" if replay else engine and engine.info.label())
 # a recorded episode shows at once; a new question or new files replay it again on Run
-auto = replay is not None and (st.session_state.get("pg_result") or {}).get("model") != written_by
-if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_run) or auto:
-    messages = [*scenario.messages[:-1], {"role": "user", "content": st.session_state["pg_question"]}]
+auto = replay is not None and (st.session_state.get("playground_result") or {}).get("model") != written_by
+if st.button("Run the episode", key="playground_run", type="primary", disabled=not can_run) or auto:
+    messages = [*scenario.messages[:-1], {"role": "user", "content": st.session_state["playground_question"]}]
     run, departures = Run(chosen_style, "per-block"), []
     with st.status("Running the episode…", expanded=True) as status, fresh_workspace(good) as workspace:
         streams = [TokenStream(is_special=tokenizer().is_special)]
@@ -144,7 +144,7 @@ if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_r
         files_after = snapshot(workspace)
         status.update(label=f"Done: {plural(len(run.calls), 'call')}" if run else "Not replayed", state="complete", expanded=run is None)
     if run is not None:
-        st.session_state["pg_result"] = {
+        st.session_state["playground_result"] = {
             "calls": run.calls, "files_before": dict(good), "files_after": files_after, "left_out": len(problems),
             "style": chosen_style, "answer": run.answer, "stop": run.stop_reason, "model": written_by,
             "tiny": mode == "live" and engine is not None and engine.info.random_weights,
@@ -152,7 +152,7 @@ if st.button("Run the episode", key="pg_run", type="primary", disabled=not can_r
         }
 
 # -- what the run did ------------------------------------------------------------------------------
-result = st.session_state.get("pg_result")
+result = st.session_state.get("playground_result")
 if result:
     st.header("The loop")
     st.markdown(text["the loop"])
@@ -185,7 +185,7 @@ if result:
     b.metric("Input tokens", f"{total_in:,}")
     c.metric("Output tokens", f"{total_out:,}")
     ledger_chart = ledger_figure([s.cost for s in calls], 300)
-    st.plotly_chart(ledger_chart, key="pg_ledger_chart")
+    st.plotly_chart(ledger_chart, key="playground_ledger_chart")
     chart_caption(ledger_chart, "call {}")
     departure = result.get("departure")
     if departure is not None:

@@ -40,24 +40,24 @@ def short(text: str, limit: int = 100) -> str:
 
 
 def reset_step() -> None:
-    st.session_state["wire_step"] = 0
+    st.session_state["same_call_five_ways_step"] = 0
 
 
 # -- the call ---------------------------------------------------------------------------------------
 names = [*list_scenarios(), *list_gallery()]
-scenario_name = from_url("wire_scenario", "scenario", "strawberry", str, names)
+scenario_name = from_url("same_call_five_ways_scenario", "scenario", "strawberry", str, names)
 scenario = load_scenario(scenario_name)
 chosen_style = style() if style() in scenario.styles else scenario.styles[0]
 written = exchanges(scenario_name, chosen_style)
-number = from_url("wire_step", "step", 0, int, range(len(written)))
+number = from_url("same_call_five_ways_step", "step", 0, int, range(len(written)))
 
 st.header("Pick a call")
 st.markdown(text["pick a call"])
 left, right = st.columns([1, 1])
 with left:
-    st.selectbox("Scenario", names, key="wire_scenario", on_change=reset_step, format_func=lambda n: load_scenario(n).title)
+    st.selectbox("Scenario", names, key="same_call_five_ways_scenario", on_change=reset_step, format_func=lambda n: load_scenario(n).title)
 with right:
-    st.selectbox("Step of its run", range(len(written)), key="wire_step", format_func=lambda i: step_label(written[i]))
+    st.selectbox("Step of its run", range(len(written)), key="same_call_five_ways_step", format_func=lambda i: step_label(written[i]))
 to_url(scenario=None if scenario_name == "strawberry" else scenario_name, step=number or None)
 shown = written[number]
 if chosen_style != style():

@@ -29,9 +29,9 @@ kind, source = model_source(f"the-model-writes-a-call-{style()}", f"lesson3-{sty
 model_label(kind, source)
 steps = None  # rows of (id, token, p, top) when a model or a recording made them
 if kind in ("live", "random"):
-    made = st.session_state.get("call_generation")
+    made = st.session_state.get("the_model_writes_a_call_generation")
     wanted = (source.info.label(), style())
-    if st.button("Generate the call", key="call_generate", type="primary"):
+    if st.button("Generate the call", key="the_model_writes_a_call_generate", type="primary"):
         from engine.core.generation import GenerationSettings
         from engine.model.live import generate_turn
 
@@ -40,8 +40,8 @@ if kind in ("live", "random"):
         generation = generate_turn(source, Request(scenario.messages, scenario.tools, style()), settings, on_step=stream.add)
         stream.clear()  # the step-through strip below shows every token
         made = {"key": wanted, "steps": generation.steps}
-        st.session_state["call_generation"] = made
-        st.session_state["call_step"] = 1
+        st.session_state["the_model_writes_a_call_generation"] = made
+        st.session_state["the_model_writes_a_call_step"] = 1
     if made and made["key"] == wanted:
         steps = [(s.id, s.token, s.p, s.top) for s in made["steps"]]
 elif kind == "trace":
@@ -67,28 +67,28 @@ st.header("Step through")
 st.markdown(text["step through"])
 # tokens are numbered from 1, as on lessons 4 and 6
 last = len(rows)
-from_url("call_step", "step", 1, int)
-st.session_state["call_step"] = min(max(st.session_state["call_step"], 1), last)
+from_url("the_model_writes_a_call_step", "step", 1, int)
+st.session_state["the_model_writes_a_call_step"] = min(max(st.session_state["the_model_writes_a_call_step"], 1), last)
 
 
 def move(delta: int) -> None:
-    st.session_state["call_step"] = max(1, min(last, st.session_state["call_step"] + delta))
+    st.session_state["the_model_writes_a_call_step"] = max(1, min(last, st.session_state["the_model_writes_a_call_step"] + delta))
 
 
 def jump(where: int) -> None:
-    st.session_state["call_step"] = where
+    st.session_state["the_model_writes_a_call_step"] = where
 
 
 name_at = find_name_token([r[1] for r in rows], style())
 
 controls = st.columns([1, 1, 2, 2, 2])
-controls[0].button("◀ Back", key="call_prev", on_click=move, args=(-1,), width="stretch", shortcut="Left")
-controls[1].button("Next ▶", key="call_next", on_click=move, args=(1,), width="stretch", shortcut="Right")
-controls[2].number_input("Token number", 1, last, key="call_step")
-controls[3].button("First token", key="call_first", on_click=jump, args=(1,), width="stretch")
+controls[0].button("◀ Back", key="the_model_writes_a_call_prev", on_click=move, args=(-1,), width="stretch", shortcut="Left")
+controls[1].button("Next ▶", key="the_model_writes_a_call_next", on_click=move, args=(1,), width="stretch", shortcut="Right")
+controls[2].number_input("Token number", 1, last, key="the_model_writes_a_call_step")
+controls[3].button("First token", key="the_model_writes_a_call_first", on_click=jump, args=(1,), width="stretch")
 if name_at is not None:
-    controls[4].button("First token of the name", key="call_name", on_click=jump, args=(name_at + 1,), width="stretch")
-step = st.session_state["call_step"]
+    controls[4].button("First token of the name", key="the_model_writes_a_call_name", on_click=jump, args=(name_at + 1,), width="stretch")
+step = st.session_state["the_model_writes_a_call_step"]
 to_url(step=step)
 
 token_id, token, p, top = rows[step - 1]

@@ -27,11 +27,11 @@ st.header("Edit the tools")
 st.markdown(text["edit the tools"])
 left, right = st.columns([3, 2], gap="large")
 with left:
-    tools, problems = tool_editor("schemas")
+    tools, problems = tool_editor("tools_as_schemas")
 if tools is None:
-    tools = st.session_state.get("schemas_last_good", [])
+    tools = st.session_state.get("tools_as_schemas_last_good", [])
 else:
-    st.session_state["schemas_last_good"] = tools
+    st.session_state["tools_as_schemas_last_good"] = tools
 with right:
     for problem in problems:
         st.error(problem)
@@ -56,15 +56,15 @@ with right:
         st.session_state["style"] = "react" if style() == "native" else "native"
 
     other = "ReAct" if style() == "native" else "native"
-    st.button(f"Switch to the {other} prompt", key="schemas_switch", on_click=switch_style, type="primary")
+    st.button(f"Switch to the {other} prompt", key="tools_as_schemas_switch", on_click=switch_style, type="primary")
 
 # -- the prompt as the model sees it --------------------------------------------------------------------
 st.header("The prompt")
 st.markdown(text["the prompt"])
 prompt = render(Request(messages, tools, style()))
 st.markdown(legend_html() + f"<p>Shown: the <b>{'native' if style() == 'native' else 'ReAct'}</b> prompt.</p>", unsafe_allow_html=True)
-from_url("schemas_tokens", "tokens", False, lambda v: v == "1")
-by_token = st.toggle("Show every token (ids and boundaries)", key="schemas_tokens")
+from_url("tools_as_schemas_tokens", "tokens", False, lambda v: v == "1")
+by_token = st.toggle("Show every token (ids and boundaries)", key="tools_as_schemas_tokens")
 to_url(tokens="1" if by_token else None)
 view, table = st.columns([3, 1], gap="medium")
 view.markdown(prompt_html(prompt, by_token), unsafe_allow_html=True)
@@ -76,8 +76,8 @@ if prompt.text.endswith(EMPTY_THINK):
 # -- over a run -----------------------------------------------------------------------------------------
 st.header("Over a run")
 st.markdown(text["over a run"])
-from_url("schemas_calls", "calls", 5, int, range(1, 21))
-calls = st.slider("Number of calls in the run", 1, 20, key="schemas_calls")
+from_url("tools_as_schemas_calls", "calls", 5, int, range(1, 21))
+calls = st.slider("Number of calls in the run", 1, 20, key="tools_as_schemas_calls")
 to_url(calls=calls)
 figure = go.Figure()
 for name, label, colour in (("native", "Native", "#1f77b4"), ("react", "ReAct", "#ff7f0e")):

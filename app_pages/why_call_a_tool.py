@@ -22,8 +22,8 @@ show_intro("why-call-a-tool", text["intro"])
 # -- a word becomes tokens ---------------------------------------------------------------------
 st.header("Type a word")
 st.markdown(text["try it"])
-from_url("why_word", "word", " strawberry")
-word = st.text_input("Word or text", key="why_word", max_chars=200)
+from_url("why_call_a_tool_word", "word", " strawberry")
+word = st.text_input("Word or text", key="why_call_a_tool_word", max_chars=200)
 to_url(word=word)
 
 
@@ -51,8 +51,8 @@ if bare and " " not in bare:
 # -- count with the tool -------------------------------------------------------------------------
 st.header("Count with code")
 st.markdown(text["count with code"])
-from_url("why_letter", "letter", "r")
-letter = st.text_input("Letter to count", key="why_letter", max_chars=1)
+from_url("why_call_a_tool_letter", "letter", "r")
+letter = st.text_input("Letter to count", key="why_call_a_tool_letter", max_chars=1)
 to_url(letter=letter)
 outcome = run_tool("count_letter", {"word": word.strip(), "letter": letter})
 if outcome.error:
@@ -69,7 +69,7 @@ st.markdown(f"> {question}")
 kind, source = model_source("strawberry-no-tools", "lesson1-no-tools")
 model_label(kind, source)
 if kind in ("live", "random"):
-    if st.button("Ask without tools, then with tools", key="why_ask", type="primary"):
+    if st.button("Ask without tools, then with tools", key="why_call_a_tool_ask", type="primary"):
         from engine.core.generation import GenerationSettings
         from engine.harness.loop import iterate_episode
         from engine.model.live import LiveModel, generate_turn

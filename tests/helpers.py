@@ -183,3 +183,12 @@ def zipped(folder: Path, extra: dict[str, bytes] | None = None, drop: tuple[str,
         for name, body in (extra or {}).items():
             archive.writestr(name, body)
     return buffer.getvalue()
+
+
+# -- what a page shows, as one text -----------------------------------------------------------------------
+def page_text(at) -> str:
+    """Every piece of text an AppTest page shows: markdown, code, captions, info, warnings, errors, successes."""
+    parts = [m.value for m in at.markdown] + [c.value for c in at.code] + [c.value for c in at.caption]
+    parts += [x.value for x in at.info] + [x.value for x in at.warning] + [x.value for x in at.error]
+    parts += [x.value for x in at.success]
+    return "\n".join(parts)

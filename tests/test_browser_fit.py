@@ -243,11 +243,11 @@ def test_lesson_6_shows_no_call_under_none_and_readable_charts(chromium, streaml
         settle(page)
         assert "all · no call" in page.locator(".tok-strip").first.inner_text()
         assert "the mask cannot show \"no call\"" in " ".join(main_text(page).split())
-        axes = plotly_axes(page, "cd_allowed_chart")
+        axes = plotly_axes(page, "constrained_decoding_allowed_chart")
         assert set(axes["ticks"]) <= POWERS and "100,000" in axes["ticks"]
         page.goto(f"{streamlit_server}/{URLS['constrained-decoding']}?tool_choice=required&turn=prose")
         settle(page)
-        axes = plotly_axes(page, "cd_allowed_chart")
+        axes = plotly_axes(page, "constrained_decoding_allowed_chart")
         assert axes["x"][1] - axes["x"][0] >= 12  # one forbidden token is one thin bar, not the whole chart
         assert set(axes["ticks"]) <= POWERS
 

@@ -7,7 +7,7 @@ model covers the panels that need logits, labelled as such. Never weights.
 from __future__ import annotations
 
 import pytest
-from helpers import open_page
+from helpers import open_page, page_text
 
 from engine.constrain.masks import inspect_mask
 from engine.core.tooldefs import load_tool_set
@@ -28,18 +28,12 @@ def captions(at) -> str:
     return "\n".join(c.value for c in at.caption)
 
 
-def all_text(at) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.code] + [x.value for x in at.info]
-    parts += [x.value for x in at.error] + [x.value for x in at.warning] + [x.value for x in at.success]
-    return "\n".join(parts)
-
-
 # -- lesson 4 ---------------------------------------------------------------------------------------
 def test_lesson_4_opens_on_the_broken_call_with_its_failed_check_and_cost():
     at = open_page(P4)
     assert at.title[0].value == "4 · Check it, run it, return it"
-    assert at.session_state["crr_scenario"] == "missing-brace" and at.session_state["crr_step"] == 2
-    text = all_text(at)
+    assert at.session_state["check_run_return_scenario"] == "missing-brace" and at.session_state["check_run_return_step"] == 2
+    text = page_text(at)
     assert "❌ fail" in text and "error: the text inside &lt;tool_call&gt;&lt;/tool_call&gt; is not valid JSON" in text
     assert "<tool_response>\nerror: the text inside <tool_call></tool_call> is not valid JSON\n</tool_response>" in text
     cost = measure_malformed_cost(load_scenario("missing-brace"), "native")
@@ -54,23 +48,23 @@ def test_lesson_4_opens_on_the_broken_call_with_its_failed_check_and_cost():
 def test_lesson_4_steps_forward_and_back_with_a_growing_ledger():
     at = open_page(P4)
     run = run_scenario(load_scenario("missing-brace"), "native")
-    at.button(key="crr_next").click().run()
-    assert at.session_state["crr_step"] == 3 and at.subheader[0].value == "Call 3 of 7: the model wrote"
-    assert "✅ pass" in all_text(at) and "ran `read_file(path='calc.py')`" in all_text(at)
+    at.button(key="check_run_return_next").click().run()
+    assert at.session_state["check_run_return_step"] == 3 and at.subheader[0].value == "Call 3 of 7: the model wrote"
+    assert "✅ pass" in page_text(at) and "ran `read_file(path='calc.py')`" in page_text(at)
     assert metrics(at)["Input tokens so far"] == f"{sum(c.input_tokens for c in run.ledger.calls[:3]):,}"
     ledger = next(m.value for m in at.markdown if 'class="plain"' in m.value)
     assert ledger.count("<tr>") == 1 + 3  # the header and one row per call so far
-    at.slider(key="crr_step").set_value(7).run()
-    assert "final answer" in all_text(at) and at.button(key="crr_next").disabled
-    at.button(key="crr_prev").click().run()
-    assert at.session_state["crr_step"] == 6 and at.query_params["step"] == "6"
+    at.slider(key="check_run_return_step").set_value(7).run()
+    assert "final answer" in page_text(at) and at.button(key="check_run_return_next").disabled
+    at.button(key="check_run_return_prev").click().run()
+    assert at.session_state["check_run_return_step"] == 6 and at.query_params["step"] == "6"
 
 
 def test_lesson_4_under_vllm_shows_the_run_that_stopped_and_no_error_going_back():
     at = open_page(P4, scenario="missing-brace", policy="vllm", step="2")
     stopped = run_scenario(load_scenario("missing-brace"), "native", "vllm")
     forgiving = run_scenario(load_scenario("missing-brace"), "native", "per-block")
-    text = all_text(at)
+    text = page_text(at)
     assert len(stopped.calls) == 2 and stopped.calls[1].parse.returned_as_text
     assert metrics(at)["vllm: input tokens, whole run"] == f"{stopped.ledger.input_tokens:,}"
     assert metrics(at)["per-block: input tokens, whole run"] == f"{forgiving.ledger.input_tokens:,}"
@@ -84,45 +78,45 @@ def test_lesson_4_mixed_turn_under_vllm_greys_the_dropped_good_call():
     at = open_page(P4, scenario="mixed-turn", policy="vllm", step="1")
     turn = next(m.value for m in at.markdown if 'class="turn-view"' in m.value)
     assert turn.count('<mark class="dropped">') == 1 and turn.count('<mark class="bad">') == 1 and 'class="ok"' not in turn
-    assert "The whole run: **1 call**," in all_text(at)
+    assert "The whole run: **1 call**," in page_text(at)
 
 
 @pytest.mark.parametrize("name", list_scenarios())
 def test_lesson_4_shows_every_scenario(name):
     at = open_page(P4)
-    at.selectbox(key="crr_scenario").select(name).run()
+    at.selectbox(key="check_run_return_scenario").select(name).run()
     assert not at.exception
     scenario = load_scenario(name)
     if "native" not in scenario.styles:
-        assert "exists only in the ReAct style" in all_text(at)
-        at.button(key="crr_switch_style").click().run()
+        assert "exists only in the ReAct style" in page_text(at)
+        at.button(key="check_run_return_switch_style").click().run()
         assert at.session_state["style"] == "react"
-    step = at.session_state["crr_step"]
+    step = at.session_state["check_run_return_step"]
     run = run_scenario(scenario, at.session_state["style"])
     assert at.subheader[0].value == f"Call {step} of {len(run.calls)}: the model wrote"
     if scenario.malformed_turn is not None:
-        assert "= ✓" in all_text(at)
+        assert "= ✓" in page_text(at)
     else:
-        assert "no broken call" in all_text(at)
+        assert "no broken call" in page_text(at)
 
 
 def test_lesson_4_react_style_and_mixed_turn_policies():
     at = open_page(P4, style="react", scenario="mixed-turn")
-    assert "exists only in the native style" in all_text(at)
+    assert "exists only in the native style" in page_text(at)
     at = open_page(P4, scenario="mixed-turn")
-    text = all_text(at)
+    text = page_text(at)
     assert "runs `read_file(path='calc.py')`" in text and "every call dropped; the reply comes back as text" in text
-    at.segmented_control(key="crr_policy").set_value("vllm").run()
+    at.segmented_control(key="check_run_return_policy").set_value("vllm").run()
     assert at.query_params["policy"] == "vllm" and at.subheader[0].value == "Call 1 of 1: the model wrote"
-    assert "comes back as plain text" in all_text(at)
+    assert "comes back as plain text" in page_text(at)
     at = open_page(P4, style="react", scenario="missing-brace", step="3")
-    assert at.subheader[0].value == "Call 3 of 7: the model wrote" and "Observation: " in all_text(at)
-    assert "both policies treat" in all_text(at)
+    assert at.subheader[0].value == "Call 3 of 7: the model wrote" and "Observation: " in page_text(at)
+    assert "both policies treat" in page_text(at)
 
 
 def test_lesson_4_link_past_the_end_is_clamped():
     at = open_page(P4, scenario="strawberry", step="99", policy="nonsense")
-    assert at.session_state["crr_step"] == 2 and at.session_state["crr_policy"] == "per-block"
+    assert at.session_state["check_run_return_step"] == 2 and at.session_state["check_run_return_policy"] == "per-block"
 
 
 # -- lesson 5 ---------------------------------------------------------------------------------------
@@ -130,11 +124,11 @@ def test_lesson_5_without_a_model_says_so_and_shows_the_grounded_answer():
     at = open_page(P5)
     assert at.title[0].value == "5 · The answer, and when not to call"
     assert 'The letter "r" appears 3 times in "strawberry".' in [s.value for s in at.success]
-    assert "needs the model's own numbers" in all_text(at) and not at.metric
+    assert "needs the model's own numbers" in page_text(at) and not at.metric
     assert "under 0.1%" in captions(at)
     stops = [i.value for i in at.info if i.value.startswith("The harness")]
     assert len(stops) == 2 and all("final answer: the turn has no call" in s for s in stops)
-    assert "Tool results in the conversation: **1**" in all_text(at) and "Tool results in the conversation: **0**" in all_text(at)
+    assert "Tool results in the conversation: **1**" in page_text(at) and "Tool results in the conversation: **0**" in page_text(at)
 
 
 def test_lesson_5_with_the_tiny_model_shows_the_first_token_probability_labelled():
@@ -147,7 +141,7 @@ def test_lesson_5_with_the_tiny_model_shows_the_first_token_probability_labelled
     assert any("random weights" in w.value for w in at.warning)
     at.segmented_control(key="style").set_value("react").run()
     assert "native style whatever the sidebar says" in captions(at)
-    assert "after `Observation:`" in all_text(at)
+    assert "after `Observation:`" in page_text(at)
 
 
 # -- lesson 6 ---------------------------------------------------------------------------------------
@@ -156,10 +150,10 @@ def test_lesson_6_computes_8_of_151669_at_the_name_without_a_model():
     expected = inspect_mask(load_tool_set("strawberry"), '<tool_call>\n{"name": "', "auto").allowed
     assert expected == 8
     assert metrics(at)["Tokens allowed at the tool's name"] == "8 of 151,669"
-    assert "**8 of 151,669**" in all_text(at) and "14 of 111" in captions(at)
+    assert "**8 of 151,669**" in page_text(at) and "14 of 111" in captions(at)
     assert metrics(at)["Allowed before token 1"] == "all of 151,669"
-    assert "need only the grammar" in all_text(at)
-    at.slider(key="cd_step").set_value(7).run()
+    assert "need only the grammar" in page_text(at)
+    at.slider(key="constrained_decoding_step").set_value(7).run()
     assert metrics(at)["Allowed before token 7"] == "8 of 151,669" and at.query_params["step"] == "7"
 
 
@@ -171,16 +165,16 @@ def test_lesson_6_computes_8_of_151669_at_the_name_without_a_model():
 ])
 def test_lesson_6_tool_choice_modes(mode, first, second):
     at = open_page(P6)
-    at.segmented_control(key="cd_tool_choice").set_value(mode).run()
+    at.segmented_control(key="constrained_decoding_tool_choice").set_value(mode).run()
     assert metrics(at)["Allowed before token 1"] == first
-    at.button(key="cd_next").click().run()
+    at.button(key="constrained_decoding_next").click().run()
     assert metrics(at)["Allowed before token 2"] == second
 
 
 def test_lesson_6_prose_is_free_under_auto_and_forbidden_under_required():
     at = open_page(P6, turn="prose")
     assert metrics(at)["Allowed before token 1"] == "all of 151,669" and not at.error
-    at.segmented_control(key="cd_tool_choice").set_value("required").run()
+    at.segmented_control(key="constrained_decoding_tool_choice").set_value("required").run()
     assert any("forbids this token" in e.value for e in at.error)
     at = open_page(P6, turn="other-tool", tool_choice="count_letter", step="7")
     assert any("forbids this token" in e.value for e in at.error)
@@ -191,11 +185,11 @@ def test_lesson_6_with_the_tiny_model_shows_before_after_and_side_by_side():
     at.radio(key="model").set_value("tiny").run(timeout=120)
     assert "Probability the model put on forbidden tokens" in metrics(at)
     assert any("random weights" in w.value for w in at.warning)
-    at.button(key="cd_generate").click().run(timeout=120)
+    at.button(key="constrained_decoding_generate").click().run(timeout=120)
     replies = [m.value for m in at.markdown if 'class="turn-view reply"' in m.value]
     assert len(replies) == 2 and all("random weights" in r for r in replies)  # the tiny model's label on each panel
     assert '<div class="turn-view reply">&lt;tool_call&gt;&#10;{"name": "' in replies[1]  # literal, held to the grammar
-    assert "Calls that pass every check: **0**. It hit the token limit (48 tokens)." in all_text(at)
+    assert "Calls that pass every check: **0**. It hit the token limit (48 tokens)." in page_text(at)
     # a cut-off call says why it has no passing call, and links to the explanation below
     assert any("Why 0?" in w.value and "(#cut-off)" in w.value for w in at.warning)
 
@@ -204,7 +198,7 @@ def test_lesson_6_with_the_tiny_model_shows_before_after_and_side_by_side():
 def test_playground_scripted_run_shows_the_loop_and_the_ledger():
     at = open_page(PG)
     assert [t.value for t in at.text_input] == ["calc.py", "test_calc.py"]
-    at.button(key="pg_run").click().run()
+    at.button(key="playground_run").click().run()
     run = run_scenario(load_scenario("missing-brace"), "native")
     assert metrics(at) == {"Calls": "7", "Input tokens": f"{run.ledger.input_tokens:,}", "Output tokens": f"{run.ledger.output_tokens:,}"}
     assert any("final answer" in i.value for i in at.info)
@@ -213,29 +207,29 @@ def test_playground_scripted_run_shows_the_loop_and_the_ledger():
 
 def test_playground_bad_files_get_a_message_and_keep_their_text():
     at = open_page(PG)
-    at.text_input(key="pg_path_0").input("../outside.py").run()
+    at.text_input(key="playground_path_0").input("../outside.py").run()
     assert "the path '../outside.py' leaves the workspace" in [e.value for e in at.error]
-    assert at.text_input(key="pg_path_0").value == "../outside.py"
-    at.text_area(key="pg_text_1").input("x" * 70_000).run()
-    assert any("70,000 bytes" in e.value for e in at.error) and len(at.text_area(key="pg_text_1").value) == 70_000
-    at.button(key="pg_run").click().run()
+    assert at.text_input(key="playground_path_0").value == "../outside.py"
+    at.text_area(key="playground_text_1").input("x" * 70_000).run()
+    assert any("70,000 bytes" in e.value for e in at.error) and len(at.text_area(key="playground_text_1").value) == 70_000
+    at.button(key="playground_run").click().run()
     assert not at.exception and "2 file(s) left out" in captions(at)
-    at.button(key="pg_add").click().run()
+    at.button(key="playground_add").click().run()
     assert len(at.text_input) == 3
-    at.button(key="pg_remove_2").click().run()
+    at.button(key="playground_remove_2").click().run()
     assert len(at.text_input) == 2
 
 
 def test_playground_scenarios_and_live_mode():
     at = open_page(PG)
-    at.selectbox(key="pg_scenario").select("strawberry").run()
-    assert not at.text_input and "pg_result" not in at.session_state
-    at.button(key="pg_run").click().run()
+    at.selectbox(key="playground_scenario").select("strawberry").run()
+    assert not at.text_input and "playground_result" not in at.session_state
+    at.button(key="playground_run").click().run()
     assert any('appears 3 times' in i.value for i in at.info)
-    at.segmented_control(key="pg_mode").set_value("live").run()
-    assert "A live run needs a model" in all_text(at) and at.button(key="pg_run").disabled
+    at.segmented_control(key="playground_mode").set_value("live").run()
+    assert "A live run needs a model" in page_text(at) and at.button(key="playground_run").disabled
     at.radio(key="model").set_value("tiny").run(timeout=120)
-    at.button(key="pg_run").click().run(timeout=120)
+    at.button(key="playground_run").click().run(timeout=120)
     assert not at.exception and any(w.value.startswith("Tiny model") for w in at.warning)
     assert any("The run stopped" in i.value for i in at.info)
 
@@ -243,8 +237,8 @@ def test_playground_scenarios_and_live_mode():
 def test_playground_scripted_run_stops_where_the_learners_files_depart_from_the_script():
     at = open_page(PG)
     assert any("scripted turns are fixed text" in c.value for c in at.caption)
-    at.button(key="pg_remove_1").click().run()  # remove test_calc.py
-    at.button(key="pg_run").click().run()
+    at.button(key="playground_remove_1").click().run()  # remove test_calc.py
+    at.button(key="playground_run").click().run()
     warning = next(w.value for w in at.warning if "The script stopped at call 1" in w.value)
     assert "`list_files` answered differently" in warning
     codes = [c.value for c in at.code]

@@ -11,7 +11,7 @@ import json
 import re
 
 import pytest
-from helpers import open_page
+from helpers import open_page, page_text
 
 from engine.core.tokenizer import REAL_VOCAB
 from engine.core.tooldefs import load_tool_set
@@ -22,12 +22,6 @@ from engine.wire.formats import scenario_exchanges
 from engine.wire.openai_tokens import compare_tool_costs
 
 P7, GALLERY, CALC = "app_pages/same_call_five_ways.py", "app_pages/gallery.py", "app_pages/calculator.py"
-
-
-def all_text(at) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [x.value for x in at.info]
-    parts += [x.value for x in at.error] + [x.value for x in at.warning] + [x.value for x in at.success]
-    return "\n".join(parts)
 
 
 def codes(at) -> list[str]:
@@ -70,13 +64,13 @@ def test_lesson_7_writes_the_strawberry_call_five_ways():
     captions = [c.value for c in at.caption]
     assert captions[:3] == ["264 Qwen3 tokens", "28 tokens written", "10 tokens, read by the next call"]
     assert "221 Qwen3 tokens" in captions
-    text = all_text(at)
+    text = page_text(at)
     assert f"`{written.exchanges[2].ids[0]}` (count_letter)" in text and "No ids: each result answers the call in the same position." in text
 
 
 def test_lesson_7_tables_of_differences_and_tool_choice_come_from_the_engine():
     at = open_page(P7)
-    text = all_text(at)
+    text = page_text(at)
     assert "<td>arguments</td>" in text and "a string holding JSON (function.arguments): parse it yourself" in text
     assert "by id: tool_result.tool_use_id = tool_use.id" in text
     # each API's spelling of the four modes, written by engine.wire.formats.tool_choice_for
@@ -87,7 +81,7 @@ def test_lesson_7_tables_of_differences_and_tool_choice_come_from_the_engine():
 
 def test_lesson_7_costs_qwen3_exact_and_openai_estimated():
     at = open_page(P7)
-    text = all_text(at)
+    text = page_text(at)
     # strawberry: 241 native and 198 ReAct (exact); about 83 on gpt-4o and 89 on gpt-4 (the cookbook's method)
     assert "cost **241** tokens in Qwen3's native prompt and\n**198** in ReAct" in text
     assert "about **83** tokens on gpt-4o (o200k_base) and **89** on gpt-4 (cl100k_base)" in text
@@ -106,14 +100,14 @@ def test_lesson_7_costs_qwen3_exact_and_openai_estimated():
 def test_lesson_7_every_scenario_and_step(style):
     at = open_page(P7, style=style)
     for name in [*list_scenarios(), *list_gallery()]:
-        at.selectbox(key="wire_scenario").select(name).run()
+        at.selectbox(key="same_call_five_ways_scenario").select(name).run()
         assert not at.exception, name
         styles = load_scenario(name).styles
         chosen = at.session_state["style"] if at.session_state["style"] in styles else styles[0]
         written = scenario_exchanges(name, chosen)
-        assert len(at.selectbox(key="wire_step").options) == len(written), name
+        assert len(at.selectbox(key="same_call_five_ways_step").options) == len(written), name
         for index in range(len(written)):
-            at.selectbox(key="wire_step").select(index).run()
+            at.selectbox(key="same_call_five_ways_step").select(index).run()
             assert not at.exception, (name, index)
             assert sorted(codes(at)) == sorted(wire_texts(written[index])), (name, index)
         assert at.query_params.get("scenario") == (None if name == "strawberry" else name)
@@ -122,7 +116,7 @@ def test_lesson_7_every_scenario_and_step(style):
 def test_lesson_7_two_calls_have_two_ids_and_react_takes_two_replies():
     at = open_page(P7, scenario="two-calls")
     written = scenario_exchanges("two-calls")[0]
-    text = all_text(at)
+    text = page_text(at)
     for exchange in written.exchanges[2:]:
         assert len(exchange.ids) == 2 and all(f"`{i}`" in text for i in exchange.ids)
     react = written.exchanges[1]
@@ -132,14 +126,14 @@ def test_lesson_7_two_calls_have_two_ids_and_react_takes_two_replies():
 def test_lesson_7_follows_the_sidebar_style():
     at = open_page(P7, style="react")
     assert [t.label for t in at.tabs][:2] == ["ReAct", "Qwen3 native"]
-    assert "<th>ReAct</th><th>Qwen3 native</th>" in all_text(at)
+    assert "<th>ReAct</th><th>Qwen3 native</th>" in page_text(at)
     at = open_page(P7, style="react", scenario="tag-in-string")
-    assert "scripted in the Qwen3 native style only" in all_text(at)
+    assert "scripted in the Qwen3 native style only" in page_text(at)
 
 
 def test_lesson_7_projected_stacks_the_panes_and_groups_the_table():
     at = open_page(P7, present="1")
-    text = all_text(at)
+    text = page_text(at)
     # one block per question, a row per format: no six-column table squeezed onto a projector
     assert '<tr><th colspan="2">arguments</th></tr><tr><td>Qwen3 native</td><td>a JSON object, in the text</td></tr>' in text
     assert codes(at) == wire_texts(scenario_exchanges("strawberry")[0])
@@ -149,8 +143,8 @@ def test_lesson_7_projected_stacks_the_panes_and_groups_the_table():
 def test_gallery_opens_on_the_tag_inside_a_string():
     at = open_page(GALLERY)
     assert at.title[0].value == "Failures seen in real servers"
-    assert at.session_state["gal_case"] == "tag-in-string" and at.query_params["case"] == "tag-in-string"
-    text = all_text(at)
+    assert at.session_state["gallery_case"] == "tag-in-string" and at.query_params["case"] == "tag-in-string"
+    text = page_text(at)
     assert "at a `</tool_call>` that sits **inside** a\nJSON string" in text
     assert ' on its own line.\\n"}}\n</tool_call>' in codes(at)
     assert "finds no call: the first block is not valid JSON" in text
@@ -165,7 +159,7 @@ def test_gallery_opens_on_the_tag_inside_a_string():
     assert cost.agrees and cost.c_bad == 539 and cost.n_later == 2
     assert {m.label: m.value for m in at.metric} == {"Measured": f"{cost.measured_in:,}", "By the formula": f"{cost.formula_in:,}"}
     assert f"C_bad + (a_bad + e) × n_later = {cost.formula_text} tokens" in text
-    assert "C_bad = 539 is the prompt the broken call was sent with" in all_text(at)
+    assert "C_bad = 539 is the prompt the broken call was sent with" in page_text(at)
 
 
 # name -> what the page must say, computed by the engine where it is a figure
@@ -185,8 +179,8 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_gallery_case(name):
     at = open_page(GALLERY, case=name)
-    assert at.session_state["gal_case"] == name
-    text = all_text(at)
+    assert at.session_state["gallery_case"] == name
+    text = page_text(at)
     for expected in CASES[name]:
         assert expected in text, (name, expected)
     check = check_grammar(load_scenario(name))
@@ -197,31 +191,31 @@ def test_gallery_costs_are_the_engines():
     at = open_page(GALLERY, case="tool-choice-none")
     cost = measure_schema_cost(load_scenario("tool-choice-none"))
     assert {m.label: m.value for m in at.metric} == {"Prompt with the tools": "264", "Prompt without them": "23"}
-    assert f"Paid for tools the model may not use: **{cost.wasted} tokens** over the run's 1 call." in all_text(at)
+    assert f"Paid for tools the model may not use: **{cost.wasted} tokens** over the run's 1 call." in page_text(at)
     assert cost.wasted == 241
     at = open_page(GALLERY, case="endless-number")
     assert {m.label: m.value for m in at.metric} == {"Tokens written": "64 of 64", "Repeated digits at the end": "40"}
-    assert "finish `length`" in all_text(at)
+    assert "finish `length`" in page_text(at)
     at = open_page(GALLERY, case="retry-loop")
     loop = measure_retry_loop(load_scenario("retry-loop"))
     shown = {m.label: m.value for m in at.metric}
     assert shown == {"Tokens, budget of 2": f"{loop.with_budget['tokens']:,}", "Tokens, no budget": f"{loop.without_budget['tokens']:,}"}
-    assert f"The budget saves **{loop.saved_tokens:,} tokens**" in all_text(at) and loop.saved_tokens == 3785
+    assert f"The budget saves **{loop.saved_tokens:,} tokens**" in page_text(at) and loop.saved_tokens == 3785
 
 
 def test_gallery_steps_through_the_cases_and_follows_the_style():
     at = open_page(GALLERY)
     for name in list_gallery()[1:]:
-        at.button(key="gal_next").click().run()
-        assert not at.exception and at.session_state["gal_case"] == name
-    assert at.button(key="gal_next").disabled
-    at.button(key="gal_prev").click().run()
-    assert at.session_state["gal_case"] == "endless-number"
+        at.button(key="gallery_next").click().run()
+        assert not at.exception and at.session_state["gallery_case"] == name
+    assert at.button(key="gallery_next").disabled
+    at.button(key="gallery_prev").click().run()
+    assert at.session_state["gallery_case"] == "endless-number"
     at = open_page(GALLERY, case="retry-loop", style="react")
-    text = all_text(at)
+    text = page_text(at)
     assert "a `<tool_call>` regex finds\nnothing at all" in text and "This site's grammar is built for Qwen3's native" in text
     at = open_page(GALLERY, case="two-calls", style="react")
-    assert "scripted in the native style only" in all_text(at)
+    assert "scripted in the native style only" in page_text(at)
 
 
 # -- the calculator's section ---------------------------------------------------------------------------------
@@ -232,11 +226,11 @@ def test_calculator_shows_the_same_tools_elsewhere():
     table = at.table[0].value
     assert list(table["the tools cost"]) == [r.tools_tokens for r in rows] == [241, 198, 83, 89]
     assert list(table["figure"]) == ["exact", "exact", "estimate", "estimate"]
-    text = all_text(at)
+    text = page_text(at)
     assert "**estimates by OpenAI's published method,\nnot measured against the API**" in text
     assert "it gives 101 on gpt-4o and 105 on gpt-4; the cookbook reports that the API returned 101 and 105" in text
     assert list(at.table[1].value["system prompt tokens"]) == [530, 281, 159, 235, 264, 340, 395]
-    at.selectbox(key="calc_set").set_value("coding-agent").run()
+    at.selectbox(key="calculator_set").set_value("coding-agent").run()
     rows = compare_tool_costs(load_tool_set("coding-agent"), load_scenario("strawberry").messages)
     assert list(at.table[0].value["the tools cost"]) == [r.tools_tokens for r in rows]
 
@@ -245,14 +239,14 @@ def test_calculator_shows_the_same_tools_elsewhere():
 @pytest.mark.parametrize(
     "page, query, key, expected",
     [
-        (P7, {"scenario": "../../etc/passwd"}, "wire_scenario", "strawberry"),
-        (P7, {"scenario": "two-calls", "step": "99"}, "wire_step", 0),
-        (P7, {"scenario": "missing-brace", "step": "-1"}, "wire_step", 0),
-        (P7, {"step": "one"}, "wire_step", 0),
-        (P7, {"scenario": "missing-brace", "step": "2"}, "wire_step", 2),
-        (GALLERY, {"case": "strawberry"}, "gal_case", "tag-in-string"),
-        (GALLERY, {"case": "<script>"}, "gal_case", "tag-in-string"),
-        (GALLERY, {"case": "retry-loop"}, "gal_case", "retry-loop"),
+        (P7, {"scenario": "../../etc/passwd"}, "same_call_five_ways_scenario", "strawberry"),
+        (P7, {"scenario": "two-calls", "step": "99"}, "same_call_five_ways_step", 0),
+        (P7, {"scenario": "missing-brace", "step": "-1"}, "same_call_five_ways_step", 0),
+        (P7, {"step": "one"}, "same_call_five_ways_step", 0),
+        (P7, {"scenario": "missing-brace", "step": "2"}, "same_call_five_ways_step", 2),
+        (GALLERY, {"case": "strawberry"}, "gallery_case", "tag-in-string"),
+        (GALLERY, {"case": "<script>"}, "gallery_case", "tag-in-string"),
+        (GALLERY, {"case": "retry-loop"}, "gallery_case", "retry-loop"),
     ],
     ids=["unknown-scenario", "step-past-the-end", "negative-step", "step-not-a-number", "good-step",
          "lesson-4-scenario-is-no-case", "markup", "good-case"],

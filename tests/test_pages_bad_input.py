@@ -60,7 +60,7 @@ def assert_fine(at, where: str) -> None:
     assert not at.exception, (where, [e.value for e in at.exception])
 
 
-@pytest.mark.parametrize("page, key", [(P2, "schemas_json"), (CALC, "calc_json")], ids=["lesson-2", "calculator"])
+@pytest.mark.parametrize("page, key", [(P2, "tools_as_schemas_json"), (CALC, "calculator_json")], ids=["lesson-2", "calculator"])
 def test_tool_editor_bad_input(page, key):
     at = open_page(page)
     good = at.text_area(key=key).value
@@ -87,15 +87,15 @@ def test_tool_editor_bad_input(page, key):
 def test_lesson_1_word_and_letter_bad_input():
     at = open_page(P1)
     for word in ["", " ", "<tool_call>{\"name\": \"x\"}</tool_call>", "\u0000\u202e\U0001F353" * 60, "é" * 200]:
-        at.text_input(key="why_word").input(word).run()
+        at.text_input(key="why_call_a_tool_word").input(word).run()
         assert_fine(at, repr(word[:20]))
-        assert at.text_input(key="why_word").value == word
-    at.text_input(key="why_letter").input("").run()
+        assert at.text_input(key="why_call_a_tool_word").value == word
+    at.text_input(key="why_call_a_tool_letter").input("").run()
     assert_fine(at, "empty letter")
-    assert at.text_input(key="why_letter").value == ""
+    assert at.text_input(key="why_call_a_tool_letter").value == ""
     assert "error: letter must be a single character, not ''" in shown(at)
-    at.text_input(key="why_word").input("strawberry").run()
-    at.text_input(key="why_letter").input("r").run()
+    at.text_input(key="why_call_a_tool_word").input("strawberry").run()
+    at.text_input(key="why_call_a_tool_letter").input("r").run()
     assert_fine(at, "good again")
     assert not shown(at)
     assert {m.label: m.value for m in at.metric}['count_letter(word="strawberry", letter="r")'] == "3"
@@ -103,38 +103,38 @@ def test_lesson_1_word_and_letter_bad_input():
 
 # (id, field key, bad value, message shown beside it)
 PLAYGROUND = [
-    ("no-name", "pg_path_0", "", "give the file a name, such as notes.txt"),
-    ("climbs-out", "pg_path_0", "../../etc/passwd", "the path '../../etc/passwd' leaves the workspace"),
-    ("absolute", "pg_path_0", "/etc/passwd", "paths are relative to the workspace; absolute paths are not allowed"),
-    ("tilde", "pg_path_0", "~/.bashrc", "paths are relative to the workspace; '~' is not allowed"),
-    ("nul", "pg_path_0", "calc\u0000.py", "the path contains a NUL byte"),
-    ("too-long", "pg_path_0", "a/" * 300, "the path is longer than 512 characters"),
-    ("name-too-long", "pg_path_0", "n" * 300, "the path cannot be used: File name too long"),
-    ("a-folder", "pg_path_0", "src/", "'src/' names a folder; give a file name, such as src/notes.txt"),
-    ("twice", "pg_path_0", "test_calc.py", "test_calc.py appears twice; each file needs its own name"),
-    ("oversized", "pg_text_0", "x" * 70_000, "calc.py is 70,000 bytes; a workspace file may hold up to 65,536 bytes"),
+    ("no-name", "playground_path_0", "", "give the file a name, such as notes.txt"),
+    ("climbs-out", "playground_path_0", "../../etc/passwd", "the path '../../etc/passwd' leaves the workspace"),
+    ("absolute", "playground_path_0", "/etc/passwd", "paths are relative to the workspace; absolute paths are not allowed"),
+    ("tilde", "playground_path_0", "~/.bashrc", "paths are relative to the workspace; '~' is not allowed"),
+    ("nul", "playground_path_0", "calc\u0000.py", "the path contains a NUL byte"),
+    ("too-long", "playground_path_0", "a/" * 300, "the path is longer than 512 characters"),
+    ("name-too-long", "playground_path_0", "n" * 300, "the path cannot be used: File name too long"),
+    ("a-folder", "playground_path_0", "src/", "'src/' names a folder; give a file name, such as src/notes.txt"),
+    ("twice", "playground_path_0", "test_calc.py", "test_calc.py appears twice; each file needs its own name"),
+    ("oversized", "playground_text_0", "x" * 70_000, "calc.py is 70,000 bytes; a workspace file may hold up to 65,536 bytes"),
 ]
 
 
 def test_playground_file_fields_bad_input():
     at = open_page(PG)
-    good = {key: at.text_input(key=key).value if key.startswith("pg_path") else at.text_area(key=key).value
-            for key in ("pg_path_0", "pg_text_0")}
+    good = {key: at.text_input(key=key).value if key.startswith("playground_path") else at.text_area(key=key).value
+            for key in ("playground_path_0", "playground_text_0")}
     for name, key, value, message in PLAYGROUND:
-        field = at.text_input(key=key) if key.startswith("pg_path") else at.text_area(key=key)
+        field = at.text_input(key=key) if key.startswith("playground_path") else at.text_area(key=key)
         field.input(value).run()
         assert_fine(at, name)
-        field = at.text_input(key=key) if key.startswith("pg_path") else at.text_area(key=key)
+        field = at.text_input(key=key) if key.startswith("playground_path") else at.text_area(key=key)
         assert field.value == value, name
         assert message in [e.value for e in at.error], (name, shown(at))
         # the run still works, with the bad file left out
-        at.button(key="pg_run").click().run()
+        at.button(key="playground_run").click().run()
         assert_fine(at, f"{name}, run")
         assert any("1 file(s) left out" in c.value for c in at.caption), name
         # put it back before the next row
-        (at.text_input(key=key) if key.startswith("pg_path") else at.text_area(key=key)).input(good[key]).run()
+        (at.text_input(key=key) if key.startswith("playground_path") else at.text_area(key=key)).input(good[key]).run()
     assert not at.error
-    at.button(key="pg_run").click().run()
+    at.button(key="playground_run").click().run()
     assert_fine(at, "good again")
     assert {m.label: m.value for m in at.metric}["Calls"] == "7"
 
@@ -143,22 +143,22 @@ def test_playground_live_run_that_fails_mid_run_says_so_and_the_next_run_works(m
     from ui.models import tiny_engine
 
     at = open_page(PG)
-    at.segmented_control(key="pg_mode").set_value("live").run()
+    at.segmented_control(key="playground_mode").set_value("live").run()
     at.radio(key="model").set_value("tiny").run(timeout=120)
     question = "Count the r in strawberry \u0000 please " + "?" * 2000
-    at.text_area(key="pg_question").input(question).run()
+    at.text_area(key="playground_question").input(question).run()
     engine = tiny_engine()  # the page's own shared engine
     # forward pass 3: the page reads a new prompt in two passes (the prefix cache keeps all but its last token), so step 2
     monkeypatch.setattr(engine, "model", FailingModel(engine.model, 3, torch.OutOfMemoryError("CUDA out of memory")))
-    at.button(key="pg_run").click().run(timeout=120)
+    at.button(key="playground_run").click().run(timeout=120)
     assert_fine(at, "failed run")
     stopped = [i.value for i in at.info if i.value.startswith("The run stopped")]
     assert stopped and stopped[0].startswith("The run stopped: the model failed: the model ran out of memory at step 2"), stopped
-    assert at.text_area(key="pg_question").value == question
+    assert at.text_area(key="playground_question").value == question
     assert engine.lock.acquire(blocking=False)
     engine.lock.release()
     monkeypatch.undo()
-    at.button(key="pg_run").click().run(timeout=180)
+    at.button(key="playground_run").click().run(timeout=180)
     assert_fine(at, "next run")
     stopped = [i.value for i in at.info if i.value.startswith("The run stopped")]
     assert stopped and "failed" not in stopped[0], stopped

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import open_page
+from helpers import open_page, page_text
 
 from engine.core.prompt import Request, count_tools_tokens, render
 from engine.core.tokenizer import load_tokenizer
@@ -26,16 +26,12 @@ def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
-def all_text(at) -> str:
-    return "\n".join([*(m.value for m in at.markdown), *(i.value for i in at.info)])
-
-
 def test_home_lists_every_page_and_says_the_model_is_missing():
     at = open_page()
     assert at.title[0].value == "Tool calling, token by token"
     links = [el.proto.label for el in at.get("page_link")]
     assert "1 · Why call a tool" in links and "Token-cost calculator" in links
-    assert "python -m engine download --model Qwen/Qwen3-1.7B" in all_text(at)
+    assert "python -m engine download --model Qwen/Qwen3-1.7B" in page_text(at)
     assert at.query_params["style"] == "native"
 
 
@@ -56,18 +52,18 @@ def test_lesson_1_shows_strawberry_as_one_token_and_counts_with_the_tool():
     assert str(tok.encode(" strawberry")[0]) in strips[0]
     assert all(str(i) in strips[1] for i in tok.encode("strawberry"))  # the bare word: several tokens
     assert metrics(at)['count_letter(word="strawberry", letter="r")'] == "3"
-    assert "published step-by-step lesson" in all_text(at) and "seed 00" not in all_text(at) and "Qwen3-1.7B is not on this machine" not in all_text(at)
-    assert "no model is loaded" in all_text(at).lower()
+    assert cite("tool-calling-step-by-step") in page_text(at) and "seed 00" not in page_text(at) and "Qwen3-1.7B is not on this machine" not in page_text(at)
+    assert "no model is loaded" in page_text(at).lower()
     # the scripted with-tools run: the call, the result 3, the answer
     assert [c.value for c in at.code][-1] == 'The letter "r" appears 3 times in "strawberry".'
 
 
 def test_lesson_1_typing_a_word_and_a_letter():
     at = open_page(P1)
-    at.text_input(key="why_word").input("tokenization").run()
+    at.text_input(key="why_call_a_tool_word").input("tokenization").run()
     assert metrics(at)["Tokens"] == str(len(load_tokenizer().encode("tokenization")))
     assert at.query_params["word"] == "tokenization"
-    at.text_input(key="why_letter").input("o").run()
+    at.text_input(key="why_call_a_tool_letter").input("o").run()
     assert metrics(at)['count_letter(word="tokenization", letter="o")'] == "2"
 
 
@@ -86,38 +82,38 @@ def test_lesson_2_computes_the_241_tokens_and_both_styles():
 
 def test_lesson_2_switching_style_changes_the_prompt_shown():
     at = open_page(P2)
-    at.button(key="schemas_switch").click().run()
+    at.button(key="tools_as_schemas_switch").click().run()
     react = render(Request(QUESTION, load_tool_set("strawberry"), "react"))
     assert at.session_state["style"] == "react"
     assert metrics(at)["Tokens in this prompt"] == str(react.count)
-    at.toggle(key="schemas_tokens").set_value(True).run()
+    at.toggle(key="tools_as_schemas_tokens").set_value(True).run()
     assert any('class="tok k-tool"' in m.value for m in at.markdown)
 
 
 def test_lesson_2_bad_json_is_reported_beside_the_field_and_the_text_kept():
     at = open_page(P2)
     broken = '[{"type": "function", "function": {"name": "count_letter"'
-    at.text_area(key="schemas_json").input(broken).run()
-    assert at.text_area(key="schemas_json").value == broken
+    at.text_area(key="tools_as_schemas_json").input(broken).run()
+    assert at.text_area(key="tools_as_schemas_json").value == broken
     assert at.error[0].value.startswith("Not valid JSON")
     assert metrics(at)["Native: tools cost"] == "241"  # the last good tools still shown
-    at.button(key="schemas_add").click().run()  # adding to broken text leaves it alone
-    assert at.text_area(key="schemas_json").value == broken
+    at.button(key="tools_as_schemas_add").click().run()  # adding to broken text leaves it alone
+    assert at.text_area(key="tools_as_schemas_json").value == broken
     schema_problem = json.dumps([{"type": "function", "function": {"name": "x y", "parameters": {"type": "object"}}}])
-    at.text_area(key="schemas_json").input(schema_problem).run()
+    at.text_area(key="tools_as_schemas_json").input(schema_problem).run()
     assert "may use only letters" in at.error[0].value
 
 
 def test_lesson_2_add_and_remove_a_tool_and_the_run_of_n_calls():
     at = open_page(P2)
-    at.button(key="schemas_add").click().run()
-    tools = json.loads(at.text_area(key="schemas_json").value)
+    at.button(key="tools_as_schemas_add").click().run()
+    tools = json.loads(at.text_area(key="tools_as_schemas_json").value)
     assert [t["function"]["name"] for t in tools] == ["count_letter", "tokenize", "new_tool_1"]
     assert metrics(at)["Native: tools cost"] == str(count_tools_tokens(Request(QUESTION, tools)))
-    at.button(key="schemas_remove").click().run()
-    at.button(key="schemas_remove").click().run()
+    at.button(key="tools_as_schemas_remove").click().run()
+    at.button(key="tools_as_schemas_remove").click().run()
     assert metrics(at)["Native: tools cost"] == str(count_tools_tokens(Request(QUESTION, load_tool_set("strawberry")[:1])))
-    at.slider(key="schemas_calls").set_value(10).run()
+    at.slider(key="tools_as_schemas_calls").set_value(10).run()
     per_call = int(metrics(at)["Native: tools cost"])
     assert metrics(at)["Native: tools cost over 10 calls"] == str(per_call * 10)
 
@@ -127,11 +123,11 @@ def test_lesson_3_without_a_model_steps_through_the_scripted_calls_tokens():
     tok = load_tokenizer()
     assert metrics(at)["Token 1 of 28"] == "<tool_call>"  # numbered from 1, as on lessons 4 and 6
     assert "Its probability" not in metrics(at) and not at.get("plotly_chart")
-    assert "no model is loaded" in all_text(at).lower()
-    at.button(key="call_next").click().run()
+    assert "no model is loaded" in page_text(at).lower()
+    at.button(key="the_model_writes_a_call_next").click().run()
     assert metrics(at)["Token 2 of 28"] == "↵"
-    at.button(key="call_name").click().run()
-    step = at.session_state["call_step"]
+    at.button(key="the_model_writes_a_call_name").click().run()
+    step = at.session_state["the_model_writes_a_call_step"]
     assert tok.token_text(tok.encode('<tool_call>\n{"name": "count_letter"')[step - 1]) == "count"
     assert at.query_params["step"] == str(step)
 
@@ -147,12 +143,12 @@ def test_lesson_3_with_the_tiny_model_shows_probabilities_labelled_random():
     at = open_page(P3)
     at.radio(key="model").set_value("tiny").run(timeout=90)
     assert any("random weights" in w.value for w in at.warning)
-    at.button(key="call_generate").click().run(timeout=90)
+    at.button(key="the_model_writes_a_call_generate").click().run(timeout=90)
     assert "Its probability" in metrics(at)
     chart = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert len(chart["data"][0]["x"]) == 8 and all(0 <= p <= 1 for p in chart["data"][0]["x"])
-    at.button(key="call_next").click().run()
-    assert at.session_state["call_step"] == 2 and at.get("plotly_chart")  # tokens count from 1
+    at.button(key="the_model_writes_a_call_next").click().run()
+    assert at.session_state["the_model_writes_a_call_step"] == 2 and at.get("plotly_chart")  # tokens count from 1
 
 
 def test_calculator_default_run_matches_the_engine():
@@ -172,18 +168,18 @@ def test_calculator_default_run_matches_the_engine():
 
 def test_calculator_inputs_style_and_tool_sets():
     at = open_page(CALC)
-    at.slider(key="calc_calls").set_value(5).run()
-    at.slider(key="calc_bad").set_value(0).run()
+    at.slider(key="calculator_calls").set_value(5).run()
+    at.slider(key="calculator_bad").set_value(0).run()
     assert metrics(at)["Model calls"] == "6"
     assert metrics(at)["Extra input from the malformed calls"] == "0"
     at.get("button_group")[0].set_value("react").run()
     plan = plan_run(load_tool_set("strawberry"), "react", calls=5)
     assert metrics(at)["Input tokens, whole run"] == f"{plan.input_tokens:,}"
-    at.selectbox(key="calc_set").set_value("coding-agent").run()
+    at.selectbox(key="calculator_set").set_value("coding-agent").run()
     plan = plan_run(load_tool_set("coding-agent"), "react", calls=5)
     assert metrics(at)["Input tokens, whole run"] == f"{plan.input_tokens:,}"
-    at.text_area(key="calc_json").input("not json").run()
-    assert at.error[0].value.startswith("Not valid JSON") and at.text_area(key="calc_json").value == "not json"
+    at.text_area(key="calculator_json").input("not json").run()
+    assert at.error[0].value.startswith("Not valid JSON") and at.text_area(key="calculator_json").value == "not json"
 
 
 def test_home_suggests_the_smaller_qwen3_with_this_machines_measured_speed():

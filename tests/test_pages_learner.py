@@ -100,9 +100,9 @@ def test_lesson_2_answers_follow_the_tools_in_the_editor():
     at = open_page(LESSON_PAGES["tools-as-schemas"])
     strawberry = measure_tools_cost(load_tool_set("strawberry"))
     assert answers(at)[0].startswith(f"**{67}** tokens natively: the tools cost goes from {strawberry.total} to {strawberry.total + 67}")
-    at.button(key="schemas_add").click().run()  # the learner tries it: the tools cost moves by the answer's figure
+    at.button(key="tools_as_schemas_add").click().run()  # the learner tries it: the tools cost moves by the answer's figure
     assert at.metric[1].label == "Native: tools cost" and at.metric[1].value == str(strawberry.total + 67)
-    third = measure_tools_cost(json.loads(at.text_area(key="schemas_json").value))
+    third = measure_tools_cost(json.loads(at.text_area(key="tools_as_schemas_json").value))
     assert f"goes from {third.total} to" in answers(at)[0]
 
 
@@ -129,29 +129,29 @@ def _leave_and_come_back(at, page: str):
 
 def test_lesson_4_keeps_its_scenario_and_step_after_a_visit_home():
     at = open_page(LESSON_PAGES["check-run-return"])
-    at.selectbox(key="crr_scenario").select("unknown-tool").run()
-    at.button(key="crr_next").click().run()
-    step = at.session_state["crr_step"]
+    at.selectbox(key="check_run_return_scenario").select("unknown-tool").run()
+    at.button(key="check_run_return_next").click().run()
+    step = at.session_state["check_run_return_step"]
     _leave_and_come_back(at, LESSON_PAGES["check-run-return"])
-    assert (at.session_state["crr_scenario"], at.session_state["crr_step"]) == ("unknown-tool", step)
+    assert (at.session_state["check_run_return_scenario"], at.session_state["check_run_return_step"]) == ("unknown-tool", step)
     assert at.query_params["scenario"] == "unknown-tool" and at.query_params["step"] == str(step)
 
 
 def test_lesson_6_keeps_tool_choice_and_step_and_a_link_still_wins():
     at = open_page(LESSON_PAGES["constrained-decoding"], timeout=120, tool_choice="required", step="5")
-    assert (at.session_state["cd_tool_choice"], at.session_state["cd_step"]) == ("required", 5)
+    assert (at.session_state["constrained_decoding_tool_choice"], at.session_state["constrained_decoding_step"]) == ("required", 5)
     _leave_and_come_back(at, LESSON_PAGES["constrained-decoding"])
-    assert (at.session_state["cd_tool_choice"], at.session_state["cd_step"]) == ("required", 5)
+    assert (at.session_state["constrained_decoding_tool_choice"], at.session_state["constrained_decoding_step"]) == ("required", 5)
 
 
 def test_edited_tools_and_playground_files_survive_a_visit_to_another_page():
     at = open_page(LESSON_PAGES["tools-as-schemas"])
-    at.button(key="schemas_add").click().run()
-    edited = at.text_area(key="schemas_json").value
+    at.button(key="tools_as_schemas_add").click().run()
+    edited = at.text_area(key="tools_as_schemas_json").value
     _leave_and_come_back(at, LESSON_PAGES["tools-as-schemas"])
-    assert at.text_area(key="schemas_json").value == edited
+    assert at.text_area(key="tools_as_schemas_json").value == edited
     at.switch_page("app_pages/playground.py").run()
-    at.text_input(key="pg_path_0").input("calc2.py").run()
+    at.text_input(key="playground_path_0").input("calc2.py").run()
     _leave_and_come_back(at, "app_pages/playground.py")
     assert [t.value for t in at.text_input] == ["calc2.py", "test_calc.py"]
 

@@ -58,7 +58,7 @@ def test_lesson_3_shows_each_tokens_recorded_probability_labelled_as_recorded(pa
     assert LABEL in infos(at) and "random weights" in infos(at)
     assert metrics(at)["Its probability"] == probability(steps[0].p)
     assert f"Token 1 of {len(steps)}" in metrics(at)  # tokens count from 1, as on lessons 4 and 6
-    at.button(key="call_next").click().run()
+    at.button(key="the_model_writes_a_call_next").click().run()
     assert metrics(at)["Its probability"] == probability(steps[1].p)
     chart = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert sorted(chart["data"][0]["x"], reverse=True) == [a.p for a in steps[1].top]

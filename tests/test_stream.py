@@ -53,7 +53,7 @@ def test_lesson_1_streams_the_run_without_tools_and_ends_with_one_full_strip_of_
     from ui.draw import token_strip
 
     at = page_app("app_pages/why_call_a_tool.py", timeout=180, model="tiny")
-    at.button(key="why_ask").click().run(timeout=300)
+    at.button(key="why_call_a_tool_ask").click().run(timeout=300)
     assert not at.exception, [e.value for e in at.exception]
     # the same greedy run outside the page: the page's final strip is exactly its tokens, runs collapsed
     scenario = load_scenario("strawberry")
@@ -70,12 +70,12 @@ def test_the_playgrounds_live_turns_are_token_strips_with_whitespace_runs_counte
     from ui.stream import strip_html
 
     at = page_app("app_pages/playground.py", timeout=180, model="tiny", mode="live", scenario="strawberry")
-    at.button(key="pg_run").click().run(timeout=600)
+    at.button(key="playground_run").click().run(timeout=600)
     assert not at.exception, [e.value for e in at.exception]
-    calls = at.session_state["pg_result"]["calls"]
+    calls = at.session_state["playground_result"]["calls"]
     shown = [m.value for m in at.markdown]
     for call in calls:
         assert call.turn.steps, "a live turn keeps its tokens"
         assert strip_html([(s.id, s.token) for s in call.turn.steps], TOK.is_special) in shown
     # the tiny model's turns are never drawn as code blocks of blank lines: only tool results are code
-    assert len(at.code) == sum(len(call.results) for call in calls) + len(at.session_state["pg_result"]["files_after"])
+    assert len(at.code) == sum(len(call.results) for call in calls) + len(at.session_state["playground_result"]["files_after"])
