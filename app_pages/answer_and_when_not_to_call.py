@@ -143,7 +143,7 @@ for column, question in zip(columns, DATA["questions"], strict=True):
         first_token_chart(figures["top"], figures["p"], f"wnc_first_{question['id']}")
 if engine is None and not shown_any:
     st.info(text["needs the model"])
-st.caption(text["seed 002"])
+st.caption(text["reported elsewhere"])
 
 # -- the twin misconception ------------------------------------------------------------------------
 st.header("Grounded, or a guess?")

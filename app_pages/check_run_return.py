@@ -214,7 +214,7 @@ else:
         st.metric("Formula: C_bad + (a_bad + e) × n_later", f"{cost.formula_in:,}")
         st.markdown(f"{cost.formula_text} tokens")
     st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
-    st.caption(text["seed 001"])
+    st.caption(text["reported elsewhere"])
 
 notice(text["what to notice (stopped)" if any(s.parse.returned_as_text for s in run.calls) else "what to notice"])
 check_understanding(ID)

@@ -242,7 +242,7 @@ cut_steps = walked_cut(cut_text)
 st.markdown(words(ID, "cut off", allowed=sum(s.ok for s in cut_steps), total=len(cut_steps)))
 cut_verdict = parse_turn(cut_text, cut.tools, "native")
 st.code(cut_verdict.errors[0].error if cut_verdict.errors else "(no error)", language=None, wrap_lines=True)
-st.caption(text["seed 003"])
+st.caption(text["reported elsewhere"])
 
 notice(words(ID, "what to notice", allowed=at_name["allowed"], vocab=REAL_VOCAB))
 check_understanding(ID, allowed=at_name["allowed"])

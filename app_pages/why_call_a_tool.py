@@ -117,7 +117,7 @@ elif kind == "trace":
     st.caption(f"{len(source.steps)} tokens, finish: {source.finish}")
 else:
     no_model_box()
-st.markdown(text["seed measurement"])
+st.markdown(text["reported elsewhere"])
 
 st.subheader("With tools: the scripted run")
 st.markdown(text["with tools, scripted"])

@@ -54,7 +54,7 @@ def tok():
     return load_tokenizer()
 
 
-# -- the figure of seed 002 -----------------------------------------------------------------
+# -- the figure of tool-calling-step-by-step (lessons/sources.json) ----------------------------------
 def test_eight_of_151669_tokens_at_the_name(strawberry, tok):
     view = inspect_mask(strawberry, NAME_PREFIX, "auto")
     # the prefix as the model writes it: <tool_call> is one id

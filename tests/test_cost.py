@@ -21,7 +21,7 @@ def test_measured_equals_formula(name, style):
 
 
 def test_seed_001_run_figures():
-    # seed 001's shape: turn 2 is broken and 5 calls come after it
+    # the shape of tool-calling-explainer's run: turn 2 is broken and 5 calls come after it
     cost = measure_malformed_cost(load_scenario("missing-brace"), "native")
     assert (cost.bad_call, cost.n_later) == (2, 5)
     assert (cost.c_bad, cost.a_bad, cost.e) == (579, 25, 21)

@@ -15,6 +15,7 @@ from engine.core.prompt import Request, count_tools_tokens, render
 from engine.core.tokenizer import load_tokenizer
 from engine.core.tooldefs import load_tool_set
 from engine.teaching.calculator import plan_run
+from ui.sources import cite
 
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 P1, P2, P3, CALC = (

@@ -6,6 +6,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from ui.sources import expand_citations
+
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "lessons"
 
@@ -33,7 +35,8 @@ def _lesson_cached(path: str, mtime: float) -> dict[str, str]:
         lines.append(line)
     sections[name] = "\n".join(lines).strip()
     sections["title"] = title
-    return sections
+    # a quoted figure names its source: [[key]] becomes the source's title (lessons/sources.json)
+    return {name: expand_citations(body) for name, body in sections.items()}
 
 
 def lesson(lesson_id: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ with the template's JSON (`", "` and `": "` separators, no other whitespace, the
 the schema's order), so a constrained call is byte for byte what the template would render for
 the same call. The JSON part is xgrammar's JSON-schema grammar of an `anyOf` over the tools
 (one branch per tool: its name as a `const`, its parameters as the arguments), so the union
-accepts exactly what the one-tool grammars accept between them (seed 003). `<tool_call>` and
+accepts exactly what the one-tool grammars accept between them ([[tool-calls-cant-come-out-malformed]]). `<tool_call>` and
 `</tool_call>` are matched as the single special tokens the model writes (xgrammar's
 structural-tag `TokenFormat`).
 

@@ -1,7 +1,7 @@
 """Constrained decoding over a request's tools: tool_choice modes, and masks a learner can see.
 
 The grammar (engine/constrain/grammar.py, xgrammar) holds a call to Qwen's format; this module decides
-when it applies, as seed 003 describes the modes:
+when it applies, as [[tool-calls-cant-come-out-malformed]] describes the modes:
 
     none       no constraint and no call (make_constraint returns None)
     auto       nothing is restricted until the model writes its own opener <tool_call>; from

@@ -2,8 +2,8 @@
 
 Native blocks are found with vLLM's Qwen regex `<tool_call>(.*?)</tool_call>|<tool_call>(.*)`
 (the second branch is a block cut off at the token limit). Each block is checked on its own
-with the Berkeley Function Calling Leaderboard's checks (seed 000): strict JSON, exactly
-`name` and `arguments`, a supplied tool, an object of arguments, every required argument,
+with the Berkeley Function Calling Leaderboard's checks ([[bfcl]], as [[reading-tool-calls]]
+uses them): strict JSON, exactly `name` and `arguments`, a supplied tool, an object of arguments, every required argument,
 no unlisted one, each value of its schema's type (jsonschema). Every failure has one short,
 fixed error string, which goes back to the model as that call's result.
 
@@ -401,7 +401,7 @@ def check_block(index: int, inner: str, closed: bool, start: int, end: int, tool
 
 
 def _bare_call(text: str, tools: dict[str, dict]) -> tuple[str, int] | None:
-    """A bare JSON call at the start of a reply naming a supplied tool (seed 003's Qwen2.5-Coder case)."""
+    """A bare JSON call at the start of a reply naming a supplied tool (the Qwen2.5-Coder case of [[tool-calls-cant-come-out-malformed]])."""
     start = len(text) - len(text.lstrip())
     if not text[start:].startswith("{"):
         return None

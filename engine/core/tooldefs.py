@@ -1,8 +1,9 @@
 """Tool definitions (OpenAI-style JSON, shipped in lessons/tools/): loading, naming and checking them.
 
-The strawberry pair (`count_letter`, `tokenize`, seed 002), the five harness tools of seed
-000 (`read_file`, `list_files`, `grep`, `write_file`, `run_tests`), and a 12-tool coding-agent
-set (seed 003, without `git_commit`) whose extra tools are definitions only. The checks bound
+The strawberry pair (`count_letter`, `tokenize`, [[tool-calling-step-by-step]]), the five
+harness tools of [[reading-tool-calls]] (`read_file`, `list_files`, `grep`, `write_file`,
+`run_tests`), and a 12-tool coding-agent set ([[tool-calls-cant-come-out-malformed]], without
+`git_commit`) whose extra tools are definitions only. The checks bound
 what a pasted definition may cost; implementations are in engine/harness/tools.py.
 """
 

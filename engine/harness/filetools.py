@@ -1,4 +1,4 @@
-"""The five harness tools of seed 000, each confined to a `Workspace` and bounded in size and time.
+"""The five harness tools of [[reading-tool-calls]], each confined to a `Workspace` and bounded in size and time.
 
 Every file is opened by descriptor, one folder at a time with O_NOFOLLOW (`Workspace.open_beneath`),
 so a folder swapped for a symlink during a call cannot lead outside. `grep` uses RE2 (linear

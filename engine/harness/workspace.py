@@ -3,7 +3,7 @@
 A model's output is untrusted input. Every path is resolved (symlinks included) and must
 stay inside the workspace root; absolute paths, `~`, `..` that climbs out, NUL bytes, very
 long paths and anything that is not a regular file or folder are refused. A refusal is a
-`ToolRefusal` whose message goes back to the model as the call's result (seed 000).
+`ToolRefusal` whose message goes back to the model as the call's result ([[reading-tool-calls]]).
 
 A checked path is then opened by descriptor, one folder at a time with O_NOFOLLOW (the way
 openat2's RESOLVE_NO_SYMLINKS does in the kernel), so a folder swapped for a symlink between

@@ -1,7 +1,7 @@
 """The model's next-token distribution at one point of a prompt, for lessons that need one step.
 
 `decode.stream_steps` reports the top-k of every step it generates. A lesson sometimes needs
-the probability of one particular token instead, wherever it ranks (seed 002: how much
+the probability of one particular token instead, wherever it ranks ([[tool-calling-step-by-step]]: how much
 Qwen3-1.7B puts on `<tool_call>` as its first token when asked the capital of France), or the
 raw logits after a prompt plus part of a turn, so a page can show a grammar's mask before and
 after renormalising (`constrain.inspect_mask(..., logits=...)`).

@@ -133,7 +133,7 @@ def call_text(name: str, arguments: dict, style: str) -> str:
 
 
 def malformed_text(good: str) -> str:
-    """The same call with its last closing brace missing (seed 001's broken turn)."""
+    """The same call with its last closing brace missing (the broken turn of [[tool-calling-explainer]])."""
     cut = good.rfind("}")
     return good[:cut] + good[cut + 1 :]
 

@@ -1,4 +1,4 @@
-"""What a malformed call costs (seed 001): measured from two runs, and by the formula.
+"""What a malformed call costs ([[tool-calling-explainer]]): measured from two runs, and by the formula.
 
 Every model call re-sends the whole context (engine/harness/ledger.py), so a run's input cost is the sum of its
 prompts. A malformed call costs, over the rest of the run,
@@ -7,7 +7,7 @@ prompts. A malformed call costs, over the rest of the run,
 
 where C_bad is the context the bad call was sent with (0 when the bad block shared a turn
 with good calls, so no extra call was made), a_bad the tokens its text adds to every later
-prompt, e the tokens its error adds, and n_later the number of calls after it (seed 001:
+prompt, e the tokens its error adds, and n_later the number of calls after it ([[tool-calling-explainer]]:
 561 + (32 + 22) × 5 = 831). `measure_malformed_cost` runs the scripted conversation with
 and without the bad turn and reports the measured difference beside the formula.
 """
