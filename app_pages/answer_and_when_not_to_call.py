@@ -12,6 +12,7 @@ from ui.chart_words import chart_caption
 from ui.draw import chart_layout, legend_html, notice, prompt_html, show_token
 from ui.glossary import show_intro
 from ui.models import current_engine, engine_kind, find_trace, model_label
+from ui.numbers import format_percent
 from ui.packs import current, find_replay, recorded_label
 from ui.state import style
 from ui.understanding import check_understanding
@@ -33,11 +34,6 @@ def scripted(chosen: str, guess: bool):
         return run_scenario(strawberry, chosen)
     model = ScriptedModel([Turn(DATA["guess"][chosen])])
     return run_episode(model, strawberry.messages, strawberry.tools, style=chosen)
-
-
-def percent(p: float) -> str:
-    """A probability for people: 99.7%, 0.042%, 0.0000031%."""
-    return f"{p * 100:.3g}%" if p >= 1e-9 else f"{p * 100:.1e}%"
 
 
 def conversation_html(prompt) -> str:
@@ -106,7 +102,7 @@ def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> 
     labels = [show_token(t) or "∅" for t, _ in top]
     colours = ["#d62728" if t == "<tool_call>" else "#4a90d9" for t, _ in top]
     figure = go.Figure(go.Bar(x=[p for _, p in top], y=labels, orientation="h", marker_color=colours,
-                              text=[percent(p) for _, p in top], textposition="auto"))
+                              text=[format_percent(p) for _, p in top], textposition="auto"))
     chart_layout(figure, 330, yaxis={"autorange": "reversed", "type": "category"},
                  xaxis={"title": "probability of the first token", "showticklabels": False})
     st.plotly_chart(figure, key=key)
@@ -139,7 +135,7 @@ for column, question in zip(columns, DATA["questions"], strict=True):
         if source:
             st.caption(f"Recorded run: {source}.")
         bound = "" if figures["exact"] else "under "
-        st.metric("P(<tool_call>) as the first token", bound + percent(figures["p"]))
+        st.metric("P(<tool_call>) as the first token", bound + format_percent(figures["p"]))
         first_token_chart(figures["top"], figures["p"], f"wnc_first_{question['id']}")
 if engine is None and not shown_any:
     st.info(text["needs the model"])

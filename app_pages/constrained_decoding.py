@@ -16,6 +16,7 @@ from ui.draw import chart_layout, draw_tokens, notice, show_token
 from ui.glossary import show_intro
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
+from ui.numbers import format_percent
 from ui.packs import choices, current, find_replay, recorded_label
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
@@ -65,7 +66,7 @@ def reset_step() -> None:
 def bars(rows, title: str, key: str) -> None:
     labels = [show_token(r.token) or "∅" for r in rows]
     figure = go.Figure(go.Bar(x=[r.p for r in rows], y=labels, orientation="h", marker_color="#4a90d9",
-                              text=[f"{r.p * 100:.3g}%" for r in rows], textposition="auto"))
+                              text=[format_percent(r.p) for r in rows], textposition="auto"))
     chart_layout(figure, 320, title, yaxis={"autorange": "reversed", "type": "category"}, xaxis={"showticklabels": False})
     st.plotly_chart(figure, key=key)
     chart_caption(figure)
@@ -160,7 +161,7 @@ if replay is not None:
             st.markdown("Nothing is masked at this step, so the probabilities are the model's own.")
         else:
             st.markdown(text["before and after"])
-            st.metric("Probability the model put on forbidden tokens", f"{row['forbidden_mass']:.2%}")
+            st.metric("Probability the model put on forbidden tokens", format_percent(row['forbidden_mass']))
             before, after = st.columns(2)
             with before:
                 bars(choices(row["top_before"]), "before: the model's own top 8", "constrained_decoding_before")
@@ -178,7 +179,7 @@ else:
     st.markdown(text["before and after"])
     prompt = render(Request(QUESTION, TOOLS, "native"), engine.tokenizer)
     masked = inspect_mask(TOOLS, prefix, mode, logits=next_logits(engine, prompt.ids + ids[: number - 1]), top_k=8)
-    st.metric("Probability the model put on forbidden tokens", f"{masked.forbidden_mass:.2%}")
+    st.metric("Probability the model put on forbidden tokens", format_percent(masked.forbidden_mass))
     before, after = st.columns(2)
     with before:
         bars(masked.top_before, "before: the model's own top 8", "constrained_decoding_before")

@@ -11,6 +11,7 @@ from ui.chart_words import chart_caption
 from ui.draw import chart_layout, draw_tokens, notice, show_token
 from ui.glossary import show_intro
 from ui.models import TINY_LABEL, model_label, model_source, no_model_box, tokenizer
+from ui.numbers import format_percent
 from ui.packs import current
 from ui.state import from_url, style, to_url
 from ui.stream import TokenStream
@@ -97,7 +98,7 @@ facts, chart = st.columns([1, 2], gap="large")
 facts.metric(f"Token {step} of {last}", show_token(token) or "(empty)")
 facts.caption(f"id {token_id}")
 if p is not None:
-    facts.metric("Its probability", f"{p:.1%}" if p >= 0.001 else f"{p:.2e}")
+    facts.metric("Its probability", format_percent(p))
     if kind == "random":
         facts.caption(TINY_LABEL)
     labels = [show_token(a.token) or "(empty)" for a in reversed(top)]
@@ -105,7 +106,7 @@ if p is not None:
         go.Bar(
             x=[a.p for a in reversed(top)], y=labels, orientation="h",
             marker_color=["#d62728" if a.id == token_id else "#9ecae1" for a in reversed(top)],
-            text=[(f"{a.p:.1%}" if a.p >= 0.001 else f"{a.p:.1e}") + (" (chosen)" if a.id == token_id else "") for a in reversed(top)],
+            text=[format_percent(a.p) + (" (chosen)" if a.id == token_id else "") for a in reversed(top)],
             textposition="auto",
         )
     )

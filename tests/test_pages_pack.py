@@ -14,6 +14,7 @@ import pytest
 from helpers import open_page, zipped
 
 from engine.packs.pack import read_pack
+from ui.numbers import format_percent
 
 P1, P3, P5, P6, PG = (
     "app_pages/why_call_a_tool.py", "app_pages/the_model_writes_a_call.py", "app_pages/answer_and_when_not_to_call.py",
@@ -34,16 +35,6 @@ def warnings(at) -> str:
     return "\n".join(w.value for w in at.warning)
 
 
-def probability(p: float) -> str:
-    """Lesson 3's format for a token's probability."""
-    return f"{p:.1%}" if p >= 0.001 else f"{p:.2e}"
-
-
-def percent(p: float) -> str:
-    """Lesson 5's format."""
-    return f"{p * 100:.3g}%" if p >= 1e-9 else f"{p * 100:.1e}%"
-
-
 @pytest.fixture
 def pack(tiny_pack, monkeypatch):
     """The tiny pack as the server's pack (QWEN_PACK), random weights admitted."""
@@ -56,10 +47,10 @@ def test_lesson_3_shows_each_tokens_recorded_probability_labelled_as_recorded(pa
     at = open_page(P3, model="off")
     steps = pack.run("lesson3-native").steps
     assert LABEL in infos(at) and "random weights" in infos(at)
-    assert metrics(at)["Its probability"] == probability(steps[0].p)
+    assert metrics(at)["Its probability"] == format_percent(steps[0].p)
     assert f"Token 1 of {len(steps)}" in metrics(at)  # tokens count from 1, as on lessons 4 and 6
     at.button(key="the_model_writes_a_call_next").click().run()
-    assert metrics(at)["Its probability"] == probability(steps[1].p)
+    assert metrics(at)["Its probability"] == format_percent(steps[1].p)
     chart = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert sorted(chart["data"][0]["x"], reverse=True) == [a.p for a in steps[1].top]
 
@@ -67,13 +58,13 @@ def test_lesson_3_shows_each_tokens_recorded_probability_labelled_as_recorded(pa
 def test_lesson_3_in_react_shows_the_react_recording(pack):
     at = open_page(P3, model="off", style="react")
     steps = pack.run("lesson3-react").steps
-    assert metrics(at)["Its probability"] == probability(steps[0].p)
+    assert metrics(at)["Its probability"] == format_percent(steps[0].p)
 
 
 def test_lesson_5_shows_the_recorded_p_tool_call_for_both_questions(pack):
     at = open_page(P5, model="off")
     shown = [m.value for m in at.metric if m.label == "P(<tool_call>) as the first token"]
-    assert shown == [percent(pack.run(f"lesson5-{q}").data["p_tool_call"]) for q in ("strawberry", "france")]
+    assert shown == [format_percent(pack.run(f"lesson5-{q}").data["p_tool_call"]) for q in ("strawberry", "france")]
     assert infos(at).count(LABEL) == 2
 
 
@@ -92,7 +83,7 @@ def test_lesson_1_shows_both_recorded_runs(pack):
 def test_lesson_6_shows_the_recorded_mask_before_and_after_and_the_two_decodes(pack):
     at = open_page(P6, model="off", step="3", tool_choice="required")
     row = pack.run("lesson6-mask-call-required").data["steps"][2]
-    assert metrics(at)["Probability the model put on forbidden tokens"] == f"{row['forbidden_mass']:.2%}"
+    assert metrics(at)["Probability the model put on forbidden tokens"] == format_percent(row['forbidden_mass'])
     before = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]["x"]
     assert before == [r["p"] for r in row["top_before"]]
     pair = pack.run("lesson6-pair-required").data

@@ -1,0 +1,23 @@
+"""Probabilities as people read them: one percent formatter for every page, chart label and metric."""
+
+from __future__ import annotations
+
+
+def format_percent(p: float) -> str:
+    """A probability (0..1) as a percent with three significant digits: 99.7%, 0.042%, 3.1e-07%.
+
+    A tiny probability never reads as 0% (only an exact 0 does), and one just under 1 never
+    reads as 100%: the digits grow until the rounding no longer hides the difference.
+    """
+    if p <= 0:
+        return "0%"
+    percent = p * 100
+    if percent < 1e-3:
+        # below a thousandth of a percent, fixed digits would show only zeros
+        return f"{percent:.2g}%"
+    digits = 3
+    text = f"{percent:.{digits}g}"
+    while p < 1 and text == "100" and digits < 12:
+        digits += 1
+        text = f"{percent:.{digits}g}"
+    return f"{text}%"
