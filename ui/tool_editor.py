@@ -6,17 +6,8 @@ import json
 
 import streamlit as st
 
-from engine.core.tooldefs import MAX_DEFINITIONS_BYTES, TOOL_SETS, find_tool_problems, load_tool_set
+from engine.core.tooldefs import MAX_DEFINITIONS_BYTES, TOOL_SETS, add_example_tool, find_tool_problems, load_tool_set
 from ui.state import from_url, restore, to_url
-
-NEW_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "new_tool",
-        "description": "Describe what the tool does.",
-        "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "What to look up."}}, "required": ["query"]},
-    },
-}
 
 
 def tool_set_text(name: str) -> str:
@@ -54,16 +45,6 @@ def _edit_tools(text_key: str, change) -> None:
     st.session_state[text_key] = json.dumps(change(tools), indent=2, ensure_ascii=False)
 
 
-def _add_tool(tools: list[dict]) -> list[dict]:
-    names = {t.get("function", {}).get("name") for t in tools}
-    number = 1
-    while f"new_tool_{number}" in names:
-        number += 1
-    tool = json.loads(json.dumps(NEW_TOOL))
-    tool["function"]["name"] = f"new_tool_{number}"
-    return [*tools, tool]
-
-
 def tool_editor(prefix: str, default_set: str = "strawberry", height: int = 420) -> tuple[list[dict] | None, list[str]]:
     """A JSON editor for tool definitions with add / remove / reset; returns (tools or None, problems).
 
@@ -81,7 +62,7 @@ def tool_editor(prefix: str, default_set: str = "strawberry", height: int = 420)
     st.selectbox("Start from a shipped tool set", TOOL_SETS, key=set_key, on_change=reset)
     to_url(tools=st.session_state[set_key])
     buttons = st.columns(3)
-    buttons[0].button("Add a tool", key=f"{prefix}_add", on_click=_edit_tools, args=(text_key, _add_tool), width="stretch")
+    buttons[0].button("Add a tool", key=f"{prefix}_add", on_click=_edit_tools, args=(text_key, add_example_tool), width="stretch")
     buttons[1].button("Remove the last tool", key=f"{prefix}_remove", on_click=_edit_tools, args=(text_key, lambda t: t[:-1]), width="stretch")
     buttons[2].button("Reset", key=f"{prefix}_reset", on_click=reset, width="stretch")
     st.text_area("Tool definitions (JSON)", key=text_key, height=height)

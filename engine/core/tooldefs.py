@@ -200,3 +200,25 @@ def check_tool_definitions(data: object) -> list[dict]:
     if problems:
         raise BadInput("; ".join(problems))
     return data  # type: ignore[return-value]
+
+
+# the tool a learner adds with "Add a tool": a small, valid definition to lengthen or change
+NEW_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "new_tool",
+        "description": "Describe what the tool does.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "What to look up."}}, "required": ["query"]},
+    },
+}
+
+
+def add_example_tool(tools: list[dict]) -> list[dict]:
+    """The definitions with one more example tool, named new_tool_N so no name repeats."""
+    names = {t.get("function", {}).get("name") for t in tools}
+    number = 1
+    while f"new_tool_{number}" in names:
+        number += 1
+    tool = json.loads(json.dumps(NEW_TOOL))
+    tool["function"]["name"] = f"new_tool_{number}"
+    return [*tools, tool]
