@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui.glossary import entry_text, glossary
-from ui.words import lesson_index
+from ui.words import lesson_index, page_title
 
 data = glossary()
 pages = {e["id"]: e for e in lesson_index()}
@@ -17,7 +17,7 @@ if wanted in terms:
     entry = terms[wanted]
     with st.container(border=True):
         st.markdown(f"**{entry['term']}**: {entry_text(entry)}")
-        st.page_link(pages[entry["lesson"]]["page"], label=f"Shown in {pages[entry['lesson']]['title']}", icon="➡️")
+        st.page_link(pages[entry["lesson"]]["page"], label=f"Shown in {page_title(entry['lesson'])}", icon="➡️")
 elif wanted is not None:
     st.info(f"No entry is called {wanted[:60]!r}; every term is listed below.")
 
@@ -27,4 +27,4 @@ st.markdown(" · ".join(f"[{e['term']}](#{e['id']})" for e in data["terms"]))
 for entry in data["terms"]:
     st.subheader(entry["term"], anchor=entry["id"])
     st.markdown(entry_text(entry))
-    st.page_link(pages[entry["lesson"]]["page"], label=f"Shown in {pages[entry['lesson']]['title']}")
+    st.page_link(pages[entry["lesson"]]["page"], label=f"Shown in {page_title(entry['lesson'])}")

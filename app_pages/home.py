@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from ui.models import current_engine, live_model_name, no_model_box, random_label, weights_on_disk
-from ui.words import ROOT, lesson, lesson_index, words
+from ui.words import ROOT, lesson, lesson_index, page_title, words
 
 text = lesson("home")
 st.title(text["title"])
@@ -18,7 +18,7 @@ lines = dict(row[2:].split(": ", 1) for row in text["lesson lines"].splitlines()
 for section in ("Lessons", "Tools"):
     for entry in lesson_index():
         if entry["section"] == section and Path(ROOT / entry["page"]).exists():
-            st.page_link(entry["page"], label=entry["title"])
+            st.page_link(entry["page"], label=page_title(entry["id"]))
             if entry["id"] in lines:
                 st.caption(lines[entry["id"]])
 

@@ -8,7 +8,7 @@ from ui.draw import CSS, PRESENTER_CSS
 from ui.models import live_model_name, model_status
 from ui.packs import pack_sidebar
 from ui.state import MODEL_CHOICES, STYLES, keep_page_state, setup_defaults, style, to_url
-from ui.words import ROOT, lesson_index
+from ui.words import ROOT, lesson_index, page_title
 
 PAGE_TITLE = "Tool calling, token by token"
 
@@ -52,7 +52,7 @@ def navigation():
     sections: dict[str, list] = {}
     for entry in lesson_index():
         if (ROOT / entry["page"]).exists():
-            page = st.Page(entry["page"], title=entry["title"], url_path=entry["url_path"], default=entry.get("default", False))
+            page = st.Page(entry["page"], title=page_title(entry["id"]), url_path=entry["url_path"], default=entry.get("default", False))
             sections.setdefault(entry["section"], []).append(page)
     return st.navigation(sections, expanded=True)
 

@@ -1,4 +1,4 @@
-"""Page tests (streamlit AppTest) for lessons 4-6 and the harness playground.
+"""Page tests (streamlit AppTest) for check-run-return (the harness), the answer and when not to call, constrained decoding (the grammar) and the harness playground.
 
 Scripted runs and the grammar carry these pages without a model; the tiny random-weights
 model covers the panels that need logits, labelled as such. Never weights.

@@ -1,4 +1,4 @@
-"""Page tests (streamlit AppTest) for lesson 7 (the same call in other APIs), the failure gallery,
+"""Page tests (streamlit AppTest) for the same call in other APIs, the failure gallery,
 and the calculator's "same tools elsewhere" section: the figures each shows are the engine's.
 
 Scripted scenarios, the real tokenizer, the vendored OpenAI encodings and the grammar carry

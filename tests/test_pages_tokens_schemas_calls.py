@@ -1,4 +1,4 @@
-"""Page tests (streamlit AppTest) for Home, lessons 1-3 and the calculator: what each shows, and after each interaction.
+"""Page tests (streamlit AppTest) for Home, why call a tool (tokens), tools as schemas, the model writes a call, and the calculator: what each shows, and after each interaction.
 
 No weights: the default model is absent here, so model panels must say so; the tiny
 random-weights model covers the generation path, labelled as such.
