@@ -89,3 +89,10 @@ def test_the_sources_page_lists_every_source_by_title():
     assert at.title[0].value == "Sources"
     assert [h.value for h in at.subheader] == [s.title for s in load_sources().values()]
     assert "tool-calls-cant-come-out-malformed" not in page_text(at)  # keys are for the code, titles for the reader
+
+
+@pytest.mark.parametrize("name", ["anthropic-tool-overhead.json", "openai-cookbook-example.json"])
+def test_quoted_tables_name_their_source_from_the_sources_file(name):
+    quoted = json.loads((ROOT / "lessons" / name).read_text(encoding="utf-8"))["source"]
+    listed = load_sources()[quoted["key"]]
+    assert quoted["page"].startswith(listed.title) and quoted["url"] == listed.url
