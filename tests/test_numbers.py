@@ -13,6 +13,7 @@ from ui.numbers import format_percent
     (0.12345, "12.3%"),
     (0.0123456, "1.23%"),
     (0.00042, "0.042%"),
+    (5.44e-6, "0.000544%"),
     (1e-5, "0.001%"),  # a tiny probability never reads as 0.0%
     (3.1e-9, "3.1e-07%"),
     (1e-12, "1e-10%"),

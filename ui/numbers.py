@@ -12,10 +12,7 @@ def format_percent(p: float) -> str:
     if p <= 0:
         return "0%"
     percent = p * 100
-    if percent < 1e-3:
-        # below a thousandth of a percent, fixed digits would show only zeros
-        return f"{percent:.2g}%"
-    digits = 3
+    digits = 3  # "g" turns to 1e-05 style where fixed digits would show only zeros
     text = f"{percent:.{digits}g}"
     while p < 1 and text == "100" and digits < 12:
         digits += 1
