@@ -3,7 +3,8 @@
 
 import streamlit as st
 
-from engine.core.parse import POLICIES, parse_turn
+from engine.core.parse import POLICIES
+from engine.core.styles import parse_turn
 from engine.harness.loop import list_scenarios, load_scenario, returned_text, run_scenario
 from engine.teaching.cost import measure_malformed_cost
 from ui.chart_words import chart_caption

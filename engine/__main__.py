@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from .core.parse import parse_turn
 from .core.prompt import Request, count_tools_tokens, render
+from .core.styles import parse_turn
 from .core.tooldefs import check_tool_definitions
 from .errors import BadInput, EngineError
 from .harness.loop import check_messages, load_scenario, run_scenario

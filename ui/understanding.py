@@ -12,7 +12,7 @@ import json
 
 import streamlit as st
 
-from engine.core.parse import find_name_token, parse_turn
+from engine.core.styles import find_name_token, parse_turn
 from engine.core.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, load_tokenizer
 from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import load_scenario, run_scenario

@@ -17,8 +17,9 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..core.parse import BLOCK_PATTERN, POLICIES, parse_turn
+from ..core.parse import BLOCK_PATTERN, POLICIES
 from ..core.prompt import Request, render
+from ..core.styles import parse_turn
 from ..core.tokenizer import load_tokenizer
 from ..harness.loop import Scenario, run_scenario
 
