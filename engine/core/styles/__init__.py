@@ -51,6 +51,12 @@ def get_style(name: str) -> Style:
     return STYLES[name]
 
 
+def other_style(name: str) -> str:
+    """The next style after `name`, in order (the first after the last): what a "switch" button turns to."""
+    names = style_names()
+    return names[(names.index(get_style(name).name) + 1) % len(names)]
+
+
 def parse_turn(text: str, tools: list[dict], style: str = "native", policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
     """Calls and errors of one assistant turn, in the named style."""
     return get_style(style).parse(text, tools, policy, recover_bare)
@@ -77,4 +83,4 @@ def find_name_token(tokens: list[str], style: str = "native") -> int | None:
 
 load_styles()
 
-__all__ = ["STYLES", "Span", "Style", "find_name_token", "get_style", "parse_turn", "register_style", "style_names"]
+__all__ = ["STYLES", "Span", "Style", "find_name_token", "get_style", "other_style", "parse_turn", "register_style", "style_names"]

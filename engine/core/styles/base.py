@@ -35,11 +35,13 @@ class Style:
 
     name: str = ""  # the registry key: what Request.style and --style hold
     label: str = ""  # the UI's short name ("Native", "ReAct")
+    noun: str = ""  # how a sentence names it ("the native prompt", "the ReAct prompt")
     help: str = ""  # one sentence for the UI: what this style is
     family: str = "qwen3"  # the tokenizer and chat template it is rendered with
     name_marker: str = ""  # the text after which a written call's tool name starts
     parallel: bool = True  # several calls in one reply (False: one call per reply)
     order: int = 100  # where it comes in lists and switches (lower first)
+    constrained: bool = False  # engine.constrain's grammar can enforce its calls (it follows Qwen3's <tool_call> blocks)
 
     def render(self, request, tok: QwenTokenizer) -> tuple[str, list[Span]]:
         """The prompt text of `request` and its labelled spans (token counts filled in by the caller)."""

@@ -19,10 +19,12 @@ from .base import Span, Style, message_spans
 class NativeStyle(Style):
     name = "native"
     label = "Native"
-    help = "Qwen3's own template: the tools as JSON in the system turn, each call as <tool_call> JSON"
+    noun = "native"
+    help = "Qwen3's own <tool_call> JSON"
     name_marker = '"name": "'
     order = 0
     parallel = True
+    constrained = True
 
     def render(self, request, tok: QwenTokenizer) -> tuple[str, list[Span]]:
         messages = request.messages

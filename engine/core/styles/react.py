@@ -74,7 +74,8 @@ def react_messages(messages: list[dict]) -> list[dict]:
 class ReactStyle(Style):
     name = "react"
     label = "ReAct"
-    help = "Thought / Action / Action Input lines in the reply, the result back as an Observation"
+    noun = "ReAct"
+    help = "Thought / Action / Action Input lines in plain text"
     name_marker = "Action: "
     order = 1
     parallel = False
