@@ -3,6 +3,7 @@
 import plotly.graph_objects as go
 import streamlit as st
 
+from engine.core.styles import other_style
 from engine.teaching.calculator import measure_tools_cost, plan_run
 from ui.chart_words import chart_caption
 from ui.draw import chart_layout, notice
@@ -43,7 +44,7 @@ if not tools and (calls or bad):
     st.stop()
 
 run = plan_run(tools, style(), calls=calls, malformed=bad, place=place)
-other = plan_run(tools, "react" if style() == "native" else "native", calls=calls, malformed=bad, place=place)
+other = plan_run(tools, other_style(style()), calls=calls, malformed=bad, place=place)
 clean = plan_run(tools, style(), calls=calls, malformed=0)
 totals = run.totals()
 

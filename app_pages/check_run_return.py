@@ -3,7 +3,8 @@
 
 import streamlit as st
 
-from engine.core.parse import POLICIES, parse_turn
+from engine.core.parse import POLICIES
+from engine.core.styles import get_style, parse_turn
 from engine.harness.loop import list_scenarios, load_scenario, returned_text, run_scenario
 from engine.teaching.cost import measure_malformed_cost
 from ui.chart_words import chart_caption
@@ -73,9 +74,9 @@ st.markdown(f"**{scenario.summary}** {scenario.lesson}")
 
 if chosen_style not in scenario.styles:
     other = scenario.styles[0]
-    st.warning(words(ID, "only one style", scenario=scenario.title, have="ReAct" if other == "react" else "native",
-                     why=text["why react only" if other == "react" else "why native only"]))
-    st.button(f"Show it in the {'ReAct' if other == 'react' else 'native'} style", key="check_run_return_switch_style",
+    st.warning(words(ID, "only one style", scenario=scenario.title, have=get_style(other).noun,
+                     why=text[f"why {other} only"]))
+    st.button(f"Show it in the {get_style(other).noun} style", key="check_run_return_switch_style",
               on_click=switch_style, args=(other,), type="primary")
     to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=None)
     notice(text["what to notice"])
@@ -168,7 +169,8 @@ with chart:
 
 # -- the two policies side by side ------------------------------------------------------------------
 st.header("Forgiving or all-or-nothing")
-if chosen_style == "react":
+if not get_style(chosen_style).parallel:
+    # one call per reply: the two policies cannot differ
     st.markdown(text["policies in react"])
 else:
     st.markdown(text["forgiving or all-or-nothing"])

@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.constrain.masks import inspect_mask, walk
-from engine.core.parse import parse_turn
 from engine.core.prompt import Request, render
+from engine.core.styles import parse_turn
 from engine.core.tokenizer import REAL_VOCAB, TOOL_CALL
 from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import load_scenario

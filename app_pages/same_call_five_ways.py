@@ -10,13 +10,13 @@ from ui.draw import notice
 from ui.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs
 from ui.state import from_url, style, to_url
 from ui.wire_view import (
-    SHORT,
-    TAB,
     differences_html,
     draw_exchange,
     ordered_formats,
     panes,
+    short_name,
     step_label,
+    tab_name,
     tool_choice_html,
 )
 from ui.words import lesson, words
@@ -61,7 +61,7 @@ with right:
 to_url(scenario=None if scenario_name == "strawberry" else scenario_name, step=number or None)
 shown = written[number]
 if chosen_style != style():
-    st.info(f"This scenario is scripted in the {SHORT['react' if chosen_style == 'react' else 'qwen3']} style only, "
+    st.info(f"This scenario is scripted in the {short_name(ordered_formats(chosen_style)[0])} style only, "
             "so its calls come from that script whatever the sidebar says.")
 with st.expander("The sidebar's style, and what does not depend on it"):
     st.markdown(text["the style switch"])
@@ -79,7 +79,7 @@ reply_words.markdown("**The reply.** " + text["the reply"])
 back_words.markdown("**What goes back.** " + text["what goes back"])
 by_format = {e.format: e for e in shown.exchanges}
 formats = ordered_formats(chosen_style)
-for tab, fmt in zip(st.tabs([TAB[f] for f in formats]), formats, strict=True):
+for tab, fmt in zip(st.tabs([tab_name(f) for f in formats]), formats, strict=True):
     with tab:
         draw_exchange(by_format[fmt], shown.calls)
 

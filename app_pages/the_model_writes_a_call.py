@@ -3,8 +3,8 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.core.parse import find_name_token
 from engine.core.prompt import Request, render
+from engine.core.styles import find_name_token
 from engine.core.tokenizer import IM_END
 from engine.harness.loop import load_scenario
 from ui.chart_words import chart_caption

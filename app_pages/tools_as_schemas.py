@@ -4,13 +4,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.core.prompt import Request, render
+from engine.core.styles import get_style, other_style
 from engine.harness.loop import load_scenario
 from engine.teaching.calculator import measure_tools_cost
 from ui.chart_words import chart_caption
 from ui.draw import chart_layout, legend_html, notice, prompt_html
 from ui.glossary import show_intro
 from ui.literal import plural, table_html
-from ui.state import from_url, style, to_url
+from ui.state import STYLES, from_url, style, to_url
 from ui.tool_editor import tool_editor
 from ui.understanding import check_understanding
 from ui.words import lesson
@@ -40,29 +41,27 @@ with right:
     st.subheader("Costs")
     st.markdown(text["costs"])
     costs = {}
-    for name in ("native", "react"):
+    for name in STYLES:
         request = Request(messages, tools, name)
         costs[name] = (render(request).count, measure_tools_cost(tools, name, messages))
-    native_col, react_col = st.columns(2)
-    for column, name, label in ((native_col, "native", "Native"), (react_col, "react", "ReAct")):
+    for column, name in zip(st.columns(len(STYLES)), STYLES, strict=True):
         prompt_tokens, tools_tokens = costs[name]
-        column.metric(f"{label}: prompt tokens", prompt_tokens)
-        column.metric(f"{label}: tools cost", tools_tokens.total)
+        column.metric(f"{get_style(name).label}: prompt tokens", prompt_tokens)
+        column.metric(f"{get_style(name).label}: tools cost", tools_tokens.total)
     shown = costs[style()][1]
     st.markdown(text["tools cost figure"].format(count=len(tools), tokens=shown.total))
     st.markdown(text["tools cost parts"].format(tokens=shown.total, definitions=shown.definitions, instructions=shown.instructions))
 
     def switch_style():
-        st.session_state["style"] = "react" if style() == "native" else "native"
+        st.session_state["style"] = other_style(style())
 
-    other = "ReAct" if style() == "native" else "native"
-    st.button(f"Switch to the {other} prompt", key="tools_as_schemas_switch", on_click=switch_style, type="primary")
+    st.button(f"Switch to the {get_style(other_style(style())).noun} prompt", key="tools_as_schemas_switch", on_click=switch_style, type="primary")
 
 # -- the prompt as the model sees it --------------------------------------------------------------------
 st.header("The prompt")
 st.markdown(text["the prompt"])
 prompt = render(Request(messages, tools, style()))
-st.markdown(legend_html() + f"<p>Shown: the <b>{'native' if style() == 'native' else 'ReAct'}</b> prompt.</p>", unsafe_allow_html=True)
+st.markdown(legend_html() + f"<p>Shown: the <b>{get_style(style()).noun}</b> prompt.</p>", unsafe_allow_html=True)
 from_url("tools_as_schemas_tokens", "tokens", False, lambda v: v == "1")
 by_token = st.toggle("Show every token (ids and boundaries)", key="tools_as_schemas_tokens")
 to_url(tokens="1" if by_token else None)
@@ -80,17 +79,16 @@ from_url("tools_as_schemas_calls", "calls", 5, int, range(1, 21))
 calls = st.slider("Number of calls in the run", 1, 20, key="tools_as_schemas_calls")
 to_url(calls=calls)
 figure = go.Figure()
-for name, label, colour in (("native", "Native", "#1f77b4"), ("react", "ReAct", "#ff7f0e")):
+for name, colour in zip(STYLES, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"), strict=False):
     per_call = costs[name][1].total
-    figure.add_bar(x=list(range(1, calls + 1)), y=[per_call * k for k in range(1, calls + 1)], name=label, marker_color=colour)
+    figure.add_bar(x=list(range(1, calls + 1)), y=[per_call * k for k in range(1, calls + 1)], name=get_style(name).label, marker_color=colour)
 chart_layout(figure, 360, barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on the tools",
              legend={"orientation": "h"})
 
 st.plotly_chart(figure, width="stretch")
 chart_caption(figure, "after {} calls")
-a, b = st.columns(2)
-a.metric(f"Native: tools cost over {plural(calls, 'call')}", costs["native"][1].total * calls)
-b.metric(f"ReAct: tools cost over {plural(calls, 'call')}", costs["react"][1].total * calls)
+for column, name in zip(st.columns(len(STYLES)), STYLES, strict=True):
+    column.metric(f"{get_style(name).label}: tools cost over {plural(calls, 'call')}", costs[name][1].total * calls)
 
 notice(text["what to notice"])
 check_understanding("tools-as-schemas", tools=tools)

@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from .core.parse import parse_turn
 from .core.prompt import Request, count_tools_tokens, render
+from .core.styles import parse_turn, style_names
 from .core.tooldefs import check_tool_definitions
 from .errors import BadInput, EngineError
 from .harness.loop import check_messages, load_scenario, run_scenario
@@ -182,12 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tokens", help="count a prompt's tokens, by span")
     p.add_argument("--tools", required=True)
     p.add_argument("--messages")
-    p.add_argument("--style", choices=["native", "react"], default="native")
+    p.add_argument("--style", choices=style_names(), default="native")
     p.set_defaults(handler=cmd_tokens)
 
     p = sub.add_parser("parse", help="parse one assistant turn read from stdin")
     p.add_argument("--tools", required=True)
-    p.add_argument("--style", choices=["native", "react"], default="native")
+    p.add_argument("--style", choices=style_names(), default="native")
     p.add_argument("--policy", choices=["per-block", "vllm"], default="per-block")
     p.set_defaults(handler=cmd_parse)
 
@@ -228,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="a scripted harness run and its token ledger")
     p.add_argument("--scenario", required=True)
-    p.add_argument("--style", choices=["native", "react"], default="native")
+    p.add_argument("--style", choices=style_names(), default="native")
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("openai-tokens", help="estimate the same tools and messages on an OpenAI model (the cookbook's method)")

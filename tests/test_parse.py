@@ -21,8 +21,8 @@ from engine.core.parse import (
     REACT_NO_INPUT,
     REACT_NOT_JSON,
     find_blocks,
-    parse_turn,
 )
+from engine.core.styles import parse_turn
 from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
 
@@ -212,6 +212,6 @@ def test_broken_tool_schema_is_the_tools_fault_not_a_crash():
     (["<tool_call>", "\n", '{"name": "'], "native", None),  # cut off before the name
 ], ids=["native split marker", "marker in one token", "react", "prose", "cut before the name"])
 def test_find_name_token(tokens, style, expected):
-    from engine.core.parse import find_name_token
+    from engine.core.styles import find_name_token
 
     assert find_name_token(tokens, style) == expected

@@ -14,10 +14,10 @@ from engine.core.parse import (
     MAX_CALLS,
     MAX_ERROR_CHARS,
     NOT_JSON,
-    parse_turn,
     split_reasoning,
     too_many_calls,
 )
+from engine.core.styles import parse_turn
 from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import STOP_FINAL, list_scenarios, load_scenario, run_scenario
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.core.styles import get_style
 from ui.draw import CSS, PRESENTER_CSS
 from ui.models import live_model_name, model_status
 from ui.packs import pack_sidebar
@@ -63,8 +64,8 @@ def sidebar() -> None:
     with st.sidebar:
         st.segmented_control(
             "Tool-call style", STYLES, key="style", required=True,
-            format_func=lambda s: {"native": "Native", "react": "ReAct"}[s],
-            help="Native: Qwen3's own <tool_call> JSON. ReAct: Thought / Action / Action Input lines in plain text.",
+            format_func=lambda s: get_style(s).label,
+            help=" ".join(f"{s.label}: {s.help}." for s in map(get_style, STYLES)),
         )
         name = live_model_name()
         st.radio(

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-STYLES = ("native", "react")
+from engine.core.styles import style_names
+
+STYLES = style_names()
 MODEL_CHOICES = ("live", "tiny", "off")
 
 

@@ -1,4 +1,4 @@
-"""How lesson 7 draws one call in five formats: each format's request, reply and result as literal text, and the tables of what differs."""
+"""How lesson 7 draws one call in every wire format (engine.wire.formats' registry): each format's request, reply and result as literal text, and the tables of what differs."""
 
 from __future__ import annotations
 
@@ -7,17 +7,7 @@ import json
 
 import streamlit as st
 
-from engine.wire.formats import DIFFERENCES, FORMATS, NAME, TOOL_CHOICES, tool_choice_for
-
-SHORT = {
-    "qwen3": "Qwen3 native",
-    "react": "ReAct",
-    "openai-chat": "OpenAI Chat Completions",
-    "openai-responses": "OpenAI Responses",
-    "anthropic": "Anthropic Messages",
-}
-TAB = {**SHORT, "openai-chat": "OpenAI Chat", "openai-responses": "OpenAI Responses", "anthropic": "Anthropic"}
-TEXT_FORMATS = ("qwen3", "react")
+from engine.wire.formats import NAME, differences, format_names, get_format, text_format_for, tool_choice_formats
 
 TABLE_CSS = """
 <style>
@@ -36,10 +26,23 @@ def as_text(value) -> str:
     return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
 
 
+def short_name(fmt: str) -> str:
+    """A format's name in tables and notes ("Qwen3 native", "OpenAI Chat Completions")."""
+    found = get_format(fmt)
+    return found.short or found.title
+
+
+def tab_name(fmt: str) -> str:
+    """A format's name on its tab ("OpenAI Chat")."""
+    return get_format(fmt).tab or short_name(fmt)
+
+
 def ordered_formats(style: str) -> list[str]:
-    """The five formats with the sidebar's style first among the two text formats."""
-    first = "react" if style == "react" else "qwen3"
-    return [first, *(f for f in FORMATS if f != first)]
+    """Every registered format, with the text format of the sidebar's style first."""
+    names = format_names()
+    own = text_format_for(style)
+    first = own.key if own else names[0]
+    return [first, *(f for f in names if f != first)]
 
 
 def narrow() -> bool:
@@ -59,7 +62,7 @@ def _code(value, height: int | None = None) -> None:
 
 def draw_exchange(exchange, calls) -> None:
     """One format: the request on the left; each reply and what goes back after it on the right."""
-    text_format = exchange.format in TEXT_FORMATS
+    text_format = get_format(exchange.format).is_text
     request, answer = panes(2)
     with request:
         st.markdown("**The request**" + (" (the prompt the model reads)" if text_format else " (the body sent to the API)"))
@@ -92,18 +95,19 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def differences_html(style: str) -> str:
-    """engine.wire.formats.DIFFERENCES as one table: a row per question, a column per format."""
+    """engine.wire.formats.differences() as one table: a row per question, a column per format."""
     formats = ordered_formats(style)
+    rows_of = differences()
     if narrow():
         # projected: one block of five rows per question, so no cell is squeezed to a word
         body = "".join(
             f'<tr><th colspan="2">{html.escape(d["aspect"])}</th></tr>'
-            + "".join(f"<tr><td>{html.escape(SHORT[f])}</td><td>{html.escape(d[f])}</td></tr>" for f in formats)
-            for d in DIFFERENCES
+            + "".join(f"<tr><td>{html.escape(short_name(f))}</td><td>{html.escape(d[f])}</td></tr>" for f in formats)
+            for d in rows_of
         )
         return f'{TABLE_CSS}<table class="wire">{body}</table>'
-    rows = [[html.escape(d["aspect"]), *(html.escape(d[f]) for f in formats)] for d in DIFFERENCES]
-    return _table(["", *(SHORT[f] for f in formats)], rows)
+    rows = [[html.escape(d["aspect"]), *(html.escape(d[f]) for f in formats)] for d in rows_of]
+    return _table(["", *(short_name(f) for f in formats)], rows)
 
 
 def tool_choice_html() -> str:
@@ -111,10 +115,11 @@ def tool_choice_html() -> str:
     modes = {"auto": "auto: the model decides", "required": "required: some tool", "none": "none: no call",
              NAME: "one named tool"}
     rows = []
+    apis = tool_choice_formats()
     for mode, label in modes.items():
-        cells = [f"<code>{html.escape(json.dumps(tool_choice_for(f, mode)))}</code>" for f in TOOL_CHOICES]
+        cells = [f"<code>{html.escape(json.dumps(f.tool_choice_for(mode)))}</code>" for f in apis]
         rows.append([html.escape(label), *cells])
-    return _table(["tool_choice", *(SHORT[f] for f in TOOL_CHOICES)], rows)
+    return _table(["tool_choice", *(short_name(f.key) for f in apis)], rows)
 
 
 def step_label(written) -> str:

@@ -506,34 +506,3 @@ def parse_react(text: str, tools: list[dict]) -> ParseResult:
     more, error = check_arguments(name, value, known[name])
     checks.extend(more)
     return block(error, None if error else Call(name, value, 0))
-
-
-def parse_turn(text: str, tools: list[dict], style: str = "native", policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
-    """Calls and errors of one assistant turn, in either style."""
-    if style == "native":
-        return parse_native(text, tools, policy, recover_bare)
-    if style == "react":
-        return parse_react(text, tools)
-    raise BadInput(f"style must be 'native' or 'react', not {style!r}")
-
-
-# -- where the name starts ------------------------------------------------------------------------
-NAME_MARKERS = {"native": '"name": "', "react": "Action: "}
-
-
-def find_name_token(tokens: list[str], style: str = "native") -> int | None:
-    """The index of the token that holds the first character of the tool's name in a written call.
-
-    `tokens` are a turn's token texts in order; the name starts after `"name": "` natively and
-    after `Action: ` in ReAct. None when the turn names no tool (prose, or a call cut off before it).
-    """
-    written = "".join(tokens)
-    marker = NAME_MARKERS[style]
-    if marker not in written:
-        return None
-    target, start = written.index(marker) + len(marker), 0
-    for index, text in enumerate(tokens):
-        if start <= target < start + len(text):
-            return index
-        start += len(text)
-    return None

@@ -17,8 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
-from ..core.parse import OBSERVATION_PATTERN, ParseResult, parse_turn
+from ..core.parse import ParseResult
 from ..core.prompt import Prompt, Request, render
+from ..core.styles import get_style, parse_turn
 from ..core.tokenizer import load_tokenizer
 from ..core.tooldefs import load_tool_set
 from ..errors import BadInput, EngineError
@@ -148,11 +149,8 @@ def iterate_episode(
                 run.stop_reason = STOP_SCRIPT
                 return
             raise
-        text = turn.text
-        if style == "react":
-            # the harness stops reading at the model's own "Observation:", as a stop word would
-            cut = OBSERVATION_PATTERN.search(text)
-            text = text[: cut.start()].rstrip() if cut else text
+        # the harness reads what the style reads (ReAct stops at the model's own "Observation:")
+        text = get_style(style).read_reply(turn.text)
         parsed = parse_turn(text, tools, style, policy, recover_bare)
         run.messages.append({"role": "assistant", "content": text})
         message_index = len(run.messages) - 1

@@ -19,11 +19,10 @@ plus the instructions the template writes around them only when there are tools.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-from ..core.parse import parse_turn
 from ..core.prompt import Request, count_tools_tokens, render
+from ..core.styles import get_style, parse_turn
 from ..core.tokenizer import QwenTokenizer, load_tokenizer
 from ..errors import BadInput
 from ..harness.ledger import Ledger
@@ -124,22 +123,14 @@ def example_arguments(tool: dict) -> dict:
 
 
 def call_text(name: str, arguments: dict, style: str) -> str:
-    """A call as the model writes it: a <tool_call> block natively, Action lines in ReAct."""
-    args = json.dumps(arguments, ensure_ascii=False)
-    if style == "react":
-        return f"Thought: I should use a tool.\nAction: {name}\nAction Input: {args}"
-    body = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
-    return f"<tool_call>\n{body}\n</tool_call>"
+    """A call as the model writes it in `style`: a <tool_call> block natively, Action lines in ReAct."""
+    return get_style(style).write_call(name, arguments)
 
 
 def malformed_text(good: str) -> str:
     """The same call with its last closing brace missing (the broken turn of [[tool-calling-explainer]])."""
     cut = good.rfind("}")
     return good[:cut] + good[cut + 1 :]
-
-
-def answer_text(answer: str, style: str) -> str:
-    return f"Thought: I now know the final answer\nFinal Answer: {answer}" if style == "react" else answer
 
 
 def plan_run(
@@ -186,7 +177,7 @@ def plan_run(
         parts = {"tool": 0, "template": 0, "message": 0, "generation": 0}
         for span in prompt.spans:
             parts[span.kind] += span.tokens
-        text = {"tool call": good, "malformed call": bad, "final answer": answer_text(answer, style)}[kind]
+        text = {"tool call": good, "malformed call": bad, "final answer": get_style(style).write_answer(answer)}[kind]
         error = None
         if kind == "malformed call":
             parsed = parse_turn(text, tools, style)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..core.parse import find_name_token, parse_turn
+from ..core.styles import find_name_token, parse_turn
 from ..core.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, load_tokenizer
 from ..core.tooldefs import add_example_tool, load_tool_set
 from ..harness.loop import load_scenario, run_scenario
