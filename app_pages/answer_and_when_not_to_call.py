@@ -5,15 +5,15 @@ import json
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.core.prompt import Request, render
+from engine.core.prompt import render
 from engine.core.tokenizer import TOOL_CALL
 from engine.harness.loop import ScriptedModel, Turn, load_scenario, run_episode, run_scenario
+from engine.teaching.panels import find_panel
 from ui.chart_words import chart_caption
 from ui.draw import chart_layout, legend_html, notice, prompt_html, show_token
 from ui.glossary import show_intro
-from ui.models import current_engine, engine_kind, find_trace, model_label
+from ui.models import current_engine, draw_source, panel_source
 from ui.numbers import format_percent
-from ui.packs import current, find_replay, recorded_label
 from ui.state import style
 from ui.understanding import check_understanding
 from ui.words import LESSONS, lesson
@@ -61,38 +61,18 @@ if chosen_style == "react":
 
 
 @st.cache_data(show_spinner="Asking the model for its first token…", max_entries=16)
-def first_token_figures(model_key: str, question: str) -> dict:
+def first_token_figures(model_key: str, panel_id: str) -> dict:
     from engine.model.peek import first_token
 
-    engine = current_engine()
-    prompt = render(Request([{"role": "user", "content": question}], strawberry.tools, "native"), engine.tokenizer)
-    first = first_token(engine, prompt.ids, top_k=8)
-    return {"p": first.p[TOOL_CALL], "exact": True, "top": [(a.token, a.p) for a in first.top], "tokens": first.prompt_tokens}
+    engine, panel = current_engine(), find_panel(panel_id)
+    first = first_token(engine, render(panel.request, engine.tokenizer).ids, top_k=panel.top_k)
+    return {"p": first.p[TOOL_CALL], "top": [(a.token, a.p) for a in first.top], "tokens": first.prompt_tokens}
 
 
-def trace_figures(question_id: str) -> tuple[dict, str] | None:
-    from engine.model.peek import p_in_trace_step
-
-    trace = find_trace(f"first-token-{question_id}")
-    if trace is None or not trace.steps:
-        return None
-    p, exact = p_in_trace_step(trace.steps[0], TOOL_CALL)
-    top = [(a.token, a.p) for a in trace.steps[0].top]
-    return {"p": p, "exact": exact, "top": top, "tokens": trace.prompt_tokens}, trace.source
-
-
-def pack_figures(question: dict) -> dict | None:
-    """The first token as a lesson pack recorded it, when the pack holds it for this very prompt."""
-    replay = find_replay(f"lesson5-{question['id']}")
-    if replay is None:
-        return None
-    ids = render(Request([{"role": "user", "content": question["content"]}], strawberry.tools, "native")).ids
-    if not current(replay, ids, "this question"):
-        return {}
-    recorded_label(replay)
-    data = replay.run.data
-    return {"p": data["p_tool_call"], "exact": True, "top": [(r["token"], r["p"]) for r in data["top"]],
-            "tokens": data["prompt_tokens"]}
+def pack_figures(run) -> dict:
+    """The first token as a lesson pack recorded it."""
+    data = run.data
+    return {"p": data["p_tool_call"], "top": [(r["token"], r["p"]) for r in data["top"]], "tokens": data["prompt_tokens"]}
 
 
 def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> None:
@@ -109,35 +89,29 @@ def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> 
     chart_caption(figure)
 
 
-engine = current_engine()
-if engine is not None:
-    model_label(engine_kind(engine), engine)
+sources = [panel_source(find_panel(ID, "first-token", q["id"])) for q in DATA["questions"]]
+if sources[0].computes:
+    draw_source(sources[0])
 columns = st.columns(2)
 shown_any = False
-for column, question in zip(columns, DATA["questions"], strict=True):
+for column, question, source in zip(columns, DATA["questions"], sources, strict=True):
     with column:
         st.subheader(question["label"])
         st.markdown(f"> {question['content']}")
-        if engine is not None:
-            figures = first_token_figures(engine.info.label(), question["content"])
-            source = None
-        elif (figures := pack_figures(question)) is not None:
-            source = None
-            if not figures:  # recorded for another prompt: the panel has said so
-                shown_any = True
-                continue
+        if source.computes:
+            figures = first_token_figures(source.label, source.panel.id)
+        elif source.kind == "pack":
+            draw_source(source)
+            figures = pack_figures(source.run)
         else:
-            found = trace_figures(question["id"])
-            if found is None:
-                continue
-            figures, source = found
+            if source.why != "no-source":  # a pack that cannot serve this panel: the panel says why
+                draw_source(source)
+                shown_any = True
+            continue
         shown_any = True
-        if source:
-            st.caption(f"Recorded run: {source}.")
-        bound = "" if figures["exact"] else "under "
-        st.metric("P(<tool_call>) as the first token", bound + format_percent(figures["p"]))
+        st.metric("P(<tool_call>) as the first token", format_percent(figures["p"]))
         first_token_chart(figures["top"], figures["p"], f"wnc_first_{question['id']}")
-if engine is None and not shown_any:
+if not shown_any:
     st.info(text["needs the model"])
 st.caption(text["reported elsewhere"])
 

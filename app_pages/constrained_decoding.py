@@ -6,18 +6,19 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.constrain.masks import inspect_mask, walk
-from engine.core.prompt import Request, render
+from engine.core.prompt import render
 from engine.core.styles import parse_turn
 from engine.core.tokenizer import REAL_VOCAB, TOOL_CALL
 from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import load_scenario
+from engine.teaching.panels import TOOL_CHOICES, find_panel
 from ui.chart_words import chart_caption
 from ui.draw import chart_layout, draw_tokens, notice, show_token
 from ui.glossary import show_intro
 from ui.literal import draw_reply, plural
-from ui.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
+from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
 from ui.numbers import format_percent
-from ui.packs import choices, current, find_replay, recorded_label
+from ui.packs import choices
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
 from ui.words import LESSONS, lesson, words
@@ -25,9 +26,8 @@ from ui.words import LESSONS, lesson, words
 ID = "constrained-decoding"
 DATA = json.loads((LESSONS / f"{ID}.json").read_text(encoding="utf-8"))
 TOOLS = load_tool_set("strawberry")
-MODES = ["auto", "required", "count_letter", "tokenize", "none"]
+MODES = list(TOOL_CHOICES)
 TURNS = {t["id"]: t for t in DATA["turns"]}
-QUESTION = load_scenario("strawberry").messages
 
 text = lesson(ID)
 st.title(text["title"])
@@ -150,36 +150,35 @@ chart_caption(figure, "token {}")
 
 # -- probabilities before and after the mask -----------------------------------------------------
 st.subheader("Before and after the mask")
-engine = current_engine()
-question_ids = render(Request(QUESTION, TOOLS, "native"), tok).ids
-replay = find_replay(f"lesson6-mask-{turn_id}-{mode}") if engine is None else None
-if replay is not None:
-    recorded_label(replay)
-    if current(replay, question_ids + ids, "this reply"):
-        row = next((r for r in replay.run.data["steps"] if r["number"] == number), {"allowed": None})
-        if row["allowed"] is None:
-            st.markdown("Nothing is masked at this step, so the probabilities are the model's own.")
-        else:
-            st.markdown(text["before and after"])
-            st.metric("Probability the model put on forbidden tokens", format_percent(row['forbidden_mass']))
-            before, after = st.columns(2)
-            with before:
-                bars(choices(row["top_before"]), "before: the model's own top 8", "constrained_decoding_before")
-            with after:
-                bars(choices(row["top_after"]), "after: renormalised over the allowed", "constrained_decoding_after")
-elif engine is None:
-    st.info(text["needs the model"])
+mask_panel = find_panel(ID, "mask", turn_id, mode)
+source = panel_source(mask_panel)
+if source.kind == "pack":
+    draw_source(source)
+    row = next((r for r in source.run.data["steps"] if r["number"] == number), {"allowed": None})
+    if row["allowed"] is None:
+        st.markdown("Nothing is masked at this step, so the probabilities are the model's own.")
+    else:
+        st.markdown(text["before and after"])
+        st.metric("Probability the model put on forbidden tokens", f"{row['forbidden_mass']:.2%}")
+        before, after = st.columns(2)
+        with before:
+            bars(choices(row["top_before"]), "before: the model's own top 8", "constrained_decoding_before")
+        with after:
+            bars(choices(row["top_after"]), "after: renormalised over the allowed", "constrained_decoding_after")
+elif not source.computes:
+    draw_source(source, missing=text["needs the model"])
 elif mode == "none" or step.allowed is None:
-    model_label(engine_kind(engine), engine)
+    draw_source(source)
     st.markdown("Nothing is masked at this step, so the probabilities are the model's own.")
 else:
     from engine.model.peek import next_logits
 
-    model_label(engine_kind(engine), engine)
+    draw_source(source)
     st.markdown(text["before and after"])
-    prompt = render(Request(QUESTION, TOOLS, "native"), engine.tokenizer)
-    masked = inspect_mask(TOOLS, prefix, mode, logits=next_logits(engine, prompt.ids + ids[: number - 1]), top_k=8)
-    st.metric("Probability the model put on forbidden tokens", format_percent(masked.forbidden_mass))
+    engine = source.engine
+    prompt = render(mask_panel.request, engine.tokenizer)
+    masked = inspect_mask(TOOLS, prefix, mode, logits=next_logits(engine, prompt.ids + ids[: number - 1]), top_k=mask_panel.top_k)
+    st.metric("Probability the model put on forbidden tokens", f"{masked.forbidden_mass:.2%}")
     before, after = st.columns(2)
     with before:
         bars(masked.top_before, "before: the model's own top 8", "constrained_decoding_before")
@@ -191,7 +190,7 @@ st.header("Free and constrained, side by side")
 st.markdown(text["side by side"])
 
 
-def show_pair(turns: dict, who: str | None, limit: int = 48) -> None:
+def show_pair(turns: dict, who: str | None, limit: int) -> None:
     """The free and the constrained turn in two columns, each with its verdict; `who` labels each reply."""
     for column, (label, (said, finish)) in zip(st.columns(2), turns.items(), strict=True):
         with column:
@@ -210,26 +209,29 @@ def show_pair(turns: dict, who: str | None, limit: int = 48) -> None:
                     st.warning(text["cut off in decode both"])
 
 
-pair = find_replay(f"lesson6-pair-{mode}") if engine is None else None
-if pair is not None:
-    recorded_label(pair)
-    if current(pair, question_ids, "this question"):
-        show_pair({k: (pair.run.data[v]["text"], pair.run.data[v]["finish"]) for k, v in (("free", "unconstrained"), ("constrained", "constrained"))}, None)
-elif engine is None:
-    st.info(text["side by side needs the model"])
+pair_panel = find_panel(ID, "side-by-side", mode)
+pair = panel_source(pair_panel)
+if pair.kind == "pack":
+    draw_source(pair)
+    show_pair({k: (pair.run.data[v]["text"], pair.run.data[v]["finish"]) for k, v in (("free", "unconstrained"), ("constrained", "constrained"))}, None,
+              pair.run.settings["max_new_tokens"])
+elif not pair.computes:
+    draw_source(pair, missing=text["side by side needs the model"])
 else:
-    from engine.core.generation import GenerationSettings
     from engine.model.live import side_by_side
-    model_label(engine_kind(engine), engine)
-    settings = GenerationSettings(max_new_tokens=48, temperature=0.7, seed=0, top_k=0)
+
+    draw_source(pair)
+    engine = pair.engine
+    settings = pair_panel.generation_for(engine.info.random_weights)
     st.caption(f"Sampled at temperature {settings.temperature}, seed {settings.seed}, up to {settings.max_new_tokens} tokens.")
     if st.button("Decode both", key="constrained_decoding_generate", type="primary"):
         with st.spinner("Decoding the reply twice, free and constrained…"):
-            both = side_by_side(engine, Request(QUESTION, TOOLS, "native"), mode, settings)
+            both = side_by_side(engine, pair_panel.request, mode, settings)
         st.session_state["constrained_decoding_pair"] = (engine.info.label(), mode, {"free": both.unconstrained, "constrained": both.constrained})
     stored = st.session_state.get("constrained_decoding_pair")
     if stored and stored[0] == engine.info.label() and stored[1] == mode:
-        show_pair({label: (g.text, g.finish) for label, g in stored[2].items()}, f"Tiny model, {TINY_LABEL}" if engine.info.random_weights else engine.info.label())
+        who = f"Tiny model, {TINY_LABEL}" if engine.info.random_weights else engine.info.label()
+        show_pair({label: (g.text, g.finish) for label, g in stored[2].items()}, who, settings.max_new_tokens)
 
 # -- what the constraint does not do ---------------------------------------------------------------
 st.header("What the grammar does not do")

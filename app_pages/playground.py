@@ -5,17 +5,17 @@ import streamlit as st
 from engine.errors import EngineError
 from engine.harness.loop import Run, iterate_episode, list_scenarios, load_scenario
 from engine.harness.playground import cap_for_display, check_files, fresh_workspace, play_script, snapshot
+from engine.teaching.panels import find_panel
 from ui.chart_words import chart_caption
 from ui.draw import ledger_figure, notice
 from ui.literal import draw_reply, plural
-from ui.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
-from ui.packs import current_episode, find_replay, missing_note, recorded_label
+from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
+from ui.packs import replay_episode_here
 from ui.state import forget, from_url, restore, style, to_url
 from ui.stream import TokenStream, strip_html
 from ui.words import lesson, words
 
 ID = "playground"
-MAX_TURNS = 8
 
 text = lesson(ID)
 st.title(text["title"])
@@ -66,16 +66,14 @@ with right:
     st.selectbox("Scenario (its files, question and tools)", names, key="playground_scenario",
                  format_func=lambda n: load_scenario(n).title, on_change=lambda: load_files(st.session_state["playground_scenario"]))
 
-engine = current_engine() if mode == "live" else None
-replay = find_replay(f"playground-{chosen_style}") if mode == "live" and engine is None else None
-if mode == "live":
-    if replay is not None:
-        recorded_label(replay)
-    elif engine is None:
-        st.info(text["live needs the model"])
-        missing_note(f"playground-{chosen_style}")
-    else:
-        model_label(engine_kind(engine), engine)
+# the live panel's settings, and its recording in a lesson pack when no model is loaded
+panel = find_panel(ID, "episode", chosen_style)
+MAX_TURNS = panel.max_turns
+source = panel_source(panel) if mode == "live" else None
+engine = source.engine if source else None
+replay = source.run if source else None
+if source is not None:
+    draw_source(source, missing=text["live needs the model"])
 elif chosen_style not in scenario.styles:
     st.warning(text["scenario only in other style"])
 
@@ -112,7 +110,7 @@ else:
 st.text_area("The user's message", key="playground_question", height=80, disabled=mode == "scripted")
 
 can_run = (mode == "scripted" and chosen_style in scenario.styles) or (mode == "live" and (engine or replay) is not None)
-written_by = "scripted" if mode == "scripted" else (f"a lesson pack: {replay.label()}" if replay else engine and engine.info.label())
+written_by = "scripted" if mode == "scripted" else (f"a lesson pack: {source.label}" if replay else engine and engine.info.label())
 # a recorded episode shows at once; a new question or new files replay it again on Run
 auto = replay is not None and (st.session_state.get("playground_result") or {}).get("model") != written_by
 if st.button("Run the episode", key="playground_run", type="primary", disabled=not can_run) or auto:
@@ -123,17 +121,15 @@ if st.button("Run the episode", key="playground_run", type="primary", disabled=n
         if mode == "scripted":
             episode = play_script(scenario, chosen_style, workspace, run, MAX_TURNS, departures)
         elif replay is None:
-            from engine.core.generation import GenerationSettings
             from engine.model.live import LiveModel
 
             # each turn streams into the status box as the model writes it
-            model = LiveModel(engine, GenerationSettings(max_new_tokens=256), on_step=lambda token: streams[-1].add(token))
+            model = LiveModel(engine, panel.generation_for(engine.info.random_weights), on_step=lambda token: streams[-1].add(token))
             episode = iterate_episode(model, messages, scenario.tools, style=chosen_style, workspace=workspace,
                                       max_turns=MAX_TURNS, run=run)
         try:
             if replay is not None:
-                run = current_episode(replay, messages, scenario.tools, chosen_style, "this question and these files",
-                                      workspace, MAX_TURNS)
+                run = replay_episode_here(replay, panel, messages, scenario.tools, workspace)
             else:
                 for call in episode:
                     streams[-1].clear()

@@ -3,16 +3,15 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.core.prompt import Request, render
 from engine.core.styles import find_name_token
 from engine.core.tokenizer import IM_END
 from engine.harness.loop import load_scenario
+from engine.teaching.panels import find_panel
 from ui.chart_words import chart_caption
 from ui.draw import chart_layout, draw_tokens, notice, show_token
 from ui.glossary import show_intro
-from ui.models import TINY_LABEL, model_label, model_source, no_model_box, tokenizer
+from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
 from ui.numbers import format_percent
-from ui.packs import current
 from ui.state import from_url, style, to_url
 from ui.stream import TokenStream
 from ui.understanding import check_understanding
@@ -26,28 +25,28 @@ scenario = load_scenario("strawberry")
 st.markdown(f"> {scenario.messages[0]['content']}")
 
 # -- where the tokens come from: a model, a recorded run, or the scripted call's tokens -------------------
-kind, source = model_source(f"the-model-writes-a-call-{style()}", f"lesson3-{style()}")
-model_label(kind, source)
+panel = find_panel("the-model-writes-a-call", "call", style())
+source = panel_source(panel)
+kind = source.kind
+if kind != "none":
+    draw_source(source)
 steps = None  # rows of (id, token, p, top) when a model or a recording made them
-if kind in ("live", "random"):
+if source.computes:
     made = st.session_state.get("the_model_writes_a_call_generation")
-    wanted = (source.info.label(), style())
+    wanted = (source.label, style())
     if st.button("Generate the call", key="the_model_writes_a_call_generate", type="primary"):
-        from engine.core.generation import GenerationSettings
         from engine.model.live import generate_turn
 
         stream = TokenStream(is_special=tok.is_special)
-        settings = GenerationSettings(max_new_tokens=40 if kind == "random" else 80, top_k=8)
-        generation = generate_turn(source, Request(scenario.messages, scenario.tools, style()), settings, on_step=stream.add)
+        settings = panel.generation_for(source.engine.info.random_weights)
+        generation = generate_turn(source.engine, panel.request, settings, on_step=stream.add)
         stream.clear()  # the step-through strip below shows every token
         made = {"key": wanted, "steps": generation.steps}
         st.session_state["the_model_writes_a_call_generation"] = made
         st.session_state["the_model_writes_a_call_step"] = 1
     if made and made["key"] == wanted:
         steps = [(s.id, s.token, s.p, s.top) for s in made["steps"]]
-elif kind == "trace":
-    steps = [(s.id, s.token, s.p, s.top) for s in source.steps]
-elif kind == "pack" and current(source, render(Request(scenario.messages, scenario.tools, style()), tok).ids, "the call"):
+elif kind == "pack":
     steps = [(s.id, s.token, s.p, s.top) for s in source.run.steps]
 
 if steps is None:
@@ -58,7 +57,7 @@ if steps is None:
     pieces = tok.encode_and_show_work(call)
     rows = [(p.id, p.text, None, None) for p in pieces] + [(IM_END, tok.token_text(IM_END), None, None)]
     if kind == "none":
-        no_model_box()
+        draw_source(source)
     st.markdown(text["no probabilities"])
 else:
     rows = steps

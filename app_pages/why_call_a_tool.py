@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario, run_scenario
 from engine.harness.tools import run_tool
+from engine.teaching.panels import find_panel
 from ui.draw import draw_tokens, notice
 from ui.glossary import show_intro
-from ui.models import model_label, model_source, no_model_box, tokenizer
-from ui.packs import current, current_episode, find_replay, missing_note
+from ui.models import draw_source, panel_source, tokenizer
+from ui.packs import replay_episode_here
 from ui.state import from_url, style, to_url
 from ui.stream import TokenStream
 from ui.understanding import check_understanding
@@ -66,58 +66,58 @@ st.markdown(text["live panel"])
 scenario = load_scenario("strawberry")
 question = scenario.messages[0]["content"]
 st.markdown(f"> {question}")
-kind, source = model_source("strawberry-no-tools", "lesson1-no-tools")
-model_label(kind, source)
-if kind in ("live", "random"):
+bare, with_tools = find_panel("why-call-a-tool", "no-tools"), find_panel("why-call-a-tool", "with-tools", style())
+bare_source, tools_source = panel_source(bare), panel_source(with_tools)
+if bare_source.computes:
+    draw_source(bare_source)
     if st.button("Ask without tools, then with tools", key="why_call_a_tool_ask", type="primary"):
-        from engine.core.generation import GenerationSettings
         from engine.harness.loop import iterate_episode
         from engine.model.live import LiveModel, generate_turn
 
+        engine = bare_source.engine
         left, right = st.columns(2)
         with left:
             st.subheader("Without tools")
             stream = TokenStream(is_special=tok.is_special)
-            settings = GenerationSettings(max_new_tokens=160, top_k=0)
-            generation = generate_turn(source, Request(scenario.messages, [], "native"), settings, on_step=stream.add)
+            generation = generate_turn(engine, bare.request, bare.generation_for(engine.info.random_weights), on_step=stream.add)
             stream.finish()
             st.caption(f"{generation.output_tokens} tokens, finish: {generation.finish}")
         with right:
             st.subheader("With tools")
             # one strip per model call, streamed as it is written; the tool results between them
             streams = [TokenStream(is_special=tok.is_special)]
-            live = LiveModel(source, GenerationSettings(max_new_tokens=80, top_k=0), on_step=lambda step: streams[-1].add(step))
-            for call in iterate_episode(live, scenario.messages, scenario.tools, style(), max_turns=3):
+            live = LiveModel(engine, with_tools.generation_for(engine.info.random_weights),
+                             on_step=lambda step: streams[-1].add(step))
+            request = with_tools.request
+            for call in iterate_episode(live, request.messages, request.tools, request.style, max_turns=with_tools.max_turns):
                 streams[-1].finish()
                 st.caption(f"{call.turn.output_tokens} tokens, finish: {call.turn.finish}")
                 for result in call.results:
                     st.markdown(f"Tool result: `{result.text}`")
                 streams.append(TokenStream(is_special=tok.is_special))
             streams[-1].finish()
-elif kind == "pack":
+elif "pack" in (bare_source.kind, tools_source.kind):
     left, right = st.columns(2)
     with left:
         st.subheader("Without tools")
-        if current(source, render(Request(scenario.messages, [], "native")).ids, "the question without tools"):
-            st.markdown(source.run.data["text"])
-            st.caption(f"{len(source.run.data['steps'])} tokens, finish: {source.run.data['finish']}")
+        draw_source(bare_source)
+        if bare_source.run is not None:
+            st.markdown(bare_source.run.data["text"])
+            st.caption(f"{len(bare_source.run.data['steps'])} tokens, finish: {bare_source.run.data['finish']}")
     with right:
         st.subheader("With tools")
-        with_tools = find_replay(f"lesson1-tools-{style()}")
-        played = None if with_tools is None else current_episode(
-            with_tools, scenario.messages, scenario.tools, style(), "the question with tools", max_turns=3)
-        if with_tools is None:
-            missing_note(f"lesson1-tools-{style()}")
-        for call in played.calls if played else []:
-            st.code(call.turn.text or "(empty)", language=None, wrap_lines=True)
-            for result in call.results:
+        played = None
+        if tools_source.run is None:
+            draw_source(tools_source)
+        else:
+            played = replay_episode_here(tools_source.run, with_tools, with_tools.request.messages, with_tools.request.tools)
+        for step in played.steps if played else []:
+            st.code(step.turn.text or "(empty)", language=None, wrap_lines=True)
+            for result in step.results:
                 st.markdown(f"Tool result: `{result.text}`")
-elif kind == "trace":
-    st.code(source.text, language=None, wrap_lines=True)
-    st.caption(f"{len(source.steps)} tokens, finish: {source.finish}")
 else:
-    no_model_box()
-st.markdown(text["reported elsewhere"])
+    draw_source(bare_source)
+st.markdown(text["seed measurement"])
 
 st.subheader("With tools: the scripted run")
 st.markdown(text["with tools, scripted"])

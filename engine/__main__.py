@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thinking", action="store_true", help="enable_thinking=True")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
     p.add_argument("--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16")
-    p.add_argument("--record", default=None, metavar="PATH", help="also write the run to a JSON trace that pages can replay")
+    p.add_argument("--record", default=None, metavar="PATH", help="also write the run to a JSON trace: every step, the model, the settings, the date")
     p.set_defaults(handler=cmd_generate)
 
     p = sub.add_parser("download", help="fetch a model into the local cache, with progress (prepare a classroom)")

@@ -19,7 +19,8 @@ LIGHT_MODULES = (
     "engine.core.tokenizer", "engine.core.prompt", "engine.core.parse", "engine.core.tooldefs",
     "engine.core.generation", "engine.harness.loop", "engine.harness.playground", "engine.packs.pack",
     "engine.packs.trace", "engine.wire.formats", "engine.wire.openai_tokens", "engine.teaching.calculator",
-    "engine.teaching.cost", "engine.teaching.gallery", "engine.model.loading", "engine.model.weights",
+    "engine.teaching.cost", "engine.teaching.gallery", "engine.teaching.panels", "engine.teaching.panel_source",
+    "engine.model.loading", "engine.model.weights",
 )
 
 

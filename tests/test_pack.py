@@ -32,15 +32,15 @@ from engine.packs.pack import (
     read_pack_bytes,
 )
 
-PANELS = {"lesson1", "lesson3", "lesson5", "lesson6", "playground"}
+LESSONS = {"why-call-a-tool", "the-model-writes-a-call", "when-not-to-call", "constrained-decoding", "playground"}
 MODES = ("auto", "required", "count_letter", "tokenize", "none")
 TURNS = ("call", "other-tool", "prose", "prose-then-call")
 EXPECTED_RUNS = (
-    ["lesson1-no-tools", "lesson1-tools-native", "lesson1-tools-react", "lesson3-native", "lesson3-react",
-     "lesson5-strawberry", "lesson5-france"]
-    + [f"lesson6-mask-{turn}-{mode}" for turn in TURNS for mode in MODES]
-    + [f"lesson6-pair-{mode}" for mode in MODES]
-    + ["playground-native"]
+    ["why-call-a-tool.no-tools", "why-call-a-tool.with-tools.native", "why-call-a-tool.with-tools.react", "the-model-writes-a-call.call.native", "the-model-writes-a-call.call.react",
+     "when-not-to-call.first-token.strawberry", "when-not-to-call.first-token.france"]
+    + [f"constrained-decoding.mask.{turn}.{mode}" for turn in TURNS for mode in MODES]
+    + [f"constrained-decoding.side-by-side.{mode}" for mode in MODES]
+    + ["playground.episode.native"]
 )
 
 STRAWBERRY = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
@@ -60,7 +60,7 @@ def test_prepare_prints_one_json_summary_and_writes_a_manifest_covering_every_mo
     assert summary["model"]["name"] == "tiny" and summary["model"]["random_weights"] is True
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert [r["id"] for r in manifest["runs"]] == EXPECTED_RUNS
-    assert {r["panel"] for r in manifest["runs"]} == PANELS
+    assert {r["lesson"] for r in manifest["runs"]} == LESSONS and all(r["panel"] == r["id"] for r in manifest["runs"])
     assert manifest["complete"] is True and manifest["project_version"] == "0.1.0"
     assert manifest["created"].startswith("20")
     model = manifest["model"]
@@ -77,8 +77,8 @@ def test_a_runs_prompt_hash_is_the_sha256_of_the_prompts_token_ids(tiny_pack):
     out, _, _ = tiny_pack
     pack = read_pack(out, allow_random=True)
     ids = render(Request(STRAWBERRY, _strawberry_tools(), "native")).ids
-    assert pack.run("lesson3-native").prompt_sha256 == prompt_hash(ids)
-    assert pack.run("lesson3-native").recorded_for(ids) and not pack.run("lesson3-react").recorded_for(ids)
+    assert pack.run("the-model-writes-a-call.call.native").prompt_sha256 == prompt_hash(ids)
+    assert pack.run("the-model-writes-a-call.call.native").recorded_for(ids) and not pack.run("the-model-writes-a-call.call.react").recorded_for(ids)
     assert prompt_hash([1, 22, 151657]) == hashlib.sha256(b"1,22,151657").hexdigest()
 
 
@@ -91,12 +91,12 @@ def _strawberry_tools():
 # -- replay equals a fresh run -------------------------------------------------------------------------
 def test_replaying_lesson_3_gives_the_tokens_and_probabilities_of_a_fresh_greedy_run(tiny_pack, tiny_engine):
     from engine.model.live import generate_turn
-    from engine.packs.prepare import lesson3_settings
+    from engine.teaching.panels import find_panel
 
     pack = read_pack(tiny_pack[0], allow_random=True)
     for style in ("native", "react"):
-        fresh = generate_turn(tiny_engine, Request(STRAWBERRY, _strawberry_tools(), style), lesson3_settings(True))
-        replayed = pack.run(f"lesson3-{style}").steps
+        fresh = generate_turn(tiny_engine, Request(STRAWBERRY, _strawberry_tools(), style), find_panel("the-model-writes-a-call", "call", style).generation_for(True))
+        replayed = pack.run(f"the-model-writes-a-call.call.{style}").steps
         assert [s.id for s in replayed] == [s.id for s in fresh.steps]
         # the same float32 arithmetic, but not always in the same order: whether the prompt's start came from the
         # prefix cache (left warm by earlier tests) or from one whole pass moves the 7th significant digit
@@ -112,10 +112,10 @@ def test_replaying_lesson_5_and_6_gives_the_figures_of_a_fresh_pass(tiny_pack, t
 
     pack = read_pack(tiny_pack[0], allow_random=True)
     ids = render(Request(STRAWBERRY, _strawberry_tools(), "native"), tiny_engine.tokenizer).ids
-    assert pack.run("lesson5-strawberry").data["p_tool_call"] == first_token(tiny_engine, ids).p[TOOL_CALL]
+    assert pack.run("when-not-to-call.first-token.strawberry").data["p_tool_call"] == first_token(tiny_engine, ids).p[TOOL_CALL]
     # lesson 6, the call under "required", at its third token
     reply = tiny_engine.tokenizer.encode('<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>')
-    row = pack.run("lesson6-mask-call-required").data["steps"][2]
+    row = pack.run("constrained-decoding.mask.call.required").data["steps"][2]
     view = inspect_mask(_strawberry_tools(), tiny_engine.tokenizer.decode(reply[:2]), "required",
                         logits=next_logits(tiny_engine, ids + reply[:2]), top_k=8)
     assert row["number"] == 3 and row["allowed"] == view.allowed
@@ -127,7 +127,7 @@ def test_replaying_an_episode_plays_the_recorded_turns_through_the_harness(tiny_
     from engine.packs.pack import replay_episode
 
     pack = read_pack(tiny_pack[0], allow_random=True)
-    run = pack.run("lesson1-tools-native")
+    run = pack.run("why-call-a-tool.with-tools.native")
     played, same = replay_episode(run, STRAWBERRY, _strawberry_tools(), "native", max_turns=3)
     assert same and [s.turn.text for s in played.steps] == [t["text"] for t in run.data["turns"]]
     # another question: the recorded turns were not written for it
@@ -139,8 +139,8 @@ def test_replaying_an_episode_plays_the_recorded_turns_through_the_harness(tiny_
 def test_prepare_resumes_keeping_intact_runs_and_redoing_missing_or_damaged_ones(tiny_pack, tmp_path):
     copy = tmp_path / "pack"
     shutil.copytree(tiny_pack[0], copy)
-    (copy / "runs" / "lesson5-france.json").unlink()
-    damaged = copy / "runs" / "lesson5-strawberry.json"
+    (copy / "runs" / "when-not-to-call.first-token.france.json").unlink()
+    damaged = copy / "runs" / "when-not-to-call.first-token.strawberry.json"
     damaged.write_bytes(damaged.read_bytes()[:100])
     code, stdout, stderr = run_cli("prepare", "--model", "tiny", "--allow-random-weights", "--out", str(copy))
     summary = json.loads(stdout)
@@ -214,9 +214,9 @@ def _many_files(pack: Path) -> bytes:
 
 BAD_PACKS = [
     # (id, make(pack folder) -> zip bytes, allow_random, what the message must say)
-    ("a run file changed by hand", lambda p: zipped(p, change=lambda n, b: b.replace(b'"finish": "', b'"finish": "stop', 1) if n == "runs/lesson3-native.json" else b),
+    ("a run file changed by hand", lambda p: zipped(p, change=lambda n, b: b.replace(b'"finish": "', b'"finish": "stop', 1) if n == "runs/the-model-writes-a-call.call.native.json" else b),
      True, "was changed after the pack was made"),
-    ("a run file truncated", lambda p: zipped(p, change=lambda n, b: b[: len(b) // 2] if n == "runs/lesson5-france.json" else b),
+    ("a run file truncated", lambda p: zipped(p, change=lambda n, b: b[: len(b) // 2] if n == "runs/when-not-to-call.first-token.france.json" else b),
      True, "sha256 does not match"),
     ("the zip truncated", lambda p: zipped(p)[:5000], True, "zip"),
     ("not a zip at all", lambda p: b"this is not a zip file, only text", True, "not a readable zip"),
@@ -232,12 +232,12 @@ BAD_PACKS = [
     ("another program's manifest", lambda p: _with_manifest(p, lambda m: m.update(format="something else")), True,
      "not a lesson pack's manifest"),
     ("a later format version", lambda p: _with_manifest(p, lambda m: m.update(version=99)), True, "format version 99"),
-    ("a run the pack does not hold", lambda p: zipped(p, drop=("runs/lesson5-france.json",)), True, "does not hold"),
+    ("a run the pack does not hold", lambda p: zipped(p, drop=("runs/when-not-to-call.first-token.france.json",)), True, "does not hold"),
     ("a manifest field of the wrong type", lambda p: _with_manifest(p, lambda m: m["model"].update(parameters="many")), True,
      "'parameters' is a str"),
-    ("a probability above 1, rehashed", lambda p: _with_run(p, "lesson5-france", lambda d: d.update(p_tool_call=3.5)), True,
+    ("a probability above 1, rehashed", lambda p: _with_run(p, "when-not-to-call.first-token.france", lambda d: d.update(p_tool_call=3.5)), True,
      "not a probability"),
-    ("a step without its token, rehashed", lambda p: _with_run(p, "lesson3-native", lambda d: d["steps"][0].pop("token")), True,
+    ("a step without its token, rehashed", lambda p: _with_run(p, "the-model-writes-a-call.call.native", lambda d: d["steps"][0].pop("token")), True,
      "has no 'token'"),
     ("random weights, not allowed", lambda p: zipped(p), False, "random weights"),
     ("JSON nested a million deep", lambda p: zipped(p, change=lambda n, b: b"[" * 1_000_000 + b"]" * 1_000_000 if n == "manifest.json" else b),
@@ -272,7 +272,7 @@ def test_a_good_pack_zipped_with_or_without_its_folder_reads_back(tiny_pack, tmp
         pytest.param(lambda d: (d / "runs" / "link.json").symlink_to("/etc/passwd"), "not a plain file", id="a linked file"),
         pytest.param(lambda d: (d / "linked").symlink_to(d / "runs", target_is_directory=True), "symbolic link", id="a linked folder"),
         pytest.param(lambda d: (d / "notes.md").write_text("mine", encoding="utf-8"), "not JSON", id="a file that is not JSON"),
-        pytest.param(lambda d: (d / "runs" / "lesson3-native.json").write_text("{}", encoding="utf-8"), "sha256 does not match",
+        pytest.param(lambda d: (d / "runs" / "the-model-writes-a-call.call.native.json").write_text("{}", encoding="utf-8"), "sha256 does not match",
                      id="a run overwritten"),
     ],
 )

@@ -45,7 +45,7 @@ def pack(tiny_pack, monkeypatch):
 
 def test_lesson_3_shows_each_tokens_recorded_probability_labelled_as_recorded(pack):
     at = open_page(P3, model="off")
-    steps = pack.run("lesson3-native").steps
+    steps = pack.run("the-model-writes-a-call.call.native").steps
     assert LABEL in infos(at) and "random weights" in infos(at)
     assert metrics(at)["Its probability"] == format_percent(steps[0].p)
     assert f"Token 1 of {len(steps)}" in metrics(at)  # tokens count from 1, as on lessons 4 and 6
@@ -57,23 +57,23 @@ def test_lesson_3_shows_each_tokens_recorded_probability_labelled_as_recorded(pa
 
 def test_lesson_3_in_react_shows_the_react_recording(pack):
     at = open_page(P3, model="off", style="react")
-    steps = pack.run("lesson3-react").steps
+    steps = pack.run("the-model-writes-a-call.call.react").steps
     assert metrics(at)["Its probability"] == format_percent(steps[0].p)
 
 
 def test_lesson_5_shows_the_recorded_p_tool_call_for_both_questions(pack):
     at = open_page(P5, model="off")
     shown = [m.value for m in at.metric if m.label == "P(<tool_call>) as the first token"]
-    assert shown == [format_percent(pack.run(f"lesson5-{q}").data["p_tool_call"]) for q in ("strawberry", "france")]
+    assert shown == [format_percent(pack.run(f"when-not-to-call.first-token.{q}").data["p_tool_call"]) for q in ("strawberry", "france")]
     assert infos(at).count(LABEL) == 2
 
 
 def test_lesson_1_shows_both_recorded_runs(pack):
     at = open_page(P1, model="off")
-    bare = pack.run("lesson1-no-tools").data
+    bare = pack.run("why-call-a-tool.no-tools").data
     assert LABEL in infos(at)
     assert any(c.value == f"{len(bare['steps'])} tokens, finish: {bare['finish']}" for c in at.caption)
-    turns = pack.run("lesson1-tools-native").data["turns"]
+    turns = pack.run("why-call-a-tool.with-tools.native").data["turns"]
     # the live panel's code blocks come first, one per recorded turn (st.code trims the ends of a text)
     for code, turn in zip(at.code[: len(turns)], turns, strict=True):
         assert (turn["text"] or "(empty)").startswith(code.value[:40])
@@ -82,11 +82,11 @@ def test_lesson_1_shows_both_recorded_runs(pack):
 
 def test_lesson_6_shows_the_recorded_mask_before_and_after_and_the_two_decodes(pack):
     at = open_page(P6, model="off", step="3", tool_choice="required")
-    row = pack.run("lesson6-mask-call-required").data["steps"][2]
+    row = pack.run("constrained-decoding.mask.call.required").data["steps"][2]
     assert metrics(at)["Probability the model put on forbidden tokens"] == format_percent(row['forbidden_mass'])
     before = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]["x"]
     assert before == [r["p"] for r in row["top_before"]]
-    pair = pack.run("lesson6-pair-required").data
+    pair = pack.run("constrained-decoding.side-by-side.required").data
     # both recorded replies, drawn literally (the pack's label is above them, not on each)
     from ui.literal import reply_html
 
@@ -96,7 +96,7 @@ def test_lesson_6_shows_the_recorded_mask_before_and_after_and_the_two_decodes(p
 
 def test_the_playground_replays_the_recorded_episode_at_once(pack):
     at = open_page(PG, model="off", mode="live")
-    turns = pack.run("playground-native").data["turns"]
+    turns = pack.run("playground.episode.native").data["turns"]
     assert LABEL in infos(at)
     assert metrics(at)["Calls"] == str(len(turns))
     assert metrics(at)["Output tokens"] == f"{sum(t['output_tokens'] for t in turns):,}"
@@ -116,7 +116,7 @@ def test_a_run_recorded_for_another_prompt_is_not_shown_as_current(tiny_pack, tm
     shutil.copytree(tiny_pack[0], copy)
     manifest = json.loads((copy / "manifest.json").read_text(encoding="utf-8"))
     for entry in manifest["runs"]:
-        if entry["id"] in ("lesson3-native", "lesson5-france"):
+        if entry["id"] in ("the-model-writes-a-call.call.native", "when-not-to-call.first-token.france"):
             entry["prompt_sha256"] = "0" * 64  # as if the lesson's prompt had changed since
     (copy / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     monkeypatch.setenv("QWEN_PACK", str(copy))
@@ -128,6 +128,24 @@ def test_a_run_recorded_for_another_prompt_is_not_shown_as_current(tiny_pack, tm
     assert len([m for m in at.metric if m.label == "P(<tool_call>) as the first token"]) == 1  # strawberry only
 
 
+def test_a_run_recorded_with_other_settings_is_refused_on_its_panel_with_what_to_do(tiny_pack, tmp_path, monkeypatch):
+    copy = tmp_path / "old-settings"
+    shutil.copytree(tiny_pack[0], copy)
+    manifest = json.loads((copy / "manifest.json").read_text(encoding="utf-8"))
+    for entry in manifest["runs"]:
+        if entry["id"] == "the-model-writes-a-call.call.native":
+            entry["settings"]["max_new_tokens"] = 80  # as if the panel's limit had changed since
+    (copy / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    monkeypatch.setenv("QWEN_PACK", str(copy))
+    monkeypatch.setenv("QWEN_ALLOW_RANDOM_PACKS", "1")
+    at = open_page(P3, model="off")
+    assert "recorded with max_new_tokens 80; the panel now uses max_new_tokens 40" in warnings(at)
+    assert "record the pack again with `python -m engine prepare" in warnings(at)
+    assert "Its probability" not in metrics(at) and LABEL not in infos(at)
+    # the react panel's run kept its settings: it is shown
+    assert "Its probability" in metrics(open_page(P3, model="off", style="react"))
+
+
 def test_an_upload_applies_to_its_session_only_and_a_bad_one_changes_nothing(tiny_pack, monkeypatch):
     monkeypatch.delenv("QWEN_PACK", raising=False)  # assets/packs/ ships no pack
     monkeypatch.setenv("QWEN_ALLOW_RANDOM_PACKS", "1")
@@ -136,7 +154,7 @@ def test_an_upload_applies_to_its_session_only_and_a_bad_one_changes_nothing(tin
     at.file_uploader(key="pack_file").set_value(("tiny.zip", zipped(tiny_pack[0]), "application/zip")).run()
     assert not at.exception and "Its probability" in metrics(at)
     assert any("Lesson pack (yours)" in c.value for c in at.sidebar.caption)
-    tampered = zipped(tiny_pack[0], change=lambda n, b: b[:-10] if n == "runs/lesson3-native.json" else b)
+    tampered = zipped(tiny_pack[0], change=lambda n, b: b[:-10] if n == "runs/the-model-writes-a-call.call.native.json" else b)
     at.file_uploader(key="pack_file").set_value(("bad.zip", tampered, "application/zip")).run()
     assert not at.exception and "was changed after the pack was made" in "\n".join(e.value for e in at.error)
     assert "Its probability" in metrics(at)  # the good pack is still in use

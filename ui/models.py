@@ -1,10 +1,10 @@
-"""The models a page can use, once per server process: the tokenizer, the tiny model, the live model, traces.
+"""The models a page can use, once per server process: the tokenizer, the tiny model, the live model.
 
 The live model lives in the engine's process-wide registry (engine.model.loading): loaded once, from
 whichever session pressed the sidebar's button, then found loaded by every session of the server.
 
-Also the one-line labels that say what made a panel's figures, and the plain message a panel
-shows when no model can run.
+Also a panel's source (engine/teaching/panel_source.py chooses: the model, a lesson pack's run, or
+nothing) and the one line that says what made a panel's figures, or why there are none.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.core.tokenizer import load_tokenizer
-from engine.errors import EngineError
 from engine.model.loading import TINY, check_model, find_job, find_loaded, load_model, start_load
-from engine.packs.trace import load_trace
 from engine.settings import load_settings
-from ui.words import ROOT, words
+from engine.teaching.panel_source import PanelSource, choose_source
+from engine.teaching.panels import Panel
+from ui.words import words
 
-TRACES = ROOT / "assets" / "traces"
 TINY_LABEL = "random weights: its words and probabilities mean nothing, only the mechanics are real"
 RANDOM_LABEL = "its words and probabilities mean nothing, only the mechanics are real"
 
@@ -83,40 +82,11 @@ def current_engine():
     return None
 
 
-def engine_kind(engine) -> str:
-    """"random" for a model whose weights are random (the tiny model, a folder that says so), else "live"."""
-    return "random" if engine.info.random_weights else "live"
+def panel_source(panel: Panel) -> PanelSource:
+    """Where `panel`'s figures come from now: the model the sidebar chose, else this session's lesson pack, else nothing."""
+    from ui.packs import active_pack
 
-
-def find_trace(name: str):
-    """A recorded trace assets/traces/<name>.json made by a real model, or None (none are shipped yet)."""
-    path = TRACES / f"{name}.json"
-    if not path.is_file():
-        return None
-    try:
-        trace = load_trace(path)
-    except EngineError:
-        return None
-    return None if trace.model.random_weights else trace
-
-
-def model_source(trace_name: str, pack_run: str | None = None):
-    """What a model panel can show: ("live" | "random", engine), ("pack", Replay), ("trace", trace) or ("none", None).
-
-    `pack_run` names the panel's run in a lesson pack (ui/packs.py), used when no model is loaded."""
-    engine = current_engine()
-    if engine is not None:
-        return engine_kind(engine), engine
-    if pack_run is not None:
-        from ui.packs import find_replay
-
-        replay = find_replay(pack_run)
-        if replay is not None:
-            return "pack", replay
-    trace = find_trace(trace_name)
-    if trace is not None:
-        return "trace", trace
-    return "none", None
+    return choose_source(panel, current_engine(), active_pack(), tokenizer())
 
 
 def random_label(info) -> str:
@@ -127,23 +97,34 @@ def random_label(info) -> str:
 
 
 def model_label(kind: str, thing) -> None:
-    """One line above a model panel saying what made what follows."""
+    """One line above a model panel saying which model computes what follows ("live" or "random")."""
     if kind == "live":
         st.success(f"Live model: {thing.info.label()}")
     elif kind in ("random", "tiny"):
         st.warning(random_label(thing.info))
-    elif kind == "trace":
-        st.info(f"Recorded run: {thing.source}.")
-    elif kind == "pack":
-        from ui.packs import recorded_label
-
-        recorded_label(thing)
 
 
 def no_model_box() -> None:
     """The plain message a model panel shows when nothing can run: what is missing and how to get it."""
     name = live_model_name()
     st.info(words("home", "no model loaded", model=name))
+
+
+def draw_source(source: PanelSource, missing: str | None = None) -> None:
+    """The line above a panel: what made its figures, or why there are none (`missing`: the page's words for no model)."""
+    if source.engine is not None:
+        model_label(source.kind, source.engine)
+    elif source.kind == "pack":
+        st.info(words("packs", "recorded", label=source.label))
+    elif source.why == "no-source":
+        if missing is None:
+            no_model_box()
+        else:
+            st.info(missing)
+    elif source.why == "not-in-pack":
+        st.info(source.reason)
+    else:
+        st.warning(source.reason)
 
 
 def model_status(name: str) -> None:

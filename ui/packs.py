@@ -10,7 +10,6 @@ runs with QWEN_ALLOW_RANDOM_PACKS=1 (the tests do), and then every panel says so
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
@@ -29,6 +28,8 @@ from engine.packs.pack import (
     replay_episode,
 )
 from engine.packs.pack import choices as choices  # re-exported for pages drawing top-k rows
+from engine.teaching.panel_source import other_prompt_reason
+from engine.teaching.panels import Panel
 from ui.words import ROOT, words
 
 SHIPPED = ROOT / "assets" / "packs"
@@ -36,17 +37,6 @@ SHIPPED = ROOT / "assets" / "packs"
 
 def random_packs_allowed() -> bool:
     return os.environ.get("QWEN_ALLOW_RANDOM_PACKS") == "1"
-
-
-@dataclass(frozen=True)
-class Replay:
-    """A recorded run and the pack it came from: what a model panel shows in place of a model."""
-
-    pack: Pack
-    run: PackRun
-
-    def label(self) -> str:
-        return self.pack.label()
 
 
 def _stamp(path: Path) -> float:
@@ -84,42 +74,14 @@ def active_pack() -> Pack | None:
     return uploaded if uploaded is not None else server_pack()[0]
 
 
-def find_replay(run_id: str) -> Replay | None:
-    pack = active_pack()
-    run = pack.run(run_id) if pack is not None else None
-    return Replay(pack, run) if run is not None else None
-
-
-def recorded_label(replay: Replay) -> None:
-    """The line above a replayed panel: which model recorded it, and when."""
-    st.info(words("packs", "recorded", label=replay.label()))
-
-
-def current(replay: Replay, ids: list[int], what: str) -> bool:
-    """Whether the recording belongs to the page's prompt now; if not, the panel says so."""
-    if replay.run.recorded_for(ids):
-        return True
-    st.warning(words("packs", "different prompt", what=what))
-    return False
-
-
-def current_episode(replay: Replay, messages: list[dict], tools: list[dict], style: str, what: str,
-                    workspace=None, max_turns: int = 8) -> Run | None:
-    """A recorded episode played again through the harness, if every call's prompt is still the recorded one."""
-    played, same = replay_episode(replay.run, messages, tools, style, workspace, max_turns)
+def replay_episode_here(run: PackRun, panel: Panel, messages: list[dict], tools: list[dict], workspace=None) -> Run | None:
+    """A recorded episode played again through the harness on what the page asks now (its messages, tools and
+    workspace), if every call's prompt is still the recorded one; else the panel says so and it is None."""
+    played, same = replay_episode(run, messages, tools, panel.style, workspace, panel.max_turns)
     if same:
         return played
-    st.warning(words("packs", "different prompt", what=what))
+    st.warning(other_prompt_reason(panel))
     return None
-
-
-def missing_note(run_id: str) -> bool:
-    """With a pack but no run for this panel: say so (True); without a pack: nothing (False)."""
-    pack = active_pack()
-    if pack is None:
-        return False
-    st.info(words("packs", "not in the pack", label=pack.label()) + f" (`{run_id}`)")
-    return True
 
 
 def _take_upload() -> None:

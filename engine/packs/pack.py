@@ -3,9 +3,10 @@
 A pack is a folder (or a .zip of one) holding `manifest.json` and one JSON file per run in
 `runs/`. The manifest says which model made the pack (name, revision, dtype, device,
 parameter count), when, with which version of this project, and lists every run: its panel,
-its settings, the sha256 of the prompt's token ids and the sha256 of the run's file. A page
-looks a run up by id and shows it only while the prompt it computes now hashes to the
-recorded one, so a pack never passes off figures for a prompt that has since changed.
+its settings, the sha256 of the prompt's token ids and the sha256 of the run's file. A run's id
+is its panel's (engine/teaching/panels.py), and engine/teaching/panel_source.py shows it only
+while its settings are the panel's and the prompt the page computes now hashes to the recorded
+one, so a pack never passes off figures for settings or a prompt that have since changed.
 `engine/packs/prepare.py` writes packs; this module reads and checks them, and never imports torch.
 
 Everything in a pack is untrusted (a teacher may upload one to a shared server): a zip's
@@ -48,7 +49,8 @@ MAX_FILE_BYTES = 20 * 1024 * 1024  # one file uncompressed
 MAX_FILES = 400  # files in a pack (a full pack holds about 40)
 # what an unzipping tool leaves beside the real files; skipped without being read
 JUNK = re.compile(r"(^|/)(__MACOSX/.*|\.DS_Store)$")
-RUN_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,80}$")
+# a panel's id (engine/teaching/panels.py): "the-model-writes-a-call.call.native"
+RUN_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,100}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 KINDS = ("generation", "episode", "first_token", "masks", "side_by_side")
 
@@ -390,7 +392,7 @@ def check_manifest(manifest, where: str = MANIFEST) -> tuple[PackModel, list[dic
         at = f"{where} run {n + 1}"
         run_id = _need(entry, "id", str, at)
         if not RUN_ID.match(run_id):
-            raise PackError(f"{at}: {run_id!r} is not a run id (lowercase letters, digits, dashes and underscores)")
+            raise PackError(f"{at}: {run_id!r} is not a run id (lowercase letters, digits, dots, dashes and underscores)")
         _need(entry, "panel", str, at)
         if _need(entry, "kind", str, at) not in KINDS:
             raise PackError(f"{at}: kind {entry['kind']!r} is not one of {', '.join(KINDS)}")

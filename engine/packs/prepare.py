@@ -1,23 +1,23 @@
-"""Record a lesson pack: every run a model panel of the site shows, through the page's own engine calls.
+"""Record a lesson pack: every model panel of the site, through the page's own engine calls.
 
-`python -m engine prepare --model MODEL --out DIR` runs, for the shipped scenarios, exactly
-what each model panel computes with a live model, with the same requests and settings:
+`python -m engine prepare --model MODEL --out DIR` records each panel of the registry
+(engine/teaching/panels.py) with the panel's own request and settings, one run per panel,
+under the panel's id:
 
-    lesson 1     the strawberry question without tools (generate_turn), and with tools as an
-                 episode of up to 3 calls (LiveModel in the harness), in both styles
-    lesson 3     the strawberry call, token by token with the top 8, in both styles
-    lesson 5     the first-token distribution (peek.first_token) for every question of
-                 lessons/when-not-to-call.json
-    lesson 6     for each reply and tool_choice mode, at every masked step, the model's logits
-                 after the reply so far through constrain.inspect_mask: the allowed count, the
-                 forbidden mass, the top 8 before and after; and side_by_side's free and
-                 constrained decodes for each mode
-    playground   the default scenario's episode with the live model (native style)
+    generation     generate_turn, every token with its top-k (lesson 1 without tools, lesson 3's call)
+    episode        the live model in the harness, each turn with the prompt it answered (lesson 1 with
+                   tools, the playground)
+    first_token    peek.first_token: P(<tool_call>) and the top-k of the first token (lesson 5)
+    masks          at every masked step of a reply under a tool_choice, the model's logits after the reply
+                   so far through constrain.inspect_mask: the allowed count, the forbidden mass, the top-k
+                   before and after (lesson 6)
+    side_by_side   live.side_by_side's free and constrained decodes (lesson 6)
 
 Each run goes to DIR/runs/<id>.json the moment it is done, and DIR/manifest.json is rewritten
 after each, so an interrupted pack is resumed by running the same command again: a run whose
 file is there, intact, and made by the same model for the same prompt and settings is kept.
-The figures are the engine's own; engine/packs/pack.py reads them back for the pages.
+The figures are the engine's own; engine/packs/pack.py reads them back for the pages, and
+engine/teaching/panel_source.py shows a run only while its settings are still the panel's.
 """
 
 from __future__ import annotations
@@ -32,47 +32,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..constrain.masks import inspect_mask, walk
-from ..core.generation import Generation, GenerationSettings
-from ..core.prompt import STYLES, Request, render
+from ..core.generation import Generation
 from ..core.tokenizer import TOOL_CALL
-from ..core.tooldefs import load_tool_set
 from ..errors import BadInput, EngineError
 from ..harness.loop import Run, iterate_episode, load_scenario
 from ..harness.playground import check_files, fresh_workspace
 from ..model.live import LiveModel, generate_turn, side_by_side
 from ..model.loading import LoadedModel
 from ..model.peek import first_token, next_logits
-from ..settings import LESSONS
+from ..teaching.panels import Panel, list_panels
 from .pack import MANIFEST, PACK_FORMAT, PACK_VERSION, RUNS, file_hash, project_version, prompt_hash
-
-# what the pages ask for (pages/1, 3, 5, 6 and the playground); a pack must match them exactly
-LESSON6_MODES = ("auto", "required", "count_letter", "tokenize", "none")
-PLAYGROUND_SCENARIO = "missing-brace"
-PLAYGROUND_STYLE = "native"
-PLAYGROUND_MAX_TURNS = 8
-LESSON1_MAX_TURNS = 3
-
-
-def lesson1_settings(with_tools: bool) -> GenerationSettings:
-    return GenerationSettings(max_new_tokens=80 if with_tools else 160, top_k=0)
-
-
-def lesson3_settings(random_weights: bool) -> GenerationSettings:
-    return GenerationSettings(max_new_tokens=40 if random_weights else 80, top_k=8)
-
-
-LESSON5_TOP_K = 8
-LESSON6_TOP_K = 8
-LESSON6_PAIR_SETTINGS = GenerationSettings(max_new_tokens=48, temperature=0.7, seed=0, top_k=0)
-PLAYGROUND_SETTINGS = GenerationSettings(max_new_tokens=256)
-
-
-def lesson6_data() -> dict:
-    return json.loads((LESSONS / "constrained-decoding.json").read_text(encoding="utf-8"))
-
-
-def lesson5_questions() -> list[dict]:
-    return json.loads((LESSONS / "when-not-to-call.json").read_text(encoding="utf-8"))["questions"]
 
 
 @dataclass
@@ -81,6 +50,7 @@ class PlannedRun:
 
     id: str
     panel: str
+    lesson: str
     kind: str
     settings: dict
     prompt_ids: list[int]
@@ -95,23 +65,25 @@ def _generation(generation: Generation) -> dict:
     return data
 
 
-def _episode(engine: LoadedModel, messages: list[dict], tools: list[dict], style: str, settings: GenerationSettings,
-             max_turns: int, files: dict[str, str] | None = None) -> dict:
+def _episode(engine: LoadedModel, panel: Panel) -> dict:
     """An episode with the live model, as the turns it wrote and the prompt each turn answered."""
-    model = LiveModel(engine, settings)
-    run = Run(style, "per-block")
+    request = panel.request
+    model = LiveModel(engine, panel.generation_for(engine.info.random_weights))
+    run = Run(request.style, "per-block")
     turns = []
 
     def play(workspace) -> None:
-        for call in iterate_episode(model, messages, tools, style=style, workspace=workspace, max_turns=max_turns, run=run):
+        for call in iterate_episode(model, request.messages, request.tools, style=request.style, workspace=workspace,
+                                    max_turns=panel.max_turns, run=run):
             turns.append({"text": call.turn.text, "finish": call.turn.finish, "output_tokens": call.cost.output_tokens,
                           "prompt_sha256": prompt_hash(call.prompt.ids),
                           "steps": [s.as_json() for s in call.turn.steps or []]})
 
     try:
-        if files is None:
+        if panel.workspace is None:
             play(None)
         else:
+            files, _ = check_files(list(load_scenario(panel.workspace).files.items()))
             with fresh_workspace(files) as workspace:
                 play(workspace)
     except EngineError as error:
@@ -119,97 +91,66 @@ def _episode(engine: LoadedModel, messages: list[dict], tools: list[dict], style
     return {"turns": turns, "stop": run.stop_reason, "answer": run.answer}
 
 
-def plan_runs(engine: LoadedModel) -> list[PlannedRun]:
-    """Every run the site's model panels show, in the order they are recorded."""
+def _recorder(engine: LoadedModel, panel: Panel, ids: list[int], logits_at: dict) -> Callable[[], dict]:
+    """How to make a panel's run data with the model, by the panel's kind."""
     tok = engine.tokenizer
-    planned: list[PlannedRun] = []
-    strawberry = load_scenario("strawberry")
+    random_weights = engine.info.random_weights
+    if panel.kind == "generation":
+        return lambda: _generation(generate_turn(engine, panel.request, panel.generation_for(random_weights)))
+    if panel.kind == "episode":
+        return lambda: _episode(engine, panel)
+    if panel.kind == "first_token":
 
-    def add(run_id, panel, kind, settings, request_or_ids, record):
-        ids = request_or_ids if isinstance(request_or_ids, list) else render(request_or_ids, tok).ids
-        planned.append(PlannedRun(run_id, panel, kind, settings, ids, record))
-
-    # lesson 1: the no-tools prompt is native in both styles (the page renders it so)
-    bare = Request(strawberry.messages, [], "native")
-    settings = lesson1_settings(False)
-    add("lesson1-no-tools", "lesson1", "generation", {**settings.as_json(), "tools": False}, bare,
-        lambda r=bare, s=settings: _generation(generate_turn(engine, r, s)))
-    for style in STYLES:
-        settings = lesson1_settings(True)
-        request = Request(strawberry.messages, strawberry.tools, style)
-        add(f"lesson1-tools-{style}", "lesson1", "episode",
-            {**settings.as_json(), "tools": True, "style": style, "max_turns": LESSON1_MAX_TURNS}, request,
-            lambda st=style, s=settings: _episode(engine, strawberry.messages, strawberry.tools, st, s, LESSON1_MAX_TURNS))
-
-    # lesson 3: the call, token by token
-    for style in STYLES:
-        settings = lesson3_settings(engine.info.random_weights)
-        request = Request(strawberry.messages, strawberry.tools, style)
-        add(f"lesson3-{style}", "lesson3", "generation", {**settings.as_json(), "style": style}, request,
-            lambda r=request, s=settings: _generation(generate_turn(engine, r, s)))
-
-    # lesson 5: the first token, for each question (native: <tool_call> is a native token)
-    for question in lesson5_questions():
-        request = Request([{"role": "user", "content": question["content"]}], strawberry.tools, "native")
-        ids = render(request, tok).ids
-
-        def first(ids=ids) -> dict:
-            found = first_token(engine, ids, top_k=LESSON5_TOP_K)
+        def first() -> dict:
+            found = first_token(engine, ids, top_k=panel.top_k)
             return {"p_tool_call": found.p[TOOL_CALL], "prompt_tokens": found.prompt_tokens,
                     "top": [{"id": a.id, "token": a.token, "p": a.p} for a in found.top]}
 
-        add(f"lesson5-{question['id']}", "lesson5", "first_token", {"question": question["id"], "top_k": LESSON5_TOP_K},
-            ids, first)
+        return first
+    if panel.kind == "side_by_side":
 
-    # lesson 6: the mask at each step of each reply, under each mode; logits do not depend on the mode
-    data = lesson6_data()
-    tools = load_tool_set("strawberry")
-    question = strawberry.messages
-    base = render(Request(question, tools, "native"), tok).ids
-    logits_at: dict[tuple[str, int], object] = {}
-    for turn in data["turns"]:
-        reply = tok.encode(turn["text"])
-        for mode in LESSON6_MODES:
-
-            def masks(turn=turn, reply=reply, mode=mode) -> dict:
-                rows = []
-                for number, step in enumerate(walk(tools, turn["text"], mode), start=1):
-                    if mode == "none" or step.allowed is None:
-                        rows.append({"number": number, "allowed": None})
-                        continue
-                    key = (turn["id"], number)
-                    if key not in logits_at:
-                        logits_at[key] = next_logits(engine, base + reply[: number - 1])
-                    view = inspect_mask(tools, tok.decode(reply[: number - 1]), mode, logits=logits_at[key], top_k=LESSON6_TOP_K)
-                    rows.append({"number": number, "allowed": view.allowed, "forbidden_mass": view.forbidden_mass,
-                                 "top_before": [{"id": t.id, "token": t.token, "p": t.p} for t in view.top_before],
-                                 "top_after": [{"id": t.id, "token": t.token, "p": t.p} for t in view.top_after]})
-                return {"turn": turn["id"], "mode": mode, "steps": rows}
-
-            add(f"lesson6-mask-{turn['id']}-{mode}", "lesson6", "masks",
-                {"turn": turn["id"], "tool_choice": mode, "top_k": LESSON6_TOP_K}, base + reply, masks)
-    for mode in LESSON6_MODES:
-        request = Request(question, tools, "native")
-
-        def pair(request=request, mode=mode) -> dict:
-            both = side_by_side(engine, request, mode, LESSON6_PAIR_SETTINGS)
+        def pair() -> dict:
+            both = side_by_side(engine, panel.request, panel.options["tool_choice"], panel.generation_for(random_weights))
             return {"constrained": _generation(both.constrained), "unconstrained": _generation(both.unconstrained),
                     "reason": both.reason, "first_difference": both.first_difference}
 
-        add(f"lesson6-pair-{mode}", "lesson6", "side_by_side", {**LESSON6_PAIR_SETTINGS.as_json(), "tool_choice": mode},
-            request, pair)
+        return pair
+    if panel.kind == "masks":
+        tools, mode, turn = panel.request.tools, panel.options["tool_choice"], panel.options["turn"]
+        reply = tok.encode(panel.reply)
+        base = ids[: len(ids) - len(reply)]
 
-    # the playground: the default scenario, its files and question, with the live model
-    scenario = load_scenario(PLAYGROUND_SCENARIO)
-    files, _ = check_files(list(scenario.files.items()))
-    # one episode, in the native style: a random model's ReAct episode runs all 8 turns of 256 tokens
-    request = Request(scenario.messages, scenario.tools, PLAYGROUND_STYLE)
-    add(f"playground-{PLAYGROUND_STYLE}", "playground", "episode",
-        {**PLAYGROUND_SETTINGS.as_json(), "scenario": scenario.name, "style": PLAYGROUND_STYLE,
-         "max_turns": PLAYGROUND_MAX_TURNS},
-        request,
-        lambda: _episode(engine, scenario.messages, scenario.tools, PLAYGROUND_STYLE, PLAYGROUND_SETTINGS,
-                         PLAYGROUND_MAX_TURNS, files))
+        def masks() -> dict:
+            rows = []
+            for number, step in enumerate(walk(tools, panel.reply, mode), start=1):
+                if mode == "none" or step.allowed is None:
+                    rows.append({"number": number, "allowed": None})
+                    continue
+                # the logits do not depend on the mode: one forward pass per reply and step, for every mode
+                key = (turn, number)
+                if key not in logits_at:
+                    logits_at[key] = next_logits(engine, base + reply[: number - 1])
+                view = inspect_mask(tools, tok.decode(reply[: number - 1]), mode, logits=logits_at[key], top_k=panel.top_k)
+                rows.append({"number": number, "allowed": view.allowed, "forbidden_mass": view.forbidden_mass,
+                             "top_before": [{"id": t.id, "token": t.token, "p": t.p} for t in view.top_before],
+                             "top_after": [{"id": t.id, "token": t.token, "p": t.p} for t in view.top_after]})
+            return {"turn": turn, "mode": mode, "steps": rows}
+
+        return masks
+    raise BadInput(f"panel {panel.id} has kind {panel.kind!r}, which prepare cannot record")
+
+
+def plan_runs(engine: LoadedModel) -> list[PlannedRun]:
+    """Every recorded panel of the registry, in its order, as a run to record."""
+    logits_at: dict[tuple[str, int], object] = {}
+    planned = []
+    for panel in list_panels():
+        if not panel.packed:
+            continue
+        ids = panel.prompt_ids(engine.tokenizer)
+        planned.append(PlannedRun(panel.id, panel.id, panel.lesson, panel.kind,
+                                  panel.recorded_settings(engine.info.random_weights), ids,
+                                  _recorder(engine, panel, ids, logits_at)))
     return planned
 
 
@@ -284,14 +225,14 @@ def write_pack(engine: LoadedModel, out: Path, log: Callable[[str], None] = lamb
             began = time.perf_counter()
             data = run.record()
             body = _write_atomically(path, {
-                "id": run.id, "panel": run.panel, "kind": run.kind, "settings": run.settings,
+                "id": run.id, "panel": run.panel, "lesson": run.lesson, "kind": run.kind, "settings": run.settings,
                 "prompt_sha256": prompt_hash(run.prompt_ids), "prompt_tokens": len(run.prompt_ids),
                 "model": identity, "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"), **data,
                 "complete": True,
             })
             recorded += 1
             log(f"[{number}/{len(planned)}] {run.id}: recorded in {time.perf_counter() - began:.1f} s")
-        entries.append({"id": run.id, "panel": run.panel, "kind": run.kind, "settings": run.settings,
+        entries.append({"id": run.id, "panel": run.panel, "lesson": run.lesson, "kind": run.kind, "settings": run.settings,
                         "prompt_sha256": prompt_hash(run.prompt_ids), "file": f"{RUNS}/{run.id}.json",
                         "sha256": file_hash(body)})
         _write_atomically(out / MANIFEST, manifest(False))

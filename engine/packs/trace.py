@@ -1,11 +1,11 @@
-"""Record a live run to a JSON trace and replay it through the same page code.
+"""Record a live run to a JSON trace (`python -m engine generate --record PATH`) and read it back.
 
-A teacher records at home on a GPU and shows the run in a classroom without one. A trace
+A trace is one run of the command line, kept to be read or compared; the pages show recorded
+runs from lesson packs (engine/packs/pack.py), which hold every panel's run at once. A trace
 holds what DESIGN.md's "honest figures" rule asks of a recording: which model (id, commit
 hash when known, dtype, device), the settings, the prompt and the request it came from, the
 date, and every step with its top-k. `load_trace(path).steps` are the same DecodeStep dataclasses
-the live loop yields, and `Trace.source` says what recorded them and when. Only traces a real
-model produced belong in assets/; the tiny model's are for tests.
+the live loop yields, and `Trace.source` says what recorded them and when.
 """
 
 from __future__ import annotations

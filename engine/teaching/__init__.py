@@ -1,2 +1,3 @@
-"""The lessons' own computations: the token-cost calculator, a malformed call's cost, the failure gallery.
+"""The lessons' own computations: the model panels and where their figures come from, the token-cost
+calculator, a malformed call's cost, the failure gallery.
 """
