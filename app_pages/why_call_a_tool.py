@@ -111,13 +111,13 @@ elif "pack" in (bare_source.kind, tools_source.kind):
             draw_source(tools_source)
         else:
             played = replay_episode_here(tools_source.run, with_tools, with_tools.request.messages, with_tools.request.tools)
-        for step in played.steps if played else []:
-            st.code(step.turn.text or "(empty)", language=None, wrap_lines=True)
-            for result in step.results:
+        for call in played.calls if played else []:
+            st.code(call.turn.text or "(empty)", language=None, wrap_lines=True)
+            for result in call.results:
                 st.markdown(f"Tool result: `{result.text}`")
 else:
     draw_source(bare_source)
-st.markdown(text["seed measurement"])
+st.markdown(text["reported elsewhere"])
 
 st.subheader("With tools: the scripted run")
 st.markdown(text["with tools, scripted"])
