@@ -183,3 +183,27 @@ def zipped(folder: Path, extra: dict[str, bytes] | None = None, drop: tuple[str,
         for name, body in (extra or {}).items():
             archive.writestr(name, body)
     return buffer.getvalue()
+
+
+# -- the browser-drawn views: the data a page handed to one (ui/views/) -----------------------------------------
+def view_data(at, key: str) -> dict:
+    """The JSON a page mounted a ui/views component with (found by its key, e.g. "call_view")."""
+    import json
+
+    for element in at.get("bidi_component"):
+        if element.key == key or element.proto.id.endswith(f"-{key}"):
+            proto = element.proto
+            return json.loads(proto.mixed.json if proto.HasField("mixed") else proto.json)
+    raise AssertionError(f"no view with key {key!r} on the page")
+
+
+def view_step(at, key: str) -> tuple[str, dict]:
+    """("Token N of M", that step's data) as the view opens: what the browser shows first."""
+    data = view_data(at, key)
+    return f"{data['unit']} {data['start']} of {len(data['steps'])}", data["steps"][data["start"] - 1]
+
+
+def report_step(at, key: str, step: int):
+    """What the browser does after a pause on step `step`: report it to the page, which reruns."""
+    at.session_state[key] = {"step": step}
+    return at.run()
