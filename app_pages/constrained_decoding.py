@@ -12,13 +12,15 @@ from engine.core.tokenizer import REAL_VOCAB, TOOL_CALL
 from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import load_scenario
 from ui.chart_words import chart_caption
-from ui.draw import chart_layout, draw_tokens, notice, show_token
+from ui.draw import chart_layout, notice, show_token
 from ui.glossary import show_intro
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
-from ui.packs import choices, current, find_replay, recorded_label
+from ui.packs import current, find_replay, recorded_label
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
+from ui.views.step_data import mask_run
+from ui.views.step_view import adopt_step, step_view
 from ui.words import LESSONS, lesson, words
 
 ID = "constrained-decoding"
@@ -54,10 +56,6 @@ def allowed_words(n: int | None) -> str:
     return "all" if n is None or n == REAL_VOCAB else f"{n:,}"
 
 
-def move(by: int, last: int) -> None:
-    st.session_state["cd_step"] = min(max(st.session_state["cd_step"] + by, 1), last)
-
-
 def reset_step() -> None:
     st.session_state["cd_step"] = 1
 
@@ -89,50 +87,27 @@ st.selectbox("The reply", list(TURNS), key="cd_turn", format_func=lambda t: TURN
 
 steps = walked(turn_id, mode)
 total = len(steps)
-number = from_url("cd_step", "step", 1, int)
-if not 1 <= number <= total:
-    st.session_state["cd_step"] = number = min(max(number, 1), total)
+from_url("cd_step", "step", 1, int)
+adopt_step("cd_view", "cd_step")
+st.session_state["cd_step"] = number = min(max(st.session_state["cd_step"], 1), total)
 to_url(tool_choice=None if mode == "auto" else mode, turn=None if turn_id == "call" else turn_id, step=number)
-
-back, slider, forward = st.columns([2, 7, 2], vertical_alignment="bottom")
-with back:
-    st.button("◀ Back", key="cd_prev", on_click=move, args=(-1, total), disabled=number <= 1, shortcut="Left", width="stretch")
-with forward:
-    st.button("Next ▶", key="cd_next", on_click=move, args=(1, total), disabled=number >= total, shortcut="Right",
-              width="stretch", type="primary")
-with slider:
-    st.slider("Token", 1, max(total, 2), key="cd_step", format="token %d", disabled=total < 2)
-
 tok = tokenizer()
-draw_tokens(
-    [(s.id, s.token) for s in steps], show_ids=False, current=number - 1,
-    extra=[("✗" if not s.ok else ("all · no call" if mode == "none" and s.id == TOOL_CALL else allowed_words(s.allowed)))
-           for s in steps],
-    special=[tok.is_special(s.id) for s in steps],
-)
-if total < len(tok.encode(TURNS[turn_id]["text"])):
+ids = tok.encode(TURNS[turn_id]["text"])
+engine = current_engine()
+replay = find_replay(f"lesson6-mask-{turn_id}-{mode}") if engine is None else None
+question_ids = render(Request(QUESTION, TOOLS, "native"), tok).ids
+recorded = None
+if replay is not None and current(replay, question_ids + ids, "this reply"):
+    recorded = {r["number"]: r for r in replay.run.data["steps"]}
+views = [mask_at(tok.decode(ids[:n]), mode) for n in range(total)]
+step_view(mask_run(steps, views, number, REAL_VOCAB, tok.is_special, allowed_words, text["forbidden here"], recorded, mode),
+          key="cd_view")
+if total < len(ids):
     st.caption(f"The reply stops after token {total}: the grammar forbids what came next.")
-
 if mode == "none" and any(s.id == TOOL_CALL for s in steps):
     st.warning(text["none and a call"])
 step = steps[number - 1]
-ids = tok.encode(TURNS[turn_id]["text"])
 prefix = tok.decode(ids[: number - 1])
-view = mask_at(prefix, mode)
-count, sample = st.columns([1, 2])
-with count:
-    st.metric(f"Allowed before token {number}", f"{allowed_words(step.allowed)} of {REAL_VOCAB:,}")
-    st.caption(view["reason"])
-with sample:
-    if step.allowed is None:
-        st.markdown("Nothing is restricted at this step: every token may come next.")
-    else:
-        shown = view["sample"]
-        more = f" (the first {len(shown)} of {step.allowed:,})" if step.allowed > len(shown) else ""
-        st.markdown(f"**The allowed tokens{more}:**")
-        draw_tokens([(0, t) for t in shown], show_ids=False)
-if not step.ok:
-    st.error(text["forbidden here"])
 
 figure = go.Figure(go.Bar(
     x=list(range(1, total + 1)), y=[REAL_VOCAB if s.allowed is None else s.allowed for s in steps],
@@ -149,23 +124,9 @@ chart_caption(figure, "token {}")
 
 # -- probabilities before and after the mask -----------------------------------------------------
 st.subheader("Before and after the mask")
-engine = current_engine()
-question_ids = render(Request(QUESTION, TOOLS, "native"), tok).ids
-replay = find_replay(f"lesson6-mask-{turn_id}-{mode}") if engine is None else None
 if replay is not None:
     recorded_label(replay)
-    if current(replay, question_ids + ids, "this reply"):
-        row = next((r for r in replay.run.data["steps"] if r["number"] == number), {"allowed": None})
-        if row["allowed"] is None:
-            st.markdown("Nothing is masked at this step, so the probabilities are the model's own.")
-        else:
-            st.markdown(text["before and after"])
-            st.metric("Probability the model put on forbidden tokens", f"{row['forbidden_mass']:.2%}")
-            before, after = st.columns(2)
-            with before:
-                bars(choices(row["top_before"]), "before: the model's own top 8", "cd_before")
-            with after:
-                bars(choices(row["top_after"]), "after: renormalised over the allowed", "cd_after")
+    st.markdown(text["before and after"])
 elif engine is None:
     st.info(text["needs the model"])
 elif mode == "none" or step.allowed is None:

@@ -7,7 +7,7 @@ model covers the panels that need logits, labelled as such. Never weights.
 from __future__ import annotations
 
 import pytest
-from helpers import open_page
+from helpers import open_page, report_step, view_data, view_step
 
 from engine.constrain.masks import inspect_mask
 from engine.core.tooldefs import load_tool_set
@@ -22,6 +22,11 @@ P4, P5, P6, PG = (
 
 def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
+
+
+def facts(at, key: str = "cd_view") -> dict[str, str]:
+    """The figures the step view shows first (label -> value), as a page handed them to it."""
+    return dict(view_step(at, key)[1]["facts"])
 
 
 def captions(at) -> str:
@@ -157,10 +162,13 @@ def test_lesson_6_computes_8_of_151669_at_the_name_without_a_model():
     assert expected == 8
     assert metrics(at)["Tokens allowed at the tool's name"] == "8 of 151,669"
     assert "**8 of 151,669**" in all_text(at) and "14 of 111" in captions(at)
-    assert metrics(at)["Allowed before token 1"] == "all of 151,669"
+    assert facts(at)["Allowed before token 1"] == "all of 151,669"
     assert "need only the grammar" in all_text(at)
-    at.slider(key="cd_step").set_value(7).run()
-    assert metrics(at)["Allowed before token 7"] == "8 of 151,669" and at.query_params["step"] == "7"
+    data = view_data(at, "cd_view")
+    assert dict(data["steps"][6]["facts"])["Allowed before token 7"] == "8 of 151,669"  # every step is sent at once
+    assert data["steps"][6]["sub"] == "8" and len(data["steps"][6]["sample"]["tokens"]) == 8
+    report_step(at, "cd_view", 7)
+    assert facts(at)["Allowed before token 7"] == "8 of 151,669" and at.query_params["step"] == "7"
 
 
 @pytest.mark.parametrize(("mode", "first", "second"), [
@@ -172,18 +180,18 @@ def test_lesson_6_computes_8_of_151669_at_the_name_without_a_model():
 def test_lesson_6_tool_choice_modes(mode, first, second):
     at = open_page(P6)
     at.segmented_control(key="cd_tool_choice").set_value(mode).run()
-    assert metrics(at)["Allowed before token 1"] == first
-    at.button(key="cd_next").click().run()
-    assert metrics(at)["Allowed before token 2"] == second
+    assert facts(at)["Allowed before token 1"] == first
+    report_step(at, "cd_view", 2)
+    assert facts(at)["Allowed before token 2"] == second
 
 
 def test_lesson_6_prose_is_free_under_auto_and_forbidden_under_required():
     at = open_page(P6, turn="prose")
-    assert metrics(at)["Allowed before token 1"] == "all of 151,669" and not at.error
+    assert facts(at)["Allowed before token 1"] == "all of 151,669" and not view_step(at, "cd_view")[1]["bad"]
     at.segmented_control(key="cd_tool_choice").set_value("required").run()
-    assert any("forbids this token" in e.value for e in at.error)
+    assert "forbids this token" in view_step(at, "cd_view")[1]["bad"]
     at = open_page(P6, turn="other-tool", tool_choice="count_letter", step="7")
-    assert any("forbids this token" in e.value for e in at.error)
+    assert "forbids this token" in view_step(at, "cd_view")[1]["bad"]
 
 
 def test_lesson_6_with_the_tiny_model_shows_before_after_and_side_by_side():

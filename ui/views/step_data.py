@@ -3,8 +3,9 @@ turned into ViewSteps. Figures are the engine's; only their wording happens here
 
 from __future__ import annotations
 
+from engine.core.tokenizer import TOOL_CALL
 from ui.draw import show_token
-from ui.views.step_view import Bar, Bars, StepRun, ViewStep
+from ui.views.step_view import Bar, Bars, Sample, StepRun, ViewStep
 
 
 def percent(p: float) -> str:
@@ -27,3 +28,33 @@ def token_run(rows, is_special, start: int = 1, marks=(), caption: str = "") -> 
                               caption=f"id {token_id}" + (f" · {caption}" if caption and p is not None else ""),
                               facts=facts, bars=bars))
     return StepRun("Token", steps, start=start, marks=list(marks))
+
+
+def mask_run(walked, views, start: int, vocab: int, is_special, allowed_words, forbidden: str,
+             recorded: dict | None = None, mode: str = "auto") -> StepRun:
+    """Lesson 6: each token of a reply with the mask it met (`views[n]`: inspect_mask's allowed, sample and reason
+    before token n+1); `recorded`: number -> a pack's row with top_before/top_after, drawn as before/after bars."""
+    steps = []
+    for n, (token, view) in enumerate(zip(walked, views, strict=True), start=1):
+        shown = show_token(token.token)
+        # under tool_choice none a <tool_call> is allowed as plain text: no call is read from it
+        allowed = allowed_words(token.allowed)
+        chip_sub = "all · no call" if mode == "none" and token.id == TOOL_CALL else allowed
+        sample = None
+        if token.allowed is not None and view["sample"]:
+            more = f" (the first {len(view['sample'])} of {token.allowed:,})" if token.allowed > len(view["sample"]) else ""
+            sample = Sample(f"The allowed tokens{more}:", [show_token(t) for t in view["sample"]])
+        row = (recorded or {}).get(n)
+        bars = []
+        if row is not None and row.get("allowed") is not None:
+            bars = [Bars(title, [Bar(show_token(c["token"]) or "∅", c["p"], f"{c['p'] * 100:.3g}%") for c in row[side]])
+                    for title, side in (("before: the model's own top 8", "top_before"),
+                                        ("after: renormalised over the allowed", "top_after"))]
+        facts = [(f"Allowed before token {n}", f"{allowed} of {vocab:,}")]
+        if row is not None and row.get("forbidden_mass") is not None:
+            facts.append(("Probability the model put on forbidden tokens", f"{row['forbidden_mass']:.2%}"))
+        steps.append(ViewStep(
+            chip=shown, sub="✗" if not token.ok else chip_sub, kind="bad" if not token.ok else ("sp" if is_special(token.id) else ""),
+            title=shown or "∅", caption=view["reason"], facts=facts, bad="" if token.ok else forbidden, bars=bars, sample=sample,
+            text="Nothing is restricted at this step: every token may come next." if token.allowed is None else ""))
+    return StepRun("Token", steps, start=start)
