@@ -6,6 +6,8 @@ model covers the panels that need logits, labelled as such. Never weights.
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from helpers import open_page, report_step, view_data, view_step
 
@@ -36,6 +38,10 @@ def captions(at) -> str:
 def all_text(at) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.code] + [x.value for x in at.info]
     parts += [x.value for x in at.error] + [x.value for x in at.warning] + [x.value for x in at.success]
+    # and what lesson 4's step view shows at its current call (the reply, its checks, what goes back)
+    if any(e.key == "crr_view" for e in at.get("bidi_component")):
+        shown = view_step(at, "crr_view")[1]["html"]
+        parts += [shown, html.unescape(shown)]  # as markup and as the text a reader sees
     return "\n".join(parts)
 
 
@@ -59,15 +65,16 @@ def test_lesson_4_opens_on_the_broken_call_with_its_failed_check_and_cost():
 def test_lesson_4_steps_forward_and_back_with_a_growing_ledger():
     at = open_page(P4)
     run = run_scenario(load_scenario("missing-brace"), "native")
-    at.button(key="crr_next").click().run()
-    assert at.session_state["crr_step"] == 3 and at.subheader[0].value == "Call 3 of 7: the model wrote"
-    assert "✅ pass" in all_text(at) and "ran `read_file(path='calc.py')`" in all_text(at)
+    report_step(at, "crr_view", 3)
+    where, call = view_step(at, "crr_view")
+    assert at.session_state["crr_step"] == 3 and where == "Call 3 of 7" and call["title"] == "read_file"
+    assert "✅ pass" in call["html"] and "ran <code>read_file(path=&#x27;calc.py&#x27;)</code>" in call["html"]
     assert metrics(at)["Input tokens so far"] == f"{sum(c.input_tokens for c in run.ledger.calls[:3]):,}"
     ledger = next(m.value for m in at.markdown if 'class="plain"' in m.value)
     assert ledger.count("<tr>") == 1 + 3  # the header and one row per call so far
-    at.slider(key="crr_step").set_value(7).run()
-    assert "final answer" in all_text(at) and at.button(key="crr_next").disabled
-    at.button(key="crr_prev").click().run()
+    report_step(at, "crr_view", 7)
+    assert "final answer" in view_step(at, "crr_view")[1]["html"] and view_step(at, "crr_view")[0] == "Call 7 of 7"
+    report_step(at, "crr_view", 6)
     assert at.session_state["crr_step"] == 6 and at.query_params["step"] == "6"
 
 
@@ -80,14 +87,14 @@ def test_lesson_4_under_vllm_shows_the_run_that_stopped_and_no_error_going_back(
     assert metrics(at)["vllm: input tokens, whole run"] == f"{stopped.ledger.input_tokens:,}"
     assert metrics(at)["per-block: input tokens, whole run"] == f"{forgiving.ledger.input_tokens:,}"
     assert "Measured: input with it − input without it" not in metrics(at)  # the per-block run's formula is not this run's
-    assert "exactly what the model will read" not in text and "these errors are **not** sent back" in text
+    assert "exactly what the model will read" not in text and "these errors are <strong>not</strong> sent back" in text
     assert "The whole run: **2 calls**" in text and "1 calls" not in text
     assert "the model reads no error" in " ".join(m.value for m in at.markdown if "What to notice" in m.value)
 
 
 def test_lesson_4_mixed_turn_under_vllm_greys_the_dropped_good_call():
     at = open_page(P4, scenario="mixed-turn", policy="vllm", step="1")
-    turn = next(m.value for m in at.markdown if 'class="turn-view"' in m.value)
+    turn = view_step(at, "crr_view")[1]["html"]
     assert turn.count('<mark class="dropped">') == 1 and turn.count('<mark class="bad">') == 1 and 'class="ok"' not in turn
     assert "The whole run: **1 call**," in all_text(at)
 
@@ -104,7 +111,7 @@ def test_lesson_4_shows_every_scenario(name):
         assert at.session_state["style"] == "react"
     step = at.session_state["crr_step"]
     run = run_scenario(scenario, at.session_state["style"])
-    assert at.subheader[0].value == f"Call {step} of {len(run.steps)}: the model wrote"
+    assert view_step(at, "crr_view")[0] == f"Call {step} of {len(run.steps)}"
     if scenario.malformed_turn is not None:
         assert "= ✓" in all_text(at)
     else:
@@ -118,10 +125,10 @@ def test_lesson_4_react_style_and_mixed_turn_policies():
     text = all_text(at)
     assert "runs `read_file(path='calc.py')`" in text and "every call dropped; the reply comes back as text" in text
     at.segmented_control(key="crr_policy").set_value("vllm").run()
-    assert at.query_params["policy"] == "vllm" and at.subheader[0].value == "Call 1 of 1: the model wrote"
+    assert at.query_params["policy"] == "vllm" and view_step(at, "crr_view")[0] == "Call 1 of 1"
     assert "comes back as plain text" in all_text(at)
     at = open_page(P4, style="react", scenario="missing-brace", step="3")
-    assert at.subheader[0].value == "Call 3 of 7: the model wrote" and "Observation: " in all_text(at)
+    assert view_step(at, "crr_view")[0] == "Call 3 of 7" and "Observation: " in all_text(at)
     assert "both policies treat" in all_text(at)
 
 

@@ -3,8 +3,11 @@ turned into ViewSteps. Figures are the engine's; only their wording happens here
 
 from __future__ import annotations
 
+import html
+
 from engine.core.tokenizer import TOOL_CALL
-from ui.draw import show_token
+from ui.draw import _inline_markdown as inline_markdown
+from ui.draw import call_words, checks_html, show_token, turn_html
 from ui.views.step_view import Bar, Bars, Sample, StepRun, ViewStep
 
 
@@ -58,3 +61,49 @@ def mask_run(walked, views, start: int, vocab: int, is_special, allowed_words, f
             title=shown or "∅", caption=view["reason"], facts=facts, bad="" if token.ok else forbidden, bars=bars, sample=sample,
             text="Nothing is restricted at this step: every token may come next." if token.allowed is None else ""))
     return StepRun("Token", steps, start=start)
+
+
+def harness_run(run, texts: dict, returned, start: int) -> StepRun:
+    """Lesson 4: each call of a harness run with the reply, each block's checks, the tools run and what goes back.
+
+    `texts` holds the lesson's words for each part; `returned(n)` is loop.returned_text for call n.
+    """
+    steps, so_far = [], 0
+    for n, step in enumerate(run.steps, start=1):
+        parsed, turn_text = step.parse, run.messages[step.message_index]["content"]
+        so_far += step.cost.input_tokens
+        parts = [_part("The model wrote", texts["the turn"]), turn_html(turn_text, parsed.blocks, dropped=parsed.returned_as_text)]
+        if step.turn.finish == "length":
+            parts.append(f'<div class="sv-bad">{inline_markdown(texts["cut off"])}</div>')
+        if parsed.returned_as_text:
+            parts.append(f'<div class="sv-bad">{inline_markdown(texts["returned as text"])}</div>')
+        elif parsed.final:
+            parts.append(f'<div class="sv-ok">{inline_markdown(texts["final turn"])}</div>')
+        if parsed.blocks:
+            parts.append(_part("The checks", texts["the checks (dropped)" if parsed.returned_as_text else "the checks"]))
+            for block in parsed.blocks:
+                if len(parsed.blocks) > 1:
+                    parts.append(f"<p><b>Block {block.index + 1}</b></p>")
+                parts.append(checks_html(block))
+        if step.results:
+            parts.append(_part("The tool runs", texts["the tool runs"]))
+            parts.append("".join(
+                inline_markdown(f"Block {r.block + 1}: ran `{call_words(r.name, r.arguments)}`" if r.ok
+                                else f"Block {r.block + 1}: not run; its error goes back instead") for r in step.results))
+            back_text, back_tokens = returned(n)
+            parts.append(_part("What goes back to the model", texts["what goes back"]))
+            parts.append(f'<pre class="sv-pre">{html.escape(back_text)}</pre>'
+                         f'<div class="sv-caption">{back_tokens} tokens, read again by every later call of this run</div>')
+        ran = [r.name for r in step.results if r.ok]
+        verdict = "✗" if any(not r.ok for r in step.results) or parsed.returned_as_text else ("answer" if parsed.final else "✓")
+        steps.append(ViewStep(
+            chip=f"call {n}", sub=verdict, kind="bad" if verdict == "✗" else "",
+            title=", ".join(ran) or ("the answer" if parsed.final else "no tool run"),
+            facts=[("Input tokens", f"{step.cost.input_tokens:,}"), ("Output tokens", f"{step.cost.output_tokens:,}"),
+                   ("Input tokens so far", f"{so_far:,}")],
+            html="".join(parts)))
+    return StepRun("Call", steps, start=start, wide=True, dim=False)
+
+
+def _part(title: str, words: str) -> str:
+    return f'<h4 class="sv-h">{html.escape(title)}</h4>{inline_markdown(words)}'
