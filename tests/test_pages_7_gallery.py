@@ -11,7 +11,7 @@ import json
 import re
 
 import pytest
-from helpers import open_page
+from helpers import open_page, view_data, view_step
 
 from engine.core.tokenizer import REAL_VOCAB
 from engine.core.tooldefs import load_tool_set
@@ -27,6 +27,11 @@ P7, GALLERY, CALC = "app_pages/same_call_five_ways.py", "app_pages/gallery.py", 
 def all_text(at) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [x.value for x in at.info]
     parts += [x.value for x in at.error] + [x.value for x in at.warning] + [x.value for x in at.success]
+    # the step views' allowed samples, as the page used to list them: `token` `token`
+    for view in at.get("bidi_component"):
+        for step in view_data(at, view.key)["steps"]:
+            if step["sample"]:
+                parts.append(step["sample"]["title"] + " " + " ".join(f"`{t}`" for t in step["sample"]["tokens"]))
     return "\n".join(parts)
 
 
@@ -212,11 +217,11 @@ def test_gallery_costs_are_the_engines():
 def test_gallery_steps_through_the_cases_and_follows_the_style():
     at = open_page(GALLERY)
     for name in list_gallery()[1:]:
-        at.button(key="gal_next").click().run()
-        assert not at.exception and at.session_state["gal_case"] == name
-    assert at.button(key="gal_next").disabled
-    at.button(key="gal_prev").click().run()
-    assert at.session_state["gal_case"] == "endless-number"
+        at.selectbox(key="gal_case").select(name).run()
+        assert not at.exception and at.session_state["gal_case"] == name and at.query_params["case"] == name
+    at = open_page(GALLERY, case="made-up-name")
+    where, token = view_step(at, "gal_view_made-up-name")  # the step view opens at the refused token
+    assert where.startswith("Token 8 of ") and "refuses" in token["bad"] and token["sub"] == "✗"
     at = open_page(GALLERY, case="retry-loop", style="react")
     text = all_text(at)
     assert "a `<tool_call>` regex finds\nnothing at all" in text and "This site's grammar is built for Qwen3's native" in text

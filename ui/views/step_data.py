@@ -107,3 +107,16 @@ def harness_run(run, texts: dict, returned, start: int) -> StepRun:
 
 def _part(title: str, words: str) -> str:
     return f'<h4 class="sv-h">{html.escape(title)}</h4>{inline_markdown(words)}'
+
+
+def walk_run(walked, at: int | None, vocab: int, refused: str = "", sample: Sample | None = None) -> StepRun:
+    """The gallery: a failing turn walked through lesson 6's grammar, opening at the token discussed (`at`, 0-based)."""
+    steps = []
+    for n, token in enumerate(walked):
+        shown = show_token(token.token)
+        allowed = "all" if token.allowed is None else f"{token.allowed:,}"
+        steps.append(ViewStep(
+            chip=shown, sub="✗" if not token.ok else allowed, kind="bad" if not token.ok else "", title=shown or "∅",
+            facts=[(f"Allowed before token {n + 1}", f"{allowed} of {vocab:,}")], bad="" if token.ok else refused,
+            sample=sample if n == at else None))
+    return StepRun("Token", steps, start=1 if at is None else at + 1, dim=False)
