@@ -12,6 +12,7 @@ from ui.models import TINY_LABEL, current_engine, engine_kind, model_label, toke
 from ui.packs import current_episode, find_replay, missing_note, recorded_label
 from ui.state import forget, from_url, restore, style, to_url
 from ui.stream import TokenStream, strip_html
+from ui.views.loop_view import loop_view, run_frames
 from ui.words import lesson, words
 
 ID = "playground"
@@ -156,6 +157,7 @@ result = st.session_state.get("pg_result")
 if result:
     st.header("The loop")
     st.markdown(text["the loop"])
+    loop_view("pg_loop", frames=run_frames(result["steps"]))
     st.caption(f"Turns written by: {result['model']}; style {result['style']}"
                + (f"; {result['left_out']} file(s) left out" if result["left_out"] else ""))
     for number, step in enumerate(result["steps"], start=1):
