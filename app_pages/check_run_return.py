@@ -10,6 +10,7 @@ from ui.chart_words import chart_caption
 from ui.draw import draw_reading, ledger_figure, notice
 from ui.glossary import show_intro
 from ui.literal import plural, table_html
+from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
 from ui.views.step_data import harness_run
@@ -88,6 +89,7 @@ adopt_step("crr_view", "crr_step")
 st.session_state["crr_step"] = number = min(max(st.session_state["crr_step"], 1), total)
 to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=number)
 
+section("Step through the run")
 # -- stepping through the run (in the browser: every call is sent once) ---------------------------
 st.header("Step through the run")
 parts = {k: text[k] for k in ("the turn", "cut off", "returned as text", "final turn", "the checks", "the checks (dropped)",
@@ -95,6 +97,7 @@ parts = {k: text[k] for k in ("the turn", "cut off", "returned as text", "final 
 parts["what goes back"] = text[f"what goes back ({chosen_style})"]
 step_view(harness_run(run, parts, lambda n: returned_text(run, n, scenario.tools), number), key="crr_view")
 
+section("The token ledger")
 # -- the ledger ----------------------------------------------------------------------------------
 st.header("The token ledger")
 st.markdown(text["the token ledger"])
@@ -120,6 +123,7 @@ with chart:
     st.plotly_chart(figure, key="crr_ledger_chart")
     chart_caption(figure, "call {}")
 
+section("Forgiving or all-or-nothing")
 # -- the two policies side by side ------------------------------------------------------------------
 st.header("Forgiving or all-or-nothing")
 if chosen_style == "react":
@@ -138,6 +142,7 @@ else:
             st.markdown(f"Reply {bad_index + 1} of the script. The whole run: **{plural(len(whole.steps), 'call')}**, "
                         f"{whole.ledger.input_tokens:,} input tokens; it ended with *{whole.stop_reason}*.")
 
+section("What a broken call costs")
 # -- what the broken call costs -------------------------------------------------------------------
 st.header("What a broken call costs")
 if scenario.malformed_turn is None:
@@ -170,5 +175,6 @@ else:
     st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
     st.caption(text["seed 001"])
 
+section("What to notice")
 notice(text["what to notice (stopped)" if any(s.parse.returned_as_text for s in run.steps) else "what to notice"])
 check_understanding(ID)

@@ -17,6 +17,7 @@ from ui.glossary import show_intro
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
 from ui.packs import current, find_replay, recorded_label
+from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
 from ui.views.step_data import mask_run
@@ -74,6 +75,7 @@ at_name = mask_at(DATA["name_prefix"], "auto")
 st.metric("Tokens allowed at the tool's name", f"{at_name['allowed']} of {REAL_VOCAB:,}")
 st.markdown(words(ID, "at the name", allowed=at_name["allowed"], vocab=REAL_VOCAB))
 
+section("The mask, step by step")
 # -- the mask, step by step -----------------------------------------------------------------------
 st.header("The mask, step by step")
 st.markdown(words(ID, "the mask, step by step", vocab=REAL_VOCAB))
@@ -123,6 +125,7 @@ st.plotly_chart(figure, key="cd_allowed_chart")
 chart_caption(figure, "token {}")
 
 # -- probabilities before and after the mask -----------------------------------------------------
+section("Before and after the mask")
 st.subheader("Before and after the mask")
 if replay is not None:
     recorded_label(replay)
@@ -146,6 +149,7 @@ else:
     with after:
         bars(masked.top_after, "after: renormalised over the allowed", "cd_after")
 
+section("Free and constrained")
 # -- constrained vs unconstrained on the same prompt and seed --------------------------------------
 st.header("Free and constrained, side by side")
 st.markdown(text["side by side"])
@@ -191,6 +195,7 @@ else:
     if stored and stored[0] == engine.info.label() and stored[1] == mode:
         show_pair({label: (g.text, g.finish) for label, g in stored[2].items()}, f"Tiny model, {TINY_LABEL}" if engine.info.random_weights else engine.info.label())
 
+section("What the grammar does not do")
 # -- what the constraint does not do ---------------------------------------------------------------
 st.header("What the grammar does not do")
 st.markdown(text["what it does not do"])
@@ -205,5 +210,6 @@ cut_verdict = parse_turn(cut_text, cut.tools, "native")
 st.code(cut_verdict.errors[0].error if cut_verdict.errors else "(no error)", language=None, wrap_lines=True)
 st.caption(text["seed 003"])
 
+section("What to notice")
 notice(words(ID, "what to notice", allowed=at_name["allowed"], vocab=REAL_VOCAB))
 check_understanding(ID, allowed=at_name["allowed"])

@@ -10,6 +10,7 @@ from ui.draw import notice
 from ui.glossary import show_intro
 from ui.models import TINY_LABEL, model_label, model_source, no_model_box, tokenizer
 from ui.packs import current
+from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.stream import TokenStream
 from ui.understanding import check_understanding
@@ -62,6 +63,7 @@ if steps is None:
 else:
     rows = steps
 
+section("Step through")
 # -- step through it (in the browser: the whole run is sent once) -------------------------------------------------
 st.header("Step through")
 st.markdown(text["step through"])
@@ -79,5 +81,6 @@ step_view(token_run(rows, tok.is_special, start=step, marks=marks, caption=TINY_
 if rows[0][2] is None:
     st.markdown(text["decisive moments" if style() == "native" else "decisive moments (react)"])
 
+section("What to notice")
 notice(text["what to notice"])
 check_understanding("the-model-writes-a-call")
