@@ -91,10 +91,33 @@ def test_lesson_6_view_shows_the_allowed_count_at_the_name(streamlit_server, chr
     expect(where).to_have_text("Token 1 of 27", timeout=120_000)
     settle_run(page)
     page.evaluate("document.activeElement && document.activeElement.blur()")
-    for _ in range(6):
+    for n in range(2, 8):
         page.keyboard.press("ArrowRight")
-    expect(where).to_have_text("Token 7 of 27")
+        expect(where).to_have_text(f"Token {n} of 27")
     expect(page.locator(".sv-fact").first).to_contain_text("8 of 151,669")
     assert page.locator(".sv-sample span").count() == 8
+    assert_no_errors(page)
+    context.close()
+
+
+def test_presenter_mode_pages_down_to_the_last_section(streamlit_server, chromium):
+    from playwright.sync_api import expect
+
+    context = chromium.new_context(viewport={"width": 1024, "height": 768})
+    page = context.new_page()
+    page.goto(f"{streamlit_server}/check_run_return?present=1")
+    expect(page.get_by_text("Section 1 of 6")).to_be_visible(timeout=120_000)
+    settle_run(page)
+    expect(page.get_by_role("heading", name="Pick a scenario")).to_be_visible()
+    assert page.get_by_role("heading", name="The token ledger").count() == 0  # one section at a time
+    for k in range(2, 7):
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        page.keyboard.press("PageDown")
+        expect(page.get_by_text(f"Section {k} of 6")).to_be_visible(timeout=60_000)
+        settle_run(page)
+    expect(page.get_by_role("heading", name="Check your understanding")).to_be_visible()
+    assert "section=6" in page.url
+    page.keyboard.press("PageUp")
+    expect(page.get_by_text("Section 5 of 6")).to_be_visible(timeout=60_000)
     assert_no_errors(page)
     context.close()
