@@ -8,11 +8,14 @@ from engine.core.styles import get_style, parse_turn
 from engine.harness.loop import list_scenarios, load_scenario, returned_text, run_scenario
 from engine.teaching.cost import measure_malformed_cost
 from ui.chart_words import chart_caption
-from ui.draw import call_words, checks_html, draw_reading, ledger_figure, notice, turn_html
+from ui.draw import draw_reading, ledger_figure, notice
 from ui.glossary import show_intro
 from ui.literal import plural, table_html
+from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
+from ui.views.step_data import harness_run
+from ui.views.step_view import adopt_step, step_view
 from ui.words import lesson, words
 
 ID = "check-run-return"
@@ -40,10 +43,6 @@ def first_step(name: str) -> int:
 
 def reset_step() -> None:
     st.session_state["check_run_return_step"] = first_step(st.session_state["check_run_return_scenario"])
-
-
-def move(by: int, last: int) -> None:
-    st.session_state["check_run_return_step"] = min(max(st.session_state["check_run_return_step"] + by, 1), last)
 
 
 def switch_style(to: str) -> None:
@@ -85,63 +84,21 @@ if chosen_style not in scenario.styles:
 
 run = scripted_run(scenario_name, chosen_style, policy)
 total = len(run.calls)
-number = from_url("check_run_return_step", "step", first_step(scenario_name), int)
-if not 1 <= number <= total:
-    # a link or a policy switch can point past the end of this run
-    st.session_state["check_run_return_step"] = number = min(max(number, 1), total)
+from_url("check_run_return_step", "step", first_step(scenario_name), int)
+adopt_step("check_run_return_view", "check_run_return_step")
+# a link or a policy switch can point past the end of this run
+st.session_state["check_run_return_step"] = number = min(max(st.session_state["check_run_return_step"], 1), total)
 to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=number)
 
-# -- stepping through the run -------------------------------------------------------------------
+section("Step through the run")
+# -- stepping through the run (in the browser: every call is sent once) ---------------------------
 st.header("Step through the run")
-back, slider, forward = st.columns([2, 7, 2], vertical_alignment="bottom")
-with back:
-    st.button("◀ Back", key="check_run_return_prev", on_click=move, args=(-1, total), disabled=number <= 1,
-              shortcut="Left", width="stretch")
-with forward:
-    st.button("Next ▶", key="check_run_return_next", on_click=move, args=(1, total), disabled=number >= total,
-              shortcut="Right", width="stretch", type="primary")
-with slider:
-    if total > 1:
-        st.slider("Call", 1, total, key="check_run_return_step", format="call %d")
-    else:
-        st.markdown("**Call 1** (this run has one call)")
+parts = {k: text[k] for k in ("the turn", "cut off", "returned as text", "final turn", "the checks", "the checks (dropped)",
+                              "the tool runs")}
+parts["what goes back"] = text[f"what goes back ({chosen_style})"]
+step_view(harness_run(run, parts, lambda n: returned_text(run, n, scenario.tools), number), key="check_run_return_view")
 
-call = run.calls[number - 1]
-parsed = call.parse
-st.subheader(f"Call {number} of {total}: the model wrote")
-st.markdown(text["the turn"])
-turn_text = run.messages[call.message_index]["content"]
-st.markdown(turn_html(turn_text, parsed.blocks, dropped=parsed.returned_as_text), unsafe_allow_html=True)
-if call.turn.finish == "length":
-    st.warning(text["cut off"])
-
-if parsed.returned_as_text:
-    st.error(text["returned as text"])
-elif parsed.final:
-    st.success(text["final turn"])
-
-if parsed.blocks:
-    st.subheader("The checks")
-    st.markdown(text["the checks (dropped)" if parsed.returned_as_text else "the checks"])
-    for block in parsed.blocks:
-        if len(parsed.blocks) > 1:
-            st.markdown(f"**Block {block.index + 1}**")
-        st.markdown(checks_html(block), unsafe_allow_html=True)
-
-if call.results:
-    st.subheader("The tool runs")
-    st.markdown(text["the tool runs"])
-    for result in call.results:
-        if result.ok:
-            st.markdown(f"Block {result.block + 1}: ran `{call_words(result.name, result.arguments)}`")
-        else:
-            st.markdown(f"Block {result.block + 1}: not run; its error goes back instead")
-    st.subheader("What goes back to the model")
-    st.markdown(text[f"what goes back ({chosen_style})"])
-    back_text, back_tokens = returned_text(run, number, scenario.tools)
-    st.code(back_text, language=None, wrap_lines=True)
-    st.caption(f"{back_tokens} tokens, read again by every later call of this run")
-
+section("The token ledger")
 # -- the ledger ----------------------------------------------------------------------------------
 st.header("The token ledger")
 st.markdown(text["the token ledger"])
@@ -167,6 +124,7 @@ with chart:
     st.plotly_chart(figure, key="check_run_return_ledger_chart")
     chart_caption(figure, "call {}")
 
+section("Forgiving or all-or-nothing")
 # -- the two policies side by side ------------------------------------------------------------------
 st.header("Forgiving or all-or-nothing")
 if not get_style(chosen_style).parallel:
@@ -186,6 +144,7 @@ else:
             st.markdown(f"Reply {bad_index + 1} of the script. The whole run: **{plural(len(whole.calls), 'call')}**, "
                         f"{whole.ledger.input_tokens:,} input tokens; it ended with *{whole.stop_reason}*.")
 
+section("What a broken call costs")
 # -- what the broken call costs -------------------------------------------------------------------
 st.header("What a broken call costs")
 if scenario.malformed_turn is None:
@@ -218,5 +177,6 @@ else:
     st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
     st.caption(text["reported elsewhere"])
 
+section("What to notice")
 notice(text["what to notice (stopped)" if any(s.parse.returned_as_text for s in run.calls) else "what to notice"])
 check_understanding(ID)

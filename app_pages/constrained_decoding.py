@@ -13,14 +13,16 @@ from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import load_scenario
 from engine.teaching.panels import TOOL_CHOICES, find_panel
 from ui.chart_words import chart_caption
-from ui.draw import chart_layout, draw_tokens, notice, show_token
+from ui.draw import chart_layout, notice, show_token
 from ui.glossary import show_intro
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
 from ui.numbers import format_percent
-from ui.packs import choices
+from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
+from ui.views.step_data import mask_run
+from ui.views.step_view import adopt_step, step_view
 from ui.words import LESSONS, lesson, words
 
 ID = "constrained-decoding"
@@ -55,10 +57,6 @@ def allowed_words(n: int | None) -> str:
     return "all" if n is None or n == REAL_VOCAB else f"{n:,}"
 
 
-def move(by: int, last: int) -> None:
-    st.session_state["constrained_decoding_step"] = min(max(st.session_state["constrained_decoding_step"] + by, 1), last)
-
-
 def reset_step() -> None:
     st.session_state["constrained_decoding_step"] = 1
 
@@ -77,6 +75,7 @@ at_name = mask_at(DATA["name_prefix"], "auto")
 st.metric("Tokens allowed at the tool's name", f"{at_name['allowed']} of {REAL_VOCAB:,}")
 st.markdown(words(ID, "at the name", allowed=at_name["allowed"], vocab=REAL_VOCAB))
 
+section("The mask, step by step")
 # -- the mask, step by step -----------------------------------------------------------------------
 st.header("The mask, step by step")
 st.markdown(words(ID, "the mask, step by step", vocab=REAL_VOCAB))
@@ -90,50 +89,25 @@ st.selectbox("The reply", list(TURNS), key="constrained_decoding_turn", format_f
 
 steps = walked(turn_id, mode)
 total = len(steps)
-number = from_url("constrained_decoding_step", "step", 1, int)
-if not 1 <= number <= total:
-    st.session_state["constrained_decoding_step"] = number = min(max(number, 1), total)
+from_url("constrained_decoding_step", "step", 1, int)
+adopt_step("constrained_decoding_view", "constrained_decoding_step")
+st.session_state["constrained_decoding_step"] = number = min(max(st.session_state["constrained_decoding_step"], 1), total)
 to_url(tool_choice=None if mode == "auto" else mode, turn=None if turn_id == "call" else turn_id, step=number)
-
-back, slider, forward = st.columns([2, 7, 2], vertical_alignment="bottom")
-with back:
-    st.button("◀ Back", key="constrained_decoding_prev", on_click=move, args=(-1, total), disabled=number <= 1, shortcut="Left", width="stretch")
-with forward:
-    st.button("Next ▶", key="constrained_decoding_next", on_click=move, args=(1, total), disabled=number >= total, shortcut="Right",
-              width="stretch", type="primary")
-with slider:
-    st.slider("Token", 1, max(total, 2), key="constrained_decoding_step", format="token %d", disabled=total < 2)
-
 tok = tokenizer()
-draw_tokens(
-    [(s.id, s.token) for s in steps], show_ids=False, current=number - 1,
-    extra=[("✗" if not s.ok else ("all · no call" if mode == "none" and s.id == TOOL_CALL else allowed_words(s.allowed)))
-           for s in steps],
-    special=[tok.is_special(s.id) for s in steps],
-)
-if total < len(tok.encode(TURNS[turn_id]["text"])):
+ids = tok.encode(TURNS[turn_id]["text"])
+mask_panel = find_panel(ID, "mask", turn_id, mode)
+source = panel_source(mask_panel)
+# a pack's before/after bars for every step travel with the view
+recorded = {r["number"]: r for r in source.run.data["steps"]} if source.kind == "pack" else None
+views = [mask_at(tok.decode(ids[:n]), mode) for n in range(total)]
+step_view(mask_run(steps, views, number, REAL_VOCAB, tok.is_special, allowed_words, text["forbidden here"], recorded, mode),
+          key="constrained_decoding_view")
+if total < len(ids):
     st.caption(f"The reply stops after token {total}: the grammar forbids what came next.")
-
 if mode == "none" and any(s.id == TOOL_CALL for s in steps):
     st.warning(text["none and a call"])
 step = steps[number - 1]
-ids = tok.encode(TURNS[turn_id]["text"])
 prefix = tok.decode(ids[: number - 1])
-view = mask_at(prefix, mode)
-count, sample = st.columns([1, 2])
-with count:
-    st.metric(f"Allowed before token {number}", f"{allowed_words(step.allowed)} of {REAL_VOCAB:,}")
-    st.caption(view["reason"])
-with sample:
-    if step.allowed is None:
-        st.markdown("Nothing is restricted at this step: every token may come next.")
-    else:
-        shown = view["sample"]
-        more = f" (the first {len(shown)} of {step.allowed:,})" if step.allowed > len(shown) else ""
-        st.markdown(f"**The allowed tokens{more}:**")
-        draw_tokens([(0, t) for t in shown], show_ids=False)
-if not step.ok:
-    st.error(text["forbidden here"])
 
 figure = go.Figure(go.Bar(
     x=list(range(1, total + 1)), y=[REAL_VOCAB if s.allowed is None else s.allowed for s in steps],
@@ -149,22 +123,11 @@ st.plotly_chart(figure, key="constrained_decoding_allowed_chart")
 chart_caption(figure, "token {}")
 
 # -- probabilities before and after the mask -----------------------------------------------------
+section("Before and after the mask")
 st.subheader("Before and after the mask")
-mask_panel = find_panel(ID, "mask", turn_id, mode)
-source = panel_source(mask_panel)
 if source.kind == "pack":
     draw_source(source)
-    row = next((r for r in source.run.data["steps"] if r["number"] == number), {"allowed": None})
-    if row["allowed"] is None:
-        st.markdown("Nothing is masked at this step, so the probabilities are the model's own.")
-    else:
-        st.markdown(text["before and after"])
-        st.metric("Probability the model put on forbidden tokens", f"{row['forbidden_mass']:.2%}")
-        before, after = st.columns(2)
-        with before:
-            bars(choices(row["top_before"]), "before: the model's own top 8", "constrained_decoding_before")
-        with after:
-            bars(choices(row["top_after"]), "after: renormalised over the allowed", "constrained_decoding_after")
+    st.markdown(text["before and after"])
 elif not source.computes:
     draw_source(source, missing=text["needs the model"])
 elif mode == "none" or step.allowed is None:
@@ -178,13 +141,14 @@ else:
     engine = source.engine
     prompt = render(mask_panel.request, engine.tokenizer)
     masked = inspect_mask(TOOLS, prefix, mode, logits=next_logits(engine, prompt.ids + ids[: number - 1]), top_k=mask_panel.top_k)
-    st.metric("Probability the model put on forbidden tokens", f"{masked.forbidden_mass:.2%}")
+    st.metric("Probability the model put on forbidden tokens", format_percent(masked.forbidden_mass))
     before, after = st.columns(2)
     with before:
         bars(masked.top_before, "before: the model's own top 8", "constrained_decoding_before")
     with after:
         bars(masked.top_after, "after: renormalised over the allowed", "constrained_decoding_after")
 
+section("Free and constrained")
 # -- constrained vs unconstrained on the same prompt and seed --------------------------------------
 st.header("Free and constrained, side by side")
 st.markdown(text["side by side"])
@@ -233,6 +197,7 @@ else:
         who = f"Tiny model, {TINY_LABEL}" if engine.info.random_weights else engine.info.label()
         show_pair({label: (g.text, g.finish) for label, g in stored[2].items()}, who, settings.max_new_tokens)
 
+section("What the grammar does not do")
 # -- what the constraint does not do ---------------------------------------------------------------
 st.header("What the grammar does not do")
 st.markdown(text["what it does not do"])
@@ -247,5 +212,6 @@ cut_verdict = parse_turn(cut_text, cut.tools, "native")
 st.code(cut_verdict.errors[0].error if cut_verdict.errors else "(no error)", language=None, wrap_lines=True)
 st.caption(text["reported elsewhere"])
 
+section("What to notice")
 notice(words(ID, "what to notice", allowed=at_name["allowed"], vocab=REAL_VOCAB))
 check_understanding(ID, allowed=at_name["allowed"])

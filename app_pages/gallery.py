@@ -13,18 +13,18 @@ from engine.teaching.gallery import (
     measure_schema_cost,
     show_gallery_case,
 )
-from ui.draw import notice, turn_html
+from ui.draw import notice, show_token, turn_html
 from ui.gallery_view import (
     draw_length_cut,
     draw_malformed_cost,
     draw_naive,
     draw_retry_cost,
-    draw_sample,
     draw_schema_cost,
     draw_verdict,
-    draw_walk,
 )
 from ui.state import from_url, style, to_url
+from ui.views.step_data import walk_run
+from ui.views.step_view import Sample, step_view
 from ui.words import lesson, words
 
 ID = "gallery"
@@ -68,10 +68,15 @@ def plain(data_text: str) -> str:
     return data_text.replace("\\", "\\\\")
 
 
-def move(by: int) -> None:
-    names = list_gallery()
-    at = names.index(st.session_state["gallery_case"])
-    st.session_state["gallery_case"] = names[min(max(at + by, 0), len(names) - 1)]
+def step_through(walked, at, refused: bool = False, sample=None, allowed=None) -> None:
+    """The turn token by token in the step view, with lesson 6's allowed count under each; `at` is the token discussed."""
+    shown = None
+    if sample and allowed is not None:
+        more = f" (the first {len(sample)} of {allowed:,})" if allowed > len(sample) else ""
+        shown = Sample(f"The allowed tokens at that step{more}:", [show_token(t) for t in sample])
+    step_view(walk_run(walked, at, REAL_VOCAB, "The grammar refuses this token." if refused else "", shown), key=f"gallery_view_{name}")
+    st.caption(f"Under each token: how many of the {REAL_VOCAB:,} tokens the grammar allowed at that step (all: nothing "
+               "restricted)" + ("; ✗ marks the token it refused." if refused else "."))
 
 
 # -- the case ---------------------------------------------------------------------------------------
@@ -85,12 +90,6 @@ st.header("Pick a case")
 st.markdown(text["pick a case"])
 st.selectbox("Case", names, key="gallery_case",
              format_func=lambda n: f"{names.index(n) + 1} of {len(names)}: {load_scenario(n).gallery['failure']}")
-back, forward, _ = st.columns([1, 1, 2])
-with back:
-    st.button("◀ Back", key="gallery_prev", on_click=move, args=(-1,), disabled=name == names[0], shortcut="Left", width="stretch")
-with forward:
-    st.button("Next ▶", key="gallery_next", on_click=move, args=(1,), disabled=name == names[-1], shortcut="Right",
-              width="stretch", type="primary")
 st.markdown(f"**{plain(scenario.summary)}** {plain(scenario.lesson)}")
 if chosen_style != style():
     st.info(f"This case is scripted in the {'ReAct' if chosen_style == 'react' else 'native'} style only, "
@@ -130,23 +129,21 @@ if check is None:
     st.markdown(text["no grammar in react"])
 elif check.tool_choice == "none":
     st.markdown(text["no grammar under none"])
-    draw_walk(check.steps, None)
+    step_through(check.steps, None)
 elif check.stopped:
     refused = check.steps[check.at]
     st.markdown(words(ID, "the grammar stops it", at=check.at + 1, token=refused.token,
                       allowed=f"{check.allowed:,}", vocab=f"{REAL_VOCAB:,}"))
-    draw_walk(check.steps, check.at, refused=True)
-    draw_sample(check.sample, check.allowed)
+    step_through(check.steps, check.at, refused=True, sample=check.sample, allowed=check.allowed)
     if check.unbounded_steps is not None and all(s.ok for s in check.unbounded_steps):
         st.markdown(words(ID, "the number's bound", unbounded=len(check.unbounded_steps)))
 elif check.tag_allowed is not None:
     st.markdown(words(ID, "the tag inside a string", at=check.at + 1, allowed=f"{check.allowed:,}", vocab=f"{REAL_VOCAB:,}",
                       verdict="**allowed**" if check.tag_allowed else "refused"))
-    draw_walk(check.steps, check.at)
-    draw_sample(check.sample, check.allowed)
+    step_through(check.steps, check.at, sample=check.sample, allowed=check.allowed)
 else:
     st.markdown(words(ID, "the grammar lets it through", n=len(check.steps), tool_choice=check.tool_choice))
-    draw_walk(check.steps, None)
+    step_through(check.steps, None)
 
 # -- 5. the cost --------------------------------------------------------------------------------------------------
 kind, cost = cost_of(name, chosen_style)

@@ -4,12 +4,23 @@ from pathlib import Path
 
 import streamlit as st
 
+from engine.harness.loop import load_scenario, run_scenario
 from ui.models import current_engine, live_model_name, no_model_box, random_label, weights_on_disk
+from ui.views.loop_view import loop_view, run_frames
 from ui.words import ROOT, lesson, lesson_index, page_title, words
 
 text = lesson("home")
 st.title(text["title"])
 st.markdown(text["intro"])
+
+
+@st.cache_resource(show_spinner=False)
+def strawberry_frames() -> list:
+    """The loop's stages as the scripted strawberry run goes through them (computed by the harness)."""
+    return run_frames(run_scenario(load_scenario("strawberry"), "native").steps)
+
+
+loop_view("home_loop", frames=strawberry_frames())
 
 st.header("The lessons")
 st.markdown(text["the lessons"])

@@ -13,6 +13,7 @@ from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
 from ui.packs import replay_episode_here
 from ui.state import forget, from_url, restore, style, to_url
 from ui.stream import TokenStream, strip_html
+from ui.views.loop_view import loop_view, run_frames
 from ui.words import lesson, words
 
 ID = "playground"
@@ -152,6 +153,7 @@ result = st.session_state.get("playground_result")
 if result:
     st.header("The loop")
     st.markdown(text["the loop"])
+    loop_view("playground_loop", frames=run_frames(result["steps"]))
     st.caption(f"Turns written by: {result['model']}; style {result['style']}"
                + (f"; {result['left_out']} file(s) left out" if result["left_out"] else ""))
     for number, call in enumerate(result["calls"], start=1):

@@ -1,20 +1,20 @@
 """Lesson 3: a call is tokens the model chose one at a time, each with a probability."""
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from engine.core.styles import find_name_token
 from engine.core.tokenizer import IM_END
 from engine.harness.loop import load_scenario
 from engine.teaching.panels import find_panel
-from ui.chart_words import chart_caption
-from ui.draw import chart_layout, draw_tokens, notice, show_token
+from ui.draw import notice
 from ui.glossary import show_intro
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
-from ui.numbers import format_percent
+from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.stream import TokenStream
 from ui.understanding import check_understanding
+from ui.views.step_data import token_run
+from ui.views.step_view import adopt_step, step_view
 from ui.words import lesson
 
 text = lesson("the-model-writes-a-call")
@@ -62,59 +62,24 @@ if steps is None:
 else:
     rows = steps
 
-# -- step through it ------------------------------------------------------------------------------------------
+section("Step through")
+# -- step through it (in the browser: the whole run is sent once) -------------------------------------------------
 st.header("Step through")
 st.markdown(text["step through"])
 # tokens are numbered from 1, as on lessons 4 and 6
 last = len(rows)
 from_url("the_model_writes_a_call_step", "step", 1, int)
-st.session_state["the_model_writes_a_call_step"] = min(max(st.session_state["the_model_writes_a_call_step"], 1), last)
-
-
-def move(delta: int) -> None:
-    st.session_state["the_model_writes_a_call_step"] = max(1, min(last, st.session_state["the_model_writes_a_call_step"] + delta))
-
-
-def jump(where: int) -> None:
-    st.session_state["the_model_writes_a_call_step"] = where
-
-
-name_at = find_name_token([r[1] for r in rows], style())
-
-controls = st.columns([1, 1, 2, 2, 2])
-controls[0].button("◀ Back", key="the_model_writes_a_call_prev", on_click=move, args=(-1,), width="stretch", shortcut="Left")
-controls[1].button("Next ▶", key="the_model_writes_a_call_next", on_click=move, args=(1,), width="stretch", shortcut="Right")
-controls[2].number_input("Token number", 1, last, key="the_model_writes_a_call_step")
-controls[3].button("First token", key="the_model_writes_a_call_first", on_click=jump, args=(1,), width="stretch")
-if name_at is not None:
-    controls[4].button("First token of the name", key="the_model_writes_a_call_name", on_click=jump, args=(name_at + 1,), width="stretch")
-step = st.session_state["the_model_writes_a_call_step"]
+adopt_step("the_model_writes_a_call_view", "the_model_writes_a_call_step")
+st.session_state["the_model_writes_a_call_step"] = step = min(max(st.session_state["the_model_writes_a_call_step"], 1), last)
 to_url(step=step)
 
-token_id, token, p, top = rows[step - 1]
-draw_tokens([(r[0], r[1]) for r in rows], current=step - 1, special=[tok.is_special(r[0]) for r in rows])
-facts, chart = st.columns([1, 2], gap="large")
-facts.metric(f"Token {step} of {last}", show_token(token) or "(empty)")
-facts.caption(f"id {token_id}")
-if p is not None:
-    facts.metric("Its probability", format_percent(p))
-    if kind == "random":
-        facts.caption(TINY_LABEL)
-    labels = [show_token(a.token) or "(empty)" for a in reversed(top)]
-    figure = go.Figure(
-        go.Bar(
-            x=[a.p for a in reversed(top)], y=labels, orientation="h",
-            marker_color=["#d62728" if a.id == token_id else "#9ecae1" for a in reversed(top)],
-            text=[format_percent(a.p) + (" (chosen)" if a.id == token_id else "") for a in reversed(top)],
-            textposition="auto",
-        )
-    )
-    chart_layout(figure, 80 + 42 * len(top), f"Top {len(top)} candidates at token {step} (red: the one chosen)",
-                 xaxis_title="probability")
-    chart.plotly_chart(figure, width="stretch")
-    chart_caption(figure, where=chart)
-else:
-    chart.markdown(text["decisive moments" if style() == "native" else "decisive moments (react)"])
+name_at = find_name_token([r[1] for r in rows], style())
+marks = [("First token", 1)] + ([("First token of the name", name_at + 1)] if name_at is not None else [])
+step_view(token_run(rows, tok.is_special, start=step, marks=marks, caption=TINY_LABEL if kind == "random" else ""),
+          key="the_model_writes_a_call_view")
+if rows[0][2] is None:
+    st.markdown(text["decisive moments" if style() == "native" else "decisive moments (react)"])
 
+section("What to notice")
 notice(text["what to notice"])
 check_understanding("the-model-writes-a-call")

@@ -191,4 +191,51 @@ def page_text(at) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.code] + [c.value for c in at.caption]
     parts += [x.value for x in at.info] + [x.value for x in at.warning] + [x.value for x in at.error]
     parts += [x.value for x in at.success]
+    parts += views_text(at)
     return "\n".join(parts)
+
+
+def views_text(at) -> list[str]:
+    """What the page's step views show: each step's allowed sample as the page once listed it (`token` `token`),
+    and the current step's markup, both as markup and as the text a reader sees."""
+    import html
+    import json
+
+    parts = []
+    for element in at.get("bidi_component"):
+        proto = element.proto
+        data = json.loads(proto.mixed.json if proto.HasField("mixed") else proto.json)
+        steps = data.get("steps") if isinstance(data, dict) else None
+        if not steps:
+            continue
+        for step in steps:
+            if step.get("sample"):
+                parts.append(step["sample"]["title"] + " " + " ".join(f"`{t}`" for t in step["sample"]["tokens"]))
+        shown = steps[data.get("start", 1) - 1].get("html")
+        if shown:
+            parts += [shown, html.unescape(shown)]
+    return parts
+
+
+# -- the browser-drawn views: the data a page handed to one (ui/views/) -----------------------------------------
+def view_data(at, key: str) -> dict:
+    """The JSON a page mounted a ui/views component with (found by its key, e.g. "call_view")."""
+    import json
+
+    for element in at.get("bidi_component"):
+        if element.key == key or element.proto.id.endswith(f"-{key}"):
+            proto = element.proto
+            return json.loads(proto.mixed.json if proto.HasField("mixed") else proto.json)
+    raise AssertionError(f"no view with key {key!r} on the page")
+
+
+def view_step(at, key: str) -> tuple[str, dict]:
+    """("Token N of M", that step's data) as the view opens: what the browser shows first."""
+    data = view_data(at, key)
+    return f"{data['unit']} {data['start']} of {len(data['steps'])}", data["steps"][data["start"] - 1]
+
+
+def report_step(at, key: str, step: int):
+    """What the browser does after a pause on step `step`: report it to the page, which reruns."""
+    at.session_state[key] = {"step": step}
+    return at.run()

@@ -36,7 +36,7 @@ def test_lesson_4_click_through_the_missing_brace_run(streamlit_server, chromium
 
     page = chromium.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(f"{streamlit_server}/check_run_return")
-    expect(page.get_by_text("Call 2 of 7: the model wrote")).to_be_visible(timeout=90_000)
+    expect(page.get_by_text("Call 2 of 7")).to_be_visible(timeout=90_000)
     settle_run(page)
     close_dialog(page)
     page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
@@ -46,21 +46,22 @@ def test_lesson_4_click_through_the_missing_brace_run(streamlit_server, chromium
 
     # turn 3 repairs the call: every check passes and read_file runs
     page.get_by_role("button", name="Next").click()
-    expect(page.get_by_text("Call 3 of 7: the model wrote")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Call 3 of 7")).to_be_visible(timeout=30_000)
     settle_run(page)
     expect(page.get_by_text("ran read_file(path='calc.py')")).to_be_visible()
-    assert "step=3" in page.url
+    page.wait_for_url("**step=3**", timeout=30_000)  # the view reports the call reached after a pause
     assert_no_errors(page)
     save_shot(page, "check-run-return-call-3")
 
     # back again with the keyboard's left arrow (shortcuts act when no widget holds the focus)
     _press(page, "ArrowLeft")
-    expect(page.get_by_text("Call 2 of 7: the model wrote")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Call 2 of 7")).to_be_visible(timeout=30_000)
+    page.wait_for_url("**step=2**", timeout=30_000)
     assert _query(page) == {"style": "native", "scenario": "missing-brace", "step": "2"}
 
     # a prepared link opens the mixed turn under the vllm policy
     page.goto(f"{streamlit_server}/check_run_return?scenario=mixed-turn&policy=vllm&step=1")
-    expect(page.get_by_text("Call 1 of 1: the model wrote")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("Call 1 of 1")).to_be_visible(timeout=60_000)
     settle_run(page)
     expect(page.get_by_text("comes back as plain text").first).to_be_visible()
     assert_no_errors(page)
@@ -74,7 +75,7 @@ def test_lesson_4_cold_link_keeps_its_scenario_while_stepping(fresh_streamlit_se
 
     page = chromium.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(f"{fresh_streamlit_server}/check_run_return")
-    expect(page.get_by_text("Call 2 of 7: the model wrote")).to_be_visible(timeout=90_000)
+    expect(page.get_by_text("Call 2 of 7")).to_be_visible(timeout=90_000)
     settle_run(page)
     close_dialog(page)
     for press, number in (("Next", 3), ("Back", 2), ("ArrowRight", 3), ("ArrowLeft", 2), ("ArrowLeft", 1)):
@@ -82,7 +83,8 @@ def test_lesson_4_cold_link_keeps_its_scenario_while_stepping(fresh_streamlit_se
             _press(page, press)
         else:
             page.get_by_role("button", name=press).click()
-        expect(page.get_by_text(f"Call {number} of 7: the model wrote")).to_be_visible(timeout=30_000)
+        expect(page.get_by_text(f"Call {number} of 7")).to_be_visible(timeout=30_000)
+        page.wait_for_url(f"**step={number}**", timeout=30_000)  # reported after a pause, then a rerun
         settle_run(page)
         assert _query(page) == {"style": "native", "scenario": "missing-brace", "step": str(number)}, press
     assert_no_errors(page)

@@ -11,7 +11,7 @@ import json
 import re
 
 import pytest
-from helpers import open_page, page_text
+from helpers import open_page, page_text, view_step
 
 from engine.core.tokenizer import REAL_VOCAB
 from engine.core.tooldefs import load_tool_set
@@ -206,11 +206,11 @@ def test_gallery_costs_are_the_engines():
 def test_gallery_steps_through_the_cases_and_follows_the_style():
     at = open_page(GALLERY)
     for name in list_gallery()[1:]:
-        at.button(key="gallery_next").click().run()
-        assert not at.exception and at.session_state["gallery_case"] == name
-    assert at.button(key="gallery_next").disabled
-    at.button(key="gallery_prev").click().run()
-    assert at.session_state["gallery_case"] == "endless-number"
+        at.selectbox(key="gallery_case").select(name).run()
+        assert not at.exception and at.session_state["gallery_case"] == name and at.query_params["case"] == name
+    at = open_page(GALLERY, case="made-up-name")
+    where, token = view_step(at, "gallery_view_made-up-name")  # the step view opens at the refused token
+    assert where.startswith("Token 8 of ") and "refuses" in token["bad"] and token["sub"] == "✗"
     at = open_page(GALLERY, case="retry-loop", style="react")
     text = page_text(at)
     assert "a `<tool_call>` regex finds\nnothing at all" in text and "This site's grammar is built for Qwen3's native" in text

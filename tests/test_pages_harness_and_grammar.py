@@ -7,7 +7,7 @@ model covers the panels that need logits, labelled as such. Never weights.
 from __future__ import annotations
 
 import pytest
-from helpers import open_page, page_text
+from helpers import open_page, page_text, report_step, view_data, view_step
 
 from engine.constrain.masks import inspect_mask
 from engine.core.tooldefs import load_tool_set
@@ -22,6 +22,11 @@ P4, P5, P6, PG = (
 
 def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
+
+
+def facts(at, key: str = "constrained_decoding_view") -> dict[str, str]:
+    """The figures the step view shows first (label -> value), as a page handed them to it."""
+    return dict(view_step(at, key)[1]["facts"])
 
 
 def captions(at) -> str:
@@ -48,15 +53,16 @@ def test_lesson_4_opens_on_the_broken_call_with_its_failed_check_and_cost():
 def test_lesson_4_steps_forward_and_back_with_a_growing_ledger():
     at = open_page(P4)
     run = run_scenario(load_scenario("missing-brace"), "native")
-    at.button(key="check_run_return_next").click().run()
-    assert at.session_state["check_run_return_step"] == 3 and at.subheader[0].value == "Call 3 of 7: the model wrote"
-    assert "✅ pass" in page_text(at) and "ran `read_file(path='calc.py')`" in page_text(at)
+    report_step(at, "check_run_return_view", 3)
+    where, call = view_step(at, "check_run_return_view")
+    assert at.session_state["check_run_return_step"] == 3 and where == "Call 3 of 7" and call["title"] == "read_file"
+    assert "✅ pass" in call["html"] and "ran <code>read_file(path=&#x27;calc.py&#x27;)</code>" in call["html"]
     assert metrics(at)["Input tokens so far"] == f"{sum(c.input_tokens for c in run.ledger.calls[:3]):,}"
     ledger = next(m.value for m in at.markdown if 'class="plain"' in m.value)
     assert ledger.count("<tr>") == 1 + 3  # the header and one row per call so far
-    at.slider(key="check_run_return_step").set_value(7).run()
-    assert "final answer" in page_text(at) and at.button(key="check_run_return_next").disabled
-    at.button(key="check_run_return_prev").click().run()
+    report_step(at, "check_run_return_view", 7)
+    assert "final answer" in view_step(at, "check_run_return_view")[1]["html"] and view_step(at, "check_run_return_view")[0] == "Call 7 of 7"
+    report_step(at, "check_run_return_view", 6)
     assert at.session_state["check_run_return_step"] == 6 and at.query_params["step"] == "6"
 
 
@@ -69,14 +75,14 @@ def test_lesson_4_under_vllm_shows_the_run_that_stopped_and_no_error_going_back(
     assert metrics(at)["vllm: input tokens, whole run"] == f"{stopped.ledger.input_tokens:,}"
     assert metrics(at)["per-block: input tokens, whole run"] == f"{forgiving.ledger.input_tokens:,}"
     assert "Measured: input with it − input without it" not in metrics(at)  # the per-block run's formula is not this run's
-    assert "exactly what the model will read" not in text and "these errors are **not** sent back" in text
+    assert "exactly what the model will read" not in text and "these errors are <strong>not</strong> sent back" in text
     assert "The whole run: **2 calls**" in text and "1 calls" not in text
     assert "the model reads no error" in " ".join(m.value for m in at.markdown if "What to notice" in m.value)
 
 
 def test_lesson_4_mixed_turn_under_vllm_greys_the_dropped_good_call():
     at = open_page(P4, scenario="mixed-turn", policy="vllm", step="1")
-    turn = next(m.value for m in at.markdown if 'class="turn-view"' in m.value)
+    turn = view_step(at, "check_run_return_view")[1]["html"]
     assert turn.count('<mark class="dropped">') == 1 and turn.count('<mark class="bad">') == 1 and 'class="ok"' not in turn
     assert "The whole run: **1 call**," in page_text(at)
 
@@ -93,7 +99,7 @@ def test_lesson_4_shows_every_scenario(name):
         assert at.session_state["style"] == "react"
     step = at.session_state["check_run_return_step"]
     run = run_scenario(scenario, at.session_state["style"])
-    assert at.subheader[0].value == f"Call {step} of {len(run.calls)}: the model wrote"
+    assert view_step(at, "check_run_return_view")[0] == f"Call {step} of {len(run.calls)}"
     if scenario.malformed_turn is not None:
         assert "= ✓" in page_text(at)
     else:
@@ -107,10 +113,10 @@ def test_lesson_4_react_style_and_mixed_turn_policies():
     text = page_text(at)
     assert "runs `read_file(path='calc.py')`" in text and "every call dropped; the reply comes back as text" in text
     at.segmented_control(key="check_run_return_policy").set_value("vllm").run()
-    assert at.query_params["policy"] == "vllm" and at.subheader[0].value == "Call 1 of 1: the model wrote"
+    assert at.query_params["policy"] == "vllm" and view_step(at, "check_run_return_view")[0] == "Call 1 of 1"
     assert "comes back as plain text" in page_text(at)
     at = open_page(P4, style="react", scenario="missing-brace", step="3")
-    assert at.subheader[0].value == "Call 3 of 7: the model wrote" and "Observation: " in page_text(at)
+    assert view_step(at, "check_run_return_view")[0] == "Call 3 of 7" and "Observation: " in page_text(at)
     assert "both policies treat" in page_text(at)
 
 
@@ -151,10 +157,13 @@ def test_lesson_6_computes_8_of_151669_at_the_name_without_a_model():
     assert expected == 8
     assert metrics(at)["Tokens allowed at the tool's name"] == "8 of 151,669"
     assert "**8 of 151,669**" in page_text(at) and "14 of 111" in captions(at)
-    assert metrics(at)["Allowed before token 1"] == "all of 151,669"
+    assert facts(at)["Allowed before token 1"] == "all of 151,669"
     assert "need only the grammar" in page_text(at)
-    at.slider(key="constrained_decoding_step").set_value(7).run()
-    assert metrics(at)["Allowed before token 7"] == "8 of 151,669" and at.query_params["step"] == "7"
+    data = view_data(at, "constrained_decoding_view")
+    assert dict(data["steps"][6]["facts"])["Allowed before token 7"] == "8 of 151,669"  # every step is sent at once
+    assert data["steps"][6]["sub"] == "8" and len(data["steps"][6]["sample"]["tokens"]) == 8
+    report_step(at, "constrained_decoding_view", 7)
+    assert facts(at)["Allowed before token 7"] == "8 of 151,669" and at.query_params["step"] == "7"
 
 
 @pytest.mark.parametrize(("mode", "first", "second"), [
@@ -166,18 +175,18 @@ def test_lesson_6_computes_8_of_151669_at_the_name_without_a_model():
 def test_lesson_6_tool_choice_modes(mode, first, second):
     at = open_page(P6)
     at.segmented_control(key="constrained_decoding_tool_choice").set_value(mode).run()
-    assert metrics(at)["Allowed before token 1"] == first
-    at.button(key="constrained_decoding_next").click().run()
-    assert metrics(at)["Allowed before token 2"] == second
+    assert facts(at)["Allowed before token 1"] == first
+    report_step(at, "constrained_decoding_view", 2)
+    assert facts(at)["Allowed before token 2"] == second
 
 
 def test_lesson_6_prose_is_free_under_auto_and_forbidden_under_required():
     at = open_page(P6, turn="prose")
-    assert metrics(at)["Allowed before token 1"] == "all of 151,669" and not at.error
+    assert facts(at)["Allowed before token 1"] == "all of 151,669" and not view_step(at, "constrained_decoding_view")[1]["bad"]
     at.segmented_control(key="constrained_decoding_tool_choice").set_value("required").run()
-    assert any("forbids this token" in e.value for e in at.error)
+    assert "forbids this token" in view_step(at, "constrained_decoding_view")[1]["bad"]
     at = open_page(P6, turn="other-tool", tool_choice="count_letter", step="7")
-    assert any("forbids this token" in e.value for e in at.error)
+    assert "forbids this token" in view_step(at, "constrained_decoding_view")[1]["bad"]
 
 
 def test_lesson_6_with_the_tiny_model_shows_before_after_and_side_by_side():

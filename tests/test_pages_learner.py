@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import ROOT, open_page
+from helpers import ROOT, open_page, report_step
 
 from engine.core.tokenizer import REAL_VOCAB, TOOL_CALL
 from engine.core.tooldefs import load_tool_set
@@ -130,7 +130,7 @@ def _leave_and_come_back(at, page: str):
 def test_lesson_4_keeps_its_scenario_and_step_after_a_visit_home():
     at = open_page(LESSON_PAGES["check-run-return"])
     at.selectbox(key="check_run_return_scenario").select("unknown-tool").run()
-    at.button(key="check_run_return_next").click().run()
+    report_step(at, "check_run_return_view", at.session_state["check_run_return_step"] + 1)
     step = at.session_state["check_run_return_step"]
     _leave_and_come_back(at, LESSON_PAGES["check-run-return"])
     assert (at.session_state["check_run_return_scenario"], at.session_state["check_run_return_step"]) == ("unknown-tool", step)

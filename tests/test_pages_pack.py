@@ -11,7 +11,7 @@ import json
 import shutil
 
 import pytest
-from helpers import open_page, zipped
+from helpers import open_page, view_data, view_step, zipped
 
 from engine.packs.pack import read_pack
 from ui.numbers import format_percent
@@ -47,18 +47,18 @@ def test_lesson_3_shows_each_tokens_recorded_probability_labelled_as_recorded(pa
     at = open_page(P3, model="off")
     steps = pack.run("the-model-writes-a-call.call.native").steps
     assert LABEL in infos(at) and "random weights" in infos(at)
-    assert metrics(at)["Its probability"] == format_percent(steps[0].p)
-    assert f"Token 1 of {len(steps)}" in metrics(at)  # tokens count from 1, as on lessons 4 and 6
-    at.button(key="the_model_writes_a_call_next").click().run()
-    assert metrics(at)["Its probability"] == format_percent(steps[1].p)
-    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert sorted(chart["data"][0]["x"], reverse=True) == [a.p for a in steps[1].top]
+    where, first = view_step(at, "the_model_writes_a_call_view")
+    assert dict(first["facts"])["Its probability"] == format_percent(steps[0].p)
+    assert where == f"Token 1 of {len(steps)}"  # tokens count from 1, as on lessons 4 and 6
+    second = view_data(at, "the_model_writes_a_call_view")["steps"][1]  # every recorded step is sent at once
+    assert dict(second["facts"])["Its probability"] == format_percent(steps[1].p)
+    assert [b["p"] for b in second["bars"][0]["rows"]] == [a.p for a in steps[1].top]
 
 
 def test_lesson_3_in_react_shows_the_react_recording(pack):
     at = open_page(P3, model="off", style="react")
     steps = pack.run("the-model-writes-a-call.call.react").steps
-    assert metrics(at)["Its probability"] == format_percent(steps[0].p)
+    assert dict(view_step(at, "the_model_writes_a_call_view")[1]["facts"])["Its probability"] == format_percent(steps[0].p)
 
 
 def test_lesson_5_shows_the_recorded_p_tool_call_for_both_questions(pack):
@@ -83,9 +83,11 @@ def test_lesson_1_shows_both_recorded_runs(pack):
 def test_lesson_6_shows_the_recorded_mask_before_and_after_and_the_two_decodes(pack):
     at = open_page(P6, model="off", step="3", tool_choice="required")
     row = pack.run("constrained-decoding.mask.call.required").data["steps"][2]
-    assert metrics(at)["Probability the model put on forbidden tokens"] == format_percent(row['forbidden_mass'])
-    before = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]["x"]
-    assert before == [r["p"] for r in row["top_before"]]
+    shown = view_step(at, "constrained_decoding_view")[1]
+    assert dict(shown["facts"])["Probability the model put on forbidden tokens"] == format_percent(row['forbidden_mass'])
+    before, after = shown["bars"]
+    assert [r["p"] for r in before["rows"]] == [r["p"] for r in row["top_before"]]
+    assert [r["p"] for r in after["rows"]] == [r["p"] for r in row["top_after"]]
     pair = pack.run("constrained-decoding.side-by-side.required").data
     # both recorded replies, drawn literally (the pack's label is above them, not on each)
     from ui.literal import reply_html

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import open_page, page_text
+from helpers import open_page, page_text, report_step, view_data, view_step
 
 from engine.core.prompt import Request, count_tools_tokens, render
 from engine.core.tokenizer import load_tokenizer
@@ -122,21 +122,23 @@ def test_lesson_2_add_and_remove_a_tool_and_the_run_of_n_calls():
 def test_lesson_3_without_a_model_steps_through_the_scripted_calls_tokens():
     at = open_page(P3)
     tok = load_tokenizer()
-    assert metrics(at)["Token 1 of 28"] == "<tool_call>"  # numbered from 1, as on lessons 4 and 6
-    assert "Its probability" not in metrics(at) and not at.get("plotly_chart")
+    where, first = view_step(at, "the_model_writes_a_call_view")
+    assert (where, first["title"]) == ("Token 1 of 28", "<tool_call>")  # numbered from 1, as on lessons 4 and 6
+    data = view_data(at, "the_model_writes_a_call_view")
+    assert all(not s["facts"] and not s["bars"] for s in data["steps"]) and not at.get("plotly_chart")
+    assert [s["sub"] for s in data["steps"][:3]] == [str(i) for i in tok.encode('<tool_call>\n{"')]
     assert "no model is loaded" in page_text(at).lower()
-    at.button(key="the_model_writes_a_call_next").click().run()
-    assert metrics(at)["Token 2 of 28"] == "↵"
-    at.button(key="the_model_writes_a_call_name").click().run()
-    step = at.session_state["the_model_writes_a_call_step"]
+    report_step(at, "the_model_writes_a_call_view", 2)
+    assert view_step(at, "the_model_writes_a_call_view")[0] == "Token 2 of 28" and view_step(at, "the_model_writes_a_call_view")[1]["title"] == "↵"
+    (label, step), = [m for m in data["marks"] if m[0] == "First token of the name"]
     assert tok.token_text(tok.encode('<tool_call>\n{"name": "count_letter"')[step - 1]) == "count"
-    assert at.query_params["step"] == str(step)
+    report_step(at, "the_model_writes_a_call_view", step)
+    assert at.query_params["step"] == str(step) and at.session_state["the_model_writes_a_call_step"] == step
 
 
 def test_lesson_3_a_link_opens_at_a_step_in_react():
     at = open_page(P3, style="react", step="3")
-    label = next(iter(metrics(at)))
-    assert label.startswith("Token 3 of ")
+    assert view_step(at, "the_model_writes_a_call_view")[0].startswith("Token 3 of ")
 
 
 @pytest.mark.slow
@@ -145,11 +147,12 @@ def test_lesson_3_with_the_tiny_model_shows_probabilities_labelled_random():
     at.radio(key="model").set_value("tiny").run(timeout=90)
     assert any("random weights" in w.value for w in at.warning)
     at.button(key="the_model_writes_a_call_generate").click().run(timeout=90)
-    assert "Its probability" in metrics(at)
-    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert len(chart["data"][0]["x"]) == 8 and all(0 <= p <= 1 for p in chart["data"][0]["x"])
-    at.button(key="the_model_writes_a_call_next").click().run()
-    assert at.session_state["the_model_writes_a_call_step"] == 2 and at.get("plotly_chart")  # tokens count from 1
+    _, first = view_step(at, "the_model_writes_a_call_view")
+    assert first["facts"][0][0] == "Its probability" and "random weights" in first["caption"]
+    bars = first["bars"][0]["rows"]
+    assert len(bars) == 8 and all(0 <= b["p"] <= 1 for b in bars) and sum(b["chosen"] for b in bars) <= 1
+    report_step(at, "the_model_writes_a_call_view", 2)
+    assert at.session_state["the_model_writes_a_call_step"] == 2 and view_step(at, "the_model_writes_a_call_view")[1]["bars"]  # tokens count from 1
 
 
 def test_calculator_default_run_matches_the_engine():

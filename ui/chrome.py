@@ -7,7 +7,9 @@ import streamlit as st
 from engine.core.styles import get_style
 from ui.draw import CSS, PRESENTER_CSS
 from ui.models import live_model_name, model_status
+from ui.next_lesson import next_lesson
 from ui.packs import pack_sidebar
+from ui.sections import finish_sections, start_sections
 from ui.state import MODEL_CHOICES, STYLES, keep_page_state, setup_defaults, style, to_url
 from ui.words import ROOT, lesson_index, page_title
 
@@ -42,9 +44,12 @@ def route() -> None:
 
 def _run(page) -> None:
     """Run the page, then keep a copy of its widgets' values, which Streamlit drops when another page runs."""
+    start_sections(presenting())
     try:
         page.run()
+        next_lesson(page.url_path)
     finally:
+        finish_sections()
         keep_page_state()
 
 

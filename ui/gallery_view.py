@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.core.tokenizer import REAL_VOCAB
-from ui.draw import call_words, draw_reading, draw_tokens, show_token
+from ui.draw import call_words, draw_reading, show_token
 
 
 def draw_naive(naive) -> None:
@@ -30,22 +29,6 @@ def draw_verdict(policy: str, verdict, run) -> None:
     calls = len(run.calls)
     st.markdown(f"The whole run: **{calls} call{'s' if calls != 1 else ''}**, {totals['input_tokens']:,} input tokens; "
                 f"it ended with *{run.stop_reason}*.")
-
-
-def draw_walk(steps, at: int | None, refused: bool = False) -> None:
-    """Lesson 6's strip: each token of the turn with how many tokens the grammar allowed there; `at` is outlined."""
-    extra = ["all" if s.allowed is None else ("✗" if not s.ok else f"{s.allowed:,}") for s in steps]
-    draw_tokens([(s.id, s.token) for s in steps], show_ids=False, current=at, extra=extra)
-    st.caption(f"Under each token: how many of the {REAL_VOCAB:,} tokens the grammar allowed at that step (all: nothing "
-               "restricted)" + ("; ✗ marks the token it refused." if refused else ". The outlined token is the one discussed above."
-                               if at is not None else "."))
-
-
-def draw_sample(sample: list[str], allowed: int | None) -> None:
-    if not sample or allowed is None:
-        return
-    more = f" (the first {len(sample)} of {allowed:,})" if allowed > len(sample) else ""
-    st.markdown(f"**The allowed tokens at that step{more}:** " + " ".join(f"`{show_token(t)}`" for t in sample))
 
 
 def draw_schema_cost(cost) -> None:

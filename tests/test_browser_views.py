@@ -1,0 +1,123 @@
+"""The step view in real Chromium: keys, the play button and Space move "Token N of M" in the browser, without a rerun.
+
+Slow (a Streamlit server and headless Chromium); marker `browser`.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import assert_no_errors, settle_run
+
+pytestmark = pytest.mark.browser
+
+# counts the script runs the page starts from now on (Streamlit marks stApp while a run is going)
+WATCH_RUNS = """() => {
+  window.__runs = 0;
+  const app = document.querySelector('[data-testid="stApp"]');
+  new MutationObserver(() => { if (app.getAttribute('data-test-script-state') === 'running') window.__runs += 1; })
+    .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+
+
+@pytest.fixture
+def lesson_3(streamlit_server, chromium):
+    from playwright.sync_api import expect
+
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(f"{streamlit_server}/the_model_writes_a_call?step=1")
+    expect(page.locator(".sv-where")).to_have_text("Token 1 of 28", timeout=90_000)
+    settle_run(page)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    yield page
+    context.close()
+
+
+def test_arrow_keys_home_and_end_step_without_a_rerun(lesson_3):
+    from playwright.sync_api import expect
+
+    page = lesson_3
+    where = page.locator(".sv-where")
+    page.evaluate(WATCH_RUNS)
+    for key, shown in (("ArrowRight", 2), ("ArrowRight", 3), ("ArrowLeft", 2), ("End", 28), ("Home", 1), ("ArrowRight", 2)):
+        page.keyboard.press(key)
+        expect(where).to_have_text(f"Token {shown} of 28", timeout=2_000)
+    # the chip of the step reached is outlined, and the figures beside it are that token's
+    assert page.locator(".sv-chip.now .i").inner_text() == "198"
+    assert page.locator(".sv-caption").first.inner_text() == "id 198"
+    assert page.evaluate("window.__runs") == 0  # every step above was drawn in the browser
+    # after a pause the step goes back to the page once, for a link that reopens it
+    page.wait_for_url("**step=2**", timeout=30_000)
+    assert_no_errors(page)
+
+
+def test_space_plays_to_the_end_and_stops(lesson_3):
+    from playwright.sync_api import expect
+
+    page = lesson_3
+    page.locator(".sv-speed").select_option(label="fast")
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press(" ")
+    expect(page.locator(".sv-play")).to_have_text("❚❚ Pause")
+    expect(page.locator(".sv-where")).to_have_text("Token 28 of 28", timeout=15_000)
+    expect(page.locator(".sv-play")).to_have_text("▶ Play")  # it stopped by itself at the last token
+    page.wait_for_url("**step=28**", timeout=30_000)
+
+
+def test_the_play_button_writes_the_call_token_by_token_and_pauses(lesson_3):
+    from playwright.sync_api import expect
+
+    page = lesson_3
+    page.evaluate(WATCH_RUNS)
+    page.locator(".sv-play").click()
+    expect(page.locator(".sv-where")).to_have_text("Token 3 of 28", timeout=5_000)
+    page.locator(".sv-play").click()  # pause
+    reached = int(page.locator(".sv-where").inner_text().split()[1])
+    assert 3 <= reached < 28 and page.evaluate("window.__runs") == 0
+    page.wait_for_timeout(500)
+    assert page.locator(".sv-where").inner_text() == f"Token {reached} of 28"  # paused: it stays
+    page.get_by_role("button", name="First token of the name").click()
+    expect(page.locator(".sv-where")).to_have_text("Token 7 of 28")
+    expect(page.locator(".sv-title")).to_have_text("count")
+
+
+def test_lesson_6_view_shows_the_allowed_count_at_the_name(streamlit_server, chromium):
+    from playwright.sync_api import expect
+
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(f"{streamlit_server}/constrained_decoding")
+    where = page.locator(".sv-where")
+    expect(where).to_have_text("Token 1 of 27", timeout=120_000)
+    settle_run(page)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    for n in range(2, 8):
+        page.keyboard.press("ArrowRight")
+        expect(where).to_have_text(f"Token {n} of 27")
+    expect(page.locator(".sv-fact").first).to_contain_text("8 of 151,669")
+    assert page.locator(".sv-sample span").count() == 8
+    assert_no_errors(page)
+    context.close()
+
+
+def test_presenter_mode_pages_down_to_the_last_section(streamlit_server, chromium):
+    from playwright.sync_api import expect
+
+    context = chromium.new_context(viewport={"width": 1024, "height": 768})
+    page = context.new_page()
+    page.goto(f"{streamlit_server}/check_run_return?present=1")
+    expect(page.get_by_text("Section 1 of 6")).to_be_visible(timeout=120_000)
+    settle_run(page)
+    expect(page.get_by_role("heading", name="Pick a scenario")).to_be_visible()
+    assert page.get_by_role("heading", name="The token ledger").count() == 0  # one section at a time
+    for k in range(2, 7):
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        page.keyboard.press("PageDown")
+        expect(page.get_by_text(f"Section {k} of 6")).to_be_visible(timeout=60_000)
+        settle_run(page)
+    expect(page.get_by_role("heading", name="Check your understanding")).to_be_visible()
+    assert "section=6" in page.url
+    page.keyboard.press("PageUp")
+    expect(page.get_by_text("Section 5 of 6")).to_be_visible(timeout=60_000)
+    assert_no_errors(page)
+    context.close()

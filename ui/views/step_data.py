@@ -1,0 +1,118 @@
+"""Runs as the step view takes them: the engine's steps (a generation, a run of the harness, a grammar walk)
+turned into ViewSteps. Figures are the engine's; only their wording happens here."""
+
+from __future__ import annotations
+
+import html
+
+from engine.core.tokenizer import TOOL_CALL
+from ui.draw import _inline_markdown as inline_markdown
+from ui.draw import call_words, checks_html, show_token, turn_html
+from ui.numbers import format_percent
+from ui.views.step_view import Bar, Bars, Sample, StepRun, ViewStep
+
+
+def token_run(rows, is_special, start: int = 1, marks=(), caption: str = "") -> StepRun:
+    """Lesson 3: rows of (id, token, p, top) from a generation, a trace or a pack (p None: no model made them)."""
+    steps = []
+    for token_id, token, p, top in rows:
+        shown = show_token(token)
+        facts, bars = [], []
+        if p is not None:
+            facts.append(("Its probability", format_percent(p)))
+            bars.append(Bars(f"Top {len(top)} candidates (red: the one chosen)",
+                             [Bar(show_token(a.token) or "(empty)", a.p, format_percent(a.p) + (" (chosen)" if a.id == token_id else ""),
+                                  a.id == token_id) for a in top]))
+        steps.append(ViewStep(chip=shown, sub=str(token_id), kind="sp" if is_special(token_id) else "", title=shown or "(empty)",
+                              caption=f"id {token_id}" + (f" · {caption}" if caption and p is not None else ""),
+                              facts=facts, bars=bars))
+    return StepRun("Token", steps, start=start, marks=list(marks))
+
+
+def mask_run(walked, views, start: int, vocab: int, is_special, allowed_words, forbidden: str,
+             recorded: dict | None = None, mode: str = "auto") -> StepRun:
+    """Lesson 6: each token of a reply with the mask it met (`views[n]`: inspect_mask's allowed, sample and reason
+    before token n+1); `recorded`: number -> a pack's row with top_before/top_after, drawn as before/after bars."""
+    steps = []
+    for n, (token, view) in enumerate(zip(walked, views, strict=True), start=1):
+        shown = show_token(token.token)
+        # under tool_choice none a <tool_call> is allowed as plain text: no call is read from it
+        allowed = allowed_words(token.allowed)
+        chip_sub = "all · no call" if mode == "none" and token.id == TOOL_CALL else allowed
+        sample = None
+        if token.allowed is not None and view["sample"]:
+            more = f" (the first {len(view['sample'])} of {token.allowed:,})" if token.allowed > len(view["sample"]) else ""
+            sample = Sample(f"The allowed tokens{more}:", [show_token(t) for t in view["sample"]])
+        row = (recorded or {}).get(n)
+        bars = []
+        if row is not None and row.get("allowed") is not None:
+            bars = [Bars(title, [Bar(show_token(c["token"]) or "∅", c["p"], format_percent(c["p"])) for c in row[side]])
+                    for title, side in (("before: the model's own top 8", "top_before"),
+                                        ("after: renormalised over the allowed", "top_after"))]
+        facts = [(f"Allowed before token {n}", f"{allowed} of {vocab:,}")]
+        if row is not None and row.get("forbidden_mass") is not None:
+            facts.append(("Probability the model put on forbidden tokens", format_percent(row["forbidden_mass"])))
+        steps.append(ViewStep(
+            chip=shown, sub="✗" if not token.ok else chip_sub, kind="bad" if not token.ok else ("sp" if is_special(token.id) else ""),
+            title=shown or "∅", caption=view["reason"], facts=facts, bad="" if token.ok else forbidden, bars=bars, sample=sample,
+            text="Nothing is restricted at this step: every token may come next." if token.allowed is None else ""))
+    return StepRun("Token", steps, start=start)
+
+
+def harness_run(run, texts: dict, returned, start: int) -> StepRun:
+    """Lesson 4: each call of a harness run with the reply, each block's checks, the tools run and what goes back.
+
+    `texts` holds the lesson's words for each part; `returned(n)` is loop.returned_text for call n.
+    """
+    steps, so_far = [], 0
+    for n, step in enumerate(run.steps, start=1):
+        parsed, turn_text = step.parse, run.messages[step.message_index]["content"]
+        so_far += step.cost.input_tokens
+        parts = [_part("The model wrote", texts["the turn"]), turn_html(turn_text, parsed.blocks, dropped=parsed.returned_as_text)]
+        if step.turn.finish == "length":
+            parts.append(f'<div class="sv-bad">{inline_markdown(texts["cut off"])}</div>')
+        if parsed.returned_as_text:
+            parts.append(f'<div class="sv-bad">{inline_markdown(texts["returned as text"])}</div>')
+        elif parsed.final:
+            parts.append(f'<div class="sv-ok">{inline_markdown(texts["final turn"])}</div>')
+        if parsed.blocks:
+            parts.append(_part("The checks", texts["the checks (dropped)" if parsed.returned_as_text else "the checks"]))
+            for block in parsed.blocks:
+                if len(parsed.blocks) > 1:
+                    parts.append(f"<p><b>Block {block.index + 1}</b></p>")
+                parts.append(checks_html(block))
+        if step.results:
+            parts.append(_part("The tool runs", texts["the tool runs"]))
+            parts.append("".join(
+                inline_markdown(f"Block {r.block + 1}: ran `{call_words(r.name, r.arguments)}`" if r.ok
+                                else f"Block {r.block + 1}: not run; its error goes back instead") for r in step.results))
+            back_text, back_tokens = returned(n)
+            parts.append(_part("What goes back to the model", texts["what goes back"]))
+            parts.append(f'<pre class="sv-pre">{html.escape(back_text)}</pre>'
+                         f'<div class="sv-caption">{back_tokens} tokens, read again by every later call of this run</div>')
+        ran = [r.name for r in step.results if r.ok]
+        verdict = "✗" if any(not r.ok for r in step.results) or parsed.returned_as_text else ("answer" if parsed.final else "✓")
+        steps.append(ViewStep(
+            chip=f"call {n}", sub=verdict, kind="bad" if verdict == "✗" else "",
+            title=", ".join(ran) or ("the answer" if parsed.final else "no tool run"),
+            facts=[("Input tokens", f"{step.cost.input_tokens:,}"), ("Output tokens", f"{step.cost.output_tokens:,}"),
+                   ("Input tokens so far", f"{so_far:,}")],
+            html="".join(parts)))
+    return StepRun("Call", steps, start=start, wide=True, dim=False)
+
+
+def _part(title: str, words: str) -> str:
+    return f'<h4 class="sv-h">{html.escape(title)}</h4>{inline_markdown(words)}'
+
+
+def walk_run(walked, at: int | None, vocab: int, refused: str = "", sample: Sample | None = None) -> StepRun:
+    """The gallery: a failing turn walked through lesson 6's grammar, opening at the token discussed (`at`, 0-based)."""
+    steps = []
+    for n, token in enumerate(walked):
+        shown = show_token(token.token)
+        allowed = "all" if token.allowed is None else f"{token.allowed:,}"
+        steps.append(ViewStep(
+            chip=shown, sub="✗" if not token.ok else allowed, kind="bad" if not token.ok else "", title=shown or "∅",
+            facts=[(f"Allowed before token {n + 1}", f"{allowed} of {vocab:,}")], bad="" if token.ok else refused,
+            sample=sample if n == at else None))
+    return StepRun("Token", steps, start=1 if at is None else at + 1, dim=False)
