@@ -17,7 +17,7 @@ st.markdown(text["intro"])
 @st.cache_resource(show_spinner=False)
 def strawberry_frames() -> list:
     """The loop's stages as the scripted strawberry run goes through them (computed by the harness)."""
-    return run_frames(run_scenario(load_scenario("strawberry"), "native").steps)
+    return run_frames(run_scenario(load_scenario("strawberry"), "native").calls)
 
 
 loop_view("home_loop", frames=strawberry_frames())

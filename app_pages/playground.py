@@ -153,7 +153,7 @@ result = st.session_state.get("playground_result")
 if result:
     st.header("The loop")
     st.markdown(text["the loop"])
-    loop_view("playground_loop", frames=run_frames(result["steps"]))
+    loop_view("playground_loop", frames=run_frames(result["calls"]))
     st.caption(f"Turns written by: {result['model']}; style {result['style']}"
                + (f"; {result['left_out']} file(s) left out" if result["left_out"] else ""))
     for number, call in enumerate(result["calls"], start=1):

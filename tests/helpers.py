@@ -204,7 +204,10 @@ def views_text(at) -> list[str]:
     parts = []
     for element in at.get("bidi_component"):
         proto = element.proto
-        data = json.loads(proto.mixed.json if proto.HasField("mixed") else proto.json)
+        try:
+            data = json.loads(proto.mixed.json if proto.HasField("mixed") else proto.json)
+        except ValueError:  # a view mounted without data (the presenter's key listener)
+            continue
         steps = data.get("steps") if isinstance(data, dict) else None
         if not steps:
             continue

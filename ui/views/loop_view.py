@@ -18,20 +18,20 @@ _MOUNT = st.components.v2.component(
 )
 
 
-def run_frames(steps) -> list[tuple[str, str]]:
-    """(stage, words) in the order a harness run went through them (`steps`: loop.Run.steps)."""
+def run_frames(calls) -> list[tuple[str, str]]:
+    """(stage, words) in the order a harness run went through them (`calls`: loop.Run.calls)."""
     frames = []
-    for n, step in enumerate(steps, start=1):
-        frames.append(("model", f"Call {n}: the model reads {step.cost.input_tokens:,} prompt tokens"))
-        frames.append(("text", f"Call {n}: it writes {step.cost.output_tokens:,} tokens of text"))
-        blocks = len(step.parse.blocks)
+    for n, call in enumerate(calls, start=1):
+        frames.append(("model", f"Call {n}: the model reads {call.cost.input_tokens:,} prompt tokens"))
+        frames.append(("text", f"Call {n}: it writes {call.cost.output_tokens:,} tokens of text"))
+        blocks = len(call.parse.blocks)
         frames.append(("parser", f"Call {n}: the parser finds {blocks} call block{'s' if blocks != 1 else ''}"
                        if blocks else f"Call {n}: no call block: this is the final answer"))
         if not blocks:
             break
-        failed = len(step.parse.errors)
+        failed = len(call.parse.errors)
         frames.append(("checks", f"Call {n}: {blocks - failed} of {blocks} pass the checks"))
-        for item in step.results:
+        for item in call.results:
             if item.ok:
                 frames.append(("tool", f"Call {n}: runs {item.name}"))
             frames.append(("result", f"Call {n}: " + ("its result" if item.ok else "an error") + " goes back"))

@@ -65,11 +65,11 @@ def harness_run(run, texts: dict, returned, start: int) -> StepRun:
     `texts` holds the lesson's words for each part; `returned(n)` is loop.returned_text for call n.
     """
     steps, so_far = [], 0
-    for n, step in enumerate(run.steps, start=1):
-        parsed, turn_text = step.parse, run.messages[step.message_index]["content"]
-        so_far += step.cost.input_tokens
+    for n, call in enumerate(run.calls, start=1):
+        parsed, turn_text = call.parse, run.messages[call.message_index]["content"]
+        so_far += call.cost.input_tokens
         parts = [_part("The model wrote", texts["the turn"]), turn_html(turn_text, parsed.blocks, dropped=parsed.returned_as_text)]
-        if step.turn.finish == "length":
+        if call.turn.finish == "length":
             parts.append(f'<div class="sv-bad">{inline_markdown(texts["cut off"])}</div>')
         if parsed.returned_as_text:
             parts.append(f'<div class="sv-bad">{inline_markdown(texts["returned as text"])}</div>')
@@ -81,21 +81,21 @@ def harness_run(run, texts: dict, returned, start: int) -> StepRun:
                 if len(parsed.blocks) > 1:
                     parts.append(f"<p><b>Block {block.index + 1}</b></p>")
                 parts.append(checks_html(block))
-        if step.results:
+        if call.results:
             parts.append(_part("The tool runs", texts["the tool runs"]))
             parts.append("".join(
                 inline_markdown(f"Block {r.block + 1}: ran `{call_words(r.name, r.arguments)}`" if r.ok
-                                else f"Block {r.block + 1}: not run; its error goes back instead") for r in step.results))
+                                else f"Block {r.block + 1}: not run; its error goes back instead") for r in call.results))
             back_text, back_tokens = returned(n)
             parts.append(_part("What goes back to the model", texts["what goes back"]))
             parts.append(f'<pre class="sv-pre">{html.escape(back_text)}</pre>'
                          f'<div class="sv-caption">{back_tokens} tokens, read again by every later call of this run</div>')
-        ran = [r.name for r in step.results if r.ok]
-        verdict = "✗" if any(not r.ok for r in step.results) or parsed.returned_as_text else ("answer" if parsed.final else "✓")
+        ran = [r.name for r in call.results if r.ok]
+        verdict = "✗" if any(not r.ok for r in call.results) or parsed.returned_as_text else ("answer" if parsed.final else "✓")
         steps.append(ViewStep(
             chip=f"call {n}", sub=verdict, kind="bad" if verdict == "✗" else "",
             title=", ".join(ran) or ("the answer" if parsed.final else "no tool run"),
-            facts=[("Input tokens", f"{step.cost.input_tokens:,}"), ("Output tokens", f"{step.cost.output_tokens:,}"),
+            facts=[("Input tokens", f"{call.cost.input_tokens:,}"), ("Output tokens", f"{call.cost.output_tokens:,}"),
                    ("Input tokens so far", f"{so_far:,}")],
             html="".join(parts)))
     return StepRun("Call", steps, start=start, wide=True, dim=False)
