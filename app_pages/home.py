@@ -5,6 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from ui.models import current_engine, live_model_name, no_model_box, random_label, weights_on_disk
+from ui.teacher import minutes_words
 from ui.words import ROOT, lesson, lesson_index, words
 
 text = lesson("home")
@@ -19,8 +20,9 @@ for section in ("Lessons", "Tools"):
     for entry in lesson_index():
         if entry["section"] == section and Path(ROOT / entry["page"]).exists():
             st.page_link(entry["page"], label=entry["title"])
-            if entry["id"] in lines:
-                st.caption(lines[entry["id"]])
+            minutes = minutes_words(entry["id"])
+            if entry["id"] in lines or minutes:
+                st.caption(" · ".join(filter(None, [lines.get(entry["id"]), minutes and f"⏱ {minutes}"])))
 
 @st.cache_resource(show_spinner=False)
 def no_gpu_advice() -> str | None:

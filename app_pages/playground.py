@@ -1,5 +1,7 @@
 """Harness playground: a whole episode, scripted or live, on an editable sandboxed workspace."""
 
+import json
+
 import streamlit as st
 
 from engine.errors import EngineError
@@ -10,7 +12,7 @@ from ui.draw import ledger_figure, notice
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
 from ui.packs import current_episode, find_replay, missing_note, recorded_label
-from ui.state import forget, from_url, restore, style, to_url
+from ui.state import edits_to_url, forget, from_url, restore, style, to_url, unpack_edits
 from ui.stream import TokenStream, strip_html
 from ui.words import lesson, words
 
@@ -37,6 +39,18 @@ def load_files(name: str) -> None:
     st.session_state.pop("pg_result", None)
 
 
+def load_linked_files() -> None:
+    """A link's edited files (its `files` parameter: [[path, text], ...]) in place of the scenario's."""
+    try:
+        files = json.loads(unpack_edits(st.query_params.get("files", "")) or "null")
+    except ValueError:
+        return
+    if isinstance(files, list) and all(isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f) for f in files):
+        st.session_state["pg_files"] = list(range(len(files)))
+        for n, (path, body) in enumerate(files):
+            st.session_state[f"pg_path_{n}"], st.session_state[f"pg_text_{n}"] = path, body
+
+
 def add_file() -> None:
     slots = st.session_state["pg_files"]
     new = max(slots, default=-1) + 1
@@ -55,6 +69,7 @@ scenario_name = from_url("pg_scenario", "scenario", "missing-brace", str, names)
 scenario = load_scenario(scenario_name)
 if "pg_files" not in st.session_state:
     load_files(scenario_name)
+    load_linked_files()
 mode = from_url("pg_mode", "mode", "scripted", str, ["scripted", "live"])
 to_url(scenario=scenario_name, mode=None if mode == "scripted" else mode)
 
@@ -101,6 +116,10 @@ for position, slot in enumerate(slots):
 st.button("Add a file", key="pg_add", on_click=add_file)
 if not slots:
     st.caption("(no files: the tools will see an empty folder)")
+# a copied link carries the files when they differ from the scenario's
+too_long = edits_to_url("files", None if entries == list(scenario.files.items()) else json.dumps(entries))
+if too_long:
+    st.caption(too_long)
 
 # -- the question and the run ----------------------------------------------------------------------
 restore("pg_question")

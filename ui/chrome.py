@@ -8,6 +8,7 @@ from ui.draw import CSS, PRESENTER_CSS
 from ui.models import live_model_name, model_status
 from ui.packs import pack_sidebar
 from ui.state import MODEL_CHOICES, STYLES, keep_page_state, setup_defaults, style, to_url
+from ui.teacher import minutes_words, own_page_keys, teacher_sidebar
 from ui.words import ROOT, lesson_index
 
 PAGE_TITLE = "Tool calling, token by token"
@@ -19,7 +20,15 @@ def _chrome():
     page = navigation()
     setup_defaults()
     sidebar()
+    teacher_sidebar(page.url_path, lesson_id(page))
     return page
+
+
+def lesson_id(page) -> str:
+    """The lessons/index.json id of a navigation page (the default page answers at "" and at its own url_path)."""
+    ids = {entry["url_path"]: entry["id"] for entry in lesson_index()}
+    ids[""] = next((entry["id"] for entry in lesson_index() if entry.get("default")), "")
+    return ids.get(page.url_path, "")
 
 
 def presenting() -> bool:
@@ -41,19 +50,31 @@ def route() -> None:
 
 def _run(page) -> None:
     """Run the page, then keep a copy of its widgets' values, which Streamlit drops when another page runs."""
+    if (minutes := minutes_words(lesson_id(page))) is not None and lesson_id(page) != "home":
+        st.caption(f"⏱ Suggested: {minutes}", help="From lessons/teaching.json, for planning a class.")
     try:
         page.run()
     finally:
         keep_page_state()
+        own_page_keys(page.url_path)
 
 
 def navigation():
-    """st.navigation over lessons/index.json, by section; a page whose file is not written yet is left out."""
+    """st.navigation over lessons/index.json, by section; a page whose file is not written yet is left out.
+
+    The default page is served at the root URL, so its own url_path ("home") would find no page:
+    it is given "" and a hidden copy of the same file answers /home (Streamlit tells pages apart
+    by url_path, so the two do not clash).
+    """
     sections: dict[str, list] = {}
     for entry in lesson_index():
         if (ROOT / entry["page"]).exists():
-            page = st.Page(entry["page"], title=entry["title"], url_path=entry["url_path"], default=entry.get("default", False))
+            default = entry.get("default", False)
+            page = st.Page(entry["page"], title=entry["title"], url_path="" if default else entry["url_path"], default=default)
             sections.setdefault(entry["section"], []).append(page)
+            if default and entry["url_path"]:
+                alias = st.Page(entry["page"], title=entry["title"], url_path=entry["url_path"], visibility="hidden")
+                sections[entry["section"]].append(alias)
     return st.navigation(sections, expanded=True)
 
 
