@@ -49,7 +49,7 @@ TITLES = {
     "anthropic": "Anthropic Messages",
 }
 OPENAI_MODEL = "gpt-4o"  # an example model name the request bodies carry
-ANTHROPIC_MODEL = "claude-3-opus-20240229"
+ANTHROPIC_MODEL = "claude-opus-4-6"  # the model id of Anthropic's own tool-use example (Tool use, platform.claude.com)
 ANTHROPIC_MAX_TOKENS = 1024  # Anthropic requires max_tokens in every request
 NAME = "<tool name>"  # where the named form of tool_choice puts the tool's name
 
@@ -115,7 +115,7 @@ DIFFERENCES = [
         "react": "no: one Action per reply, one reply per call",
         "openai-chat": "several entries in tool_calls (parallel_tool_calls: false turns it off)",
         "openai-responses": "several function_call items (parallel_tool_calls: false turns it off)",
-        "anthropic": "several tool_use blocks (disable_parallel_tool_use: true turns it off)",
+        "anthropic": "several tool_use blocks (disable_parallel_tool_use: true, inside tool_choice, turns it off)",
     },
     {
         "aspect": "the reply says it called a tool",
