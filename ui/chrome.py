@@ -52,11 +52,12 @@ def _run(page) -> None:
     """Run the page, then keep a copy of its widgets' values, which Streamlit drops when another page runs."""
     if (minutes := minutes_words(lesson_id(page))) is not None and lesson_id(page) != "home":
         st.caption(f"⏱ Suggested: {minutes}", help="From lessons/teaching.json, for planning a class.")
+    before = set(st.session_state)
     try:
         page.run()
     finally:
         keep_page_state()
-        own_page_keys(page.url_path)
+        own_page_keys(page.url_path, before)
 
 
 def navigation():

@@ -1,8 +1,8 @@
 """What a teacher needs around the lessons: reset (this page, or everything), suggested minutes, the print view.
 
-Reset works from the keys each page made: at the end of every run the router hands the session's
-keys that no page owns yet to the page that just ran (ui/chrome.py), so "Reset this page" drops
-that page's widgets and its URL parameters and nothing else. The handout is the page itself
+Reset works from the keys each page made: the router hands every session key that appeared while a
+page's script ran to that page (ui/chrome.py), so "Reset this page" drops that page's widgets and
+its URL parameters, and leaves the sidebar's settings, the model and an uploaded pack alone. The handout is the page itself
 printed: ui/style.css's print rules leave out the sidebar and the controls.
 """
 
@@ -35,13 +35,11 @@ def minutes_words(lesson_id: str) -> str | None:
     return None if minutes is None else f"about {minutes} minutes in class"
 
 
-def own_page_keys(url_path: str) -> None:
-    """Give the page that just ran every session key no page owns yet (the router calls this after each run)."""
-    owners: dict[str, set] = st.session_state.setdefault(OWNERS, {})
-    owned = set().union(*owners.values()) if owners else set()
-    new = {k for k in st.session_state if not k.startswith("_") and k not in SHARED and k not in owned}
+def own_page_keys(url_path: str, before: set[str]) -> None:
+    """Give the page that just ran every session key its script made (`before`: the keys when it started)."""
+    new = {k for k in st.session_state if k not in before and not k.startswith("_") and k not in SHARED}
     if new:
-        owners.setdefault(url_path, set()).update(new)
+        st.session_state.setdefault(OWNERS, {}).setdefault(url_path, set()).update(new)
 
 
 def reset_page(url_path: str) -> None:
