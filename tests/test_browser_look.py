@@ -161,6 +161,7 @@ def test_edits_past_the_link_limit_leave_the_link_and_say_so(streamlit_server, c
 def test_lesson_1_shows_the_leading_space_and_counts_bytes_not_label_letters(streamlit_server, chromium):
     with opened(chromium, f"{streamlit_server}/why_call_a_tool") as page:
         text = main_text(page)
+        assert text.startswith("⏱ Suggested: about 10 minutes in class")  # atop the lesson
         assert "The box holds ␣strawberry" in text
         assert '"␣strawberry" (with its leading space): 1 token' in text
         assert '"strawberry" (without a space): 3 tokens' in text

@@ -51,7 +51,8 @@ def route() -> None:
 def _run(page) -> None:
     """Run the page, then keep a copy of its widgets' values, which Streamlit drops when another page runs."""
     if (minutes := minutes_words(lesson_id(page))) is not None and lesson_id(page) != "home":
-        st.caption(f"⏱ Suggested: {minutes}", help="From lessons/teaching.json, for planning a class.")
+        # st.html, not a caption or markdown: a page's own elements keep their places (its tests count them)
+        st.html(f'<div class="minutes" title="from lessons/teaching.json, for planning a class">⏱ Suggested: {minutes}</div>')
     before = set(st.session_state)
     try:
         page.run()
