@@ -69,5 +69,6 @@ def teacher_sidebar(url_path: str, lesson_id: str) -> None:
                   help="Every page and setting back to how a new visitor finds them.")
         st.caption("A handout: print this page (Ctrl+P or ⌘P). The print view leaves out the sidebar and the "
                    "controls and keeps the text, the figures, what to notice and the questions.")
+        st.caption("A chart as a picture: hover it and press the camera icon in its corner (PNG).")
         st.caption("A link copied from the address bar reopens this page as it is, with your edits "
                    "(added tools, edited files) up to 8,000 characters compressed.")
