@@ -112,14 +112,17 @@ def test_reset_this_page_keeps_the_settings_and_reset_everything_clears_them(str
 
 
 def test_the_handout_print_view_hides_the_sidebar_and_controls_and_keeps_the_figures(streamlit_server, chromium):
+    from playwright.sync_api import expect
+
     with opened(chromium, f"{streamlit_server}/why_call_a_tool") as page:
+        page.locator(".notice").wait_for(timeout=30_000)  # the whole page is drawn, its stylesheet with it
         page.emulate_media(media="print")
-        assert not page.locator('[data-testid="stSidebar"]').is_visible()
-        assert not page.get_by_label("Word or text").is_visible()
+        expect(page.locator('[data-testid="stSidebar"]')).to_be_hidden()
+        expect(page.get_by_label("Word or text")).to_be_hidden()
         text = main_text(page)
         for kept in ("What to notice", "is a single token", "Check your understanding", "How many tokens does it receive"):
             assert kept in text, kept
-        assert page.locator('[data-testid="stMetric"]').first.is_visible()  # the key figure: 1 token
+        expect(page.locator('[data-testid="stMetric"]').first).to_be_visible()  # the key figure: 1 token
         assert page.locator(".notice").is_visible()
         page.pdf(path=str(ROOT / "artifacts" / "handout-why-call-a-tool.pdf")) if (ROOT / "artifacts").is_dir() else None
 
@@ -160,12 +163,16 @@ def test_edits_past_the_link_limit_leave_the_link_and_say_so(streamlit_server, c
 # -- what was seen, fixed ------------------------------------------------------------------------------------
 def test_lesson_1_shows_the_leading_space_and_counts_bytes_not_label_letters(streamlit_server, chromium):
     with opened(chromium, f"{streamlit_server}/why_call_a_tool") as page:
+        minutes = page.locator(".minutes")  # atop the lesson, above its title
+        minutes.wait_for(timeout=30_000)
+        assert minutes.inner_text() == "⏱ Suggested: about 10 minutes in class"
+        assert minutes.bounding_box()["y"] < page.locator("h1").first.bounding_box()["y"]
         text = main_text(page)
-        assert text.startswith("⏱ Suggested: about 10 minutes in class")  # atop the lesson
         assert "The box holds ␣strawberry" in text
         assert '"␣strawberry" (with its leading space): 1 token' in text
         assert '"strawberry" (without a space): 3 tokens' in text
     with opened(chromium, f"{streamlit_server}/why_call_a_tool?word=%EA%99%AE") as page:  # ꙮ, cut into byte tokens
+        page.locator(".tok-strip .tok").first.wait_for(timeout=30_000)
         chips = page.locator(".tok-strip").first.locator(".tok").all_inner_texts()
         # the label <0xAE> holds no letters: the chip counts the bytes it carries
         assert [c.split("\n")[0] for c in chips] == ["<0xEA><0x99>", "<0xAE>"]
@@ -202,10 +209,12 @@ def test_lesson_3_with_the_tiny_model_points_to_the_generate_button(streamlit_se
     ],
 )
 def test_words_fixed_where_a_learner_saw_them(streamlit_server, chromium, path, present, absent):
+    from playwright.sync_api import expect
+
     with opened(chromium, f"{streamlit_server}/{path}") as page:
         close_dialog(page)
-        if path == "same_call_five_ways" and "tool_choice" in present:
-            page.get_by_text("What differs").first.scroll_into_view_if_needed()
+        # a long page may still be drawing its end
+        expect(page.locator('[data-testid="stMain"]')).to_contain_text(present, timeout=60_000)
         text = main_text(page)
         assert present in text
         assert absent not in text
