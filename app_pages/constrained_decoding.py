@@ -171,6 +171,8 @@ def show_pair(turns: dict, who: str | None, limit: int) -> None:
                 st.markdown(f"Calls that pass every check: **{len(verdict.calls)}**. It {ended}." + (f" Errors: `{errors}`" if errors else ""))
                 if finish == "length" and not verdict.calls:
                     st.warning(text["cut off in decode both"])
+    if len({said for said, _ in turns.values()}) == 1 and mode != "none":  # same seed, same tokens: say why
+        st.info(text["identical" if mode == "auto" else "identical forced"])
 
 
 pair_panel = find_panel(ID, "side-by-side", mode)
@@ -201,9 +203,9 @@ section("What the grammar does not do")
 # -- what the constraint does not do ---------------------------------------------------------------
 st.header("What the grammar does not do")
 st.markdown(text["what it does not do"])
-st.subheader("It cannot stop a cut-off", anchor="cut-off")
 other = walked("other-tool", "auto")
 st.markdown(words(ID, "wrong tool", allowed=sum(s.ok for s in other), total=len(other)))
+st.subheader("It cannot stop a cut-off", anchor="cut-off")
 cut = load_scenario("cut-off")
 cut_text = cut.turns["native"][cut.malformed_turn].text
 cut_steps = walked_cut(cut_text)

@@ -6,6 +6,7 @@ import streamlit as st
 
 from engine.harness.loop import load_scenario, run_scenario
 from ui.models import current_engine, live_model_name, no_model_box, random_label, weights_on_disk
+from ui.teacher import minutes_words
 from ui.views.loop_view import loop_view, run_frames
 from ui.words import ROOT, lesson, lesson_index, page_title, words
 
@@ -30,8 +31,9 @@ for section in ("Lessons", "Tools"):
     for entry in lesson_index():
         if entry["section"] == section and Path(ROOT / entry["page"]).exists():
             st.page_link(entry["page"], label=page_title(entry["id"]))
-            if entry["id"] in lines:
-                st.caption(lines[entry["id"]])
+            minutes = minutes_words(entry["id"])
+            if entry["id"] in lines or minutes:
+                st.caption(" · ".join(filter(None, [lines.get(entry["id"]), minutes and f"⏱ {minutes}"])))
 
 @st.cache_resource(show_spinner=False)
 def no_gpu_advice() -> str | None:

@@ -1,5 +1,7 @@
 """Harness playground: a whole episode, scripted or live, on an editable sandboxed workspace."""
 
+import json
+
 import streamlit as st
 
 from engine.errors import EngineError
@@ -11,7 +13,7 @@ from ui.draw import ledger_figure, notice
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
 from ui.packs import replay_episode_here
-from ui.state import forget, from_url, restore, style, to_url
+from ui.state import edits_to_url, forget, from_url, restore, style, to_url, unpack_edits
 from ui.stream import TokenStream, strip_html
 from ui.views.loop_view import loop_view, run_frames
 from ui.words import lesson, words
@@ -38,6 +40,18 @@ def load_files(name: str) -> None:
     st.session_state.pop("playground_result", None)
 
 
+def load_linked_files() -> None:
+    """A link's edited files (its `files` parameter: [[path, text], ...]) in place of the scenario's."""
+    try:
+        files = json.loads(unpack_edits(st.query_params.get("files", "")) or "null")
+    except ValueError:
+        return
+    if isinstance(files, list) and all(isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f) for f in files):
+        st.session_state["playground_files"] = list(range(len(files)))
+        for n, (path, body) in enumerate(files):
+            st.session_state[f"playground_path_{n}"], st.session_state[f"playground_text_{n}"] = path, body
+
+
 def add_file() -> None:
     slots = st.session_state["playground_files"]
     new = max(slots, default=-1) + 1
@@ -56,6 +70,7 @@ scenario_name = from_url("playground_scenario", "scenario", "missing-brace", str
 scenario = load_scenario(scenario_name)
 if "playground_files" not in st.session_state:
     load_files(scenario_name)
+    load_linked_files()
 mode = from_url("playground_mode", "mode", "scripted", str, ["scripted", "live"])
 to_url(scenario=scenario_name, mode=None if mode == "scripted" else mode)
 
@@ -100,6 +115,10 @@ for position, slot in enumerate(slots):
 st.button("Add a file", key="playground_add", on_click=add_file)
 if not slots:
     st.caption("(no files: the tools will see an empty folder)")
+# a copied link carries the files when they differ from the scenario's
+too_long = edits_to_url("files", None if entries == list(scenario.files.items()) else json.dumps(entries))
+if too_long:
+    st.caption(too_long)
 
 # -- the question and the run ----------------------------------------------------------------------
 restore("playground_question")

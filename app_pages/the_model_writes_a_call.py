@@ -58,7 +58,7 @@ if steps is None:
     rows = [(p.id, p.text, None, None) for p in pieces] + [(IM_END, tok.token_text(IM_END), None, None)]
     if kind == "none":
         draw_source(source)
-    st.markdown(text["no probabilities"])
+    st.markdown(text["not generated yet" if kind in ("live", "random") else "no probabilities"])
 else:
     rows = steps
 

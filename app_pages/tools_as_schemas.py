@@ -49,7 +49,9 @@ with right:
         column.metric(f"{get_style(name).label}: prompt tokens", prompt_tokens)
         column.metric(f"{get_style(name).label}: tools cost", tools_tokens.total)
     shown = costs[style()][1]
-    st.markdown(text["tools cost figure"].format(count=len(tools), tokens=shown.total))
+    # ReAct's figure is said to be a different format, never set beside the native 241 as the same measure
+    figure = "tools cost figure" if style() == "native" else "tools cost figure react"
+    st.markdown(text[figure].format(count=len(tools), tokens=shown.total, native=costs["native"][1].total))
     st.markdown(text["tools cost parts"].format(tokens=shown.total, definitions=shown.definitions, instructions=shown.instructions))
 
     def switch_style():

@@ -1,12 +1,15 @@
 """Lesson 1: the model sees token ids, not letters; counting is a job for a tool."""
 
+import re
+
 import streamlit as st
 
 from engine.harness.loop import load_scenario, run_scenario
 from engine.harness.tools import run_tool
 from engine.teaching.panels import find_panel
-from ui.draw import draw_tokens, notice
+from ui.draw import draw_tokens, notice, show_token
 from ui.glossary import show_intro
+from ui.literal import draw_reply
 from ui.models import draw_source, panel_source, tokenizer
 from ui.packs import replay_episode_here
 from ui.state import from_url, style, to_url
@@ -28,12 +31,16 @@ to_url(word=word)
 
 
 def letters_hidden(piece) -> str:
-    n = sum(ch.isalpha() for ch in piece.text)
-    return f"{n} letter{'s' if n != 1 else ''}"
+    # a byte token's label (<0x8D>) is not letters: count only the characters it really holds
+    whole = re.sub(r"<0x[0-9A-F]{2}>", "", piece.text)
+    n, parts = sum(ch.isalpha() for ch in whole), len(re.findall(r"<0x[0-9A-F]{2}>", piece.text))
+    return f"{n} letter{'s' if n != 1 else ''}" + (f" + {parts} byte{'s' if parts != 1 else ''} of a character" if parts else "")
 
 
 pieces = tok.encode_and_show_work(word)
 st.metric("Tokens", len(pieces))
+if word != word.strip():  # a space is invisible in the box: say it is there
+    st.caption(f"The box holds `{show_token(word)}`: ␣ marks a space, which is part of the text the model gets.")
 if pieces:
     draw_tokens([(p.id, p.text) for p in pieces], extra=[letters_hidden(p) for p in pieces], special=[p.special for p in pieces])
 
@@ -44,7 +51,8 @@ if bare and " " not in bare:
     left, right = st.columns(2)
     for column, variant in ((left, bare), (right, " " + bare)):
         shown = tok.encode_and_show_work(variant)
-        column.markdown(f'`"{variant}"`: **{len(shown)} token{"s" if len(shown) != 1 else ""}**')
+        spaced = "with its leading space" if variant.startswith(" ") else "without a space"
+        column.markdown(f'`"{show_token(variant)}"` ({spaced}): **{len(shown)} token{"s" if len(shown) != 1 else ""}**')
         with column:
             draw_tokens([(p.id, p.text) for p in shown], extra=[letters_hidden(p) for p in shown])
 
@@ -112,7 +120,7 @@ elif "pack" in (bare_source.kind, tools_source.kind):
         else:
             played = replay_episode_here(tools_source.run, with_tools, with_tools.request.messages, with_tools.request.tools)
         for call in played.calls if played else []:
-            st.code(call.turn.text or "(empty)", language=None, wrap_lines=True)
+            draw_reply(call.turn.text)  # long whitespace runs collapsed, as the live view does
             for result in call.results:
                 st.markdown(f"Tool result: `{result.text}`")
 else:

@@ -199,7 +199,11 @@ def test_gallery_costs_are_the_engines():
     at = open_page(GALLERY, case="retry-loop")
     loop = measure_retry_loop(load_scenario("retry-loop"))
     shown = {m.label: m.value for m in at.metric}
-    assert shown == {"Tokens, budget of 2": f"{loop.with_budget['tokens']:,}", "Tokens, no budget": f"{loop.without_budget['tokens']:,}"}
+    assert shown == {"Input and output tokens, budget of 2": f"{loop.with_budget['tokens']:,}",
+                     "Input and output tokens, no budget": f"{loop.without_budget['tokens']:,}"}
+    # the run's own line names the same figure's two parts (1,722 input + 57 output = 1,779)
+    assert (f"{loop.with_budget['input_tokens']:,} input and {loop.with_budget['output_tokens']:,} output tokens "
+            f"({loop.with_budget['tokens']:,} in all)") in page_text(at)
     assert f"The budget saves **{loop.saved_tokens:,} tokens**" in page_text(at) and loop.saved_tokens == 3785
 
 

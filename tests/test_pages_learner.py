@@ -23,9 +23,9 @@ LESSON_PAGES = {
     "when-not-to-call": "app_pages/answer_and_when_not_to_call.py", "constrained-decoding": "app_pages/constrained_decoding.py",
 }
 WANTED_TERMS = [
-    "token", "vocabulary", "special token", "chat template", "system prompt", "tool schema", "harness", "tool call",
-    "tool result", "ReAct", "logit", "probability", "top-k", "grammar", "mask", "tool_choice", "constrained decoding",
-    "malformed call",
+    "token", "vocabulary", "special token", "chat template", "system prompt", "tool schema", "thinking", "harness",
+    "tool call", "tool result", "ReAct", "logit", "probability", "top-k", "sampler", "grammar", "mask", "tool_choice",
+    "constrained decoding", "malformed call", "parallel calls",
 ]
 
 

@@ -11,6 +11,7 @@ from ui.next_lesson import next_lesson
 from ui.packs import pack_sidebar
 from ui.sections import finish_sections, start_sections
 from ui.state import MODEL_CHOICES, STYLES, keep_page_state, setup_defaults, style, to_url
+from ui.teacher import minutes_words, own_page_keys, teacher_sidebar
 from ui.words import ROOT, lesson_index, page_title
 
 PAGE_TITLE = "Tool calling, token by token"
@@ -22,7 +23,15 @@ def _chrome():
     page = navigation()
     setup_defaults()
     sidebar()
+    teacher_sidebar(page.url_path, lesson_id(page))
     return page
+
+
+def lesson_id(page) -> str:
+    """The lessons/index.json id of a navigation page (the default page answers at "" and at its own url_path)."""
+    ids = {entry["url_path"]: entry["id"] for entry in lesson_index()}
+    ids[""] = next((entry["id"] for entry in lesson_index() if entry.get("default")), "")
+    return ids.get(page.url_path, "")
 
 
 def presenting() -> bool:
@@ -45,21 +54,35 @@ def route() -> None:
 def _run(page) -> None:
     """Run the page, then keep a copy of its widgets' values, which Streamlit drops when another page runs."""
     start_sections(presenting())
+    if (minutes := minutes_words(lesson_id(page))) is not None and lesson_id(page) != "home":
+        # st.html, not a caption or markdown: a page's own elements keep their places (its tests count them)
+        st.html(f'<div class="minutes" title="from lessons/teaching.json, for planning a class">⏱ Suggested: {minutes}</div>')
+    before = set(st.session_state)
     try:
         page.run()
         next_lesson(page.url_path)
     finally:
         finish_sections()
         keep_page_state()
+        own_page_keys(page.url_path, before)
 
 
 def navigation():
-    """st.navigation over lessons/index.json, by section; a page whose file is not written yet is left out."""
+    """st.navigation over lessons/index.json, by section; a page whose file is not written yet is left out.
+
+    The default page is served at the root URL, so its own url_path ("home") would find no page:
+    it is given "" and a hidden copy of the same file answers /home (Streamlit tells pages apart
+    by url_path, so the two do not clash).
+    """
     sections: dict[str, list] = {}
     for entry in lesson_index():
         if (ROOT / entry["page"]).exists():
-            page = st.Page(entry["page"], title=page_title(entry["id"]), url_path=entry["url_path"], default=entry.get("default", False))
+            default = entry.get("default", False)
+            page = st.Page(entry["page"], title=page_title(entry["id"]), url_path="" if default else entry["url_path"], default=default)
             sections.setdefault(entry["section"], []).append(page)
+            if default and entry["url_path"]:
+                alias = st.Page(entry["page"], title=entry["title"], url_path=entry["url_path"], visibility="hidden")
+                sections[entry["section"]].append(alias)
     return st.navigation(sections, expanded=True)
 
 

@@ -1,9 +1,14 @@
-"""How the pages draw tokens, prompts, notices and charts: HTML strings and one plotly layout."""
+"""How the pages draw tokens, prompts, notices and charts: HTML strings and one plotly layout.
+
+The look of those strings lives in two stylesheets beside this file: ui/style.css (every page, and
+its print view) and ui/presenter.css (presenter mode).
+"""
 
 from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -11,61 +16,17 @@ import streamlit as st
 from engine.core.parse import CHECK_TITLES
 from ui.literal import literal
 
-CSS = """
-<style>
-.tok-strip {display:flex; flex-wrap:wrap; gap:4px; margin:0.4rem 0 0.8rem 0; line-height:1.25}
-.tok {display:inline-flex; flex-direction:column; align-items:center; border-radius:6px; padding:3px 6px;
-      border:1px solid rgba(0,0,0,0.18); color:#111; min-width:1.6em}
-.tok .t {font-family:ui-monospace,Menlo,Consolas,monospace; font-size:1.05em; white-space:pre}
-.tok .i {font-family:ui-monospace,Menlo,Consolas,monospace; font-size:0.72em; color:#333}
-.tok.a {background:#cfe8ff} .tok.b {background:#ffe2b8} .tok.sp {background:#e6d4ff; font-weight:600}
-.tok.now {outline:3px solid #d62728; outline-offset:1px}
-.tok.later {opacity:0.35}
-.prompt-view {font-family:ui-monospace,Menlo,Consolas,monospace; font-size:0.92em; white-space:pre-wrap;
-      word-break:break-word; line-height:1.5; border:1px solid #ddd; border-radius:8px; padding:0.8rem; color:#111}
-.prompt-view span {border-radius:3px}
-.k-template {background:#e8e8e8} .k-tool {background:#ffe2b8} .k-message {background:#cfe8ff} .k-generation {background:#d5f5d5}
-.legend span {display:inline-block; padding:2px 8px; margin-right:6px; border-radius:4px; color:#111}
-.notice {border-left:6px solid #2e7d32; background:#eef7ee; padding:0.8rem 1rem; border-radius:6px; margin:1rem 0; color:#111}
-.notice b {display:block; margin-bottom:0.3rem}
-.turn-view {font-family:ui-monospace,Menlo,Consolas,monospace; font-size:1.05em; white-space:pre-wrap;
-  word-break:break-word; line-height:1.55; border:1px solid #ccc; border-radius:8px; padding:0.8rem 1rem; color:#111;
-  background:#fafafa}
-.turn-view mark.ok {background:#c8efc8; color:#111} .turn-view mark.bad {background:#ffc9c9; color:#111}
-table.checks {border-collapse:collapse; width:100%; font-size:1.05em; margin:0.3rem 0 1rem 0}
-table.checks td {border-bottom:1px solid #e3e3e3; padding:0.35rem 0.6rem; vertical-align:top; color:inherit}
-table.checks td.v {white-space:nowrap; font-weight:600}
-table.checks tr.pass td.v {color:#1b7f1b} table.checks tr.fail td.v {color:#c62828} table.checks tr.skip td {color:#888}
-table.checks code {white-space:pre-wrap; font-size:0.95em}
-.equal {font-size:2.4em; font-weight:700; color:#1b7f1b; text-align:center; line-height:1.1; padding-top:0.6rem}
-.reply-label {font-size:0.85em; color:#8a5a00; margin:0.2rem 0}
-.turn-view mark.dropped {background:#e4e4e4; color:#555; text-decoration:line-through wavy #999}
-.tok.run {background:#fff3c4; border-style:dashed} .ws-run {background:#fff3c4; border:1px dashed #b59b00; border-radius:4px; padding:0 4px}
-table.plain {border-collapse:collapse; width:100%; margin:0.3rem 0 1rem 0; table-layout:auto}
-table.plain th, table.plain td {border-bottom:1px solid #e3e3e3; padding:0.3rem 0.5rem; text-align:left; vertical-align:top;
-  overflow-wrap:anywhere; color:inherit} table.plain th {font-weight:600; overflow-wrap:normal}
-/* labels, metrics and buttons wrap instead of ending in "…" (a projector at 1024 px must show them whole) */
-.stMarkdownEllipsis, .stMarkdownEllipsis * {white-space:normal !important; overflow:visible !important;
-  text-overflow:clip !important; overflow-wrap:break-word}
-[data-testid="stMetricValue"] {overflow-wrap:anywhere}
-[data-testid="stButton"] button {min-width:0; max-width:100%}
-div[data-baseweb="button-group"], [data-testid="stButtonGroup"] > div {flex-wrap:wrap}
-.katex .base {padding-right:0.15em}
-[data-testid="stSidebarNavLink"] {height:auto} [data-testid="stSidebarNavLink"] span {white-space:normal; overflow:visible; text-overflow:clip}
-/* a second cue besides colour: each kind of text has its own underline or border style */
-.k-template {border-bottom:2px dotted #666} .k-tool {border-bottom:2px solid #a35c00}
-.k-message {border-bottom:2px dashed #1f5fa0} .k-generation {border-bottom:3px double #2e7d32}
-.tok.sp {border:2px dashed #5b2d9e} .turn-view mark.ok {outline:2px solid #1b7f1b}
-.turn-view mark.bad {outline:2px dashed #c62828; text-decoration:underline wavy #c62828}
-</style>
-"""
+HERE = Path(__file__).resolve().parent
 
-PRESENTER_CSS = """
-<style>
-html {font-size: 22px;}
-.block-container {max-width: 100% !important; padding-left: 2rem; padding-right: 2rem;}
-</style>
-"""
+
+def _style_tag(name: str) -> str:
+    """One of ui/'s stylesheets as a <style> block (read once, when this module loads)."""
+    return f"<style>\n{(HERE / name).read_text(encoding='utf-8')}</style>"
+
+
+CSS = _style_tag("style.css")  # every page: tokens, prompts, replies, tables, print
+PRESENTER_CSS = _style_tag("presenter.css")  # presenter mode only: larger text, chips and links
+
 
 KIND_NAMES = {"template": "template instructions", "tool": "tool definitions", "message": "messages", "generation": "generation prompt"}
 

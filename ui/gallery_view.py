@@ -27,8 +27,9 @@ def draw_verdict(policy: str, verdict, run) -> None:
         st.info("no call in this reply: it is the answer")
     totals = run.ledger.totals()
     calls = len(run.calls)
-    st.markdown(f"The whole run: **{calls} call{'s' if calls != 1 else ''}**, {totals['input_tokens']:,} input tokens; "
-                f"it ended with *{run.stop_reason}*.")
+    # input and output named apart: the cost section below counts both, and the two must read as one figure
+    st.markdown(f"The whole run: **{calls} call{'s' if calls != 1 else ''}**, {totals['input_tokens']:,} input and "
+                f"{totals['output_tokens']:,} output tokens ({totals['tokens']:,} in all); it ended with *{run.stop_reason}*.")
 
 
 def draw_schema_cost(cost) -> None:
@@ -51,8 +52,8 @@ def draw_length_cut(cut) -> None:
 def draw_retry_cost(cost) -> None:
     columns = st.columns(2)
     with_budget, without = cost.with_budget, cost.without_budget
-    columns[0].metric(f"Tokens, budget of {cost.retry_budget}", f"{with_budget['tokens']:,}", help="input and output, whole run")
-    columns[1].metric("Tokens, no budget", f"{without['tokens']:,}", help="input and output, whole run")
+    columns[0].metric(f"Input and output tokens, budget of {cost.retry_budget}", f"{with_budget['tokens']:,}", help="the whole run")
+    columns[1].metric("Input and output tokens, no budget", f"{without['tokens']:,}", help="the whole run")
     st.markdown(f"The budget saves **{cost.saved_tokens:,} tokens**. With it the run stops after **{with_budget['calls']} calls** "
                 f"(*{cost.stop_with}*); without it, after **{without['calls']}** (*{cost.stop_without}*).")
 

@@ -9,6 +9,9 @@ parameters still win: a teacher's link opens the state it names.
 
 from __future__ import annotations
 
+import base64
+import zlib
+
 import streamlit as st
 
 from engine.core.styles import style_names
@@ -96,3 +99,53 @@ def setup_defaults() -> None:
     from_url("style", "style", "native", str, STYLES)
     from_url("model", "model", "live", str, MODEL_CHOICES)
     from_url("present", "present", False, lambda v: v in ("1", "true", "yes"))
+
+
+# -- a learner's edits in a link: compressed, base64url, within a size a browser and a chat app keep -----------
+MAX_LINK_EDITS = 8_000  # characters of the URL parameter; past it the link carries no edits and the page says so
+
+
+def pack_edits(text: str) -> str:
+    """A learner's text as a URL parameter value: zlib-compressed, then base64url without padding."""
+    packed = base64.urlsafe_b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii")
+    return packed.rstrip("=")
+
+
+def unpack_edits(value: str) -> str | None:
+    """The text a link carries (pack_edits' inverse), or None if the value is not one (a truncated link)."""
+    try:
+        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+        # at most 1 MB unpacked: a hand-made link cannot make the server inflate a bomb
+        inflater = zlib.decompressobj()
+        text = inflater.decompress(raw, 1_000_000)
+        if inflater.unconsumed_tail:
+            return None
+        return text.decode("utf-8")
+    except (ValueError, zlib.error, UnicodeDecodeError):
+        return None
+
+
+def edits_from_url(key: str, param: str) -> bool:
+    """Seed a text widget from a link's edits (`param`) when the session has no value of its own; True if it did."""
+    if key in st.session_state or (raw := st.query_params.get(param)) is None:
+        return False
+    text = unpack_edits(raw)
+    if text is None:
+        return False
+    st.session_state[key] = text
+    _kept()[key] = text
+    return True
+
+
+def edits_to_url(param: str, text: str | None) -> str | None:
+    """Write `text` into the link as `param` (None: the shipped text, nothing to carry); a note when it is too long."""
+    if text is None:
+        to_url(**{param: None})
+        return None
+    packed = pack_edits(text)
+    if len(packed) > MAX_LINK_EDITS:
+        to_url(**{param: None})
+        return (f"Your edits are too long to travel in a link ({len(packed):,} characters compressed; the limit is "
+                f"{MAX_LINK_EDITS:,}): a copied link opens the shipped text. Shorten them to share them.")
+    to_url(**{param: packed})
+    return None

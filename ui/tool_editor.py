@@ -1,4 +1,7 @@
-"""The tool-definition editor of lesson 2 and the calculator: JSON text with add / remove / reset, checked by the engine."""
+"""The tool-definition editor of lesson 2 and the calculator: JSON text with add / remove / reset, checked by the engine.
+
+A copied link carries the edited text (ui/state.py's `edits` parameter), so a teacher can share a tool set.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import json
 import streamlit as st
 
 from engine.core.tooldefs import MAX_DEFINITIONS_BYTES, TOOL_SETS, add_example_tool, find_tool_problems, load_tool_set
-from ui.state import from_url, restore, to_url
+from ui.state import edits_from_url, edits_to_url, from_url, restore, to_url
 
 
 def tool_set_text(name: str) -> str:
@@ -57,7 +60,8 @@ def tool_editor(prefix: str, default_set: str = "strawberry", height: int = 420)
         st.session_state[text_key] = tool_set_text(st.session_state[set_key])
         st.session_state.pop(f"{text_key}_note", None)
 
-    if not restore(text_key):  # the learner's own text survives a visit to another page
+    # a link's edits first, then the learner's own text from a visit to another page, else the shipped set
+    if not edits_from_url(text_key, "edits") and not restore(text_key):
         reset()
     st.selectbox("Start from a shipped tool set", TOOL_SETS, key=set_key, on_change=reset)
     to_url(tools=st.session_state[set_key])
@@ -66,6 +70,11 @@ def tool_editor(prefix: str, default_set: str = "strawberry", height: int = 420)
     buttons[1].button("Remove the last tool", key=f"{prefix}_remove", on_click=_edit_tools, args=(text_key, lambda t: t[:-1]), width="stretch")
     buttons[2].button("Reset", key=f"{prefix}_reset", on_click=reset, width="stretch")
     st.text_area("Tool definitions (JSON)", key=text_key, height=height)
+    # the link carries the learner's text unless it is the shipped set's
+    edited = st.session_state[text_key]
+    too_long = edits_to_url("edits", None if edited == tool_set_text(st.session_state[set_key]) else edited)
+    if too_long:
+        st.caption(too_long)
     tools, problems = read_tools(st.session_state[text_key])
     note = st.session_state.get(f"{text_key}_note")
     if note and problems:

@@ -9,17 +9,6 @@ import streamlit as st
 
 from engine.wire.formats import NAME, differences, format_names, get_format, text_format_for, tool_choice_formats
 
-TABLE_CSS = """
-<style>
-table.wire {border-collapse:collapse; width:100%; table-layout:fixed; font-size:0.92em; margin:0.4rem 0 1rem 0}
-table.wire th, table.wire td {border:1px solid #ddd; padding:0.35rem 0.5rem; vertical-align:top; text-align:left;
-  overflow-wrap:anywhere; color:inherit}
-table.wire th {background:rgba(128,128,128,0.12)}
-table.wire td:first-child {font-weight:600}
-table.wire code {white-space:pre-wrap; overflow-wrap:anywhere; font-size:0.95em}
-</style>
-"""
-
 
 def as_text(value) -> str:
     """A wire object as its literal text: the prompt text as is, a JSON body indented."""
@@ -91,7 +80,7 @@ def draw_exchange(exchange, calls) -> None:
 def _table(header: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
-    return f'{TABLE_CSS}<table class="wire"><tr>{head}</tr>{body}</table>'
+    return f'<table class="wire"><tr>{head}</tr>{body}</table>'
 
 
 def differences_html(style: str) -> str:
@@ -105,7 +94,7 @@ def differences_html(style: str) -> str:
             + "".join(f"<tr><td>{html.escape(short_name(f))}</td><td>{html.escape(d[f])}</td></tr>" for f in formats)
             for d in rows_of
         )
-        return f'{TABLE_CSS}<table class="wire">{body}</table>'
+        return f'<table class="wire">{body}</table>'
     rows = [[html.escape(d["aspect"]), *(html.escape(d[f]) for f in formats)] for d in rows_of]
     return _table(["", *(short_name(f) for f in formats)], rows)
 

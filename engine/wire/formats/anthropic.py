@@ -11,7 +11,7 @@ import copy
 
 from .base import NAME, WireCall, WireExchange, WireFormat, check_exchange, function_of, make_id, split_system
 
-ANTHROPIC_MODEL = "claude-3-opus-20240229"
+ANTHROPIC_MODEL = "claude-opus-4-6"  # the model id of Anthropic's own tool-use example (its Tool use page)
 ANTHROPIC_MAX_TOKENS = 1024  # Anthropic requires max_tokens in every request
 
 
@@ -27,7 +27,7 @@ class AnthropicMessages(WireFormat):
         "arguments": "an object (input), already parsed",
         "how a result finds its call": "by id: tool_result.tool_use_id = tool_use.id",
         "the result goes back as": "one user message with a tool_result block per result",
-        "parallel calls": "several tool_use blocks (disable_parallel_tool_use: true turns it off)",
+        "parallel calls": "several tool_use blocks (disable_parallel_tool_use: true, inside tool_choice, turns it off)",
         "the reply says it called a tool": 'stop_reason: "tool_use"',
         "tool_choice: auto / required / none / one tool": '{"type": "auto"} / {"type": "any"} / {"type": "none"} / {"type": "tool", "name"}',
     }
