@@ -33,6 +33,8 @@ class Settings:
     # an OpenAI-compatible server (vLLM, SGLang, llama.cpp) that runs the model instead of this process,
     # e.g. http://gpu-box:8000/v1 (QWEN_ENGINE_URL); None = the local model
     engine_url: str | None = field(default_factory=lambda: (os.environ.get("QWEN_ENGINE_URL") or "").strip() or None)
+    # seconds a request to that server may wait for its answer before the panel says it is too slow (QWEN_ENGINE_TIMEOUT)
+    engine_timeout: float = field(default_factory=lambda: float(os.environ.get("QWEN_ENGINE_TIMEOUT") or 120))
     # run_tests without bubblewrap or Landlock (the audit hook alone): only on a single-user machine,
     # since a test could then read any file the server can; QWEN_SANDBOX_WEAK=1 allows it
     sandbox_weak: bool = field(default_factory=lambda: os.environ.get("QWEN_SANDBOX_WEAK", "") == "1")

@@ -22,6 +22,7 @@ from ..errors import BadInput
 from ..harness.loop import Turn
 from .decode import Constraint, generate
 from .loading import LoadedModel
+from .remote import RemoteEngine, generate_remote
 
 
 def build_constraint(engine: LoadedModel, tools: list[dict], tool_choice: str | None, style: str = "native",
@@ -48,8 +49,10 @@ def generate_turn(
     constraint: Constraint | None = None,
     on_step=None,
 ) -> Generation:
-    """Render `request` as the model sees it and generate the assistant's next turn."""
+    """Render `request` as the model sees it and generate the assistant's next turn (here, or on a server: engine/model/remote.py)."""
     prompt = render(request, engine.tokenizer)
+    if isinstance(engine, RemoteEngine):
+        return generate_remote(engine, prompt, settings, constraint, on_step)
     return generate(engine, prompt, settings, constraint, on_step)
 
 
