@@ -52,7 +52,7 @@ def start_server(mode: str = "ok"):
                 self.connection.close()
                 return
             if mode == "slow":
-                time.sleep(3)
+                time.sleep(5)
             prompt = request["prompt"]
             if isinstance(prompt, list) and mode == "text-only":
                 self.answer(400, {"error": "prompt must be a string"})

@@ -76,7 +76,8 @@ def test_the_command_line_gives_the_same_json_keys_from_a_server(server, tmp_pat
     ("slow", "did not answer /completions within 1 s"),
 ])
 def test_each_failure_is_one_clear_line_and_nothing_hangs(server, mode, message):
-    remote = connect(server(mode), timeout=1.0)
+    # a short timeout for the slow server only: on a busy machine the tiny model itself can take seconds
+    remote = connect(server(mode), timeout=1.0 if mode == "slow" else 120.0)
     started = time.perf_counter()
     with pytest.raises(RemoteError) as caught:
         generate_turn(remote, Request([{"role": "user", "content": "Say hi"}]), SETTINGS)
@@ -117,3 +118,18 @@ def test_requests_to_a_server_run_at_once_without_a_lock(server):
     for thread in threads:
         thread.join(120)
     assert not errors and len(results) == 6 and len(set(results)) == 1
+
+
+@pytest.mark.slow
+def test_lesson_3_with_qwen_engine_url_shows_each_tokens_probability_from_the_server(server, monkeypatch):
+    from helpers import open_page
+
+    url = server()
+    monkeypatch.setenv("QWEN_ENGINE_URL", url)
+    at = open_page("app_pages/the_model_writes_a_call.py", timeout=120)
+    assert any(f"server at {url}" in s.value for s in at.success)
+    assert any("Model server:" in c.value for c in at.sidebar.caption)
+    at.button(key="call_generate").click().run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert chart["data"][0]["x"] and all(0 <= p <= 1 for p in chart["data"][0]["x"])

@@ -59,6 +59,12 @@ class RemoteEngine:
     prompt_as: list = field(default_factory=lambda: ["ids"])  # "ids", or "text" once the server refused ids
 
 
+def refuse_remote(engine) -> None:
+    """RemoteError saying what a server cannot return, for a panel that needs the whole distribution."""
+    if isinstance(engine, RemoteEngine):
+        raise RemoteError(f"{engine.info.label()}: {CANNOT_RETURN}")
+
+
 def normalize_url(url: str) -> str:
     """The API base: 'http://host:8000' and 'http://host:8000/v1/' both become 'http://host:8000/v1'."""
     url = url.strip().rstrip("/")
