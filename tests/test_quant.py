@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import engine.model.probe as probe
 import engine.model.quant as quant
 import engine.model.threads as threads
 from engine.errors import BadInput
@@ -63,7 +64,7 @@ def test_threads_are_chosen_by_the_timing(monkeypatch, one, more, expected):
     import torch
 
     timings = iter([one, more])
-    monkeypatch.setattr(quant, "time_layer", lambda layer, repeats=15: next(timings))
+    monkeypatch.setattr(probe, "time_layer", lambda layer, repeats=15: next(timings))
     before = torch.get_num_threads()
     choice = threads.choose_threads(layer=object())
     assert choice.threads == expected and choice.decode_us == {"1": one * 1e6, "2": more * 1e6}

@@ -188,7 +188,8 @@ def tune_for_cpu(loaded: LoadedModel, quant: QuantChoice, progress: Progress | N
         quantize_network(loaded.model)
         info = replace(info, quant="int8")
     if choose_threads_now or requested_threads() is not None:
-        from .quant import decode_layer, quantize_network
+        from .probe import decode_layer
+        from .quant import quantize_network
 
         if progress is not None:
             progress(0, 0, "timing 1 and more torch threads")

@@ -15,16 +15,14 @@ it takes at most `_INT8_RATIO` of fp32's time. QWEN_QUANT=int8|none overrides (e
 from __future__ import annotations
 
 import functools
-import time
 import warnings
 from dataclasses import asdict, dataclass
 
 from ..errors import BadInput
 from ..settings import load_settings
+from .probe import decode_layer, one_thread, time_layer
 
 QUANTS = ("auto", "int8", "none")
-# a decode-shaped product: one row through Qwen3-1.7B's MLP up-projection
-_IN, _OUT = 2048, 6144
 # int8 must make that product at least this much faster (it reads a quarter of the bytes: about 0.3-0.5 here)
 _INT8_RATIO = 0.8
 
@@ -46,8 +44,6 @@ def _time_product(quantized: bool, repeats: int = 15) -> float:
 
     The fastest, as engine/model/cpu_speed.py takes it: other processes only ever add time. Timed on
     one thread: a fair count of the bytes each reads (engine/model/threads.py then times the threads)."""
-    from .threads import one_thread
-
     with one_thread():
         return _time_once(quantized, repeats)
 
@@ -57,33 +53,6 @@ def _time_once(quantized: bool, repeats: int) -> float:
     if quantized:
         layer = quantize_network(layer)
     return time_layer(layer, repeats)
-
-
-def decode_layer():
-    """A 2048 -> 6144 fp32 Linear (Qwen3-1.7B's MLP up-projection) with fixed random weights, in a Sequential."""
-    import torch
-
-    generator = torch.Generator().manual_seed(0)
-    # skip_init: nn.Linear's own kaiming init of 12.6M weights takes longer than the timing itself
-    layer = torch.nn.utils.skip_init(torch.nn.Linear, _IN, _OUT, bias=False)
-    with torch.no_grad():
-        layer.weight.copy_(torch.randn(_OUT, _IN, generator=generator) * 0.02)
-    return torch.nn.Sequential(layer)
-
-
-def time_layer(layer, repeats: int = 15) -> float:
-    """The fastest of `repeats` timings, in seconds, of one row through `layer` (a decode step's shape)."""
-    import torch
-
-    x = torch.randn(1, _IN, generator=torch.Generator().manual_seed(1))
-    times = []
-    with torch.no_grad():
-        layer(x)  # the first call pays for kernel selection
-        for _ in range(repeats):
-            started = time.perf_counter()
-            layer(x)
-            times.append(time.perf_counter() - started)
-    return min(times)
 
 
 @functools.lru_cache(maxsize=1)

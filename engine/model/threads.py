@@ -12,7 +12,6 @@ torch's thread count is process-wide: `apply_threads` sets it for every model of
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from dataclasses import asdict, dataclass
 
@@ -43,19 +42,6 @@ def default_threads() -> int:
     return torch.get_num_threads()
 
 
-@contextlib.contextmanager
-def one_thread():
-    """Run the block on one torch thread, then restore the count."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def requested_threads(requested: str | None = None) -> int | None:
     """QWEN_THREADS (or `requested`) as a count, None for auto; BadInput for anything else."""
     text = (requested if requested is not None else load_settings().threads).strip()
@@ -70,7 +56,7 @@ def choose_threads(layer=None, requested: str | None = None) -> ThreadChoice:
     """1 thread or torch's default for a model that runs `layer`'s kind of product (default an fp32 Linear)."""
     import torch
 
-    from .quant import decode_layer, time_layer
+    from . import probe
 
     asked = requested_threads(requested)
     if asked is not None:
@@ -78,13 +64,13 @@ def choose_threads(layer=None, requested: str | None = None) -> ThreadChoice:
     most = default_threads()
     if most <= 1:
         return ThreadChoice(1, "torch sees one core", {})
-    layer = layer if layer is not None else decode_layer()
+    layer = layer if layer is not None else probe.decode_layer()
     before = torch.get_num_threads()
     timings = {}
     try:
         for count in (1, most):
             torch.set_num_threads(count)
-            timings[count] = time_layer(layer)
+            timings[count] = probe.time_layer(layer)
     finally:
         torch.set_num_threads(before)
     ratio = timings[most] / timings[1]
