@@ -130,14 +130,31 @@ def cmd_generate(args) -> dict:
         model_view=True,
     )
     settings.check()
-    model = load_model(args.model, args.device, args.dtype, print_progress)
+    model = open_engine(args)
     request = Request(messages, tools, "native", enable_thinking=settings.enable_thinking)
-    constraint = build_constraint(model, tools, args.tool_choice, thinking=settings.enable_thinking)
+    constraint = None
+    if args.engine_url and args.tool_choice not in (None, "auto", "none"):
+        from .model.remote import NO_NAMED_TOOL_CHOICE
+
+        raise BadInput(NO_NAMED_TOOL_CHOICE.format(choice=args.tool_choice))
+    if not args.engine_url:
+        constraint = build_constraint(model, tools, args.tool_choice, thinking=settings.enable_thinking)
     generation = generate_turn(model, request, settings, constraint)
     result = generation.as_json()
     if args.record:
         result["trace"] = str(record_trace(args.record, generation, request, tool_choice=args.tool_choice))
     return result
+
+
+def open_engine(args):
+    """The model a command runs: the server at --engine-url (its --model, if given, must be one it serves), else a local load."""
+    if args.engine_url:
+        from .model.remote import connect
+
+        return connect(args.engine_url, args.model)
+    if not args.model:
+        raise BadInput("--model is required (tiny, a hub id or a local folder), or --engine-url URL for a server")
+    return load_model(args.model, args.device, args.dtype, print_progress)
 
 
 def cmd_download(args) -> dict:
@@ -199,7 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_mask)
 
     p = sub.add_parser("generate", help="generate one turn, token by token, with top-k probabilities")
-    p.add_argument("--model", required=True, help="tiny, a hub id or a local folder")
+    p.add_argument("--model", default=None, help="tiny, a hub id or a local folder (with --engine-url: the server's model)")
+    p.add_argument("--engine-url", default=None, metavar="URL",
+                   help="an OpenAI-compatible server (vLLM, SGLang, llama.cpp) instead of a local model, e.g. http://gpu-box:8000/v1")
     p.add_argument("--messages", required=True)
     p.add_argument("--tools")
     p.add_argument("--tool-choice", default=None)

@@ -26,6 +26,15 @@ class Settings:
     device: str = field(default_factory=lambda: os.environ.get("QWEN_DEVICE") or "auto")
     # the live model's weights: auto (chosen for the device), float32, bfloat16 or float16 (QWEN_DTYPE)
     dtype: str = field(default_factory=lambda: os.environ.get("QWEN_DTYPE") or "auto")
+    # the live model's weights on a CPU: auto (int8 where a timing shows it pays), int8 or none (QWEN_QUANT)
+    quant: str = field(default_factory=lambda: (os.environ.get("QWEN_QUANT") or "auto").strip())
+    # torch threads for a model on a CPU: auto (1 or torch's default, chosen by a timing at load) or a count (QWEN_THREADS)
+    threads: str = field(default_factory=lambda: (os.environ.get("QWEN_THREADS") or "auto").strip())
+    # an OpenAI-compatible server (vLLM, SGLang, llama.cpp) that runs the model instead of this process,
+    # e.g. http://gpu-box:8000/v1 (QWEN_ENGINE_URL); None = the local model
+    engine_url: str | None = field(default_factory=lambda: (os.environ.get("QWEN_ENGINE_URL") or "").strip() or None)
+    # seconds a request to that server may wait for its answer before the panel says it is too slow (QWEN_ENGINE_TIMEOUT)
+    engine_timeout: float = field(default_factory=lambda: float(os.environ.get("QWEN_ENGINE_TIMEOUT") or 120))
     # run_tests without bubblewrap or Landlock (the audit hook alone): only on a single-user machine,
     # since a test could then read any file the server can; QWEN_SANDBOX_WEAK=1 allows it
     sandbox_weak: bool = field(default_factory=lambda: os.environ.get("QWEN_SANDBOX_WEAK", "") == "1")

@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# tests compare a loaded folder's probabilities with the tiny model's exactly: fp32 unless a test asks for int8
+# (tests/test_quant.py sets QWEN_QUANT itself)
+os.environ.setdefault("QWEN_QUANT", "none")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -72,12 +72,37 @@ def load_live_model(name: str):
     return job.model
 
 
+@st.cache_resource(show_spinner="Asking the model server which model it serves…", ttl=60)
+def remote_engine(url: str):
+    """The OpenAI-compatible server at QWEN_ENGINE_URL (engine/model/remote.py), asked again at most once a minute."""
+    from engine.model.remote import connect
+
+    return connect(url)
+
+
+def server_engine():
+    """The server's model when QWEN_ENGINE_URL names one, else None; a failure is kept for the sidebar."""
+    url = load_settings().engine_url
+    if not url:
+        return None
+    try:
+        engine = remote_engine(url)
+    except EngineError as error:
+        st.session_state["model_error"] = str(error)
+        return None
+    st.session_state.pop("model_error", None)
+    return engine
+
+
 def current_engine():
-    """The model the sidebar chose, if it is ready: the live model loaded by anyone on this server, the tiny model, or None."""
+    """The model the sidebar chose, if it is ready: the server at QWEN_ENGINE_URL, the live model loaded by anyone
+    on this server, the tiny model, or None."""
     choice = st.session_state.get("model", "live")
     if choice == "tiny":
         return tiny_engine()
     if choice == "live":
+        if load_settings().engine_url:
+            return server_engine()
         return find_loaded(live_model_name())
     return None
 
@@ -136,6 +161,13 @@ def model_status(name: str) -> None:
     if choice == "tiny":
         st.caption(f"Tiny model: {TINY_LABEL}.")
         return
+    if load_settings().engine_url:
+        server = server_engine()
+        if server is not None:
+            st.caption(words("engines", "server", label=server.info.label()), help=words("engines", "server help"))
+        else:
+            st.error(st.session_state.get("model_error", "the model server cannot be reached"))
+        return
     loaded = find_loaded(name)
     if loaded is not None:
         loaded_lines(loaded)
@@ -158,6 +190,11 @@ def model_status(name: str) -> None:
 def loaded_lines(loaded) -> None:
     """The sidebar's lines for a model this server has loaded."""
     st.caption(f"Loaded for everyone on this site: {loaded.info.label()}")
+    reasons = getattr(loaded, "reasons", {})
+    if loaded.info.quant == "int8":
+        st.caption(words("engines", "int8", reason=reasons.get("quant", "")), help=words("engines", "int8 help"))
+    if loaded.info.threads:
+        st.caption(words("engines", "threads", threads=loaded.info.threads, reason=reasons.get("threads", "")))
     if loaded.info.random_weights:
         st.warning(f"Random weights: {RANDOM_LABEL}.")
 

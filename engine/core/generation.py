@@ -28,11 +28,16 @@ class ModelInfo:
     parameters: int  # number of weights
     random_weights: bool = False  # True for the tiny model, and for a folder whose config.json says so
     note: str | None = None  # TINY_NOTE or RANDOM_FOLDER_NOTE
+    quant: str | None = None  # "int8" when every Linear's weight is int8 (engine/model/quant.py); None = as dtype says
+    threads: int | None = None  # torch threads on a CPU (engine/model/threads.py); None = not chosen here
+    engine_url: str | None = None  # the OpenAI-compatible server that ran it (engine/model/remote.py); None = this process
 
     def label(self) -> str:
-        """A short name for a panel: 'Qwen/Qwen3-1.7B (bf16, cuda)'."""
-        short = SHORT_DTYPE.get(self.dtype, self.dtype)
+        """A short name for a panel: 'Qwen/Qwen3-1.7B (bf16, cuda)', 'Qwen/Qwen3-1.7B (int8 weights, cpu)'."""
+        short = "int8 weights" if self.quant == "int8" else SHORT_DTYPE.get(self.dtype, self.dtype)
         tail = f"; {self.note}" if self.note else ""
+        if self.engine_url:
+            return f"{self.name} (server at {self.engine_url}{tail})"
         return f"{self.name} ({short}, {self.device}{tail})"
 
     def as_json(self) -> dict:

@@ -23,6 +23,7 @@ from ..errors import BadInput
 from ..harness.loop import Turn
 from .decode import Constraint, generate
 from .loading import LoadedModel
+from .remote import NO_NAMED_TOOL_CHOICE, RemoteEngine, RemoteError, generate_remote
 
 
 def build_constraint(engine: LoadedModel, tools: list[dict], tool_choice: str | None, style: str = "native",
@@ -49,8 +50,10 @@ def generate_turn(
     constraint: Constraint | None = None,
     on_step=None,
 ) -> Generation:
-    """Render `request` as the model sees it and generate the assistant's next turn."""
+    """Render `request` as the model sees it and generate the assistant's next turn (here, or on a server: engine/model/remote.py)."""
     prompt = render(request, engine.tokenizer)
+    if isinstance(engine, RemoteEngine):
+        return generate_remote(engine, prompt, settings, constraint, on_step)
     return generate(engine, prompt, settings, constraint, on_step)
 
 
@@ -101,6 +104,8 @@ class SideBySide:
 
 def side_by_side(engine: LoadedModel, request: Request, tool_choice: str | dict, settings: GenerationSettings | None = None) -> SideBySide:
     """Decode `request` twice with the live engine: under `tool_choice`'s constraint, and free."""
+    if isinstance(engine, RemoteEngine):
+        raise RemoteError(NO_NAMED_TOOL_CHOICE.format(choice=tool_choice))
     constraint = make_constraint(request.tools, tool_choice, engine.tokenizer, request.enable_thinking)
     reason = constraint.reason if constraint is not None else "none: no constraint and no call"
     constrained = generate_turn(engine, request, settings, constraint)

@@ -23,6 +23,7 @@ from ..core.generation import ModelInfo
 from ..core.tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB, QwenTokenizer, load_tokenizer
 from ..errors import BadInput, EngineError, ModelUnavailable, TokenizerUnavailable
 from ..settings import VENDORED_TOKENIZER, load_settings
+from .quant import QuantChoice, choose_quant
 from .weights import (
     Progress,
     explain_unavailable,
@@ -52,6 +53,8 @@ class LoadedModel:
     model: torch.nn.Module
     tokenizer: QwenTokenizer
     info: ModelInfo
+    # why the weights are int8 or not and why so many threads, in words, for the sidebar: {"quant": ..., "threads": ...}
+    reasons: dict = field(default_factory=dict, repr=False)
     # one forward pass at a time on the shared model (each generation keeps its own cache and RNG)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -130,13 +133,17 @@ def build_tiny(seed: int = 0) -> LoadedModel:
 
 
 # -- loading ------------------------------------------------------------------------------
-def load_weights(name: str, device: str | None = None, dtype: str | None = None, progress: Progress | None = None) -> LoadedModel:
-    """Load `name` (a hub id or folder) with AutoModelForCausalLM, without memoising it."""
+def load_weights(name: str, device: str | None = None, dtype: str | None = None, progress: Progress | None = None,
+                 quant: QuantChoice | None = None) -> LoadedModel:
+    """Load `name` (a hub id or folder) with AutoModelForCausalLM, without memoising it; int8 and threads per `quant`
+    (default: chosen for the device, engine/model/quant.py and threads.py)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     device = choose_device(device)
-    dtype = choose_dtype(device, dtype)
+    quant = quant or choose_quant(device, dtype or load_settings().dtype)
+    # int8 quantizes fp32 Linear layers; the rest of the network (embedding, norms) stays fp32
+    dtype = "float32" if quant.quant == "int8" else choose_dtype(device, dtype)
     folder, source = locate_weights(name, progress)
     if progress is not None:
         progress(0, 0, f"loading {name} into memory ({dtype}, {device})")
@@ -156,7 +163,42 @@ def load_weights(name: str, device: str | None = None, dtype: str | None = None,
         parameters=sum(p.numel() for p in model.parameters()),
         random_weights=random_weights, note=RANDOM_FOLDER_NOTE if random_weights else None,
     )
-    return LoadedModel(model, tokenizer, info)
+    return tune_for_cpu(LoadedModel(model, tokenizer, info), quant, progress)
+
+
+def tune_for_cpu(loaded: LoadedModel, quant: QuantChoice, progress: Progress | None = None,
+                 choose_threads_now: bool = True) -> LoadedModel:
+    """`loaded` with int8 weights where `quant` says so, and torch's thread count chosen for it (CPU only).
+
+    Threads are timed on the layer kind the model runs (engine/model/threads.py); with
+    `choose_threads_now` False (the tiny model) only an explicit QWEN_THREADS applies."""
+    from dataclasses import replace
+
+    from .threads import apply_threads, choose_threads, requested_threads
+
+    if loaded.info.device != "cpu":
+        return loaded
+    reasons = {"quant": quant.reason}
+    info = loaded.info
+    if quant.quant == "int8":
+        if progress is not None:
+            progress(0, 0, "quantizing the weights to int8")
+        from .quant import quantize_network
+
+        quantize_network(loaded.model)
+        info = replace(info, quant="int8")
+    if choose_threads_now or requested_threads() is not None:
+        from .probe import decode_layer
+        from .quant import quantize_network
+
+        if progress is not None:
+            progress(0, 0, "timing 1 and more torch threads")
+        probe = quantize_network(decode_layer()) if quant.quant == "int8" else None
+        threads = choose_threads(probe)
+        apply_threads(threads)
+        reasons["threads"] = threads.reason
+        info = replace(info, threads=threads.threads)
+    return LoadedModel(loaded.model, loaded.tokenizer, info, reasons)
 
 
 def declares_random_weights(folder: Path) -> bool:
@@ -193,11 +235,16 @@ def load_model(
     leaves nothing behind, so the next call tries again.
     """
     name = name or load_settings().model
+    quant = None
     if name != TINY:
         # "auto" and the resolved choice name the same load
         device = choose_device(device)
-        dtype = choose_dtype(device, dtype)
-    key = (name, device, dtype)
+        quant = choose_quant(device, dtype or load_settings().dtype)
+        dtype = "float32" if quant.quant == "int8" else choose_dtype(device, dtype)
+    elif load_settings().quant == "int8":
+        # the tiny model stays as built unless QWEN_QUANT=int8 asks (its outputs are mechanics either way)
+        quant = QuantChoice("int8", "QWEN_QUANT=int8", {})
+    key = (name, device, dtype, quant.quant if quant else None)
     with _loaded_lock:
         if key in _loaded:
             return _loaded[key]
@@ -208,7 +255,12 @@ def load_model(
         if key in _loaded:  # loaded while this call waited
             return _loaded[key]
         started = time.perf_counter()
-        model = build_tiny() if name == TINY else load_weights(name, device, dtype, progress)
+        if name == TINY:
+            model = build_tiny()
+            if quant is not None:
+                model = tune_for_cpu(model, quant, progress, choose_threads_now=False)
+        else:
+            model = load_weights(name, device, dtype, progress, quant)
         with _loaded_lock:
             _loaded[key] = model
         if progress is not None:

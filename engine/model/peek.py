@@ -23,12 +23,14 @@ import torch
 from ..core.generation import Alternative, DecodeStep, ModelInfo
 from ..core.tokenizer import REAL_VOCAB, TOOL_CALL
 from .loading import LoadedModel
+from .remote import refuse_remote
 
 
 def next_logits(engine: LoadedModel, ids: list[int]) -> torch.Tensor:
     """Raw logits for the token after `ids`, over the model's 151,936 rows (padding rows -inf)."""
     if not ids:
         raise ValueError("next_logits needs at least one token id")
+    refuse_remote(engine)
     feed = torch.tensor([list(ids)], device=engine.device)
     with engine.lock, torch.no_grad():
         out = engine.model(input_ids=feed, logits_to_keep=1)

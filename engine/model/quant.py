@@ -1,0 +1,106 @@
+"""int8 weights on a CPU: torch's dynamic quantization of every nn.Linear, applied at load where a timing shows it pays.
+
+Follows PyTorch's dynamic quantization recipe (`torch.ao.quantization.quantize_dynamic` with
+`{nn.Linear}` and `qint8`, as its "Dynamic Quantization" tutorial applies it to BERT): each
+Linear's weight is stored as int8 with one scale per tensor, and each product quantizes its input
+on the fly, so a decode step reads a quarter of fp32's bytes. The embedding and the norms stay
+fp32. torchao's int8 weight-only scheme is the maintained successor; it is not on this
+project's package index, so the choice here was measured between fp32, bf16 and this.
+
+`cpu_quant()` times one decode-shaped product (a row through a 2048 x 6144 layer, Qwen3-1.7B's
+MLP) in fp32 and through a quantized copy, the fastest of a few runs each, and chooses int8 when
+it takes at most `_INT8_RATIO` of fp32's time. QWEN_QUANT=int8|none overrides (engine/settings.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from dataclasses import asdict, dataclass
+
+from ..errors import BadInput
+from ..settings import load_settings
+from .probe import decode_layer, one_thread, time_layer
+
+QUANTS = ("auto", "int8", "none")
+# int8 must make that product at least this much faster (it reads a quarter of the bytes: about 0.3-0.5 here)
+_INT8_RATIO = 0.8
+
+
+@dataclass(frozen=True)
+class QuantChoice:
+    """Whether the weights are quantized on this machine, and why (timings in microseconds, the fastest of each)."""
+
+    quant: str  # "int8" or "none"
+    reason: str
+    decode_us: dict  # {"float32": us, "int8": us}: empty when QWEN_QUANT or the device decided
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+def _time_product(quantized: bool, repeats: int = 15) -> float:
+    """The fastest of `repeats` timings, in seconds, of one row through a 2048 -> 6144 Linear (fp32, or int8 if `quantized`).
+
+    The fastest, as engine/model/cpu_speed.py takes it: other processes only ever add time. Timed on
+    one thread: a fair count of the bytes each reads (engine/model/threads.py then times the threads)."""
+    with one_thread():
+        return _time_once(quantized, repeats)
+
+
+def _time_once(quantized: bool, repeats: int) -> float:
+    layer = decode_layer()
+    if quantized:
+        layer = quantize_network(layer)
+    return time_layer(layer, repeats)
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_quant() -> QuantChoice:
+    """int8 where a quantized product beats fp32 on this CPU (measured once per process, about 0.1 s)."""
+    fp32 = _time_product(False)
+    int8 = _time_product(True)
+    ratio = int8 / fp32
+    pays = ratio <= _INT8_RATIO
+    reason = (f"an int8 product took {ratio:.2f}x the time of fp32 for a decode step: "
+              + ("int8 weights pay on this CPU" if pays else "int8 weights do not pay on this CPU"))
+    return QuantChoice("int8" if pays else "none", reason, {"float32": round(fp32 * 1e6, 1), "int8": round(int8 * 1e6, 1)})
+
+
+def choose_quant(device: str, dtype: str | None = None, requested: str | None = None) -> QuantChoice:
+    """int8 or none for a model on `device`: QWEN_QUANT (or `requested`) when set, else measured on a CPU.
+
+    int8 runs on a CPU only (torch's quantized kernels are CPU kernels); an explicit `dtype`
+    other than float32 (QWEN_DTYPE=bfloat16, say) keeps that dtype unquantized under auto."""
+    requested = requested or load_settings().quant
+    if requested not in QUANTS:
+        raise BadInput(f"quant must be auto, int8 or none, not {requested!r} (QWEN_QUANT)")
+    if requested == "none":
+        return QuantChoice("none", "QWEN_QUANT=none", {})
+    if device != "cpu":
+        if requested == "int8":
+            raise BadInput(f"int8 weights run on a CPU only (torch's quantized kernels), not on {device}: "
+                           "set QWEN_DEVICE=cpu or QWEN_QUANT=none")
+        return QuantChoice("none", f"weights stay {dtype or 'as loaded'} on {device}: int8 is for CPUs", {})
+    if requested == "int8":
+        return QuantChoice("int8", "QWEN_QUANT=int8", {})
+    if dtype not in (None, "auto", "float32"):
+        return QuantChoice("none", f"QWEN_DTYPE={dtype} asked for {dtype} weights", {})
+    return cpu_quant()
+
+
+def quantize_network(model):
+    """`model` with every nn.Linear's weight in int8 (torch's dynamic quantization); the model must be fp32 on the CPU."""
+    import torch
+
+    with warnings.catch_warnings():
+        # torch >= 2.10 says eager quantization moves to torchao; the kernels are the same and still shipped
+        warnings.simplefilter("ignore")
+        # the x86 engine (fbgemm with onednn) where torch has it; qnnpack on ARM
+        engines = torch.backends.quantized.supported_engines
+        if "x86" in engines:
+            torch.backends.quantized.engine = "x86"
+        elif "qnnpack" in engines:
+            torch.backends.quantized.engine = "qnnpack"
+        # in place: a copy of a 1.7B fp32 model would double the memory at load
+        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)

@@ -1,0 +1,203 @@
+"""A remote engine: any OpenAI-compatible server (vLLM, SGLang, llama.cpp's server) runs the model instead of this process.
+
+Follows OpenAI's legacy Completions API as vLLM and llama.cpp's server implement it
+(`POST /v1/completions` with `logprobs: N`, answering `choices[0].logprobs` with `tokens`,
+`token_logprobs` and `top_logprobs`, and `usage.prompt_tokens`). The site renders the exact
+prompt itself (engine/core/prompt.py), so it sends that prompt, not chat messages: the
+server's own chat template cannot change it. The prompt goes as token ids (vLLM and llama.cpp
+take a list of ints) and, where a server refuses ids, as its text with the special tokens
+written out. Either way the server's count of prompt tokens must equal ours, or the turn is
+refused with both counts (another model, another tokenizer or template).
+
+What a server can return: each chosen token's log-probability and at most 20 alternatives
+(vLLM's default `--max-logprobs`). What it cannot: the whole distribution (a mask's forbidden
+mass, before/after over the vocabulary), nor this process's grammar constraint (tool_choice
+required or a named tool; llama.cpp's server has no named tool_choice at all).
+
+Requests are independent: no lock, so many sessions' turns go to the server at once and it
+batches them. Only the standard library (urllib) is used; every failure is one line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+
+from ..core.generation import Alternative, DecodeStep, Generation, GenerationSettings, ModelInfo
+from ..core.prompt import Prompt
+from ..core.tokenizer import END_OF_TEXT, IM_END, QwenTokenizer, load_tokenizer
+from ..errors import EngineError
+from ..settings import VENDORED_TOKENIZER, load_settings
+
+MAX_TOP_LOGPROBS = 20  # vLLM's default --max-logprobs; OpenAI's own cap is 5 on completions
+MODELS_TIMEOUT = 5.0  # seconds for the model list when connecting
+CANNOT_RETURN = ("a server returns each chosen token's probability and at most 20 alternatives, not the whole "
+                 "distribution: the mask's forbidden mass and the before/after over the vocabulary need the model here")
+NO_NAMED_TOOL_CHOICE = ("tool_choice {choice!r} is a grammar this process applies while it decodes; a server decodes on "
+                        "its own: llama.cpp's server has no named tool_choice, and vLLM's required or named tool_choice goes "
+                        "through its chat endpoint's structured outputs, where its chat template, not ours, writes the prompt. "
+                        "Use tool_choice auto or none with a server")
+
+
+class RemoteError(EngineError):
+    """The server could not be reached, was too slow, or answered something the page cannot use."""
+
+
+@dataclass
+class RemoteEngine:
+    """An OpenAI-compatible server's model, with the Qwen3 tokenizer that renders its prompts (no lock: requests are concurrent)."""
+
+    url: str  # the API's base, ending in /v1
+    model: str  # the server's model id, as its /v1/models lists it
+    tokenizer: QwenTokenizer
+    info: ModelInfo
+    timeout: float = 120.0  # seconds a request may wait for the server's answer
+    prompt_as: list = field(default_factory=lambda: ["ids"])  # "ids", or "text" once the server refused ids
+
+
+def refuse_remote(engine) -> None:
+    """RemoteError saying what a server cannot return, for a panel that needs the whole distribution."""
+    if isinstance(engine, RemoteEngine):
+        raise RemoteError(f"{engine.info.label()}: {CANNOT_RETURN}")
+
+
+def normalize_url(url: str) -> str:
+    """The API base: 'http://host:8000' and 'http://host:8000/v1/' both become 'http://host:8000/v1'."""
+    url = url.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise RemoteError(f"the engine URL must start with http:// or https://, not {url!r} (e.g. http://gpu-box:8000/v1)")
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+def call_server(url: str, path: str, body: dict | None, timeout: float) -> dict:
+    """GET (body None) or POST JSON to the server; the JSON answer, or RemoteError in one line."""
+    data = None if body is None else json.dumps(body).encode("utf-8")
+    request = urllib.request.Request(f"{url}{path}", data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            text = answer.read()
+    except urllib.error.HTTPError as error:
+        detail = error.read()[:300].decode("utf-8", "replace").replace("\n", " ")
+        raise RemoteError(f"the server at {url} answered {path} with HTTP {error.code}: {detail}") from error
+    except TimeoutError as error:
+        raise RemoteError(f"the server at {url} did not answer {path} within {timeout:.0f} s; it may be overloaded "
+                          "or still loading its model") from error
+    except urllib.error.URLError as error:
+        reason = error.reason
+        if isinstance(reason, TimeoutError):
+            raise RemoteError(f"the server at {url} did not answer {path} within {timeout:.0f} s") from error
+        raise RemoteError(f"cannot reach the server at {url}: {reason}. Is it running, and is QWEN_ENGINE_URL right?") from error
+    except (ConnectionError, OSError) as error:
+        raise RemoteError(f"the connection to the server at {url} was cut during {path}: {error}") from error
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise RemoteError(f"the server at {url} answered {path} with something that is not JSON; "
+                          "is this an OpenAI-compatible API base (it ends in /v1)?") from error
+
+
+def connect(url: str | None = None, model: str | None = None, timeout: float | None = None) -> RemoteEngine:
+    """The server's model at `url` (default QWEN_ENGINE_URL): its /v1/models is asked which model it serves.
+
+    `model` picks one when the server serves several; a name it does not serve is refused with the names it does."""
+    url = normalize_url(url or load_settings().engine_url or "")
+    listed = call_server(url, "/models", None, MODELS_TIMEOUT)
+    names = [row.get("id") for row in listed.get("data", []) if isinstance(row, dict) and row.get("id")]
+    if not names:
+        raise RemoteError(f"the server at {url} lists no model at /models")
+    if model and model not in names:
+        raise RemoteError(f"the server at {url} serves {', '.join(names)}, not {model}")
+    name = model or names[0]
+    info = ModelInfo(name=name, source="server", path=None, revision=None, dtype="as the server runs it",
+                     device="server", parameters=0, engine_url=url)
+    return RemoteEngine(url, name, load_tokenizer(str(VENDORED_TOKENIZER)), info,
+                        timeout if timeout is not None else load_settings().engine_timeout)
+
+
+def completion_body(engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings, as_ids: bool) -> dict:
+    """The /v1/completions request for `prompt` under `settings`."""
+    body = {
+        "model": engine.model,
+        "prompt": prompt.ids if as_ids else prompt.text,
+        "max_tokens": settings.max_new_tokens,
+        "temperature": settings.temperature,
+        "top_p": settings.top_p,
+        "seed": settings.seed,
+        # at least 1: the chosen token's own probability comes with its alternatives
+        "logprobs": max(1, min(settings.top_k, MAX_TOP_LOGPROBS)),
+        "stop": [engine.tokenizer.token_text(IM_END), engine.tokenizer.token_text(END_OF_TEXT)],
+        "stream": False,
+    }
+    return body
+
+
+def token_id(tokenizer: QwenTokenizer, text: str) -> int:
+    """The id of a token the server names by its text; -1 when that text is not one token of ours."""
+    ids = tokenizer.encode(text)
+    return ids[0] if len(ids) == 1 else -1
+
+
+def read_steps(engine: RemoteEngine, choice: dict, settings: GenerationSettings) -> list[DecodeStep]:
+    """The server's logprobs as this engine's steps: token, p, top (at most 20), no mask."""
+    logprobs = choice.get("logprobs")
+    if not logprobs or not logprobs.get("tokens"):
+        raise RemoteError(f"the server at {engine.url} returned no logprobs: it cannot show each token's probability "
+                          "(vLLM returns them up to --max-logprobs; check the server supports `logprobs` on /v1/completions)")
+    tok = engine.tokenizer
+    tops = logprobs.get("top_logprobs") or [None] * len(logprobs["tokens"])
+    steps = []
+    for index, (text, logprob, top) in enumerate(zip(logprobs["tokens"], logprobs["token_logprobs"], tops, strict=False)):
+        chosen = token_id(tok, text)
+        alternatives = sorted((top or {}).items(), key=lambda row: -row[1])[: settings.top_k]
+        steps.append(DecodeStep(
+            index=index, id=chosen, token=tok.token_text(chosen) if chosen >= 0 else text, text=text,
+            p=math.exp(logprob) if logprob is not None else 0.0,
+            top=[Alternative(token_id(tok, t), tok.token_text(token_id(tok, t)) if token_id(tok, t) >= 0 else t, math.exp(lp))
+                 for t, lp in alternatives],
+            allowed=None,
+        ))
+    if steps:
+        finish = "length" if choice.get("finish_reason") == "length" else "stop"
+        last = steps[-1]
+        steps[-1] = DecodeStep(**{**last.__dict__, "finish": finish})
+    return steps
+
+
+def generate_remote(engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings | None = None, constraint=None,
+                    on_step=None) -> Generation:
+    """One turn for `prompt` from the server, as the same Generation the local decode loop returns."""
+    settings = settings or GenerationSettings()
+    settings.check()
+    if constraint is not None:
+        raise RemoteError(NO_NAMED_TOOL_CHOICE.format(choice=getattr(constraint, "tool_choice", "required")))
+    started = time.perf_counter()
+    try:
+        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, engine.prompt_as[0] == "ids"),
+                             engine.timeout)
+    except RemoteError as error:
+        if engine.prompt_as[0] != "ids" or "HTTP 4" not in str(error):
+            raise
+        # a server that takes no token ids: the same prompt as text, special tokens written out
+        engine.prompt_as[0] = "text"
+        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, False), engine.timeout)
+    seconds = time.perf_counter() - started
+    choices = answer.get("choices") or []
+    if not choices:
+        raise RemoteError(f"the server at {engine.url} answered with no choices: {json.dumps(answer)[:200]}")
+    served = (answer.get("usage") or {}).get("prompt_tokens")
+    if served is not None and served != prompt.count:
+        raise RemoteError(f"the server read the prompt as {served} tokens and this site as {prompt.count}: it serves another "
+                          f"model or tokenizer ({engine.model}); point QWEN_ENGINE_URL at a Qwen3 server")
+    steps = read_steps(engine, choices[0], settings)
+    for step in steps:
+        if on_step is not None:
+            on_step(step)
+    return Generation(
+        text="".join(s.text for s in steps), finish=steps[-1].finish if steps else "stop", steps=steps,
+        prompt_tokens=prompt.count, model=engine.info, settings=settings, prompt_text=prompt.text,
+        seconds=seconds, first_token_seconds=seconds, extra={"engine_url": engine.url, "prompt_as": engine.prompt_as[0]},
+    )

@@ -1,0 +1,106 @@
+"""engine/model/quant.py and threads.py: int8 weights and the thread count, each chosen by a timing unless overridden."""
+
+from __future__ import annotations
+
+import pytest
+
+import engine.model.probe as probe
+import engine.model.quant as quant
+import engine.model.threads as threads
+from engine.errors import BadInput
+
+
+@pytest.fixture
+def fake_products(monkeypatch):
+    """Fake decode-step timings for fp32 and int8 (seconds); the cached measurement is cleared around each test."""
+
+    def install(fp32: float, int8: float):
+        monkeypatch.setattr(quant, "_time_product", lambda quantized, repeats=15: int8 if quantized else fp32)
+        quant.cpu_quant.cache_clear()
+
+    yield install
+    quant.cpu_quant.cache_clear()
+
+
+@pytest.mark.parametrize(("fp32", "int8", "expected"), [
+    (1.0, 0.35, "int8"),  # a quarter of the bytes to read: int8 pays
+    (1.0, 0.8, "int8"),  # at the margin
+    (1.0, 0.95, "none"),  # no real gain
+    (1.0, 6.0, "none"),  # the quantized kernel slower (as on a busy machine's two threads)
+])
+def test_int8_is_chosen_on_a_cpu_only_when_the_timing_shows_it_pays(fake_products, monkeypatch, fp32, int8, expected):
+    monkeypatch.delenv("QWEN_QUANT", raising=False)
+    fake_products(fp32, int8)
+    choice = quant.choose_quant("cpu")
+    assert choice.quant == expected
+    assert f"{int8 / fp32:.2f}x" in choice.reason and ("pay on this CPU" in choice.reason)
+
+
+def test_qwen_quant_overrides_and_a_gpu_never_gets_int8(fake_products, monkeypatch):
+    fake_products(1.0, 0.3)
+    monkeypatch.setenv("QWEN_QUANT", "none")
+    assert quant.choose_quant("cpu").quant == "none"
+    monkeypatch.setenv("QWEN_QUANT", "int8")
+    assert quant.choose_quant("cpu").quant == "int8"
+    with pytest.raises(BadInput, match="CPU only"):
+        quant.choose_quant("cuda")
+    monkeypatch.setenv("QWEN_QUANT", "auto")
+    assert quant.choose_quant("cuda").quant == "none"
+    # an explicit bf16 request keeps bf16 weights under auto
+    assert quant.choose_quant("cpu", "bfloat16").quant == "none"
+    monkeypatch.setenv("QWEN_QUANT", "int4")
+    with pytest.raises(BadInput, match="auto, int8 or none"):
+        quant.choose_quant("cpu")
+
+
+@pytest.mark.parametrize(("one", "more", "expected"), [
+    (1.0, 0.55, 2),  # two free cores: nearly twice as fast
+    (1.0, 0.9, 1),  # little gain: one thread leaves the other core to the server
+    (1.0, 3.0, 1),  # a busy machine: the two threads wait for each other
+])
+def test_threads_are_chosen_by_the_timing(monkeypatch, one, more, expected):
+    monkeypatch.delenv("QWEN_THREADS", raising=False)
+    monkeypatch.setattr(threads, "default_threads", lambda: 2)
+    import torch
+
+    timings = iter([one, more])
+    monkeypatch.setattr(probe, "time_layer", lambda layer, repeats=15: next(timings))
+    before = torch.get_num_threads()
+    choice = threads.choose_threads(layer=object())
+    assert choice.threads == expected and choice.decode_us == {"1": one * 1e6, "2": more * 1e6}
+    assert f"{more / one:.2f}x" in choice.reason
+    assert torch.get_num_threads() == before  # choosing sets nothing; apply_threads does
+
+
+def test_qwen_threads_overrides_and_a_bad_value_says_what_to_write(monkeypatch):
+    monkeypatch.setenv("QWEN_THREADS", "3")
+    assert threads.choose_threads().threads == 3 and threads.choose_threads().reason == "QWEN_THREADS=3"
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("QWEN_THREADS", bad)
+        with pytest.raises(BadInput, match="whole number of threads"):
+            threads.choose_threads()
+
+
+def test_the_tiny_model_in_int8_is_labelled_and_agrees_with_fp32(monkeypatch):
+    import torch
+
+    from engine.core.generation import GenerationSettings
+    from engine.core.prompt import Request
+    from engine.model.live import generate_turn
+    from engine.model.loading import build_tiny, load_model
+
+    monkeypatch.setenv("QWEN_QUANT", "int8")
+    engine = load_model("tiny")
+    assert engine.info.quant == "int8" and "int8 weights" in engine.info.label()
+    assert engine.reasons["quant"] == "QWEN_QUANT=int8"
+    linear_kinds = {type(m).__module__ for m in engine.model.modules() if type(m).__name__ == "Linear"}
+    assert linear_kinds == {"torch.ao.nn.quantized.dynamic.modules.linear"}
+    request = Request([{"role": "user", "content": "How many r in strawberry?"}])
+    settings = GenerationSettings(max_new_tokens=4, top_k=3, reuse_prefix=False)
+    int8 = generate_turn(engine, request, settings)
+    fp32 = generate_turn(build_tiny(), request, settings)
+    assert [s.id for s in int8.steps] == [s.id for s in fp32.steps]
+    for a, b in zip(int8.steps, fp32.steps, strict=True):
+        assert 0 < a.p <= 1 and abs(a.p - b.p) < 1e-3 * b.p + 1e-7
+    assert int8.model.as_json()["quant"] == "int8"
+    assert torch.get_num_threads() >= 1
