@@ -16,10 +16,12 @@ import json
 import os
 import re
 import select
+import shutil
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from dataclasses import replace
@@ -196,7 +198,7 @@ def tree_state(folder: Path) -> dict[str, tuple]:
 
 
 class Arena:
-    def __init__(self, base: Path, port: int, decoy: int):
+    def __init__(self, base: Path, port: int, decoy: int, open_to_all: bool = False):
         self.base, self.port = base, port
         self.ws_dir, self.out = base / "ws", base / "outside"
         ws, out = self.ws_dir, self.out
@@ -240,6 +242,12 @@ class Arena:
         (ws / "t_flood.py").write_text(escape_source('import sys\nwhile True:\n    sys.stdout.write("x" * 65536)', out, port))
         (ws / "t_memory.py").write_text(escape_source('blob = bytearray(4 << 30)', out, port))
         (ws / "a_file_not_a_folder.txt").write_text("x")
+        if open_to_all:
+            # every user may write outside, so only the layer under test stands in a test's way
+            for folder in (base, out, out / "secret"):
+                os.chmod(folder, 0o777)
+            for file in (out / "canary.txt", out / "secret" / "key.txt"):
+                os.chmod(file, 0o666)
         self.before = self.state()
 
     def workspace(self, **limits) -> Workspace:
@@ -516,21 +524,31 @@ LAYERS = [
 
 @pytest.fixture
 def one_mode(monkeypatch):
-    """Make run_tests use one mode and no network namespace of its own (so each layer is seen alone)."""
+    """Make run_tests use one mode and only the given layers inside it (so each layer is seen alone).
+
+    The namespaces and the unprivileged user every mode has stay: they come with the mode."""
     def use(mode: str, layers: tuple[str, ...]) -> None:
         monkeypatch.setattr(sandbox, "MODES", (mode,))
         monkeypatch.setattr(sandbox, "LAYERS", layers)
         monkeypatch.setattr(sandbox, "_CHOSEN", {})
-        monkeypatch.setattr(sandbox, "_network_isolation", lambda: ())
         monkeypatch.setenv("QWEN_SANDBOX_WEAK", "1")
     return use
 
 
+@pytest.fixture
+def open_folder():
+    """A folder under /tmp that every user may walk into (pytest's own is private to its user)."""
+    folder = Path(tempfile.mkdtemp(prefix="sandbox-arena-"))
+    os.chmod(folder, 0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.parametrize("mode, layers", LAYERS)
-def test_each_sandbox_layer_holds_on_its_own(tmp_path, server, decoy, one_mode, mode, layers):
-    """Every escape, run with one layer and without the network namespace: nothing outside changes."""
+def test_each_sandbox_layer_holds_on_its_own(open_folder, server, decoy, one_mode, mode, layers):
+    """Every escape, run with one layer inside the mode's namespaces, the outside open to every user: nothing changes."""
     one_mode(mode, layers)
-    arena = Arena(tmp_path, server.getsockname()[1], decoy.pid)
+    arena = Arena(open_folder, server.getsockname()[1], decoy.pid, open_to_all=True)
     escapes = dict(ESCAPES)
     if mode != "weak":
         escapes.update(READS)  # the audit hook alone does not confine reads: that is why it is "weak"
@@ -632,7 +650,7 @@ class View(unittest.TestCase):
         self.assertEqual(os.listdir("/etc"), ["ld.so.cache"])
         for gone in ("/home", "/var", "/opt", "/srv"):
             self.assertFalse(os.path.exists(gone), gone)
-        self.assertEqual(sorted(os.listdir("/run")), ["sandbox_guard.py", "workspace"])
+        self.assertEqual(sorted(os.listdir("/run")), ["sandbox_guard.py", "sandbox_launch.py", "workspace"])
         # the folder around the workspace holds the workspace only
         self.assertEqual(os.listdir(".."), [os.path.basename(os.getcwd())])
         self.assertEqual(open("/proc/self/status").read().count("CapEff:\t0000000000000000"), 1)
