@@ -298,6 +298,12 @@ class SlotStatus:
     busy: int
     waiting: int
 
+    def words(self) -> str:
+        text = f"{self.busy} of {self.total} run_tests slots busy"
+        if self.busy >= self.total:
+            text += f"; a run waits for a free slot ({self.waiting} waiting)"
+        return text + "."
+
 
 @dataclass
 class _Slots:

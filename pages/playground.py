@@ -7,6 +7,7 @@ from engine.harness import Run, iterate_episode, list_scenarios, load_scenario
 from engine.playground import cap_for_display, check_files, fresh_workspace, play_script, snapshot
 from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
+from pages.common.confinement import confinement_caption
 from pages.common.draw import ledger_figure, notice
 from pages.common.literal import draw_reply, plural
 from pages.common.models import TINY_LABEL, current_engine, engine_kind, model_label, tokenizer
@@ -84,6 +85,7 @@ elif chosen_style not in scenario.styles:
 # -- the workspace, editable ---------------------------------------------------------------------
 st.header("Workspace")
 st.markdown(text["workspace"])
+confinement_caption()
 slots = st.session_state["pg_files"]
 for slot in slots:  # the learner's files survive a visit to another page
     restore(f"pg_path_{slot}")

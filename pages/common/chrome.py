@@ -8,6 +8,7 @@ import streamlit as st
 
 from pages.common.draw import CSS, PRESENTER_CSS
 from pages.common.models import live_model_name, model_status
+from pages.common.confinement import confinement_sidebar
 from pages.common.packs import pack_sidebar
 from pages.common.state import MODEL_CHOICES, STYLES, keep_page_state, setup_defaults, style, to_url
 from pages.common.words import ROOT, lesson_index
@@ -101,6 +102,7 @@ def sidebar() -> None:
         )
         model_status(name)
         pack_sidebar()
+        confinement_sidebar()
         st.toggle("Presenter mode", key="present", help="Large text and a wide page, for projecting in class.")
     if st.session_state.get("present"):
         st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
