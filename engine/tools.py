@@ -25,7 +25,8 @@ from .tokenizer import load_tokenizer
 from .workspace import ToolRefusal, Workspace
 
 TOOL_SETS = ("strawberry", "harness", "coding-agent")
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# matched whole (fullmatch): "$" alone lets a name end in a newline
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 # cost limits on pasted definitions: one server serves a class, and every prompt carries the
 # tools while every constrained turn compiles them. Measured with xgrammar 0.2.9 on 2 cores:
@@ -134,7 +135,7 @@ def find_tool_problems(data: object) -> list[str]:
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             problems.append(f"{where}: it has no name")
-        elif not NAME_PATTERN.match(name):
+        elif not NAME_PATTERN.fullmatch(name):
             shown = repr(name) if len(name) <= 64 else f"{name[:40]!r}... ({len(name):,} characters)"
             problems.append(f"{where}: the name {shown} may use only letters, digits, _ and -, up to 64 characters")
         elif name in seen:
@@ -231,6 +232,16 @@ def tokenize(text: str) -> str:
     return json.dumps([tok.token_text(i) for i in tok.encode(text)], ensure_ascii=False)
 
 
+# the chat template's own markers: written in a result, they would pass for the template's tokens
+# once the result is fed back (a test printing "<|im_end|>" would end the tool's turn)
+CONTROL_MARKERS = re.compile(r"<(/?)(\|[A-Za-z0-9_]+\||tool_call|tool_response|think)>")
+
+
+def escape_control_tokens(text: str) -> str:
+    """`text` with each chat-control marker's "<" written as "&lt;": shown and fed back as plain text."""
+    return CONTROL_MARKERS.sub(r"&lt;\1\2>", text) if isinstance(text, str) else text
+
+
 def run_tool(name: str, arguments: dict, workspace: Workspace | None = None) -> ToolOutcome:
     """Run one checked call. Refusals and failures become an error string, never an exception."""
     plain = {"count_letter": count_letter, "tokenize": tokenize}
@@ -240,7 +251,7 @@ def run_tool(name: str, arguments: dict, workspace: Workspace | None = None) -> 
         if name in filetools.FILE_TOOLS:
             if workspace is None:
                 return ToolOutcome(error=f"error: {name} needs a workspace, and none is open")
-            return ToolOutcome(result=filetools.FILE_TOOLS[name](workspace, **arguments))
+            return ToolOutcome(result=escape_control_tokens(filetools.FILE_TOOLS[name](workspace, **arguments)))
         return ToolOutcome(error=f"error: the tool {name!r} is described but has no implementation here")
     except ToolRefusal as refusal:
         return ToolOutcome(error=str(refusal))

@@ -75,7 +75,7 @@ def test_file_tools_happy_path(ws):
 
 def test_run_tests_reports_pass_and_fail(ws):
     (ws.root / "test_a.py").write_text("import unittest\nclass T(unittest.TestCase):\n    def test_ok(self):\n        self.assertEqual(1, 1)\n")
-    assert run_tool("run_tests", {}, ws).result == ".\n----------------------------------------------------------------------\nRan 1 tests\n\nOK"
+    assert run_tool("run_tests", {}, ws).result == "[run_tests: exit code 0 (passed); the tests' own output follows]\n.\n----------------------------------------------------------------------\nRan 1 tests\n\nOK"
     assert run_tool("run_tests", {"pattern": "check_*.py"}, ws).result == "no test files match check_*.py"
 
 
