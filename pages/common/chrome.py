@@ -6,9 +6,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from pages.common.confinement import confinement_sidebar
 from pages.common.draw import CSS, PRESENTER_CSS
 from pages.common.models import live_model_name, model_status
-from pages.common.confinement import confinement_sidebar
 from pages.common.packs import pack_sidebar
 from pages.common.state import MODEL_CHOICES, STYLES, keep_page_state, setup_defaults, style, to_url
 from pages.common.words import ROOT, lesson_index
