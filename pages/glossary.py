@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from engine.markdown_text import escape_markdown
 from pages.common.chrome import page_chrome
 from pages.common.glossary import entry_text, glossary
 from pages.common.words import lesson_index
@@ -21,7 +22,7 @@ if wanted in terms:
         st.markdown(f"**{entry['term']}**: {entry_text(entry)}")
         st.page_link(pages[entry["lesson"]]["page"], label=f"Shown in {pages[entry['lesson']]['title']}", icon="➡️")
 elif wanted is not None:
-    st.info(f"No entry is called {wanted[:60]!r}; every term is listed below.")
+    st.info(f"No entry is called {escape_markdown(repr(wanted[:60]))}; every term is listed below.")
 
 st.markdown(" · ".join(f"[{e['term']}](#{e['id']})" for e in data["terms"]))
 

@@ -4,6 +4,7 @@ import streamlit as st
 
 from engine.errors import EngineError
 from engine.harness import Run, iterate_episode, list_scenarios, load_scenario
+from engine.markdown_text import escape_markdown
 from engine.playground import cap_for_display, check_files, fresh_workspace, play_script, snapshot
 from pages.common.chart_words import chart_caption
 from pages.common.chrome import page_chrome
@@ -207,7 +208,7 @@ if result:
     for path, body in shown.files.items():
         before = result["files_before"].get(path)
         tag = "new" if before is None else ("changed" if before != body else "unchanged")
-        with st.expander(f"{path} ({tag})", expanded=tag != "unchanged"):
+        with st.expander(f"{escape_markdown(path)} ({tag})", expanded=tag != "unchanged"):
             st.code(body, language=None)
     if shown.note:
         st.caption(shown.note)
