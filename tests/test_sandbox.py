@@ -442,9 +442,10 @@ def test_hostile_call_is_refused(arena, tool, arguments, limits, expected):
         assert outcome.text == expected
     if expected.__class__ is str and expected.startswith("error:"):
         assert outcome.error == expected and outcome.result is None
-    # short enough to send back to a model, and quick
+    # short enough to send back to a model, and within the run's own limit (runs yield the CPU to
+    # everything else, so on a busy machine they take longer: only the limit itself is a bound)
     assert len(outcome.text) <= LIMITS.test_output_bytes + 100
-    assert seconds < 8
+    assert seconds < LIMITS.test_seconds + 5
 
 
 def test_every_tool_and_escape_has_rows_of_its_own():
