@@ -293,7 +293,7 @@ def left_behind() -> dict:
     """What runs may leave: processes of the slots' users, shared memory, cgroups, scratch folders."""
     from engine import sandbox
 
-    slot_uids = set(range(sandbox.SLOT_UID_BASE, sandbox.SLOT_UID_BASE + 64))
+    slot_uids = {sandbox.slot_uid(n) for n in range(sandbox.SLOT_UIDS_PER_SERVER)}
     processes = 0
     for entry in os.listdir("/proc"):
         if entry.isdigit():

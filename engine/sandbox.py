@@ -56,7 +56,8 @@ SOURCE_INSIDE = "/run/workspace"  # where bubblewrap shows the workspace, read-o
 MEMORY_BYTES = 1 << 30  # each test process's address space
 RUN_MEMORY_BYTES = 768 << 20  # the whole run's memory, where a cgroup caps it
 RUN_PROCESSES = 32  # the whole run's processes and threads
-SLOT_UID_BASE = 1_990_000_000  # a server run as root runs slot n's tests as this uid + n (no account has it)
+SLOT_UID_BASE = 1_990_000_000  # a server run as root runs its slots' tests from this uid up (no account has these)
+SLOT_UIDS_PER_SERVER = 16  # each server process (a test worker too) has its own block of uids, by its pid
 # the namespaces unshare makes for the landlock and weak modes (its own /proc, the mounts private)
 UNSHARE = ("unshare", "--pid", "--fork", "--kill-child", "--ipc", "--mount", "--net", "--uts",
            "--mount-proc", "--propagation", "private")
@@ -421,6 +422,11 @@ def watch_child(proc: subprocess.Popen, seconds: float, cap: int) -> tuple[bytes
     return b"".join(chunks), stopped
 
 
+def slot_uid(slot: int) -> int:
+    """The uid slot `slot` of this server process runs its tests as (two servers on one machine never share one)."""
+    return SLOT_UID_BASE + (os.getpid() % 100_000) * SLOT_UIDS_PER_SERVER + slot
+
+
 def kill_user(uid: int) -> None:
     """Kill every process of `uid` (a slot's own uid: nothing else runs as it)."""
     for entry in os.listdir("/proc"):
@@ -488,7 +494,7 @@ def run_confined(ws: Workspace, pattern: str, layers: tuple[str, ...] | None = N
 def _run_in_slot(ws: Workspace, pattern: str, layers: tuple[str, ...], confinement: Confinement,
                  slot: int) -> tuple[bytes, int | None, str | None]:
     limits = ws.limits
-    uid = SLOT_UID_BASE + slot if running_as_root() else None
+    uid = slot_uid(slot) if running_as_root() else None
     scratch = tempfile.mkdtemp(prefix="run-tests-")
     group = None
     proc = None

@@ -30,7 +30,7 @@ class Settings:
     # since a test could then read any file the server can; QWEN_SANDBOX_WEAK=1 allows it
     sandbox_weak: bool = field(default_factory=lambda: os.environ.get("QWEN_SANDBOX_WEAK", "") == "1")
     # how many run_tests go at once on this server; the others wait for a free slot (QWEN_SANDBOX_SLOTS)
-    sandbox_slots: int = field(default_factory=lambda: _positive(os.environ.get("QWEN_SANDBOX_SLOTS"), 4))
+    sandbox_slots: int = field(default_factory=lambda: min(16, _positive(os.environ.get("QWEN_SANDBOX_SLOTS"), 4)))
     # memory for the KV caches of prompts' shared prefixes, per loaded model (QWEN_PREFIX_CACHE_MB; "" = default, 0 = off)
     prefix_cache_mb: str = field(default_factory=lambda: os.environ.get("QWEN_PREFIX_CACHE_MB", "").strip())
     # warm the tokenizer and the shipped grammars in the background when the server starts (QWEN_WARMUP=0: don't)
