@@ -286,7 +286,7 @@ def run_tests(ws: Workspace, pattern: str = "test_*.py") -> str:
     elif "No space left on device" in text or "[Errno 27] File too large" in text:
         text += (f"\n(run_tests gives the tests {limits.test_write_bytes:,} bytes of disk, "
                  f"{limits.write_bytes:,} bytes per file)")
-    return frame_test_output(text.strip(), run.returncode, run.waited)
+    return frame_test_output(text.strip(), None if run.stopped == "output" else run.returncode, run.waited)
 
 
 def hide_server_paths(text: str) -> str:
@@ -307,8 +307,10 @@ def frame_test_output(text: str, returncode: int | None, waited: bool) -> str:
     """The harness's own line first (the exit code, which the output cannot change), then the tests' output.
 
     Whatever the tests printed ("Ran 3 tests OK" included) comes after that line, as their own words."""
-    verdict = VERDICTS.get(returncode, "ended abnormally")
-    head = f"[run_tests: exit code {returncode} ({verdict})"
+    if returncode is None:  # killed for printing too much
+        head = "[run_tests: stopped for printing too much"
+    else:
+        head = f"[run_tests: exit code {returncode} ({VERDICTS.get(returncode, 'ended abnormally')})"
     if waited:
         head += ", after waiting for a free slot"
     head += "; the tests' own output follows]"
