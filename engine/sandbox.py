@@ -14,7 +14,7 @@ The strongest confinement this machine offers is chosen once and kept, and
   could then read any file the server can.
 In every mode the test runs as an unprivileged user with no capabilities (a uid of its own
 per slot when the server is root), under a seccomp filter, yielding the CPU to the server
-(SCHED_IDLE, nice 19 on its own autogroup), with its memory and processes capped for the whole
+(nice 10 on its own autogroup, nice 19 inside it), with its memory and processes capped for the whole
 run (a cgroup where one is delegated, else per-process limits and a per-user process count),
 behind the guard's audit hook (engine/sandbox_guard.py) in an interpreter that never loaded
 ctypes. At most `sandbox_slots` runs go at once; the others wait for a free slot. The whole
@@ -270,7 +270,7 @@ def describe_confinement() -> ConfinementReport:
         why_not.append(f"no namespaces of its own: {probe_unshare()[1]}")
     cgroup_reason = cgroup_status()
     who = "a uid of its own per slot" if running_as_root() else "an unprivileged user in a user namespace"
-    limits = (f"Each run: {who}, no capabilities, a seccomp filter, SCHED_IDLE; at most {slot_count()} at once; "
+    limits = (f"Each run: {who}, no capabilities, a seccomp filter, nice 10 on its own autogroup; at most {slot_count()} at once; "
               + (f"memory {RUN_MEMORY_BYTES >> 20} MiB and {RUN_PROCESSES} processes for the whole run ({cgroup_reason})"
                  if cgroup_reason.startswith("cgroup") else
                  f"{MEMORY_BYTES >> 20} MiB per process and {RUN_PROCESSES} processes ({cgroup_reason})"))

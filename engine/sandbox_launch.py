@@ -7,7 +7,7 @@ Run by path, never imported by the server (the tests import it to check the filt
 
 `outer` waits for its settings on stdin (the server first puts it in the run's cgroup, so
 that nothing it starts escapes the run's memory and process caps), gives up CPU to the
-server (nice 19 on its own autogroup and SCHED_IDLE, which it cannot undo), then execs
+server (nice 10 on its own autogroup, nice 19 inside it, which it cannot undo), then execs
 bubblewrap or `unshare`, which start `inner` in new PID, IPC, mount, network and UTS
 namespaces.
 
@@ -278,7 +278,7 @@ def limit_resources(settings):
     resource.setrlimit(resource.RLIMIT_FSIZE, (settings["file_bytes"], settings["file_bytes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-    resource.setrlimit(resource.RLIMIT_NICE, (0, 0))  # no way back from nice 19 and SCHED_IDLE
+    resource.setrlimit(resource.RLIMIT_NICE, (0, 0))  # no way back from nice 19
     resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
     resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))
     resource.setrlimit(resource.RLIMIT_MEMLOCK, (0, 0))
@@ -289,15 +289,16 @@ def limit_resources(settings):
 
 def run_outer():
     settings = json.loads(sys.stdin.buffer.read())
-    # the runs yield to the server: nice 19 on this session's autogroup (the kernel ranks nice values
-    # only within an autogroup, and each run is a session of its own), and SCHED_IDLE for every process
+    # the runs yield to the server: nice 10 on this session's autogroup (the kernel ranks nice values
+    # only within an autogroup, and each run is a session of its own), so a run's whole group weighs a
+    # tenth of the server's; its processes at nice 19 inside it. RLIMIT_NICE 0 keeps them there.
+    # (SCHED_IDLE was tried: on a machine loaded by other work, a run then never got the CPU at all.)
     try:
         with open("/proc/self/autogroup", "w") as autogroup:
-            autogroup.write("19")
+            autogroup.write(str(settings.get("autogroup_nice", 10)))
     except OSError:
         pass
     os.setpriority(os.PRIO_PROCESS, 0, 19)
-    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     argv = settings["argv"]
     os.execv(argv[0], argv)
 
