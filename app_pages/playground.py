@@ -4,11 +4,13 @@ import json
 
 import streamlit as st
 
+from engine.core.markdown_text import escape_markdown
 from engine.errors import EngineError
 from engine.harness.loop import Run, iterate_episode, list_scenarios, load_scenario
 from engine.harness.playground import cap_for_display, check_files, fresh_workspace, play_script, snapshot
 from engine.teaching.panels import find_panel
 from ui.chart_words import chart_caption
+from ui.confinement import confinement_caption
 from ui.draw import ledger_figure, notice
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
@@ -96,6 +98,7 @@ elif chosen_style not in scenario.styles:
 # -- the workspace, editable ---------------------------------------------------------------------
 st.header("Workspace")
 st.markdown(text["workspace"])
+confinement_caption()
 slots = st.session_state["playground_files"]
 for slot in slots:  # the learner's files survive a visit to another page
     restore(f"playground_path_{slot}")
@@ -220,7 +223,7 @@ if result:
     for path, body in shown.files.items():
         before = result["files_before"].get(path)
         tag = "new" if before is None else ("changed" if before != body else "unchanged")
-        with st.expander(f"{path} ({tag})", expanded=tag != "unchanged"):
+        with st.expander(f"{escape_markdown(path)} ({tag})", expanded=tag != "unchanged"):
             st.code(body, language=None)
     if shown.note:
         st.caption(shown.note)

@@ -16,6 +16,11 @@ processes left afterwards.
 
     python bench/bench_load.py [--sessions 6] [--requests 3] [--max-new-tokens 16] [--model tiny]
     python bench/bench_load.py --hostile [--test-seconds 5]
+
+--hostile also runs EIGHT_HOSTILE at once (a fork bomb, a 2 GB allocation, spinners, a 400 MiB
+shared-memory segment, a daemon that double-forks, 100 MB of writes) and times the home page
+rendered idle and while they run; afterwards it counts what is left: processes of the runs'
+users, SysV and POSIX shared memory, the runs' cgroups and scratch folders.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ def one_request(engine, messages: list[dict], seed: int, max_new_tokens: int, sl
     from engine.core.prompt import Request, render
     from engine.model.decode import stream_steps
 
-    prompt = render(Request(messages), engine.tokenizer)
+    prompt = render(Request(messages), engine.core.tokenizer)
     settings = GenerationSettings(max_new_tokens=max_new_tokens, temperature=1.0, seed=seed, top_k=5)
     ids = []
     for step in stream_steps(engine, prompt.ids, settings):
@@ -165,7 +170,7 @@ def hostile_session(kind: str, marker: str, test_seconds: float, stop: threading
     """Run one hostile test again and again until `stop`; for each run, how long past its limit it lasted."""
     from dataclasses import replace
 
-    from engine.harness import sandbox
+    from engine.harness.loop import sandbox
     from engine.harness.playground import fresh_workspace
     from engine.harness.tools import run_tool
 
@@ -220,7 +225,7 @@ def run_crowd(engine, sessions: int, requests: int, max_new_tokens: int, marker:
 def run_hostile_load(engine, sessions: int = 6, requests: int = 2, max_new_tokens: int = 12,
                      test_seconds: float = 5.0, timeout: float = 300.0) -> dict:
     """The ordinary sessions alone (one by one), in a crowd of their own, and in the crowd with the hostile pair."""
-    from engine.harness import sandbox
+    from engine.harness.loop import sandbox
 
     marker = f"load{os.getpid()}x{time.monotonic_ns()}"
     solo = {s: ordinary_session(engine, s, requests, max_new_tokens, marker) for s in range(sessions)}
@@ -252,6 +257,101 @@ def run_hostile_load(engine, sessions: int = 6, requests: int = 2, max_new_token
     }
 
 
+# eight hostile runs at once: what a classroom's worst visitors might try together
+EIGHT_HOSTILE = {
+    "fork_bomb": "while True:\n    os.fork()",
+    "allocate_2gb": "blob = bytearray(2 << 30)\nblob[::4096] = b'x' * len(blob[::4096])",
+    "spin_1": "while True:\n    pass",
+    "spin_2": "fd = os.open('hidden.log', os.O_WRONLY | os.O_CREAT)\nos.dup2(fd, 1)\nwhile True:\n    pass",
+    "shared_memory": ("from multiprocessing import shared_memory\n"
+                      "segment = shared_memory.SharedMemory(create=True, size=400 << 20)\nsegment.buf[::4096] = b'x' * (100 << 8)\n"
+                      "import time\ntime.sleep(60)"),
+    "daemon": ("if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        import time\n        time.sleep(600)\n"
+               "    os._exit(0)\nimport time\ntime.sleep(60)"),
+    "write_100mb": "for i in range(1600):\n    with open(f'f{i}.bin', 'wb') as f:\n        f.write(b'x' * 65536)",
+    "threads": "import threading\nfor _ in range(200):\n    threading.Thread(target=lambda: [0 for _ in iter(int, 1)]).start()",
+}
+
+
+def hostile_test_source(body: str) -> str:
+    indented = "\n".join("        " + line for line in body.splitlines())
+    return f"import os\nimport unittest\n\n\nclass T(unittest.TestCase):\n    def test_it(self):\n{indented}\n"
+
+
+def render_home_seconds(times: int = 3) -> float:
+    """The median time to render the home page once in-process (streamlit's AppTest), as a server would."""
+    from streamlit.testing.v1 import AppTest
+
+    found = []
+    for _ in range(times):
+        started = time.perf_counter()
+        AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+        found.append(time.perf_counter() - started)
+    return statistics.median(found)
+
+
+def left_behind() -> dict:
+    """What runs may leave: processes of the slots' users, shared memory, cgroups, scratch folders."""
+    from engine import sandbox
+
+    slot_uids = {sandbox.slot_uid(n) for n in range(sandbox.SLOT_UIDS_PER_SERVER)}
+    processes = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                uid = int(next(line for line in Path(f"/proc/{entry}/status").read_text().splitlines()
+                               if line.startswith("Uid:")).split()[1])
+            except (OSError, StopIteration, ValueError):
+                continue
+            processes += uid in slot_uids
+    try:
+        sysv = len(Path("/proc/sysvipc/shm").read_text().splitlines()) - 1
+    except OSError:
+        sysv = None
+    cgroups = sum(1 for base in ("/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup")
+                  for _ in Path(base).rglob("run-tests-*")) if Path("/sys/fs/cgroup").exists() else 0
+    return {"slot_user_processes": processes, "sysv_shm_segments": sysv,
+            "posix_shm_files": len(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else None,
+            "run_cgroups": cgroups, "scratch_folders": len(list(Path("/tmp").glob("run-tests-*")))}
+
+
+def run_eight_hostile(test_seconds: float) -> dict:
+    """The eight hostile runs at once, the home page timed beside them, and what is left afterwards."""
+    from dataclasses import replace
+
+    from engine import sandbox
+    from engine.harness.playground import fresh_workspace
+    from engine.harness.tools import run_tool
+
+    render_home_seconds(1)  # the first render imports the pages: not part of either figure
+    idle = render_home_seconds()
+    before = left_behind()
+    results: dict[str, dict] = {}
+
+    def one(kind: str) -> None:
+        name = f"test_{kind}.py"
+        with fresh_workspace({name: hostile_test_source(EIGHT_HOSTILE[kind])}) as ws:
+            ws.limits = replace(ws.limits, test_seconds=test_seconds)
+            started = time.perf_counter()
+            outcome = run_tool("run_tests", {"pattern": name}, ws)
+            results[kind] = {"seconds": round(time.perf_counter() - started, 3),
+                             "said": (outcome.text.strip().splitlines() or [""])[-1][:120]}
+
+    threads = [threading.Thread(target=one, args=(kind,), daemon=True) for kind in EIGHT_HOSTILE]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.0)
+    busy = render_home_seconds()
+    for thread in threads:
+        thread.join(test_seconds * 3 + 60)
+    time.sleep(0.5)
+    after = left_behind()
+    return {"confinement": sandbox.choose_confinement().mode, "slots": sandbox.slot_count(),
+            "cgroup": sandbox.cgroup_status(), "home_render_idle_s": round(idle, 3),
+            "home_render_beside_eight_s": round(busy, 3), "render_ratio": round(busy / idle, 3),
+            "runs": results, "left_before": before, "left_after": after}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=6)
@@ -260,15 +360,29 @@ def main() -> int:
     parser.add_argument("--model", default="tiny", help="tiny (default), a hub id or a local folder")
     parser.add_argument("--hostile", action="store_true", help="add two sessions running hostile playground tests")
     parser.add_argument("--test-seconds", type=float, default=5.0, help="run_tests's time limit in the hostile load")
+    parser.add_argument("--eight-only", action="store_true", help="with --hostile: only the eight hostile runs and the page")
+    parser.add_argument("--without-hook", action="store_true",
+                        help="run the tests without the audit hook, so that only the kernel's layers stop them")
     args = parser.parse_args()
     from engine.model.loading import load_model
 
+    if args.without_hook:
+        from engine import sandbox
+
+        sandbox.LAYERS = tuple(layer for layer in sandbox.LAYERS if layer != "hook")
+    if args.hostile and args.eight_only:
+        eight = run_eight_hostile(args.test_seconds)
+        print(json.dumps(eight, indent=2))
+        return 0 if eight["left_after"] == eight["left_before"] and eight["render_ratio"] <= 2.0 else 1
     if args.hostile:
         figures = run_hostile_load(load_model(args.model), args.sessions, args.requests, args.max_new_tokens,
                                    args.test_seconds)
+        figures["eight_hostile"] = eight = run_eight_hostile(args.test_seconds)
         print(json.dumps(figures, indent=2))
-        good = (not figures["failures"] and figures["processes_left"] == 0
-                and figures["hostile_past_limit_max_s"] <= 2.0 and figures["finish_ratio_with_to_without_hostile"] <= 2.0)
+        left = {k: v for k, v in eight["left_after"].items() if v != eight["left_before"][k]}
+        good = (not figures["failures"] and figures["processes_left"] == 0 and not left
+                and figures["hostile_past_limit_max_s"] <= 2.0 and figures["finish_ratio_with_to_without_hostile"] <= 2.0
+                and eight["render_ratio"] <= 2.0)
         return 0 if good else 1
     figures = run_load(load_model(args.model), args.sessions, args.requests, args.max_new_tokens)
     print(json.dumps(figures, indent=2))

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from .core.json_input import InputProblem, read_json_text
 from .core.prompt import Request, count_tools_tokens, render
 from .core.styles import parse_turn, style_names
 from .core.tooldefs import check_tool_definitions
@@ -32,11 +33,13 @@ class _Parser(argparse.ArgumentParser):
 
 def _read_json(path: str, what: str):
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return read_json_text(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
         raise EngineError(f"cannot read {what} file {path}: {error.strerror or error}") from error
-    except json.JSONDecodeError as error:
-        raise EngineError(f"{what} file {path} is not valid JSON: {error.msg} at line {error.lineno}") from error
+    except UnicodeDecodeError:
+        raise EngineError(f"{what} file {path} is not UTF-8 text") from None
+    except InputProblem as problem:
+        raise EngineError(f"{what} file {path} {problem}") from None
 
 
 def _read_tools(path: str | None) -> list[dict]:
@@ -51,8 +54,13 @@ def _read_messages(path: str | None) -> list[dict]:
     return check_messages(_read_json(path, "messages"))
 
 
+# without --messages, `tokens` counts the tools beside one empty user message (the template needs one)
+DEFAULT_MESSAGES = [{"role": "user", "content": ""}]
+
+
 def cmd_tokens(args) -> dict:
-    request = Request(_read_messages(args.messages), _read_tools(args.tools), args.style)
+    messages = _read_messages(args.messages) if args.messages is not None else DEFAULT_MESSAGES
+    request = Request(messages, _read_tools(args.tools), args.style)
     prompt = render(request)
     return {
         "style": args.style,
@@ -78,9 +86,9 @@ def cmd_run(args) -> dict:
 
 def cmd_tool(args) -> dict:
     try:
-        arguments = json.loads(args.args)
-    except json.JSONDecodeError as error:
-        raise EngineError(f"--args is not valid JSON: {error.msg}") from error
+        arguments = read_json_text(args.args)
+    except InputProblem as problem:
+        raise EngineError(f"--args {problem}") from None
     if not isinstance(arguments, dict):
         raise EngineError("--args must be a JSON object, such as '{\"path\": \"notes.txt\"}'")
     outcome = run_tool(args.name, arguments, Workspace(args.workspace))
@@ -264,13 +272,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text: str, limit: int = 4000) -> str:
+    return " ".join(text.split())[:limit]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         result = args.handler(args)
     except EngineError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {_one_line(str(error))}", file=sys.stderr)
         return 2
+    except (ValueError, RecursionError, TypeError, KeyError, IndexError, OverflowError) as error:
+        # an input the checks above let through (a model folder's template, say): still one line, exit 2
+        print(f"error: {args.command} could not use its input: {type(error).__name__}: {_one_line(str(error), 300)}",
+              file=sys.stderr)
+        return 2
+    except Exception as error:
+        if type(error).__module__.startswith("jinja2"):  # a model folder's chat template failed
+            print(f"error: the chat template failed: {_one_line(str(error), 300)}", file=sys.stderr)
+            return 2
+        raise
     json.dump(result, sys.stdout, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0

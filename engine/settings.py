@@ -38,10 +38,19 @@ class Settings:
     # run_tests without bubblewrap or Landlock (the audit hook alone): only on a single-user machine,
     # since a test could then read any file the server can; QWEN_SANDBOX_WEAK=1 allows it
     sandbox_weak: bool = field(default_factory=lambda: os.environ.get("QWEN_SANDBOX_WEAK", "") == "1")
+    # how many run_tests go at once on this server; the others wait for a free slot (QWEN_SANDBOX_SLOTS)
+    sandbox_slots: int = field(default_factory=lambda: min(16, _positive(os.environ.get("QWEN_SANDBOX_SLOTS"), 4)))
     # memory for the KV caches of prompts' shared prefixes, per loaded model (QWEN_PREFIX_CACHE_MB; "" = default, 0 = off)
     prefix_cache_mb: str = field(default_factory=lambda: os.environ.get("QWEN_PREFIX_CACHE_MB", "").strip())
     # warm the tokenizer and the shipped grammars in the background when the server starts (QWEN_WARMUP=0: don't)
     warmup: bool = field(default_factory=lambda: os.environ.get("QWEN_WARMUP", "1").strip() != "0")
+
+
+def _positive(text: str | None, default: int) -> int:
+    try:
+        return max(1, int(text)) if text and len(text) < 6 else default
+    except ValueError:
+        return default
 
 
 def _model_tokenizer(model: str | None) -> str | None:

@@ -129,3 +129,57 @@ def test_as_a_process(question):
         capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent,
     )
     assert out.returncode == 0 and json.loads(out.stdout)["tools_tokens"] == 241
+
+
+# -- inputs that once ended in a traceback: each is one line on stderr and exit 2 ------------------
+DEEP = "[" * 3000 + "]" * 3000
+HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["tool", "read_file", "--args", DEEP, "--workspace", "."], "--args nests lists and objects more than 64 deep"),
+    (["tool", "read_file", "--args", '{"path": ' + HUGE + "}", "--workspace", "."],
+     "--args holds a number of 5,000 digits; at most 100 are read"),
+    (["tool", "read_file", "--args", '{"path": NaN}', "--workspace", "."], "--args holds NaN, which is not JSON"),
+], ids=["args-3000-deep", "args-5000-digits", "args-nan"])
+def test_hostile_arguments_exit_2_with_one_line(capsys, argv, message):
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out) == (2, "") and err.startswith(f"error: {message}") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("kind, body, message", [
+    ("tools", DEEP, "nests lists and objects more than 64 deep"),
+    ("tools", "[" + HUGE + "]", "holds a number of 5,000 digits"),
+    ("messages", DEEP, "nests lists and objects more than 64 deep"),
+    ("messages", '[{"role": "user", "content": "' + "x" + '", "n": ' + HUGE + "}]", "holds a number of 5,000 digits"),
+    ("messages", '[{"role": "user", "content": Infinity}]', "holds Infinity, which is not JSON"),
+])
+def test_hostile_files_exit_2_with_one_line(capsys, tmp_path, kind, body, message):
+    path = tmp_path / f"{kind}.json"
+    path.write_text(body)
+    argv = ["tokens", "--tools", str(path)] if kind == "tools" else ["tokens", "--tools", STRAWBERRY, "--messages", str(path)]
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out) == (2, "") and message in err and err.count("\n") == 1, err
+
+
+def test_tokens_without_messages_counts_the_tools_beside_an_empty_user_message(capsys, question):
+    code, out, err = run_cli(capsys, "tokens", "--tools", STRAWBERRY)
+    assert code == 0, err
+    alone = json.loads(out)
+    _, out, _ = run_cli(capsys, "tokens", "--tools", STRAWBERRY, "--messages", question)
+    assert alone["tools_tokens"] == json.loads(out)["tools_tokens"] == 241
+    assert alone["spans"][-2] == {"label": "user message 0", "tokens": 5}
+
+
+def test_a_long_react_turn_and_a_long_unique_array_are_read_in_one_pass(capsys, monkeypatch):
+    """Action: a, 40,000 spaces, b: answered (it once took 8 s); 4,000 distinct objects pass uniqueItems, one repeat fails."""
+    code, out, _ = run_cli(capsys, "parse", "--tools", STRAWBERRY, "--style", "react", stdin="Action: a" + " " * 40000 + "b",
+                             monkeypatch=monkeypatch)
+    assert code == 0 and json.loads(out)["errors"][0]["error"].startswith("error: an Action: line must be followed")
+    from engine.core.parse import ArgumentValidator
+
+    schema = {"type": "array", "uniqueItems": True}
+    items = [{"k": i, "v": [i, {"x": i}]} for i in range(4000)]
+    assert ArgumentValidator(schema).is_valid(items)
+    assert not ArgumentValidator(schema).is_valid([*items, {"v": [7, {"x": 7}], "k": 7.0}])
+    assert ArgumentValidator(schema).is_valid([1, True, "1", None, 0, False])

@@ -132,7 +132,9 @@ def test_replaying_an_episode_plays_the_recorded_turns_through_the_harness(tiny_
     assert same and [s.turn.text for s in played.steps] == [t["text"] for t in run.data["turns"]]
     # another question: the recorded turns were not written for it
     other = [{"role": "user", "content": "What is the capital of France?"}]
-    assert replay_episode(run, other, _strawberry_tools(), "native", max_turns=3)[1] is False
+    played, same = replay_episode(run, other, _strawberry_tools(), "native", max_turns=3)
+    # checked before the first turn is handed over: none of its calls ran on a prompt the model never saw
+    assert same is False and played.steps == []
 
 
 # -- resuming, refusing ------------------------------------------------------------------------------
@@ -241,7 +243,14 @@ BAD_PACKS = [
      "has no 'token'"),
     ("random weights, not allowed", lambda p: zipped(p), False, "random weights"),
     ("JSON nested a million deep", lambda p: zipped(p, change=lambda n, b: b"[" * 1_000_000 + b"]" * 1_000_000 if n == "manifest.json" else b),
-     True, "nests its JSON too deeply"),
+     True, "JSON values"),
+    ("a run file padded with a key of its own, rehashed",
+     lambda p: _with_run(p, "lesson5-france", lambda d: d.update(padding=[[[]], [[]]])), True, "never writes"),
+    ("a run file of 300,000 empty lists, rehashed",
+     lambda p: _with_run(p, "lesson5-france", lambda d: d["top"].append({"id": 1, "token": "x", "p": 0.1, "x": [[]] * 300_000})),
+     True, "JSON values"),
+    ("NaN in a run file, rehashed", lambda p: _with_run(p, "lesson5-france", lambda d: d.update(p_tool_call=float("nan"))),
+     True, "NaN"),
 ]
 
 
@@ -250,6 +259,18 @@ def test_a_bad_pack_gets_a_clear_message(tiny_pack, make, allow_random, message)
     with pytest.raises(PackError) as refused:
         read_pack_bytes(make(tiny_pack[0]), "pack.zip", allow_random)
     assert message in str(refused.value)
+
+
+def test_a_zip_damaged_anywhere_in_its_directory_gets_a_message(tiny_pack):
+    """Each of the last 400 bytes (the central directory and its end record) set to 0xFF in turn: a Pack or a PackError,
+    never another exception (a damaged offset once raised "ValueError: negative seek value")."""
+    good = zipped(tiny_pack[0])
+    for offset in range(len(good) - 400, len(good), 3):
+        damaged = good[:offset] + b"\xff" + good[offset + 1:]
+        try:
+            read_pack_bytes(damaged, "pack.zip", allow_random=True)
+        except PackError:
+            pass
 
 
 def test_a_good_pack_zipped_with_or_without_its_folder_reads_back(tiny_pack, tmp_path):

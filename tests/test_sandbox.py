@@ -16,10 +16,12 @@ import json
 import os
 import re
 import select
+import shutil
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from dataclasses import replace
@@ -28,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import BadInput
-from engine.harness import filetools, sandbox
+from engine.harness.loop import filetools, sandbox
 from engine.harness.tools import run_tool
 from engine.harness.workspace import Limits, Workspace
 
@@ -196,7 +198,7 @@ def tree_state(folder: Path) -> dict[str, tuple]:
 
 
 class Arena:
-    def __init__(self, base: Path, port: int, decoy: int):
+    def __init__(self, base: Path, port: int, decoy: int, open_to_all: bool = False):
         self.base, self.port = base, port
         self.ws_dir, self.out = base / "ws", base / "outside"
         ws, out = self.ws_dir, self.out
@@ -240,6 +242,12 @@ class Arena:
         (ws / "t_flood.py").write_text(escape_source('import sys\nwhile True:\n    sys.stdout.write("x" * 65536)', out, port))
         (ws / "t_memory.py").write_text(escape_source('blob = bytearray(4 << 30)', out, port))
         (ws / "a_file_not_a_folder.txt").write_text("x")
+        if open_to_all:
+            # every user may write outside, so only the layer under test stands in a test's way
+            for folder in (base, out, out / "secret"):
+                os.chmod(folder, 0o777)
+            for file in (out / "canary.txt", out / "secret" / "key.txt"):
+                os.chmod(file, 0o666)
         self.before = self.state()
 
     def workspace(self, **limits) -> Workspace:
@@ -399,7 +407,8 @@ HOSTILE = [
         for name in READS
     ],
     ("tests-flood-output", "run_tests", {"pattern": "t_flood.py"}, {},
-     ran(r"x{8192}\n\.\.\. output cut; the tests were stopped for printing too much")),
+     ran(r"\[run_tests: stopped for printing too much; the tests' own output follows\]\n"
+         r"x{8192}\n\.\.\. output cut; the tests were stopped for printing too much")),
     ("tests-memory", "run_tests", {"pattern": "t_memory.py"}, {}, ran(r".*MemoryError.*FAILED \(errors=1\)")),
     *[
         (f"tests-{name[2:-3]}", "run_tests", {"pattern": name}, {},
@@ -434,9 +443,10 @@ def test_hostile_call_is_refused(arena, tool, arguments, limits, expected):
         assert outcome.text == expected
     if expected.__class__ is str and expected.startswith("error:"):
         assert outcome.error == expected and outcome.result is None
-    # short enough to send back to a model, and quick
-    assert len(outcome.text) <= LIMITS.test_output_bytes + 100
-    assert seconds < 8
+    # short enough to send back to a model, and within the run's own limit (runs yield the CPU to
+    # everything else, so on a busy machine they take longer: only the limit itself is a bound)
+    assert len(outcome.text) <= LIMITS.test_output_bytes + 200  # the cap, the harness's own line and the note
+    assert seconds < LIMITS.test_seconds + 5
 
 
 def test_every_tool_and_escape_has_rows_of_its_own():
@@ -516,21 +526,31 @@ LAYERS = [
 
 @pytest.fixture
 def one_mode(monkeypatch):
-    """Make run_tests use one mode and no network namespace of its own (so each layer is seen alone)."""
+    """Make run_tests use one mode and only the given layers inside it (so each layer is seen alone).
+
+    The namespaces and the unprivileged user every mode has stay: they come with the mode."""
     def use(mode: str, layers: tuple[str, ...]) -> None:
         monkeypatch.setattr(sandbox, "MODES", (mode,))
         monkeypatch.setattr(sandbox, "LAYERS", layers)
         monkeypatch.setattr(sandbox, "_CHOSEN", {})
-        monkeypatch.setattr(sandbox, "_network_isolation", lambda: ())
         monkeypatch.setenv("QWEN_SANDBOX_WEAK", "1")
     return use
 
 
+@pytest.fixture
+def open_folder():
+    """A folder under /tmp that every user may walk into (pytest's own is private to its user)."""
+    folder = Path(tempfile.mkdtemp(prefix="sandbox-arena-"))
+    os.chmod(folder, 0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.parametrize("mode, layers", LAYERS)
-def test_each_sandbox_layer_holds_on_its_own(tmp_path, server, decoy, one_mode, mode, layers):
-    """Every escape, run with one layer and without the network namespace: nothing outside changes."""
+def test_each_sandbox_layer_holds_on_its_own(open_folder, server, decoy, one_mode, mode, layers):
+    """Every escape, run with one layer inside the mode's namespaces, the outside open to every user: nothing changes."""
     one_mode(mode, layers)
-    arena = Arena(tmp_path, server.getsockname()[1], decoy.pid)
+    arena = Arena(open_folder, server.getsockname()[1], decoy.pid, open_to_all=True)
     escapes = dict(ESCAPES)
     if mode != "weak":
         escapes.update(READS)  # the audit hook alone does not confine reads: that is why it is "weak"
@@ -632,7 +652,7 @@ class View(unittest.TestCase):
         self.assertEqual(os.listdir("/etc"), ["ld.so.cache"])
         for gone in ("/home", "/var", "/opt", "/srv"):
             self.assertFalse(os.path.exists(gone), gone)
-        self.assertEqual(sorted(os.listdir("/run")), ["sandbox_guard.py", "workspace"])
+        self.assertEqual(sorted(os.listdir("/run")), ["sandbox_guard.py", "sandbox_launch.py", "workspace"])
         # the folder around the workspace holds the workspace only
         self.assertEqual(os.listdir(".."), [os.path.basename(os.getcwd())])
         self.assertEqual(open("/proc/self/status").read().count("CapEff:\t0000000000000000"), 1)

@@ -86,3 +86,27 @@ def test_missing_folder_explains_itself(tmp_path):
 
     with pytest.raises(TokenizerUnavailable, match="tokenizer.json"):
         QwenTokenizer(tmp_path, "empty")
+
+
+def test_a_model_folders_template_with_nested_loops_is_refused_within_its_time_limit(tmp_path, monkeypatch):
+    """A template that would hang every render (nested loops) is tried once in a child process and refused."""
+    import json as json_module
+    import shutil
+
+    from engine import tokenizer as tokenizer_module
+    from engine.errors import TokenizerUnavailable
+    from engine.settings import VENDORED_TOKENIZER
+
+    folder = tmp_path / "model"
+    shutil.copytree(VENDORED_TOKENIZER, folder)
+    config = json_module.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    config["chat_template"] = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}x"
+    (folder / "tokenizer_config.json").write_text(json_module.dumps(config), encoding="utf-8")
+    monkeypatch.setattr(tokenizer_module, "TEMPLATE_SECONDS", 3.0)
+    slow = tokenizer_module.QwenTokenizer(folder, str(folder))
+    with pytest.raises(TokenizerUnavailable, match="did not render a 17-message conversation within 3 s"):
+        slow.render_chat([{"role": "user", "content": "hi"}])
+    # a template that renders quickly is used as it is
+    config["chat_template"] = "{% for m in messages %}{{ m.content }}{% endfor %}"
+    (folder / "tokenizer_config.json").write_text(json_module.dumps(config), encoding="utf-8")
+    assert tokenizer_module.QwenTokenizer(folder, str(folder)).render_chat([{"role": "user", "content": "hi"}]) == "hi"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.core.styles import get_style
+from ui.confinement import confinement_sidebar
 from ui.draw import CSS, PRESENTER_CSS
 from ui.models import live_model_name, model_status
 from ui.next_lesson import next_lesson
@@ -102,6 +103,7 @@ def sidebar() -> None:
         )
         model_status(name)
         pack_sidebar()
+        confinement_sidebar()
         st.toggle("Presenter mode", key="present", help="Large text and a wide page, for projecting in class.")
     if st.session_state.get("present"):
         st.markdown(PRESENTER_CSS, unsafe_allow_html=True)

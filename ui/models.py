@@ -12,6 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.core.tokenizer import load_tokenizer
+from engine.errors import EngineError
 from engine.model.loading import TINY, check_model, find_job, find_loaded, load_model, start_load
 from engine.settings import load_settings
 from engine.teaching.panel_source import PanelSource, choose_source

@@ -9,6 +9,7 @@ import json
 
 import streamlit as st
 
+from engine.core.json_input import InputProblem, refuse_constant
 from engine.core.tooldefs import MAX_DEFINITIONS_BYTES, TOOL_SETS, add_example_tool, find_tool_problems, load_tool_set
 from ui.state import edits_from_url, edits_to_url, from_url, restore, to_url
 
@@ -28,9 +29,11 @@ def read_tools(text: str) -> tuple[list[dict] | None, list[str]]:
         return None, [f"The text is {len(text):,} characters; the limit is {MAX_EDITOR_CHARS:,}. "
                       "Shorten the descriptions or remove tools, then the definitions are checked."]
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=refuse_constant)  # NaN and Infinity are not JSON
     except json.JSONDecodeError as error:
         return None, [f"Not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."]
+    except InputProblem as problem:
+        return None, [f"Not usable JSON: it {problem}."]
     except RecursionError:
         return None, ["Not usable JSON: it is nested too deeply to read."]
     except ValueError:  # an integer longer than Python reads (4,300 digits)

@@ -9,7 +9,10 @@ so counts equal `AutoTokenizer.apply_chat_template` byte for byte (tests check i
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,6 +143,8 @@ class QwenTokenizer:
         """The prompt text exactly as `apply_chat_template(..., tokenize=False)` writes it."""
         from transformers.utils.chat_template_utils import render_jinja_template
 
+        if Path(self.folder).resolve() != Path(VENDORED_TOKENIZER).resolve():
+            check_template_time(self.chat_template)
         rendered, _ = render_jinja_template(
             conversations=[messages],
             tools=tools or None,
@@ -148,6 +153,50 @@ class QwenTokenizer:
             enable_thinking=enable_thinking,
         )
         return rendered[0]
+
+
+# a model folder's template is code from outside: before it renders in the server it must render a
+# probe request (more messages and tools than a lesson has) in a child process within this time
+TEMPLATE_SECONDS = 10.0
+_TEMPLATES_CHECKED: dict[str, str | None] = {}
+PROBE_SCRIPT = """
+import json, sys
+from transformers.utils.chat_template_utils import render_jinja_template
+print("ready", flush=True)
+probe = json.loads(sys.stdin.read())
+render_jinja_template(conversations=[probe["messages"]], tools=probe["tools"], chat_template=probe["template"],
+                      add_generation_prompt=True, enable_thinking=False)
+print("ok")
+"""
+
+
+def check_template_time(template: str) -> None:
+    """A TokenizerUnavailable when `template` does not render a probe request within TEMPLATE_SECONDS (checked once)."""
+    key = hashlib.sha256(template.encode("utf-8", "surrogatepass")).hexdigest()
+    if key not in _TEMPLATES_CHECKED:
+        tool = {"type": "function", "function": {"name": "probe", "description": "d",
+                                                 "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}
+        messages = [{"role": "system", "content": "s"}] + [
+            {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n}"} for n in range(16)]
+        probe = json.dumps({"template": template, "messages": messages, "tools": [tool] * 8})
+        child = subprocess.Popen([sys.executable, "-c", PROBE_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        try:
+            # the clock starts once the child has imported the renderer: only the template is timed
+            child.stdout.readline()
+            out, err = child.communicate(probe, timeout=TEMPLATE_SECONDS)
+            problem = None if out.strip() == "ok" else (
+                f"it fails on a plain conversation: {(err.strip().splitlines() or ['no message'])[-1][:200]}")
+        except subprocess.TimeoutExpired:
+            problem = (f"it did not render a 17-message conversation within {TEMPLATE_SECONDS:g} s "
+                       "(nested loops?), so the server will not run it")
+        finally:
+            child.kill()
+            child.wait()
+        _TEMPLATES_CHECKED[key] = problem
+    problem = _TEMPLATES_CHECKED[key]
+    if problem:
+        raise TokenizerUnavailable(f"the model folder's chat template cannot be used: {problem}")
 
 
 @dataclass(frozen=True)

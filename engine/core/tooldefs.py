@@ -21,7 +21,8 @@ from ..settings import LESSONS
 from .parse import re2_search
 
 TOOL_SETS = ("strawberry", "harness", "coding-agent")
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# matched whole (fullmatch): "$" alone lets a name end in a newline
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 # cost limits on pasted definitions: one server serves a class, and every prompt carries the
 # tools while every constrained turn compiles them. Measured with xgrammar 0.2.9 on 2 cores:
@@ -117,7 +118,7 @@ def find_tool_problems(data: object) -> list[str]:
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             problems.append(f"{where}: it has no name")
-        elif not NAME_PATTERN.match(name):
+        elif not NAME_PATTERN.fullmatch(name):
             shown = repr(name) if len(name) <= 64 else f"{name[:40]!r}... ({len(name):,} characters)"
             problems.append(f"{where}: the name {shown} may use only letters, digits, _ and -, up to 64 characters")
         elif name in seen:

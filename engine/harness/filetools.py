@@ -15,6 +15,7 @@ import json
 import os
 import stat
 import sys
+import sysconfig
 import time
 from collections.abc import Iterator
 
@@ -276,7 +277,7 @@ def run_tests(ws: Workspace, pattern: str = "test_*.py") -> str:
                           "(every process they started went with them)")
     text = run.output.decode("utf-8", errors="replace")
     # keep the output the same on every machine and run: no folder names, no timings
-    text = text.replace(str(ws.root) + os.sep, "").replace(sys.prefix, "<python>")
+    text = hide_server_paths(text.replace(str(ws.root) + os.sep, ""))
     text = re2.sub(r"Ran (\d+) tests? in [0-9.]+s", r"Ran \1 tests", text)
     if run.stopped == "output" or len(text) > limits.test_output_bytes:
         text = text[: limits.test_output_bytes] + "\n... output cut"
@@ -285,7 +286,35 @@ def run_tests(ws: Workspace, pattern: str = "test_*.py") -> str:
     elif "No space left on device" in text or "[Errno 27] File too large" in text:
         text += (f"\n(run_tests gives the tests {limits.test_write_bytes:,} bytes of disk, "
                  f"{limits.write_bytes:,} bytes per file)")
-    return text.strip() or f"exit code {run.returncode}"
+    return frame_test_output(text.strip(), None if run.stopped == "output" else run.returncode, run.waited)
+
+
+def hide_server_paths(text: str) -> str:
+    """`text` with the server's Python installation (each of its real and given paths) written <python>."""
+    paths = {sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix),
+             os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(sys.executable)}
+    paths |= {value for value in sysconfig.get_paths().values()} | {os.path.realpath(v) for v in sysconfig.get_paths().values()}
+    # the longest first, so that a folder inside the prefix is not cut in two
+    for path in sorted((p for p in paths if p and p != os.sep and len(p) > 4), key=len, reverse=True):
+        text = text.replace(path, "<python>")
+    return text
+
+
+VERDICTS = {0: "passed", 1: "failed", 5: "no tests found"}
+
+
+def frame_test_output(text: str, returncode: int | None, waited: bool) -> str:
+    """The harness's own line first (the exit code, which the output cannot change), then the tests' output.
+
+    Whatever the tests printed ("Ran 3 tests OK" included) comes after that line, as their own words."""
+    if returncode is None:  # killed for printing too much
+        head = "[run_tests: stopped for printing too much"
+    else:
+        head = f"[run_tests: exit code {returncode} ({VERDICTS.get(returncode, 'ended abnormally')})"
+    if waited:
+        head += ", after waiting for a free slot"
+    head += "; the tests' own output follows]"
+    return f"{head}\n{text}" if text else head
 
 
 FILE_TOOLS = {

@@ -58,6 +58,9 @@ def check_files(entries: list[tuple[str, str]], limits: Limits | None = None) ->
             if not path:
                 refuse("give the file a name, such as notes.txt")
                 continue
+            if not path.isprintable():
+                refuse(f"{path!r} holds a control or invisible character; use letters, digits, '.', '_', '-' and '/'")
+                continue
             try:
                 target = sandbox.resolve(path, must_exist=False)
             except ToolRefusal as refusal:

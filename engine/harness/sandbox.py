@@ -1,24 +1,32 @@
 """Where `run_tests` runs a workspace's tests: a confined child process, killed at its time limit.
 
-The strongest confinement this machine offers is chosen once and kept:
-- `bwrap` (bubblewrap, https://github.com/containers/bubblewrap): new mount, PID, network, IPC
-  and UTS namespaces; the filesystem holds Python's own folders read-only and a tmpfs of a
-  fixed size holding a copy of the workspace; no capabilities (so no device nodes), no /proc
-  of the host, no other process to see, signal or trace.
-- `landlock`: a fresh temporary copy of the workspace, a network namespace where `unshare`
-  allows it, and Landlock rules set by the child that allow reads of Python's files and the
-  copy only, and writes to the copy only.
-- `weak`: the audit hook alone, on a fresh copy. It is refused unless the settings allow it
-  (`QWEN_SANDBOX_WEAK=1`, for a single-user machine), since a test could then read any file
-  the server can.
-Every mode adds the guard's audit hook (engine/harness/sandbox_guard.py) and resource limits, runs the
-child in its own process group, and kills the whole group at the time limit, whatever the
-test did with its output. What the tests write stays in the copy, which is dropped.
+The strongest confinement this machine offers is chosen once and kept, and
+`describe_confinement` says which, and why a stronger one was not:
+- `bwrap` (bubblewrap, https://github.com/containers/bubblewrap): new mount, PID, network,
+  IPC and UTS namespaces; the filesystem holds Python's own folders read-only and a tmpfs of a
+  fixed size holding a copy of the workspace; no /proc of the host, no other process to see,
+  signal or trace.
+- `landlock`: new PID, IPC, mount, network and UTS namespaces made by `unshare` (where the
+  machine allows it), the whole filesystem read-only but for the copy on a sized tmpfs, and
+  Landlock rules that allow reads of Python's files and the copy only, writes to the copy only.
+- `weak`: the same namespaces where `unshare` can make them, without Landlock. It is refused
+  unless the settings allow it (`QWEN_SANDBOX_WEAK=1`, for a single-user machine), since a test
+  could then read any file the server can.
+In every mode the test runs as an unprivileged user with no capabilities (a uid of its own
+per slot when the server is root), under a seccomp filter, yielding the CPU to the server
+(nice 10 on its own autogroup, nice 19 inside it), with its memory and processes capped for the whole
+run (a cgroup where one is delegated, else per-process limits and a per-user process count),
+behind the guard's audit hook (engine/harness/sandbox_guard.py) in an interpreter that never loaded
+ctypes. At most `sandbox_slots` runs go at once; the others wait for a free slot. The whole
+run is killed at the time limit, whatever the test did with its output. What the tests write
+stays in the copy, which is dropped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import select
 import shutil
@@ -26,27 +34,59 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..settings import load_settings
+from .sandbox_cgroup import open_run_cgroup
 from .workspace import ToolRefusal, Workspace
 
+LOG = logging.getLogger(__name__)
 GUARD = Path(__file__).resolve().with_name("sandbox_guard.py")
+LAUNCHER = Path(__file__).resolve().with_name("sandbox_launch.py")
 # the modes tried, strongest first (tests narrow this to check one mode on its own)
 MODES = ("bwrap", "landlock", "weak")
-# the guard's layers inside the child (tests narrow this to check one layer on its own)
-LAYERS = ("landlock", "hook")
+# the layers inside the child (tests narrow this to check one layer on its own)
+LAYERS = ("landlock", "seccomp", "hook")
 GUARD_INSIDE = "/run/sandbox_guard.py"  # where bubblewrap shows the guard
+LAUNCHER_INSIDE = "/run/sandbox_launch.py"  # and the launcher
 SOURCE_INSIDE = "/run/workspace"  # where bubblewrap shows the workspace, read-only, to be copied
-MEMORY_BYTES = 1 << 30  # the test process's address space
+MEMORY_BYTES = 1 << 30  # each test process's address space
+RUN_MEMORY_BYTES = 768 << 20  # the whole run's memory, where a cgroup caps it
+RUN_PROCESSES = 32  # the whole run's processes and threads
+SLOT_UID_BASE = 1_990_000_000  # a server run as root runs its slots' tests from this uid up (no account has these)
+SLOT_UIDS_PER_SERVER = 16  # each server process (a test worker too) has its own block of uids, by its pid
+# the namespaces unshare makes for the landlock and weak modes (its own /proc, the mounts private)
+UNSHARE = ("unshare", "--pid", "--fork", "--kill-child", "--ipc", "--mount", "--net", "--uts",
+           "--mount-proc", "--propagation", "private")
+
+
+def resolved_python() -> str:
+    """The interpreter the tests run: the real file behind sys.executable (a venv's python is a symlink)."""
+    return os.path.realpath(sys.executable)
+
+
+def running_as_root() -> bool:
+    return os.geteuid() == 0
 
 
 @dataclass(frozen=True)
 class Confinement:
     mode: str  # "bwrap", "landlock" or "weak"
-    network_prefix: tuple[str, ...] = ()  # a command prefix that removes the network (landlock and weak modes)
+    network_prefix: tuple[str, ...] = ()  # the unshare command that makes the namespaces (landlock, weak), () if none
+    why_not: tuple[str, ...] = ()  # for each stronger mode, why it was not chosen
+
+
+@dataclass(frozen=True)
+class ConfinementReport:
+    """What `run_tests` does with a visitor's code on this server, in words a page can show as they are."""
+
+    mode: str  # "bwrap", "landlock", "weak" or "off"
+    summary: str  # one sentence: the mode in force
+    why_not: tuple[str, ...]  # why each stronger mode was not chosen
+    limits: str  # the whole run's limits and where they come from
 
 
 @dataclass(frozen=True)
@@ -58,21 +98,33 @@ class ChildRun:
     stopped: str | None  # None, "time" (killed at the limit) or "output" (killed for printing too much)
     seconds: float  # from start to the moment the whole group was gone
     mode: str
+    waited: bool = False  # whether it waited for a free slot
 
 
 def python_folders() -> list[str]:
-    """The folders the interpreter needs: its prefix (stdlib, site-packages, libpython) and the system's libraries."""
+    """The folders the resolved interpreter needs: its real prefix (stdlib, site-packages, libpython) and its own folder."""
     folders = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}
-    folders.add(os.path.dirname(os.path.realpath(sys.executable)))
-    return sorted(folders)
+    folders.add(os.path.dirname(resolved_python()))
+    # a folder inside another needs no bind of its own
+    return sorted(f for f in folders if not any(f != g and f.startswith(g + os.sep) for g in folders))
 
 
 def build_bwrap_argv(ws_root: str, tmpfs_bytes: int) -> list[str]:
-    """The bubblewrap prefix: a tmpfs of `tmpfs_bytes` at the workspace's own path, Python read-only, nothing else."""
-    command = ["bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-               "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
-               # the dynamic linker's list of library folders (sqlite3 and others live in multiarch folders)
-               "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    """The bubblewrap prefix: a tmpfs of `tmpfs_bytes` at the workspace's own path, Python read-only, nothing else.
+
+    Run as root, bubblewrap makes no user namespace (the launcher becomes the slot's own uid, and
+    needs CAP_SETUID, CAP_SETGID and CAP_CHOWN for that, then loses every capability when it does);
+    otherwise it maps the server's uid into a user namespace of its own, with no capabilities."""
+    if running_as_root():
+        command = ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts",
+                   "--unshare-cgroup-try", "--cap-drop", "ALL",
+                   "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_CHOWN"]
+    else:
+        command = ["bwrap", "--unshare-all", "--cap-drop", "ALL"]
+    command += ["--die-with-parent", "--new-session",
+                "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
+                # the dynamic linker's list of library folders (sqlite3 and others live in multiarch folders)
+                "--perms", "0755", "--dir", "/etc", "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
     # Debian's merged /usr: the top-level names are symlinks into it
     for name in ("bin", "lib", "lib64", "lib32", "sbin"):
         top = Path("/") / name
@@ -80,39 +132,68 @@ def build_bwrap_argv(ws_root: str, tmpfs_bytes: int) -> list[str]:
             command += ["--symlink", os.readlink(top), f"/{name}"]
         elif top.is_dir():
             command += ["--ro-bind", str(top), f"/{name}"]
+    made = set()
     for folder in python_folders():
         if not folder.startswith("/usr/"):
+            # the folders above it open to the test's user (bubblewrap would copy a private /root's mode)
+            parts = folder.strip("/").split("/")[:-1]
+            for depth in range(1, len(parts) + 1):
+                above = "/" + "/".join(parts[:depth])
+                if above not in made:
+                    made.add(above)
+                    command += ["--perms", "0755", "--dir", above]
             command += ["--ro-bind", folder, folder]
-    command += ["--ro-bind", str(GUARD), GUARD_INSIDE, "--ro-bind", ws_root, SOURCE_INSIDE,
-                "--size", str(tmpfs_bytes), "--tmpfs", ws_root,
+    command += ["--perms", "0755", "--dir", "/run", "--ro-bind", str(GUARD), GUARD_INSIDE, "--ro-bind", str(LAUNCHER), LAUNCHER_INSIDE,
+                "--ro-bind", ws_root, SOURCE_INSIDE, "--size", str(tmpfs_bytes), "--tmpfs", ws_root,
                 # the root bubblewrap builds is a tmpfs of its own, with no size: make it read-only
-                "--remount-ro", "/", "--chdir", ws_root]
+                "--remount-ro", "/", "--chdir", "/"]
     return command
 
 
-def _network_isolation() -> tuple[str, ...]:
-    """A command prefix that gives the child no network, when this system allows it."""
-    for prefix in (("unshare", "--net"), ("unshare", "--net", "--map-root-user")):
+def _last_line(data: bytes) -> str:
+    lines = data.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1][:300] if lines else "no message"
+
+
+def probe_bwrap() -> str | None:
+    """None when bubblewrap runs the resolved interpreter here; else why not, in a sentence."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (apt-get install bubblewrap)"
+    with tempfile.TemporaryDirectory(prefix="bwrap-probe-") as folder:
+        command = [*build_bwrap_argv(folder, 1 << 20), resolved_python(), "-I", "-c", "print('ok')"]
         try:
-            probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if probe.returncode == 0:
-            return prefix
-    return ()
+            probe = subprocess.run(command, capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"bubblewrap could not be started ({error})"
+    if probe.returncode == 0 and probe.stdout.strip() == b"ok":
+        return None
+    return f"bubblewrap failed here: {_last_line(probe.stderr or probe.stdout)}"
 
 
 def bwrap_works() -> bool:
     """Whether bubblewrap is installed and can make its namespaces here (user namespaces, or root)."""
-    if shutil.which("bwrap") is None:
-        return False
-    with tempfile.TemporaryDirectory(prefix="bwrap-probe-") as folder:
-        command = [*build_bwrap_argv(folder, 1 << 20), sys.executable, "-I", "-c", "print('ok')"]
+    return probe_bwrap() is None
+
+
+def _network_isolation() -> tuple[str, ...]:
+    """The unshare command that gives the child its own namespaces, when this system allows it."""
+    return probe_unshare()[0]
+
+
+_UNSHARE_PROBE: list[tuple[tuple[str, ...], str | None]] = []
+
+
+def probe_unshare() -> tuple[tuple[str, ...], str | None]:
+    """The unshare command that works here (with a user namespace when not root), and why none does."""
+    if not _UNSHARE_PROBE:
+        prefix = UNSHARE if running_as_root() else ("unshare", "--user", "--map-root-user", *UNSHARE[1:])
         try:
-            probe = subprocess.run(command, capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-    return probe.returncode == 0 and probe.stdout.strip() == b"ok"
+            probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+            reason = None if probe.returncode == 0 else f"unshare failed here: {_last_line(probe.stderr)}"
+        except (OSError, subprocess.TimeoutExpired) as error:
+            reason = f"unshare could not be started ({error})"
+        _UNSHARE_PROBE.append((prefix if reason is None else (), reason))
+    return _UNSHARE_PROBE[0]
 
 
 def landlock_abi() -> int:
@@ -128,6 +209,7 @@ def landlock_abi() -> int:
 
 
 _CHOSEN: dict[tuple[str, ...], Confinement | None] = {}
+_WHY_NOT: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 REFUSED = (
     "error: run_tests is switched off on this server: it has neither bubblewrap (install the "
@@ -137,22 +219,143 @@ REFUSED = (
 
 
 def choose_confinement(modes: tuple[str, ...] | None = None, allow_weak: bool | None = None) -> Confinement:
-    """The strongest mode of `modes` this machine can give, or a ToolRefusal saying why none can."""
+    """The strongest mode of `modes` this machine can give, or a ToolRefusal saying why none can.
+
+    A probe that fails is logged with its reason, once, and kept in the Confinement's `why_not`."""
     modes = MODES if modes is None else modes
     if modes not in _CHOSEN:
         found = None
-        if "bwrap" in modes and bwrap_works():
-            found = Confinement("bwrap")
-        elif "landlock" in modes and landlock_abi() >= 1:
-            found = Confinement("landlock", _network_isolation())
+        why_not: list[str] = []
+        if "bwrap" in modes:
+            reason = probe_bwrap()
+            if reason is None:
+                found = Confinement("bwrap")
+            else:
+                why_not.append(f"not bubblewrap: {reason}")
+        if found is None and "landlock" in modes:
+            abi = landlock_abi()
+            if abi >= 1:
+                found = Confinement("landlock", _network_isolation(), tuple(why_not))
+            else:
+                why_not.append("not Landlock: this kernel has none (Linux 5.13 or later, with landlock in its LSM list)")
+        for line in why_not:
+            LOG.warning("run_tests: %s", line)
         _CHOSEN[modes] = found
+        _WHY_NOT[modes] = tuple(why_not)
     chosen = _CHOSEN[modes]
     if chosen is not None:
         return chosen
     allow_weak = load_settings().sandbox_weak if allow_weak is None else allow_weak
     if "weak" in modes and allow_weak:
-        return Confinement("weak", _network_isolation())
+        return Confinement("weak", _network_isolation(), _WHY_NOT[modes])
     raise ToolRefusal(REFUSED)
+
+
+MODE_WORDS = {
+    "bwrap": "bubblewrap: the tests see only Python's files and their copy of the workspace",
+    "landlock": "Landlock: the tests may read only Python's files and write only their copy of the workspace",
+    "weak": "the audit hook alone (QWEN_SANDBOX_WEAK=1): the tests can read any file the server can",
+}
+
+
+def describe_confinement() -> ConfinementReport:
+    """Which mode run_tests uses here and why no stronger one, and the whole run's limits: for the pages to show."""
+    try:
+        chosen = choose_confinement()
+    except ToolRefusal:
+        return ConfinementReport("off", "run_tests is switched off: " + REFUSED.split(": ", 2)[-1],
+                                 _WHY_NOT.get(MODES, ()), "")
+    why_not = list(chosen.why_not)
+    if chosen.mode != "bwrap" and not chosen.network_prefix:
+        why_not.append(f"no namespaces of its own: {probe_unshare()[1]}")
+    cgroup_reason = cgroup_status()
+    who = "a uid of its own per slot" if running_as_root() else "an unprivileged user in a user namespace"
+    limits = (f"Each run: {who}, no capabilities, a seccomp filter, nice 10 on its own autogroup; at most {slot_count()} at once; "
+              + (f"memory {RUN_MEMORY_BYTES >> 20} MiB and {RUN_PROCESSES} processes for the whole run ({cgroup_reason})"
+                 if cgroup_reason.startswith("cgroup") else
+                 f"{MEMORY_BYTES >> 20} MiB per process and {RUN_PROCESSES} processes ({cgroup_reason})"))
+    return ConfinementReport(chosen.mode, "run_tests runs in " + MODE_WORDS[chosen.mode], tuple(why_not), limits)
+
+
+_CGROUP_STATUS: list[str] = []
+
+
+def cgroup_status() -> str:
+    """Whether runs get a cgroup: "cgroup v1", "cgroup v2", or why not (checked once)."""
+    if not _CGROUP_STATUS:
+        group, reason = open_run_cgroup(f"run-tests-probe-{os.getpid()}", RUN_MEMORY_BYTES, RUN_PROCESSES)
+        if group is not None:
+            group.close()
+        else:
+            LOG.warning("run_tests: no cgroup for the runs: %s", reason)
+        _CGROUP_STATUS.append(reason)
+    return _CGROUP_STATUS[0]
+
+
+# -- the slots: at most a few runs at once, server-wide ------------------------------------------------
+@dataclass
+class SlotStatus:
+    total: int
+    busy: int
+    waiting: int
+
+    def words(self) -> str:
+        text = f"{self.busy} of {self.total} run_tests slots busy"
+        if self.busy >= self.total:
+            text += f"; a run waits for a free slot ({self.waiting} waiting)"
+        return text + "."
+
+
+@dataclass
+class _Slots:
+    total: int
+    free: list[int] = field(default_factory=list)
+    waiting: int = 0
+    condition: threading.Condition = field(default_factory=threading.Condition)
+
+    def __post_init__(self):
+        self.free = list(range(self.total))
+
+
+_SLOTS: list[_Slots] = []
+_SLOTS_LOCK = threading.Lock()
+
+
+def slot_count() -> int:
+    return load_settings().sandbox_slots
+
+
+def _slots() -> _Slots:
+    with _SLOTS_LOCK:
+        if not _SLOTS:
+            _SLOTS.append(_Slots(slot_count()))
+        return _SLOTS[0]
+
+
+def slot_status() -> SlotStatus:
+    """How many runs go now and how many wait for a free slot (for the playground to show)."""
+    slots = _slots()
+    with slots.condition:
+        return SlotStatus(slots.total, slots.total - len(slots.free), slots.waiting)
+
+
+@contextlib.contextmanager
+def take_slot():
+    """A free slot's number (waiting for one if all are busy), and whether it waited."""
+    slots = _slots()
+    with slots.condition:
+        waited = not slots.free
+        slots.waiting += 1
+        while not slots.free:
+            slots.condition.wait()
+        slots.waiting -= 1
+        slot = slots.free.pop(0)
+    try:
+        yield slot, waited
+    finally:
+        with slots.condition:
+            slots.free.append(slot)
+            slots.condition.notify()
 
 
 def processes_with(marker: str) -> list[int]:
@@ -219,38 +422,115 @@ def watch_child(proc: subprocess.Popen, seconds: float, cap: int) -> tuple[bytes
     return b"".join(chunks), stopped
 
 
+def slot_uid(slot: int) -> int:
+    """The uid slot `slot` of this server process runs its tests as (two servers on one machine never share one)."""
+    return SLOT_UID_BASE + (os.getpid() % 100_000) * SLOT_UIDS_PER_SERVER + slot
+
+
+def kill_user(uid: int) -> None:
+    """Kill every process of `uid` (a slot's own uid: nothing else runs as it)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("Uid:"):
+                if int(line.split()[1]) == uid:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(int(entry), signal.SIGKILL)
+                break
+
+
+def build_launch(ws: Workspace, confinement: Confinement, layers: tuple[str, ...], pattern: str,
+                 scratch: str, uid: int | None) -> tuple[list[str], str]:
+    """The command the launcher's outer stage execs, and the folder the tests run in."""
+    limits = ws.limits
+    python = resolved_python()
+    guard_settings = {"pattern": pattern, "layers": list(layers), "max_new_entries": limits.test_new_entries}
+    env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "LANG": "C.UTF-8"}
+    tmpfs = limits.workspace_bytes + limits.test_write_bytes
+    inner = {
+        "layers": list(layers), "python": python, "python_folders": python_folders(), "env": env,
+        "copy_budget": {"bytes": limits.workspace_bytes, "entries": limits.workspace_entries},
+        "memory_bytes": MEMORY_BYTES, "file_bytes": limits.write_bytes, "uid": uid,
+        # the processes cap counts per user: the slot's own uid, or the run's user namespace
+        "processes": RUN_PROCESSES if uid is not None or confinement.mode == "bwrap" or confinement.network_prefix else 0,
+        "landlock_required": confinement.mode == "landlock", "seccomp_required": "seccomp" in layers,
+        "guard_settings": guard_settings,
+    }
+    if confinement.mode == "bwrap":
+        work = str(ws.root)
+        inner.update(work=work, source=SOURCE_INSIDE, guard=GUARD_INSIDE)
+        argv = [*build_bwrap_argv(work, tmpfs), python, "-I", LAUNCHER_INSIDE, "inner", json.dumps(inner)]
+    else:
+        work = os.path.join(scratch, "work")
+        os.mkdir(work)
+        namespaced = bool(confinement.network_prefix)
+        inner.update(work=work, source=str(ws.root), guard=str(GUARD), remount=namespaced,
+                     tmpfs_bytes=tmpfs, tmpfs_inodes=limits.workspace_entries + limits.test_new_entries + 16,
+                     nested_user=namespaced and uid is None)
+        argv = [*confinement.network_prefix, python, "-I", str(LAUNCHER), "inner", json.dumps(inner)]
+        if argv[0] == "unshare":
+            argv[0] = shutil.which("unshare") or "/usr/bin/unshare"
+    if argv[0] == "bwrap":
+        argv[0] = shutil.which("bwrap") or "/usr/bin/bwrap"
+    return argv, work
+
+
 def run_confined(ws: Workspace, pattern: str, layers: tuple[str, ...] | None = None,
                  confinement: Confinement | None = None) -> ChildRun:
-    """Run the workspace's tests matching `pattern` in a confined copy of it."""
-    limits = ws.limits
+    """Run the workspace's tests matching `pattern` in a confined copy of it, once a slot is free."""
     confinement = confinement or choose_confinement()
     layers = LAYERS if layers is None else layers
-    # the copy may hold the workspace as it is (up to its cap) and what the tests write
-    budget = {"bytes": limits.workspace_bytes, "entries": limits.workspace_entries}
-    settings = {"pattern": pattern, "layers": list(layers), "max_new_entries": limits.test_new_entries,
-                "copy_budget": budget, "file_bytes": limits.write_bytes, "memory_bytes": MEMORY_BYTES}
-    env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "LANG": "C.UTF-8"}
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="run-tests-") as scratch:
-        if confinement.mode == "bwrap":
-            tmpfs = limits.workspace_bytes + limits.test_write_bytes
-            settings["source"] = SOURCE_INSIDE
-            command = [*build_bwrap_argv(str(ws.root), tmpfs), sys.executable, "-I", GUARD_INSIDE]
-        else:
-            # the copy is made in `scratch`, the child's working folder
-            settings["source"] = str(ws.root)
-            settings["landlock_required"] = confinement.mode == "landlock"
-            command = [*confinement.network_prefix, sys.executable, "-I", str(GUARD)]
-        command.append(json.dumps(settings))
-        # its own session and process group, killed as one; the guard sets its own resource limits
-        # (no preexec_fn: it is unsafe in a server with threads)
+    with take_slot() as (slot, waited):
+        started = time.monotonic()
+        output, returncode, stopped = _run_in_slot(ws, pattern, layers, confinement, slot)
+        return ChildRun(output, returncode, stopped, time.monotonic() - started, confinement.mode, waited)
+
+
+def _run_in_slot(ws: Workspace, pattern: str, layers: tuple[str, ...], confinement: Confinement,
+                 slot: int) -> tuple[bytes, int | None, str | None]:
+    limits = ws.limits
+    uid = slot_uid(slot) if running_as_root() else None
+    scratch = tempfile.mkdtemp(prefix="run-tests-")
+    group = None
+    proc = None
+    try:
+        # the slot's user walks through the scratch folder to its copy, and reads nothing else there
+        os.chmod(scratch, 0o711)
+        argv, work = build_launch(ws, confinement, layers, pattern, scratch, uid)
+        if cgroup_status().startswith("cgroup"):
+            group, _reason = open_run_cgroup(f"run-tests-{os.getpid()}-{slot}-{time.monotonic_ns()}",
+                                             RUN_MEMORY_BYTES, RUN_PROCESSES)
+        # its own session and process group, killed as one; the launcher waits for its settings on
+        # stdin, so that it is in the run's cgroup before it starts anything (no preexec_fn: it is
+        # unsafe in a server with threads)
         proc = subprocess.Popen(
-            command, cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+            [resolved_python(), "-I", str(LAUNCHER), "outer"], cwd=scratch, env={"PATH": "/usr/bin:/bin"},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.PIPE,
+            start_new_session=True, close_fds=True,
         )
+        try:
+            if group is not None:
+                group.add(proc.pid)
+            proc.stdin.write(json.dumps({"argv": argv}).encode())
+            proc.stdin.close()
+        except OSError:
+            pass
         try:
             output, stopped = watch_child(proc, limits.test_seconds, 4 * limits.test_output_bytes)
         finally:
             kill_group(proc.pid)
-        output = output.replace(os.fsencode(scratch) + b"/", b"")
-    return ChildRun(output, proc.returncode, stopped, time.monotonic() - started, confinement.mode)
+        output = output.replace(os.fsencode(work) + b"/", b"")
+        return output, proc.returncode, stopped
+    finally:
+        if proc is not None:
+            kill_group(proc.pid)
+        if group is not None:
+            group.close()
+        if uid is not None:
+            kill_user(uid)
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,109 +1,22 @@
-"""The program `run_tests` runs in its child: copy the workspace in, confine this process, then run unittest.
+"""The program the tests run in: an audit hook, then unittest. Started by engine/harness/sandbox_launch.py.
 
-Run by path, never imported by the engine: `python -I sandbox_guard.py SETTINGS_JSON`, in the
-folder the tests run in (a size-limited tmpfs under bubblewrap, a fresh temporary folder
-otherwise). It follows the kernel's Landlock documentation
-(https://docs.kernel.org/userspace-api/landlock.html) and PEP 578 (audit hooks).
+Run by path in a fresh interpreter, never imported by the engine:
+`python -I sandbox_guard.py SETTINGS_JSON`, in the folder the tests run in (the workspace's
+copy on a sized tmpfs). The launcher has already confined the process (namespaces, Landlock,
+an unprivileged user, a seccomp filter, resource limits) and exec'd this interpreter, so
+ctypes, which the launcher needed, was never loaded here.
 
-The child's confinement, in up to three layers, the outermost set up by the parent:
-1. bubblewrap (when present): its own mount, PID, network and IPC namespaces, a filesystem
-   holding only Python's files (read-only) and the workspace copy, no capabilities.
-2. Landlock (Linux 5.13+), set up here before any test code runs: the kernel refuses every
-   read outside Python's own files and the workspace, every write, file creation, deletion
-   and rename outside the workspace, device nodes anywhere, every exec, and (ABI 4+) every
-   TCP bind or connect, (ABI 6+) abstract unix sockets and signals to other processes.
-3. An audit hook (PEP 578) refusing the network, child processes, native code, signals,
-   device nodes, writes outside (dir_fd included), and more than a set number of new files
-   and folders. Audit hooks are not a sandbox on their own (code that patches the standard
-   library can get past them), so its state lives in a closure, not in globals a test can
-   reassign, and it also refuses the known ways round it.
+This is the innermost layer: an audit hook (PEP 578) refusing the network, child processes,
+native code (ctypes, extension modules that were not loaded before the hook, sqlite
+extensions and ATTACH), signals, device nodes, writes outside (dir_fd included), and more than
+a set number of new files and folders. Audit hooks are not a sandbox on their own (code that
+patches the standard library can get past them), so its state lives in a closure, not in
+globals a test can reassign, and it also refuses the known ways round it.
 """
 
 import json
 import os
-import stat
 import sys
-
-
-def copy_workspace(source, budget):
-    """Copy the regular files, folders and symlinks of `source` into the current folder, within `budget`.
-
-    Fifos, sockets and devices are skipped (reading a fifo would block); caches are left behind.
-    Returns a note when the budget ran out (the copy is then partial)."""
-    bytes_left, entries_left = budget["bytes"], budget["entries"]
-    for here, dirs, files in os.walk(source, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        relative = os.path.relpath(here, source)
-        for name in dirs + sorted(files):
-            entries_left -= 1
-            if entries_left < 0:
-                return "the workspace holds too many files to copy; some were left out"
-            src = os.path.join(here, name)
-            dst = os.path.normpath(os.path.join(relative, name))
-            info = os.lstat(src)
-            if stat.S_ISDIR(info.st_mode):
-                os.mkdir(dst)
-            elif stat.S_ISLNK(info.st_mode):
-                os.symlink(os.readlink(src), dst)
-            elif stat.S_ISREG(info.st_mode):
-                bytes_left -= info.st_size
-                if bytes_left < 0:
-                    return "the workspace is too large to copy; some files were left out"
-                with open(src, "rb") as reader, open(dst, "xb") as writer:
-                    writer.write(reader.read(info.st_size))
-    return None
-
-
-def restrict_with_landlock(root, readable):
-    """Landlock rules: read and write `root`, read `readable`; nothing else. The ABI version, 0 if unavailable."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    abi = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
-    if abi < 1:
-        return 0
-    read = (1 << 2) | (1 << 3)  # read a file, list a folder
-    # write a file, remove a folder or file, make a folder, file, socket, fifo or symlink
-    write = sum(1 << b for b in (1, 4, 5, 7, 8, 9, 10, 12))
-    devices = (1 << 6) | (1 << 11)  # make a character or block device: handled, granted nowhere
-    if abi >= 2:
-        write |= 1 << 13  # refer: link or rename across folders
-    if abi >= 3:
-        write |= 1 << 14  # truncate
-    fs = read | write | devices | 1  # and execute, which no rule grants
-    net = 0b11 if abi >= 4 else 0  # bind and connect TCP, which no rule grants
-    scoped = 0b11 if abi >= 6 else 0  # abstract unix sockets and signals outside this process
-    attr = (ctypes.c_uint64 * 3)(fs, net, scoped)
-    size = 24 if abi >= 6 else (16 if abi >= 4 else 8)
-    ruleset = libc.syscall(444, ctypes.byref(attr), size, 0)
-    if ruleset < 0:
-        return 0
-
-    class PathBeneath(ctypes.Structure):
-        _pack_ = 1
-        _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-    def allow(path, access):
-        try:
-            folder = os.open(path, os.O_PATH)
-        except OSError:
-            return True  # a path Python lists but that does not exist needs no rule
-        is_dir = stat.S_ISDIR(os.fstat(folder).st_mode)
-        # a rule on a file may only carry file rights
-        rule = PathBeneath(access if is_dir else access & ((1 << 1) | (1 << 2) | (1 << 14)), folder)
-        done = libc.syscall(445, ruleset, 1, ctypes.byref(rule), 0) == 0  # landlock_add_rule, path beneath
-        os.close(folder)
-        return done
-
-    ok = allow(root, read | write)
-    for path in readable:
-        ok = ok and allow(path, read)
-    ok = ok and libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
-    ok = ok and libc.syscall(446, ruleset, 0) == 0  # landlock_restrict_self
-    os.close(ruleset)
-    return abi if ok else 0
-
 
 # where each path argument's dir_fd= is, in the audit events of calls that take one (-1: none given)
 PATH_AND_DIR_FD = {
@@ -119,7 +32,7 @@ def install_audit_hook(root, max_new_entries):
     listdir, readlink = os.listdir, os.readlink
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
     processes = frozenset(("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-        "os.forkpty", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.startfile",
+        "sqlite3.enable_load_extension", "sqlite3.load_extension", "os.forkpty", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.startfile",
         "gc.get_objects", "gc.get_referrers", "gc.get_referents"))
     signals = frozenset(("os.kill", "os.killpg", "signal.pthread_kill"))
     changes = frozenset(("os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.truncate", "os.utime",
@@ -169,7 +82,15 @@ def install_audit_hook(root, max_new_entries):
     def count_new(p, dir_fd=None):
         text = fsdecode(p)
         base = fd_path(dir_fd) if isinstance(dir_fd, int) else None
-        if lexists(join(base, text) if base else text):
+        if base:
+            bases = [base]
+        elif text.startswith(sep):
+            bases = [""]
+        else:
+            # the open event does not say which folder a relative path is read from (dir_fd=):
+            # it is new unless it exists from the current folder and from every folder held open
+            bases = ["", *open_folders()]
+        if all(lexists(join(b, text) if b else text) for b in bases):
             return
         created[0] += 1
         if created[0] > max_new_entries:
@@ -263,51 +184,76 @@ def install_audit_hook(root, max_new_entries):
             except Exception:
                 pass
     _imp.create_builtin = no_processes
+    # the same for extension modules (.so): the standard library's are loaded now; afterwards none is,
+    # so a test cannot load one it wrote, nor a fresh copy of one the guard changed (its constructor
+    # would run native code with no audit event)
+    preload_extensions()
+    _imp.create_dynamic = no_processes
+    refuse_sqlite_attach()
     sys.addaudithook(guard)
 
 
-def limit_resources(settings):
-    """Memory, file size (the copy's largest first; lowered once it is made), descriptors, no core dumps."""
-    import resource
+# extension modules of the standard library that are not loaded for the tests: native code on demand
+# (ctypes, the C API test modules), terminals, or files outside the workspace (shared memory)
+NOT_PRELOADED = frozenset(("_ctypes", "_ctypes_test", "_testbuffer", "_testcapi", "_testclinic",
+    "_testimportmultiple", "_testinternalcapi", "_testmultiphase", "_xxsubinterpreters", "_xxtestfuzz",
+    "xxlimited", "xxlimited_35", "_tkinter", "_curses", "_curses_panel", "readline", "ossaudiodev", "nis",
+    "spwd", "_posixshmem", "_crypt"))
 
-    resource.setrlimit(resource.RLIMIT_AS, (settings["memory_bytes"], settings["memory_bytes"]))
-    total = settings["copy_budget"]["bytes"]
-    resource.setrlimit(resource.RLIMIT_FSIZE, (total, total))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-    # the tests yield to the server's own threads: a spinning test must not slow other sessions
-    os.nice(10)
+
+def refuse_sqlite_attach():
+    """ATTACH opens a file in sqlite's own C code, with no audit event: connections refuse it in SQL.
+
+    (A test that resets the authorizer gets past this layer; the read-only filesystem outside
+    its copy, in every mode with namespaces, still stops the write.)"""
+    import sqlite3
+
+    connect = sqlite3.connect
+
+    def refuse_attach(action, *rest):
+        return sqlite3.SQLITE_DENY if action == sqlite3.SQLITE_ATTACH else sqlite3.SQLITE_OK
+
+    def guarded_connect(*args, **kwargs):
+        connection = connect(*args, **kwargs)
+        connection.set_authorizer(refuse_attach)
+        return connection
+
+    sqlite3.connect = sqlite3.dbapi2.connect = guarded_connect
+
+
+def preload_extensions():
+    """Import the standard library's extension modules (lib-dynload) now, while they may be loaded."""
+    import sysconfig
+
+    folder = os.path.join(sysconfig.get_paths()["platstdlib"], "lib-dynload")
+    try:
+        names = sorted({entry.split(".")[0] for entry in os.listdir(folder) if entry.endswith(".so")})
+    except OSError:
+        return
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a deprecated module (audioop) says so on import
+        for name in names:
+            if name not in NOT_PRELOADED and name not in sys.modules:
+                try:
+                    __import__(name)
+                except Exception:
+                    pass
+    # the pure-Python modules over them that tests use most
+    for name in ("sqlite3", "json", "decimal", "datetime", "hashlib", "csv", "pickle", "socket", "ssl",
+                 "asyncio", "unittest", "unittest.mock", "multiprocessing", "zoneinfo", "uuid", "statistics"):
+        try:
+            __import__(name)
+        except Exception:
+            pass
 
 
 def main():
     settings = json.loads(sys.argv[1])
-    limit_resources(settings)
     root = os.path.realpath(os.getcwd())
     sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE; leave no __pycache__ behind
-    note = copy_workspace(settings["source"], settings["copy_budget"]) if settings.get("source") else None
-    if note:
-        print(f"run_tests: {note}", flush=True)
-    # the copy may hold files as large as the workspace allows; what the tests write, up to this per file
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_FSIZE, (settings["file_bytes"], settings["file_bytes"]))
-    layers = settings["layers"]
-    if "landlock" in layers:
-        # Python's own files, the system's libraries (extension modules link to them), and
-        # /proc/self/fd, where the hook reads which folder an open descriptor names
-        readable = [p for p in sys.path if p and os.path.realpath(p) != root]
-        readable += ["/usr/lib", "/usr/lib64", "/lib", "/lib64", "/etc/ld.so.cache", "/dev/null", "/dev/urandom", "/proc/self/fd"]
-        try:
-            abi = restrict_with_landlock(root, readable)
-        except Exception:
-            abi = 0
-        if settings.get("landlock_required") and not abi:
-            # fail closed: the parent chose this mode because the kernel offered Landlock
-            print("run_tests: the Landlock rules could not be set up; the tests were not run", flush=True)
-            sys.exit(3)
-    for name in [m for m in sys.modules if m == "ctypes" or m.startswith(("ctypes.", "_ctypes"))]:
-        del sys.modules[name]
-    if "hook" in layers:
+    if "hook" in settings["layers"]:
         install_audit_hook(root, settings["max_new_entries"])
     import unittest
 

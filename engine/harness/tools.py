@@ -9,6 +9,7 @@ that goes back to the model. Their definitions are in engine/core/tooldefs.py.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from ..core.tokenizer import load_tokenizer
@@ -41,6 +42,16 @@ def tokenize(text: str) -> str:
     return json.dumps([tok.token_text(i) for i in tok.encode(text)], ensure_ascii=False)
 
 
+# the chat template's own markers: written in a result, they would pass for the template's tokens
+# once the result is fed back (a test printing "<|im_end|>" would end the tool's turn)
+CONTROL_MARKERS = re.compile(r"<(/?)(\|[A-Za-z0-9_]+\||tool_call|tool_response|think)>")
+
+
+def escape_control_tokens(text: str) -> str:
+    """`text` with each chat-control marker's "<" written as "&lt;": shown and fed back as plain text."""
+    return CONTROL_MARKERS.sub(r"&lt;\1\2>", text) if isinstance(text, str) else text
+
+
 def run_tool(name: str, arguments: dict, workspace: Workspace | None = None) -> ToolOutcome:
     """Run one checked call. Refusals and failures become an error string, never an exception."""
     plain = {"count_letter": count_letter, "tokenize": tokenize}
@@ -50,7 +61,7 @@ def run_tool(name: str, arguments: dict, workspace: Workspace | None = None) -> 
         if name in filetools.FILE_TOOLS:
             if workspace is None:
                 return ToolOutcome(error=f"error: {name} needs a workspace, and none is open")
-            return ToolOutcome(result=filetools.FILE_TOOLS[name](workspace, **arguments))
+            return ToolOutcome(result=escape_control_tokens(filetools.FILE_TOOLS[name](workspace, **arguments)))
         return ToolOutcome(error=f"error: the tool {name!r} is described but has no implementation here")
     except ToolRefusal as refusal:
         return ToolOutcome(error=str(refusal))

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import BadInput
+from ..core.json_input import InputProblem, check_depth, refuse_constant
+from ..errors import BadInput, EngineError
 from ..harness.loop import Run, ScriptedModel, Turn, iterate_episode
 from ..harness.workspace import Workspace
 from ..settings import ROOT
@@ -191,11 +192,31 @@ def replay_episode(run: PackRun, messages: list[dict], tools: list[dict], style:
     turns = [Turn(t["text"], t["finish"], t["output_tokens"]) for t in run.data["turns"]]
     recorded = [t["prompt_sha256"] for t in run.data["turns"]]
     played = Run(style, "per-block")
-    same = True
-    for number, call in enumerate(iterate_episode(ScriptedModel(turns), messages, tools, style=style,
-                                                  workspace=workspace, max_turns=max_turns, run=played)):
-        same = same and number < len(recorded) and prompt_hash(call.prompt.ids) == recorded[number]
-    return played, same and len(played.calls) == len(recorded)
+    model = VerifiedTurns(turns, recorded)
+    for _call in iterate_episode(model, messages, tools, style=style, workspace=workspace, max_turns=max_turns,
+                                 run=played):
+        pass
+    return played, not model.departed and model.position == len(recorded)
+
+
+class VerifiedTurns(ScriptedModel):
+    """A pack's recorded turns, each given only when the prompt in front of it hashes as it did when recorded.
+
+    The check comes before the turn is handed over, so none of its calls (a run_tests among them)
+    runs on a prompt the model never saw; at the first difference the episode stops there."""
+
+    def __init__(self, turns: list[Turn], recorded: list[str]):
+        super().__init__(turns)
+        self.recorded = recorded
+        self.departed = False
+
+    def next_turn(self, request) -> Turn:
+        from ..core.prompt import render
+
+        if self.position < len(self.recorded) and prompt_hash(render(request).ids) != self.recorded[self.position]:
+            self.departed = True
+            raise EngineError("the prompt differs from the one the pack recorded")
+        return super().next_turn(request)
 
 
 # -- reading a pack: files first, then what they say ---------------------------------------------
@@ -252,6 +273,10 @@ def _zip_files(data: bytes) -> dict[str, bytes]:
         raise PackError(f"the zip is damaged or truncated ({type(error).__name__}); zip the pack folder again") from error
     except (NotImplementedError, RuntimeError) as error:
         raise PackError(f"the zip cannot be read ({error}): use plain deflate, without a password") from error
+    except PackError:
+        raise
+    except Exception as error:  # a damaged directory: "negative seek value", struct errors, bad offsets...
+        raise PackError(f"the zip is damaged ({type(error).__name__}: {str(error)[:120]}); zip the pack folder again") from error
     return files
 
 
@@ -288,15 +313,59 @@ def _strip_top_folder(files: dict[str, bytes]) -> dict[str, bytes]:
     return files
 
 
+# what one file may hold once parsed: a real run file has a few thousand values, a few levels deep;
+# a 20 KiB zip of nested empty lists would otherwise unpack to hundreds of MB of Python objects
+MAX_JSON_VALUES = 200_000
+MAX_JSON_DEPTH = 12
+
+
 def _json(name: str, body: bytes):
+    # counted on the bytes before parsing (an upper bound: commas and brackets in strings count too)
+    values = body.count(b"[") + body.count(b"{") + body.count(b",")
+    if values > MAX_JSON_VALUES:
+        raise PackError(f"{name} holds about {values:,} JSON values; a file `python -m engine prepare` wrote holds "
+                        f"far fewer (at most {MAX_JSON_VALUES:,} are read)")
     try:
-        return json.loads(body.decode("utf-8"))
+        value = json.loads(body.decode("utf-8"), parse_constant=refuse_constant)
+        check_depth(value, MAX_JSON_DEPTH)
+        return value
+    except InputProblem as problem:
+        raise PackError(f"{name} {problem}: it is not a file `python -m engine prepare` wrote") from None
     except UnicodeDecodeError as error:
         raise PackError(f"{name} is not UTF-8 text: it is not a file `python -m engine prepare` wrote") from error
     except json.JSONDecodeError as error:
         raise PackError(f"{name} is not valid JSON ({error.msg} at line {error.lineno}): it may be truncated") from error
+    except ValueError as error:  # a number longer than Python reads
+        raise PackError(f"{name} is not usable JSON ({str(error)[:80]}): it is not a file `python -m engine prepare` wrote") from error
     except RecursionError as error:
         raise PackError(f"{name} nests its JSON too deeply to be a file `python -m engine prepare` wrote") from error
+
+
+# the keys `python -m engine prepare` writes; any other is refused (it can only be there to take up room)
+MANIFEST_KEYS = {"format", "version", "created", "project_version", "model", "complete", "runs"}
+MODEL_KEYS = {"name", "revision", "dtype", "device", "parameters", "random_weights", "source"}
+ENTRY_KEYS = {"id", "panel", "kind", "settings", "prompt_sha256", "file", "sha256"}
+RUN_KEYS = {"id", "panel", "kind", "settings", "prompt_sha256", "prompt_tokens", "model", "recorded_at", "complete"}
+GENERATION_KEYS = {"text", "finish", "steps", "output_tokens", "prompt_tokens", "seconds", "first_token_seconds",
+                   "stop_ids", "model", "settings"}
+KIND_KEYS = {
+    "generation": GENERATION_KEYS,
+    "side_by_side": {"constrained", "unconstrained", "reason", "first_difference"},
+    "first_token": {"p_tool_call", "prompt_tokens", "top"},
+    "episode": {"turns", "answer", "stop"},
+    "masks": {"turn", "mode", "steps"},
+}
+STEP_KEYS = {"index", "id", "token", "text", "p", "top", "allowed", "p_unmasked", "forbidden_mass", "top_unmasked", "finish"}
+TURN_KEYS = {"text", "finish", "output_tokens", "prompt_sha256", "steps"}
+MASK_STEP_KEYS = {"number", "allowed", "forbidden_mass", "top_before", "top_after"}
+CHOICE_KEYS = {"id", "token", "p"}
+
+
+def _only(data: dict, allowed: set[str], where: str) -> None:
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise PackError(f"{where} has a key {extra[0][:40]!r} that `python -m engine prepare` never writes: "
+                        "the pack was not made by this project; make it again")
 
 
 def _need(data, key: str, kind, where: str):
@@ -317,6 +386,9 @@ def _check_probability(value, where: str) -> None:
 
 
 def _check_choices(rows, where: str) -> None:
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, dict):
+            _only(row, CHOICE_KEYS, where)
     if not isinstance(rows, list) or len(rows) > 100:
         raise PackError(f"{where} must be a list of at most 100 tokens")
     for n, row in enumerate(rows):
@@ -330,6 +402,8 @@ def _check_generation(data: dict, where: str) -> None:
     _need(data, "finish", str, where)
     for n, step in enumerate(_need(data, "steps", list, where)):
         at = f"{where} step {n}"
+        if isinstance(step, dict):
+            _only(step, STEP_KEYS, at)
         for key in ("index", "id"):
             _need(step, key, int, at)
         _need(step, "token", str, at)
@@ -343,7 +417,8 @@ def _check_run_data(kind: str, data: dict, where: str) -> None:
         _check_generation(data, where)
     elif kind == "side_by_side":
         for side in ("constrained", "unconstrained"):
-            _check_generation(_need(data, side, dict, where), f"{where} {side}")
+            _only(_need(data, side, dict, where), GENERATION_KEYS, f"{where} {side}")
+            _check_generation(data[side], f"{where} {side}")
     elif kind == "first_token":
         _check_probability(_need(data, "p_tool_call", float, where), where)
         _need(data, "prompt_tokens", int, where)
@@ -351,6 +426,8 @@ def _check_run_data(kind: str, data: dict, where: str) -> None:
     elif kind == "episode":
         for n, turn in enumerate(_need(data, "turns", list, where)):
             at = f"{where} turn {n + 1}"
+            if isinstance(turn, dict):
+                _only(turn, TURN_KEYS, at)
             _need(turn, "text", str, at)
             _need(turn, "finish", str, at)
             _need(turn, "output_tokens", int, at)
@@ -359,6 +436,8 @@ def _check_run_data(kind: str, data: dict, where: str) -> None:
     elif kind == "masks":
         for n, step in enumerate(_need(data, "steps", list, where)):
             at = f"{where} step {n + 1}"
+            if isinstance(step, dict):
+                _only(step, MASK_STEP_KEYS, at)
             _need(step, "number", int, at)
             if step.get("allowed") is not None:
                 _need(step, "allowed", int, at)
@@ -375,7 +454,9 @@ def check_manifest(manifest, where: str = MANIFEST) -> tuple[PackModel, list[dic
     if manifest.get("version") != PACK_VERSION:
         raise PackError(f"the pack has format version {manifest.get('version')!r}; this site reads version {PACK_VERSION}: "
                         "make it again with this version of the project")
+    _only(manifest, MANIFEST_KEYS, where)
     model = _need(manifest, "model", dict, where)
+    _only(model, MODEL_KEYS, f"{where} model")
     revision = model.get("revision")
     info = PackModel(
         name=_need(model, "name", str, f"{where} model"),
@@ -390,6 +471,8 @@ def check_manifest(manifest, where: str = MANIFEST) -> tuple[PackModel, list[dic
     entries = _need(manifest, "runs", list, where)
     for n, entry in enumerate(entries):
         at = f"{where} run {n + 1}"
+        if isinstance(entry, dict):
+            _only(entry, ENTRY_KEYS, at)
         run_id = _need(entry, "id", str, at)
         if not RUN_ID.match(run_id):
             raise PackError(f"{at}: {run_id!r} is not a run id (lowercase letters, digits, dots, dashes and underscores)")
@@ -433,6 +516,7 @@ def check_pack(files: dict[str, bytes], where: str, allow_random: bool = False) 
         data = _json(name, files[name])
         if not isinstance(data, dict) or data.get("id") != entry["id"] or data.get("kind") != entry["kind"]:
             raise PackError(f"{name} is not the run {entry['id']} that the manifest names")
+        _only(data, RUN_KEYS | KIND_KEYS[entry["kind"]], name)
         _check_run_data(entry["kind"], data, name)
         runs[entry["id"]] = PackRun(entry["id"], entry["panel"], entry["kind"], entry["settings"],
                                     entry["prompt_sha256"], data)

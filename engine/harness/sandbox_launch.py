@@ -1,0 +1,364 @@
+"""The launcher `run_tests` starts: it confines itself, then replaces itself with a fresh interpreter running the guard.
+
+Run by path, never imported by the server (the tests import it to check the filter it builds):
+
+    python -I sandbox_launch.py outer     settings as JSON on stdin
+    python -I sandbox_launch.py inner SETTINGS_JSON
+
+`outer` waits for its settings on stdin (the server first puts it in the run's cgroup, so
+that nothing it starts escapes the run's memory and process caps), gives up CPU to the
+server (nice 10 on its own autogroup, nice 19 inside it, which it cannot undo), then execs
+bubblewrap or `unshare`, which start `inner` in new PID, IPC, mount, network and UTS
+namespaces.
+
+`inner` builds the test's world while it may: a read-only view of the filesystem and the
+workspace copy on a sized tmpfs (namespaces made by `unshare`), the copy itself, per-process
+limits, Landlock rules; then it becomes an unprivileged user with no capabilities (a
+dedicated uid per slot when the server is root, a nested user namespace otherwise), installs
+a seccomp filter for what namespaces do not cover, and execs the guard
+(engine/harness/sandbox_guard.py) in a fresh interpreter. ctypes is used here and only here: the
+interpreter the tests run in never loads it.
+"""
+
+import json
+import os
+import stat
+import struct
+import sys
+
+# -- the seccomp filter ---------------------------------------------------------------------------
+# x86_64 system call numbers (include/uapi/asm-generic and arch/x86/entry/syscalls/syscall_64.tbl)
+AUDIT_ARCH_X86_64 = 0xC000003E
+DENIED_CALLS = {
+    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "pidfd_getfd": 438,
+    "keyctl": 250, "add_key": 248, "request_key": 249,
+    "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "move_mount": 429, "fsopen": 430,
+    "fsconfig": 431, "fsmount": 432, "fspick": 433, "open_tree": 428, "mount_setattr": 442,
+    "unshare": 272, "setns": 308, "personality": 135,
+    "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66, "semtimedop": 220,
+    "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71,
+    "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314,
+    "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
+    "io_uring_register": 427, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175,
+    "finit_module": 313, "delete_module": 176, "iopl": 172, "ioperm": 173, "swapon": 167, "swapoff": 168,
+    "reboot": 169, "syslog": 103, "acct": 163, "settimeofday": 164, "clock_settime": 227,
+    "clock_adjtime": 305, "adjtimex": 159, "quotactl": 179, "quotactl_fd": 443, "open_by_handle_at": 304,
+    "name_to_handle_at": 303, "fanotify_init": 300, "lookup_dcookie": 212, "vhangup": 153,
+    "memfd_create": 319, "memfd_secret": 447, "process_madvise": 440,
+}
+# calls allowed on the process itself only: refused when this argument (a pid, or who=) is not 0
+SELF_ONLY = {"prlimit64": (302, 0), "setpriority": (141, 1), "sched_setaffinity": (203, 0)}
+# ioctl requests refused: TIOCSTI (type into a terminal), TIOCLINUX, FS_IOC_SETFLAGS (immutable files)
+IOCTL = 16
+DENIED_IOCTLS = (0x5412, 0x541C, 0x40086602, 0x40046602)
+# clone flags that make namespaces; clone3 is answered ENOSYS, so the C library falls back to clone
+CLONE = 56
+CLONE3 = 435
+CLONE_NAMESPACES = 0x10000000 | 0x00020000 | 0x20000000 | 0x40000000 | 0x08000000 | 0x04000000 | 0x02000000
+X32_BIT = 0x40000000
+
+RET_ALLOW = 0x7FFF0000
+RET_KILL_PROCESS = 0x80000000
+RET_EPERM = 0x00050000 | 1
+RET_ENOSYS = 0x00050000 | 38
+LD_ABS, JEQ, JGE, JSET, JA, RET = 0x20, 0x15, 0x35, 0x45, 0x05, 0x06
+NR, ARCH = 0, 4
+
+
+def arg_offset(index):
+    """Where the low 32 bits of argument `index` sit in struct seccomp_data (little-endian)."""
+    return 16 + 8 * index
+
+
+def build_seccomp_program():
+    """The filter as BPF instructions (code, jt, jf, k): each rule a short block that reloads the call number."""
+    program = [(LD_ABS, 0, 0, ARCH), (JEQ, 1, 0, AUDIT_ARCH_X86_64), (RET, 0, 0, RET_KILL_PROCESS),
+               (LD_ABS, 0, 0, NR), (JGE, 0, 1, X32_BIT), (RET, 0, 0, RET_EPERM)]
+    for number in sorted(DENIED_CALLS.values()):
+        program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 1, number), (RET, 0, 0, RET_EPERM)]
+    program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 1, CLONE3), (RET, 0, 0, RET_ENOSYS)]
+    for number, index in SELF_ONLY.values():
+        program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 3, number), (LD_ABS, 0, 0, arg_offset(index)),
+                    (JEQ, 1, 0, 0), (RET, 0, 0, RET_EPERM)]
+    program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 3, CLONE), (LD_ABS, 0, 0, arg_offset(0)),
+                (JSET, 0, 1, CLONE_NAMESPACES), (RET, 0, 0, RET_EPERM)]
+    # ioctl: one comparison per request, each jumping to the shared refusal at the block's end
+    block = [(LD_ABS, 0, 0, NR), (JEQ, 0, len(DENIED_IOCTLS) + 3, IOCTL), (LD_ABS, 0, 0, arg_offset(1))]
+    for position, request in enumerate(DENIED_IOCTLS):
+        block.append((JEQ, len(DENIED_IOCTLS) - position, 0, request))
+    block += [(JA, 0, 0, 1), (RET, 0, 0, RET_EPERM)]
+    program += block
+    program.append((RET, 0, 0, RET_ALLOW))
+    return program
+
+
+def pack_seccomp_program(program):
+    return b"".join(struct.pack("<HBBI", *instruction) for instruction in program)
+
+
+def install_seccomp(libc, ctypes):
+    """Install the filter on this process and all it starts; False on a machine it was not written for."""
+    if os.uname().machine != "x86_64":
+        return False
+    code = pack_seccomp_program(build_seccomp_program())
+    buffer = ctypes.create_string_buffer(code, len(code))
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    program = Program(len(code) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        return False
+    return libc.prctl(22, 2, ctypes.byref(program), 0, 0) == 0  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+
+
+# -- the copy -------------------------------------------------------------------------------------
+def copy_workspace(source, target, budget):
+    """Copy the regular files, folders and symlinks of `source` into `target`, within `budget`.
+
+    Fifos, sockets and devices are skipped (reading a fifo would block); caches are left behind.
+    Returns a note when the budget ran out (the copy is then partial)."""
+    bytes_left, entries_left = budget["bytes"], budget["entries"]
+    for here, dirs, files in os.walk(source, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        relative = os.path.relpath(here, source)
+        for name in dirs + sorted(files):
+            entries_left -= 1
+            if entries_left < 0:
+                return "the workspace holds too many files to copy; some were left out"
+            src = os.path.join(here, name)
+            dst = os.path.normpath(os.path.join(target, relative, name))
+            info = os.lstat(src)
+            if stat.S_ISDIR(info.st_mode):
+                os.mkdir(dst)
+            elif stat.S_ISLNK(info.st_mode):
+                os.symlink(os.readlink(src), dst)
+            elif stat.S_ISREG(info.st_mode):
+                bytes_left -= info.st_size
+                if bytes_left < 0:
+                    return "the workspace is too large to copy; some files were left out"
+                with open(src, "rb") as reader, open(dst, "xb") as writer:
+                    writer.write(reader.read(info.st_size))
+    return None
+
+
+def give_tree_to(root, uid, gid):
+    """Make `root` and everything below it (symlinks themselves) belong to the test's user."""
+    os.chown(root, uid, gid)
+    for here, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.chown(os.path.join(here, name), uid, gid, follow_symlinks=False)
+
+
+# -- mounts (namespaces made by unshare, where this process is root of its own mount namespace) ---
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 8, 32, 4096, 16384
+
+
+def mount(libc, ctypes, source, target, kind, flags, data=None):
+    if libc.mount(source.encode(), target.encode(), kind.encode() if kind else None, flags,
+                  data.encode() if data else None) != 0:
+        raise OSError(ctypes.get_errno(), f"mount {kind or 'bind'} on {target}: {os.strerror(ctypes.get_errno())}")
+
+
+def make_filesystem_read_only(libc, ctypes):
+    """Every mount this namespace sees becomes read-only (mount_setattr with AT_RECURSIVE, Linux 5.12+)."""
+    attr = struct.pack("<QQQQ", 1, 0, 0, 0)  # attr_set MOUNT_ATTR_RDONLY
+    done = libc.syscall(442, -100, b"/", 0x8000, attr, len(attr))  # AT_FDCWD, AT_RECURSIVE
+    if done != 0:
+        raise OSError(ctypes.get_errno(), f"mount_setattr: {os.strerror(ctypes.get_errno())}")
+
+
+def expose_python(libc, ctypes, folders, uid):
+    """Python's folders where `uid` cannot reach them (say under a private /root): a tmpfs over the
+    first closed folder above, holding read-only binds of those folders at their own paths."""
+    covered = set()
+    for folder in folders:
+        closed = next((p for p in _ancestors(folder) if not _open_to(p, uid)), None)
+        if closed is None:
+            continue
+        opened = os.open(folder, os.O_PATH)  # held so that the bind finds it once the tmpfs hides it
+        if closed not in covered:
+            mount(libc, ctypes, "tmpfs", closed, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+            covered.add(closed)
+        os.makedirs(folder, exist_ok=True)
+        mount(libc, ctypes, f"/proc/self/fd/{opened}", folder, None, MS_BIND | MS_REC)
+        mount(libc, ctypes, "none", folder, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(opened)
+
+
+def _ancestors(path):
+    """The folders above `path` and `path` itself, from the top down."""
+    parts = path.strip("/").split("/")
+    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def _open_to(folder, uid):
+    info = os.stat(folder)
+    return bool(info.st_mode & 0o001 or (info.st_uid == uid and info.st_mode & 0o100))
+
+
+# -- Landlock ---------------------------------------------------------------------------------------
+def restrict_with_landlock(libc, ctypes, root, readable):
+    """Landlock rules: read and write `root`, read `readable`; nothing else. The ABI version, 0 if unavailable."""
+    abi = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    if abi < 1:
+        return 0
+    read = (1 << 2) | (1 << 3)  # read a file, list a folder
+    # write a file, remove a folder or file, make a folder, file, socket, fifo or symlink
+    write = sum(1 << b for b in (1, 4, 5, 7, 8, 9, 10, 12))
+    devices = (1 << 6) | (1 << 11)  # make a character or block device: handled, granted nowhere
+    if abi >= 2:
+        write |= 1 << 13  # refer: link or rename across folders
+    if abi >= 3:
+        write |= 1 << 14  # truncate
+    execute = 1
+    fs = read | write | devices | execute  # execute is granted on Python's own files only
+    net = 0b11 if abi >= 4 else 0  # bind and connect TCP, which no rule grants
+    scoped = 0b11 if abi >= 6 else 0  # abstract unix sockets and signals outside this process
+    attr = (ctypes.c_uint64 * 3)(fs, net, scoped)
+    size = 24 if abi >= 6 else (16 if abi >= 4 else 8)
+    ruleset = libc.syscall(444, ctypes.byref(attr), size, 0)
+    if ruleset < 0:
+        return 0
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+    def allow(path, access):
+        try:
+            folder = os.open(path, os.O_PATH)
+        except OSError:
+            return True  # a path Python lists but that does not exist needs no rule
+        is_dir = stat.S_ISDIR(os.fstat(folder).st_mode)
+        # a rule on a file may only carry file rights
+        rule = PathBeneath(access if is_dir else access & ((1 << 0) | (1 << 1) | (1 << 2) | (1 << 14)), folder)
+        done = libc.syscall(445, ruleset, 1, ctypes.byref(rule), 0) == 0  # landlock_add_rule, path beneath
+        os.close(folder)
+        return done
+
+    ok = allow(root, read | write)
+    for path in readable:
+        ok = ok and allow(path, read | execute)
+    ok = ok and libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+    ok = ok and libc.syscall(446, ruleset, 0) == 0  # landlock_restrict_self
+    os.close(ruleset)
+    return abi if ok else 0
+
+
+# -- becoming nobody --------------------------------------------------------------------------------
+def become_unprivileged(libc, ctypes, settings):
+    """Drop to the test's user: setuid to the slot's uid (the server is root), or a nested user namespace
+    where this process is uid 1000 (it was root of a namespace `unshare` made). Either way the exec that
+    follows leaves no capability."""
+    uid = settings.get("uid")
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        return
+    if settings.get("nested_user"):
+        outer_uid, outer_gid = os.getuid(), os.getgid()
+        if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER) for the test's user failed")
+        with open("/proc/self/setgroups", "w") as f:
+            f.write("deny")
+        with open("/proc/self/uid_map", "w") as f:
+            f.write(f"1000 {outer_uid} 1")
+        with open("/proc/self/gid_map", "w") as f:
+            f.write(f"1000 {outer_gid} 1")
+
+
+def limit_resources(settings):
+    """Per-process limits: memory, file size, descriptors, no core dumps; processes for the whole user."""
+    import resource
+
+    memory = settings["memory_bytes"]
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (settings["file_bytes"], settings["file_bytes"]))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    resource.setrlimit(resource.RLIMIT_NICE, (0, 0))  # no way back from nice 19
+    resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
+    resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_MEMLOCK, (0, 0))
+    if settings.get("processes"):
+        # counted per user (per user namespace): the slot's uid, or the namespace made for this run
+        resource.setrlimit(resource.RLIMIT_NPROC, (settings["processes"], settings["processes"]))
+
+
+def run_outer():
+    settings = json.loads(sys.stdin.buffer.read())
+    # the runs yield to the server: nice 10 on this session's autogroup (the kernel ranks nice values
+    # only within an autogroup, and each run is a session of its own), so a run's whole group weighs a
+    # tenth of the server's; its processes at nice 19 inside it. RLIMIT_NICE 0 keeps them there.
+    # (SCHED_IDLE was tried: on a machine loaded by other work, a run then never got the CPU at all.)
+    try:
+        with open("/proc/self/autogroup", "w") as autogroup:
+            autogroup.write(str(settings.get("autogroup_nice", 10)))
+    except OSError:
+        pass
+    os.setpriority(os.PRIO_PROCESS, 0, 19)
+    argv = settings["argv"]
+    os.execv(argv[0], argv)
+
+
+def fail(message):
+    print(f"run_tests: {message}; the tests were not run", flush=True)
+    sys.exit(3)
+
+
+def run_inner(settings):
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    work = settings["work"]
+    try:
+        if settings.get("remount"):
+            make_filesystem_read_only(libc, ctypes)
+            os.makedirs(work, exist_ok=True)
+            mount(libc, ctypes, "tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  f"size={settings['tmpfs_bytes']},nr_inodes={settings['tmpfs_inodes']},mode=0700")
+        note = copy_workspace(settings["source"], work, settings["copy_budget"])
+        if settings.get("uid") is not None:
+            give_tree_to(work, settings["uid"], settings["uid"])
+            if settings.get("remount"):
+                expose_python(libc, ctypes, settings["python_folders"], settings["uid"])
+    except OSError as error:
+        fail(f"the test's filesystem could not be set up ({error})")
+    os.chdir(work)
+    if note:
+        print(f"run_tests: {note}", flush=True)
+    limit_resources(settings)
+    if "landlock" in settings["layers"]:
+        readable = settings["python_folders"] + [settings["guard"], "/usr/lib", "/usr/lib64", "/lib", "/lib64", "/etc/ld.so.cache",
+                                                 "/dev/null", "/dev/urandom", "/proc/self/fd"]
+        try:
+            abi = restrict_with_landlock(libc, ctypes, os.path.realpath(work), readable)
+        except OSError:
+            abi = 0
+        if settings.get("landlock_required") and not abi:
+            # fail closed: the parent chose this mode because the kernel offered Landlock
+            fail("the Landlock rules could not be set up")
+    try:
+        become_unprivileged(libc, ctypes, settings)
+    except OSError as error:
+        fail(f"could not drop to an unprivileged user ({error})")
+    if "seccomp" in settings["layers"] and not install_seccomp(libc, ctypes):
+        if settings.get("seccomp_required"):
+            fail("the seccomp filter could not be installed")
+    guard = settings["guard"]
+    try:
+        os.execve(settings["python"], [settings["python"], "-I", guard, json.dumps(settings["guard_settings"])],
+                  settings["env"])
+    except OSError as error:
+        fail(f"the interpreter could not be started as the test's user ({error.strerror}: without a mount "
+             "namespace, a user of its own cannot reach a Python installed in a private folder)")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "outer":
+        run_outer()
+    else:
+        run_inner(json.loads(sys.argv[2]))

@@ -1,0 +1,317 @@
+"""The second round of escapes from inside `run_tests`: each mode must refuse every row, with the server unchanged.
+
+Each row of ATTACKS is the body of one unittest method, run in a test file of a visitor's
+workspace. SERVER is this test process's pid (what the server would be), DECOY a process of
+the server's that no test may touch, OUT a folder outside that every user may write (so only
+the sandbox stands in the way). After every row the server's limits, priority and CPU
+affinity, the decoy and the outside folder must be as they were; a row whose attempt got
+through fails with "got through". Then the same rows run per layer: the seccomp filter alone
+(in its own process, on the system calls the rows make), the audit hook alone against the
+native-code rows, and a run through a virtualenv reached by a symlink.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from engine import sandbox, sandbox_launch
+from engine.harness.tools import run_tool
+from engine.harness.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+EXTENSION = next(Path(sysconfig.get_paths()["platstdlib"], "lib-dynload").glob("_testimportmultiple.*.so"), None)
+
+ATTACKS = {
+    # the server's limits and priority (the PID namespace hides it; seccomp refuses other pids)
+    "a_prlimit_cpu.py": "resource.prlimit(SERVER, resource.RLIMIT_CPU, (3, 3))",
+    "a_prlimit_parent.py": "resource.prlimit(os.getppid() or SERVER, resource.RLIMIT_NOFILE, (8, 8))",
+    "a_prlimit_fsize.py": "resource.prlimit(SERVER, resource.RLIMIT_FSIZE, (1, 1))",
+    "a_setpriority.py": "os.setpriority(os.PRIO_PROCESS, SERVER, 19)",
+    "a_setpriority_group.py": "os.setpriority(os.PRIO_PGRP, SERVER_GROUP, 19)",
+    "a_affinity.py": "os.sched_setaffinity(SERVER, {0})",
+    "a_sched_idle.py": "os.sched_setscheduler(SERVER, os.SCHED_IDLE, os.sched_param(0))",
+    # itself: no way up
+    "a_nice_up.py": "os.nice(-20)",
+    "a_fifo.py": "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))",
+    "a_back_to_other.py": "os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))",
+    # no capabilities, no root
+    "a_setuid.py": "os.setuid(0)",
+    "a_chown_own.py": 'open("mine.txt", "w").close(); os.chown("mine.txt", 0, 0)',
+    # other processes: none visible, the decoy unreachable
+    "a_kill_decoy.py": "os.kill(DECOY, 9)",
+    "a_many_processes.py": """
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+        assert len(pids) > 20, pids
+        raise PermissionError("few processes")""",
+    # outside the copy
+    "a_chmod_outside.py": 'os.chmod(OUT + "/canary.txt", 0o600)',
+    "a_sqlite_attach.py": """
+        import sqlite3
+        db = sqlite3.connect("inside.db")
+        db.execute("ATTACH DATABASE '" + OUT + "/attached.db' AS other")
+        db.execute("CREATE TABLE other.t (x)")""",
+    "a_immutable.py": """
+        import fcntl, struct
+        fd = os.open("mine.txt", os.O_WRONLY | os.O_CREAT)
+        fcntl.ioctl(fd, 0x40086602, struct.pack("i", 0x10))""",
+    # native code: ctypes never loaded, nothing to find among the classes; no extension module from the copy
+    "a_ctypes_leftover.py": """
+        found = [c for c in object.__subclasses__() if c.__name__ in ("CDLL", "_CFuncPtr", "PyCFuncPtr")]
+        found += [m for m in sys.modules if m == "ctypes" or m.startswith(("ctypes.", "_ctypes"))]
+        if found:
+            self.fail("got through: " + repr(found))
+        raise PermissionError("no ctypes")""",
+    "a_import_ctypes.py": "import ctypes",
+    "a_extension_import.py": "import _testimportmultiple",
+    "a_create_dynamic.py": """
+        import _imp, importlib.util
+        spec = importlib.util.spec_from_file_location("_testimportmultiple", os.path.abspath(SO_NAME))
+        _imp.create_dynamic(spec)""",
+    "a_extension_loader.py": """
+        import importlib.machinery, importlib.util
+        loader = importlib.machinery.ExtensionFileLoader("_testimportmultiple", os.path.abspath(SO_NAME))
+        loader.create_module(importlib.util.spec_from_loader("_testimportmultiple", loader))""",
+    "a_sqlite_extension.py": """
+        import sqlite3
+        db = sqlite3.connect(":memory:")
+        db.enable_load_extension(True)
+        db.load_extension(os.path.abspath(SO_NAME))""",
+    # the new-file cap counts what is made through a folder held open
+    "a_dirfd_files.py": """
+        for name in ("d1", "d2", "d3"):
+            os.mkdir(name)
+        folders = [os.open(name, os.O_RDONLY) for name in ("d1", "d2", "d3")]
+        made = 0
+        try:
+            for i in range(200):
+                os.close(os.open(f"f{i}", os.O_WRONLY | os.O_CREAT))
+                made += 1
+                for folder in folders:
+                    os.close(os.open(f"f{i}", os.O_WRONLY | os.O_CREAT, dir_fd=folder))
+                    made += 1
+        finally:
+            if made > 260:
+                self.fail(f"got through: {made} files")""",
+}
+NOT_IN_HOOK_ALONE = {"a_many_processes.py", "a_setpriority_group.py", "a_nice_up.py", "a_fifo.py",
+                     "a_back_to_other.py", "a_setuid.py", "a_chown_own.py", "a_affinity.py", "a_prlimit_cpu.py",
+                     "a_prlimit_parent.py", "a_prlimit_fsize.py", "a_setpriority.py", "a_sched_idle.py",
+                     "a_immutable.py", "a_sqlite_attach.py"}
+# rows the hook alone need not answer: nothing there to refuse, or a Python built without sqlite extensions
+OTHER_ANSWER = {"a_ctypes_leftover.py": "PermissionError: no ctypes",
+                "a_sqlite_extension.py": "no attribute 'enable_load_extension'"}
+SO_NAME = EXTENSION.name if EXTENSION else "missing.so"
+
+
+def attack_source(body: str, out: Path, decoy: int) -> str:
+    return (
+        f"import os\nimport resource\nimport sys\nimport unittest\nOUT = {str(out)!r}\nDECOY = {decoy}\n"
+        f"SERVER = {os.getpid()}\nSERVER_GROUP = {os.getpgrp()}\nSO_NAME = {SO_NAME!r}\n\n\n"
+        "class Attack(unittest.TestCase):\n    def test_attack(self):\n"
+        + textwrap.indent(textwrap.dedent(body).strip(), "        ") + "\n"
+        + '        self.fail("got through")\n'
+    )
+
+
+def server_state() -> dict:
+    me = os.getpid()
+    return {
+        "limits": {name: resource.prlimit(me, getattr(resource, name))
+                   for name in ("RLIMIT_CPU", "RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_AS", "RLIMIT_NPROC")},
+        "nice": os.getpriority(os.PRIO_PROCESS, me),
+        "group_nice": os.getpriority(os.PRIO_PGRP, 0),
+        "affinity": os.sched_getaffinity(me),
+        "policy": os.sched_getscheduler(me),
+    }
+
+
+def outside_state(out: Path) -> dict:
+    return {p.name: (p.stat().st_mode, p.read_bytes() if p.is_file() else None) for p in sorted(out.iterdir())}
+
+
+@pytest.fixture
+def world(tmp_path):
+    """A workspace holding every attack, and an outside folder under /tmp that every user may write."""
+    base = Path(tempfile.mkdtemp(prefix="sandbox-attack-"))
+    os.chmod(base, 0o755)
+    out = base / "outside"
+    out.mkdir()
+    os.chmod(out, 0o777)
+    (out / "canary.txt").write_text("the canary\n")
+    os.chmod(out / "canary.txt", 0o666)
+    decoy = subprocess.Popen(["sleep", "600"])
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for name, body in ATTACKS.items():
+        (ws / name).write_text(attack_source(body, out, decoy.pid))
+    if EXTENSION:
+        shutil.copy(EXTENSION, ws / SO_NAME)
+    yield Workspace(ws), out, decoy
+    decoy.kill()
+    decoy.wait()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+HAS_BWRAP = sandbox.bwrap_works()
+LANDLOCK = sandbox.landlock_abi()
+MODES = [
+    pytest.param("bwrap", sandbox.LAYERS, id="bubblewrap",
+                 marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here")),
+    pytest.param("landlock", sandbox.LAYERS, id="landlock",
+                 marks=pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock")),
+    pytest.param("weak", ("seccomp", "hook"), id="weak"),
+    pytest.param("weak", ("hook",), id="audit-hook-only"),
+]
+
+
+@pytest.fixture
+def one_mode(monkeypatch):
+    def use(mode: str, layers: tuple[str, ...]) -> None:
+        monkeypatch.setattr(sandbox, "MODES", (mode,))
+        monkeypatch.setattr(sandbox, "LAYERS", layers)
+        monkeypatch.setattr(sandbox, "_CHOSEN", {})
+        monkeypatch.setenv("QWEN_SANDBOX_WEAK", "1")
+    return use
+
+
+@pytest.mark.parametrize("mode, layers", MODES)
+def test_every_mode_refuses_every_attack(world, one_mode, mode, layers):
+    """Each row fails inside the test (refused, or denied by the kernel); the server and the outside are unchanged."""
+    one_mode(mode, layers)
+    ws, out, decoy = world
+    before, outside = server_state(), outside_state(out)
+    names = [n for n in ATTACKS if layers != ("hook",) or n not in NOT_IN_HOOK_ALONE]
+    if not EXTENSION:
+        names = [n for n in names if "extension" not in n and "dynamic" not in n]
+    for name in names:
+        outcome = run_tool("run_tests", {"pattern": name}, ws)
+        text = outcome.text
+        assert "got through" not in text, (name, text)
+        assert re.search(r"FAILED \((errors|failures)=1\)", text), (name, text)
+        assert server_state() == before, name
+        assert outside_state(out) == outside, name
+        assert decoy.poll() is None, name
+        if layers == ("hook",):
+            assert "PermissionError: run_tests may not" in text or OTHER_ANSWER.get(name, "-") in text, (name, text)
+    assert sorted(p.name for p in ws.root.iterdir()) == sorted([*ATTACKS, *([SO_NAME] if EXTENSION else [])])
+
+
+def seccomp_child(code: str) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter after the launcher's filter is installed (nothing else confines it)."""
+    prelude = (f"import ctypes, errno, os, sys\nsys.path.insert(0, {str(ROOT / 'engine')!r})\n"
+               "import sandbox_launch\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
+               "assert sandbox_launch.install_seccomp(libc, ctypes)\n"
+               "def call(*args):\n    r = libc.syscall(*args)\n    return r if r >= 0 else -ctypes.get_errno()\n")
+    return subprocess.run([sys.executable, "-I", "-c", prelude + code], capture_output=True, text=True, timeout=60)
+
+
+SECCOMP_REFUSES = {
+    "ptrace attach": "call(101, 16, PARENT, 0, 0)",
+    "process_vm_readv": "call(310, PARENT, 0, 0, 0, 0, 0)",
+    "keyctl": "call(250, 0, 0, 0, 0, 0)",
+    "add_key": "call(248, 0, 0, 0, 0, 0)",
+    "mount": "call(165, 0, 0, 0, 0, 0)",
+    "unshare a user namespace": "call(272, 0x10000000)",
+    "setns": "call(308, 0, 0)",
+    "personality": "call(135, 0x0040000)",
+    "shmget": "call(29, 0, 400 << 20, 0o1000 | 0o600)",
+    "semget": "call(64, 0, 1, 0o1000 | 0o600)",
+    "msgget": "call(68, 0, 0o1000 | 0o600)",
+    "prlimit on another process": "call(302, PARENT, 0, 0, 0)",
+    "setpriority on another process": "call(141, 0, PARENT, 19)",
+    "sched_setaffinity on another process": "call(203, PARENT, 0, 0)",
+    "sched_setscheduler": "call(144, 0, 1, 0)",
+    "bpf": "call(321, 0, 0, 0)",
+    "perf_event_open": "call(298, 0, 0, 0, 0, 0)",
+    "io_uring_setup": "call(425, 1, 0)",
+    "userfaultfd": "call(323, 0)",
+    "memfd_create": "call(319, b'x', 0)",
+    "clone with a new namespace": "call(56, 0x20000000 | 17, 0, 0, 0, 0)",
+    "TIOCSTI": "call(16, 0, 0x5412, 0)",
+    "FS_IOC_SETFLAGS": "call(16, 0, 0x40086602, 0)",
+}
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the filter is written for x86_64")
+def test_the_seccomp_filter_alone_refuses_what_namespaces_do_not_cover():
+    """Each call answers EPERM under the filter alone; the same process still forks, runs threads and execs."""
+    checks = "".join(f"print({name!r}, {expr})\n" for name, expr in SECCOMP_REFUSES.items())
+    code = (f"PARENT = {os.getpid()}\n" + checks +
+            "import threading\nt = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+            "pid = os.fork()\nif pid == 0:\n    os._exit(7)\nprint('fork', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
+            "print('own prlimit', call(302, 0, 0, 0, 0))\n"
+            "sys.stdout.flush()\nos.execv(sys.executable, [sys.executable, '-c', 'print(\"exec ok\")'])\n")
+    child = seccomp_child(code)
+    assert child.returncode == 0, child.stderr
+    lines = child.stdout.splitlines()
+    for name in SECCOMP_REFUSES:
+        assert f"{name} {-errno.EPERM}" in lines, (name, child.stdout)
+    assert lines[-3:] == ["fork 7", "own prlimit 0", "exec ok"]
+
+
+def test_the_filter_is_a_valid_program_with_every_jump_inside_it():
+    program = sandbox_launch.build_seccomp_program()
+    for index, (code, jt, jf, _k) in enumerate(program):
+        if code & 0x07 == 0x05 and code != 0x05:  # a conditional jump
+            assert index + 1 + max(jt, jf) < len(program)
+    assert program[-1] == (0x06, 0, 0, sandbox_launch.RET_ALLOW)
+    assert len(sandbox_launch.pack_seccomp_program(program)) == 8 * len(program)
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here")
+def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
+    """The site's interpreter is a venv's python behind a symlinked folder: bubblewrap is chosen and holds."""
+    base = Path(tempfile.mkdtemp(prefix="sandbox-venv-"))
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(base / "real")],
+                       check=True, timeout=120)
+        (base / "link").symlink_to(base / "real")
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        for name in ("a_prlimit_cpu.py", "a_setpriority.py", "a_setuid.py", "a_ctypes_leftover.py"):
+            (ws / name).write_text(attack_source(ATTACKS[name], tmp_path, 0))
+        script = textwrap.dedent(f"""
+            import json, os, sys
+            sys.path.insert(0, {str(ROOT)!r})
+            from engine import sandbox
+            from engine.harness.tools import run_tool
+            from engine.harness.workspace import Workspace
+            report = sandbox.describe_confinement()
+            results = [run_tool("run_tests", {{"pattern": "a_*.py"}}, Workspace({str(ws)!r})).text]
+            print(json.dumps({{"mode": report.mode, "why_not": report.why_not, "results": results,
+                               "executable": sys.executable}}))
+        """)
+        child = subprocess.run([str(base / "link" / "bin" / "python"), "-c", script], capture_output=True,
+                               text=True, timeout=120, cwd=ROOT)
+        assert child.returncode == 0, child.stderr
+        import json
+
+        found = json.loads(child.stdout)
+        assert found["executable"].startswith(str(base / "link"))
+        assert found["mode"] == "bwrap", found
+        text = found["results"][0]
+        assert "got through" not in text and "FAILED (errors=4)" in text, text
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_report_names_the_mode_and_why_not_a_stronger_one(monkeypatch):
+    monkeypatch.setattr(sandbox, "_CHOSEN", {})
+    monkeypatch.setattr(sandbox, "probe_bwrap", lambda: "bubblewrap failed here: execvp python: No such file")
+    report = sandbox.describe_confinement()
+    if LANDLOCK >= 1:
+        assert report.mode == "landlock"
+        assert report.why_not[0] == "not bubblewrap: bubblewrap failed here: execvp python: No such file"
+    assert report.limits.startswith("Each run:")

@@ -1,0 +1,25 @@
+"""How run_tests confines visitors' code on this server, drawn from the engine's report (the words are the engine's)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.harness.sandbox import describe_confinement, slot_status
+
+
+def confinement_sidebar() -> None:
+    """A closed expander in the sidebar: the mode in force, why no stronger one, the whole run's limits."""
+    report = describe_confinement()
+    with st.expander(f"Visitors' tests: {report.mode}"):
+        st.caption(report.summary)
+        for line in report.why_not:
+            st.caption(line)
+        if report.limits:
+            st.caption(report.limits)
+
+
+def confinement_caption() -> None:
+    """One caption for the playground: the mode, and whether a run would wait for a free slot now."""
+    report = describe_confinement()
+    extra = f" ({'; '.join(report.why_not)})" if report.why_not else ""
+    st.caption(f"{report.summary}{extra}. {slot_status().words()}")
