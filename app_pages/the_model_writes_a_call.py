@@ -62,7 +62,7 @@ if steps is None:
 else:
     rows = steps
 
-section("Step through")
+# (no section mark here: in presenter mode the step-through is the first screen, the lesson's key visual)
 # -- step through it (in the browser: the whole run is sent once) -------------------------------------------------
 st.header("Step through")
 st.markdown(text["step through"])

@@ -58,7 +58,7 @@ def one_request(engine, messages: list[dict], seed: int, max_new_tokens: int, sl
     from engine.core.prompt import Request, render
     from engine.model.decode import stream_steps
 
-    prompt = render(Request(messages), engine.core.tokenizer)
+    prompt = render(Request(messages), engine.tokenizer)
     settings = GenerationSettings(max_new_tokens=max_new_tokens, temperature=1.0, seed=seed, top_k=5)
     ids = []
     for step in stream_steps(engine, prompt.ids, settings):
@@ -170,7 +170,7 @@ def hostile_session(kind: str, marker: str, test_seconds: float, stop: threading
     """Run one hostile test again and again until `stop`; for each run, how long past its limit it lasted."""
     from dataclasses import replace
 
-    from engine.harness.loop import sandbox
+    from engine.harness import sandbox
     from engine.harness.playground import fresh_workspace
     from engine.harness.tools import run_tool
 
@@ -225,7 +225,7 @@ def run_crowd(engine, sessions: int, requests: int, max_new_tokens: int, marker:
 def run_hostile_load(engine, sessions: int = 6, requests: int = 2, max_new_tokens: int = 12,
                      test_seconds: float = 5.0, timeout: float = 300.0) -> dict:
     """The ordinary sessions alone (one by one), in a crowd of their own, and in the crowd with the hostile pair."""
-    from engine.harness.loop import sandbox
+    from engine.harness import sandbox
 
     marker = f"load{os.getpid()}x{time.monotonic_ns()}"
     solo = {s: ordinary_session(engine, s, requests, max_new_tokens, marker) for s in range(sessions)}

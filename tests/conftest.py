@@ -13,6 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # tests compare a loaded folder's probabilities with the tiny model's exactly: fp32 unless a test asks for int8
 # (tests/test_quant.py sets QWEN_QUANT itself)
 os.environ.setdefault("QWEN_QUANT", "none")
+# and one fixed torch thread count: a folder's load would otherwise time 1 thread against 2 and set the
+# process-wide count while another test decodes, which moves float32's last digits between runs
+os.environ.setdefault("QWEN_THREADS", str(os.cpu_count() or 1))
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

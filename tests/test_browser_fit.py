@@ -241,7 +241,7 @@ def test_lesson_6_shows_no_call_under_none_and_readable_charts(chromium, streaml
     with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['constrained-decoding']}?tool_choice=none")
         settle(page)
-        assert "all · no call" in page.locator(".tok-strip").first.inner_text()
+        assert "all · no call" in page.locator(".sv-strip").first.inner_text()
         assert "the mask cannot show \"no call\"" in " ".join(main_text(page).split())
         axes = plotly_axes(page, "constrained_decoding_allowed_chart")
         assert set(axes["ticks"]) <= POWERS and "100,000" in axes["ticks"]

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import BadInput
-from engine.harness.loop import filetools, sandbox
+from engine.harness import filetools, sandbox
 from engine.harness.tools import run_tool
 from engine.harness.workspace import Limits, Workspace
 

@@ -344,8 +344,8 @@ def _json(name: str, body: bytes):
 # the keys `python -m engine prepare` writes; any other is refused (it can only be there to take up room)
 MANIFEST_KEYS = {"format", "version", "created", "project_version", "model", "complete", "runs"}
 MODEL_KEYS = {"name", "revision", "dtype", "device", "parameters", "random_weights", "source"}
-ENTRY_KEYS = {"id", "panel", "kind", "settings", "prompt_sha256", "file", "sha256"}
-RUN_KEYS = {"id", "panel", "kind", "settings", "prompt_sha256", "prompt_tokens", "model", "recorded_at", "complete"}
+ENTRY_KEYS = {"id", "panel", "lesson", "kind", "settings", "prompt_sha256", "file", "sha256"}
+RUN_KEYS = {"id", "panel", "lesson", "kind", "settings", "prompt_sha256", "prompt_tokens", "model", "recorded_at", "complete"}
 GENERATION_KEYS = {"text", "finish", "steps", "output_tokens", "prompt_tokens", "seconds", "first_token_seconds",
                    "stop_ids", "model", "settings"}
 KIND_KEYS = {
