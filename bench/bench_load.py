@@ -292,7 +292,7 @@ def render_home_seconds(times: int = 3) -> float:
 
 def left_behind() -> dict:
     """What runs may leave: processes of the slots' users, shared memory, cgroups, scratch folders."""
-    from engine import sandbox
+    from engine.harness import sandbox
 
     slot_uids = {sandbox.slot_uid(n) for n in range(sandbox.SLOT_UIDS_PER_SERVER)}
     processes = 0
@@ -319,7 +319,7 @@ def run_eight_hostile(test_seconds: float) -> dict:
     """The eight hostile runs at once, the home page timed beside them, and what is left afterwards."""
     from dataclasses import replace
 
-    from engine import sandbox
+    from engine.harness import sandbox
     from engine.harness.playground import fresh_workspace
     from engine.harness.tools import run_tool
 
@@ -367,7 +367,7 @@ def main() -> int:
     from engine.model.loading import load_model
 
     if args.without_hook:
-        from engine import sandbox
+        from engine.harness import sandbox
 
         sandbox.LAYERS = tuple(layer for layer in sandbox.LAYERS if layer != "hook")
     if args.hostile and args.eight_only:

@@ -129,12 +129,12 @@ def test_replaying_an_episode_plays_the_recorded_turns_through_the_harness(tiny_
     pack = read_pack(tiny_pack[0], allow_random=True)
     run = pack.run("why-call-a-tool.with-tools.native")
     played, same = replay_episode(run, STRAWBERRY, _strawberry_tools(), "native", max_turns=3)
-    assert same and [s.turn.text for s in played.steps] == [t["text"] for t in run.data["turns"]]
+    assert same and [s.turn.text for s in played.calls] == [t["text"] for t in run.data["turns"]]
     # another question: the recorded turns were not written for it
     other = [{"role": "user", "content": "What is the capital of France?"}]
     played, same = replay_episode(run, other, _strawberry_tools(), "native", max_turns=3)
     # checked before the first turn is handed over: none of its calls ran on a prompt the model never saw
-    assert same is False and played.steps == []
+    assert same is False and played.calls == []
 
 
 # -- resuming, refusing ------------------------------------------------------------------------------
@@ -245,11 +245,11 @@ BAD_PACKS = [
     ("JSON nested a million deep", lambda p: zipped(p, change=lambda n, b: b"[" * 1_000_000 + b"]" * 1_000_000 if n == "manifest.json" else b),
      True, "JSON values"),
     ("a run file padded with a key of its own, rehashed",
-     lambda p: _with_run(p, "lesson5-france", lambda d: d.update(padding=[[[]], [[]]])), True, "never writes"),
+     lambda p: _with_run(p, "when-not-to-call.first-token.france", lambda d: d.update(padding=[[[]], [[]]])), True, "never writes"),
     ("a run file of 300,000 empty lists, rehashed",
-     lambda p: _with_run(p, "lesson5-france", lambda d: d["top"].append({"id": 1, "token": "x", "p": 0.1, "x": [[]] * 300_000})),
+     lambda p: _with_run(p, "when-not-to-call.first-token.france", lambda d: d["top"].append({"id": 1, "token": "x", "p": 0.1, "x": [[]] * 300_000})),
      True, "JSON values"),
-    ("NaN in a run file, rehashed", lambda p: _with_run(p, "lesson5-france", lambda d: d.update(p_tool_call=float("nan"))),
+    ("NaN in a run file, rehashed", lambda p: _with_run(p, "when-not-to-call.first-token.france", lambda d: d.update(p_tool_call=float("nan"))),
      True, "NaN"),
 ]
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import sandbox, sandbox_launch
+from engine.harness import sandbox, sandbox_launch
 from engine.harness.tools import run_tool
 from engine.harness.workspace import Workspace
 
@@ -210,7 +210,7 @@ def test_every_mode_refuses_every_attack(world, one_mode, mode, layers):
 
 def seccomp_child(code: str) -> subprocess.CompletedProcess:
     """Run `code` in a fresh interpreter after the launcher's filter is installed (nothing else confines it)."""
-    prelude = (f"import ctypes, errno, os, sys\nsys.path.insert(0, {str(ROOT / 'engine')!r})\n"
+    prelude = (f"import ctypes, errno, os, sys\nsys.path.insert(0, {str(ROOT / 'engine' / 'harness')!r})\n"
                "import sandbox_launch\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
                "assert sandbox_launch.install_seccomp(libc, ctypes)\n"
                "def call(*args):\n    r = libc.syscall(*args)\n    return r if r >= 0 else -ctypes.get_errno()\n")
@@ -285,7 +285,7 @@ def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
         script = textwrap.dedent(f"""
             import json, os, sys
             sys.path.insert(0, {str(ROOT)!r})
-            from engine import sandbox
+            from engine.harness import sandbox
             from engine.harness.tools import run_tool
             from engine.harness.workspace import Workspace
             report = sandbox.describe_confinement()

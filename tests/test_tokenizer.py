@@ -93,7 +93,7 @@ def test_a_model_folders_template_with_nested_loops_is_refused_within_its_time_l
     import json as json_module
     import shutil
 
-    from engine import tokenizer as tokenizer_module
+    from engine.core import tokenizer as tokenizer_module
     from engine.errors import TokenizerUnavailable
     from engine.settings import VENDORED_TOKENIZER
 
