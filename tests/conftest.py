@@ -149,3 +149,19 @@ def tiny_pack(tiny_engine, tmp_path_factory):
             progress.write_text(stderr.getvalue(), encoding="utf-8")
             printed.write_text(stdout.getvalue(), encoding="utf-8")
     return out, json.loads(printed.read_text(encoding="utf-8")), progress.read_text(encoding="utf-8")
+
+
+# -- the sandbox's modes, one at a time (tests/test_sandbox.py and test_sandbox_attack.py) ----------------
+@pytest.fixture
+def one_mode(monkeypatch):
+    """Make run_tests use one mode and only the given layers inside it (so each layer is seen alone).
+
+    The namespaces and the unprivileged user every mode has stay: they come with the mode."""
+    from engine.harness import sandbox
+
+    def use(mode: str, layers: tuple[str, ...]) -> None:
+        monkeypatch.setattr(sandbox, "MODES", (mode,))
+        monkeypatch.setattr(sandbox, "LAYERS", layers)
+        monkeypatch.setattr(sandbox, "_CHOSEN", {})
+        monkeypatch.setenv("QWEN_SANDBOX_WEAK", "1")
+    return use

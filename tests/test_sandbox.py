@@ -525,19 +525,6 @@ LAYERS = [
 
 
 @pytest.fixture
-def one_mode(monkeypatch):
-    """Make run_tests use one mode and only the given layers inside it (so each layer is seen alone).
-
-    The namespaces and the unprivileged user every mode has stay: they come with the mode."""
-    def use(mode: str, layers: tuple[str, ...]) -> None:
-        monkeypatch.setattr(sandbox, "MODES", (mode,))
-        monkeypatch.setattr(sandbox, "LAYERS", layers)
-        monkeypatch.setattr(sandbox, "_CHOSEN", {})
-        monkeypatch.setenv("QWEN_SANDBOX_WEAK", "1")
-    return use
-
-
-@pytest.fixture
 def open_folder():
     """A folder under /tmp that every user may walk into (pytest's own is private to its user)."""
     folder = Path(tempfile.mkdtemp(prefix="sandbox-arena-"))

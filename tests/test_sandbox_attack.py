@@ -176,16 +176,6 @@ MODES = [
 ]
 
 
-@pytest.fixture
-def one_mode(monkeypatch):
-    def use(mode: str, layers: tuple[str, ...]) -> None:
-        monkeypatch.setattr(sandbox, "MODES", (mode,))
-        monkeypatch.setattr(sandbox, "LAYERS", layers)
-        monkeypatch.setattr(sandbox, "_CHOSEN", {})
-        monkeypatch.setenv("QWEN_SANDBOX_WEAK", "1")
-    return use
-
-
 @pytest.mark.parametrize("mode, layers", MODES)
 def test_every_mode_refuses_every_attack(world, one_mode, mode, layers):
     """Each row fails inside the test (refused, or denied by the kernel); the server and the outside are unchanged."""

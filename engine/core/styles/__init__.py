@@ -8,11 +8,9 @@ new style or model family is one new file here and nothing else lists it. `parse
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 from ...errors import BadInput
 from ..parse import ParseResult
+from ..plugins import register_package_plugins
 from .base import Span, Style
 
 STYLES: dict[str, Style] = {}  # name -> style, in each style's order
@@ -31,12 +29,7 @@ def register_style(style: Style) -> Style:
 
 def load_styles() -> None:
     """Import every module of this package and register the STYLE each one defines."""
-    for module in pkgutil.iter_modules(__path__):
-        if module.name == "base":
-            continue
-        found = getattr(importlib.import_module(f"{__name__}.{module.name}"), "STYLE", None)
-        if isinstance(found, Style):
-            register_style(found)
+    register_package_plugins(__name__, __path__, "STYLE", Style, register_style)
 
 
 def style_names() -> tuple[str, ...]:

@@ -11,10 +11,9 @@ registry. `FORMATS`, `TITLES`, `TOOL_CHOICES` and `DIFFERENCES` are read from it
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 
+from ...core.plugins import register_package_plugins
 from ...core.styles import get_style
 from ...errors import BadInput
 from ...harness.loop import load_scenario, run_scenario
@@ -36,12 +35,7 @@ def register_format(fmt: WireFormat) -> WireFormat:
 
 def load_formats() -> None:
     """Import every module of this package and register the FORMAT each one defines."""
-    for module in pkgutil.iter_modules(__path__):
-        if module.name == "base":
-            continue
-        found = getattr(importlib.import_module(f"{__name__}.{module.name}"), "FORMAT", None)
-        if isinstance(found, WireFormat):
-            register_format(found)
+    register_package_plugins(__name__, __path__, "FORMAT", WireFormat, register_format)
 
 
 def list_formats() -> list[WireFormat]:
