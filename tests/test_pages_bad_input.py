@@ -107,7 +107,7 @@ PLAYGROUND = [
     ("climbs-out", "playground_path_0", "../../etc/passwd", "the path '../../etc/passwd' leaves the workspace"),
     ("absolute", "playground_path_0", "/etc/passwd", "paths are relative to the workspace; absolute paths are not allowed"),
     ("tilde", "playground_path_0", "~/.bashrc", "paths are relative to the workspace; '~' is not allowed"),
-    ("nul", "playground_path_0", "calc\u0000.py", "the path contains a NUL byte"),
+    ("nul", "playground_path_0", "calc\u0000.py", "'calc\\x00.py' holds a control or invisible character; use letters, digits, '.', '_', '-' and '/'"),
     ("too-long", "playground_path_0", "a/" * 300, "the path is longer than 512 characters"),
     ("name-too-long", "playground_path_0", "n" * 300, "the path cannot be used: File name too long"),
     ("a-folder", "playground_path_0", "src/", "'src/' names a folder; give a file name, such as src/notes.txt"),

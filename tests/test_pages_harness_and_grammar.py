@@ -10,6 +10,7 @@ import pytest
 from helpers import open_page, page_text, report_step, view_data, view_step
 
 from engine.constrain.masks import inspect_mask
+from engine.core.markdown_text import escape_markdown
 from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import list_scenarios, load_scenario, run_scenario
 from engine.teaching.cost import measure_malformed_cost
@@ -211,7 +212,7 @@ def test_playground_scripted_run_shows_the_loop_and_the_ledger():
     run = run_scenario(load_scenario("missing-brace"), "native")
     assert metrics(at) == {"Calls": "7", "Input tokens": f"{run.ledger.input_tokens:,}", "Output tokens": f"{run.ledger.output_tokens:,}"}
     assert any("final answer" in i.value for i in at.info)
-    assert any("calc.py (changed)" in e.label for e in at.expander)
+    assert any(f"{escape_markdown('calc.py')} (changed)" in e.label for e in at.expander)
 
 
 def test_playground_bad_files_get_a_message_and_keep_their_text():

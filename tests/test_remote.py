@@ -122,14 +122,17 @@ def test_requests_to_a_server_run_at_once_without_a_lock(server):
 
 @pytest.mark.slow
 def test_lesson_3_with_qwen_engine_url_shows_each_tokens_probability_from_the_server(server, monkeypatch):
-    from helpers import open_page
+    from helpers import open_page, view_step
 
     url = server()
     monkeypatch.setenv("QWEN_ENGINE_URL", url)
     at = open_page("app_pages/the_model_writes_a_call.py", timeout=120)
     assert any(f"server at {url}" in s.value for s in at.success)
     assert any("Model server:" in c.value for c in at.sidebar.caption)
-    at.button(key="call_generate").click().run(timeout=120)
+    at.button(key="the_model_writes_a_call_generate").click().run(timeout=120)
     assert not at.exception, [e.value for e in at.exception]
-    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert chart["data"][0]["x"] and all(0 <= p <= 1 for p in chart["data"][0]["x"])
+    # the step view carries every token's probability and top alternatives, as the server returned them
+    _, first = view_step(at, "the_model_writes_a_call_view")
+    assert first["facts"][0][0] == "Its probability"
+    bars = first["bars"][0]["rows"]
+    assert bars and all(0 <= b["p"] <= 1 for b in bars)
