@@ -105,6 +105,9 @@ def test_reset_this_page_keeps_the_settings_and_reset_everything_clears_them(str
         assert query(page)["word"] == " strawberry" and query(page)["style"] == "react"  # the page's default, the setting kept
         page.get_by_role("button", name="Reset everything").click()
         expect(page.get_by_text("Native").first).to_be_visible()
+        # reset reruns the page twice (clear, then draw): wait for the URL the second run writes, not a read
+        # between the two (a whole-suite run once read the empty address in between)
+        page.wait_for_url("**style=native**", timeout=30_000)
         settle_run(page)
         assert query(page).get("style") == "native"
         assert_no_errors(page)
