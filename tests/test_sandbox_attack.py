@@ -13,6 +13,7 @@ native-code rows, and a run through a virtualenv reached by a symlink.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import resource
@@ -251,8 +252,10 @@ def test_the_seccomp_filter_alone_refuses_what_namespaces_do_not_cover():
     assert lines[-3:] == ["fork 7", "own prlimit 0", "exec ok"]
 
 
-def test_the_filter_is_a_valid_program_with_every_jump_inside_it():
-    program = sandbox_launch.build_seccomp_program()
+@pytest.mark.parametrize("machine", sorted(sandbox_launch.SYSCALL_TABLES))
+def test_the_filter_is_a_valid_program_with_every_jump_inside_it(machine):
+    program = sandbox_launch.build_seccomp_program(machine)
+    assert program[1] == (0x15, 1, 0, sandbox_launch.SYSCALL_TABLES[machine].audit_arch)
     for index, (code, jt, jf, _k) in enumerate(program):
         if code & 0x07 == 0x05 and code != 0x05:  # a conditional jump
             assert index + 1 + max(jt, jf) < len(program)
@@ -261,6 +264,42 @@ def test_the_filter_is_a_valid_program_with_every_jump_inside_it():
 
 
 @pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here")
+def test_every_architecture_numbers_every_refused_call_once_and_no_call_a_test_needs():
+    assert sandbox.SECCOMP_MACHINES == tuple(sandbox_launch.SYSCALL_TABLES)
+    # calls every interpreter makes (asm-generic numbers on arm64, syscall_64.tbl on x86_64)
+    needed = {"x86_64": {"read": 0, "write": 1, "openat": 257, "mmap": 9, "execve": 59, "exit_group": 231, "wait4": 61},
+              "aarch64": {"read": 63, "write": 64, "openat": 56, "mmap": 222, "execve": 221, "exit_group": 94, "wait4": 260}}
+    for machine, table in sandbox_launch.SYSCALL_TABLES.items():
+        refused = [table.numbers[name] for name in sandbox_launch.DENIED_NAMES if table.numbers[name] is not None]
+        assert len(refused) == len(set(refused)), machine  # no two names on one number
+        special = [table.numbers[name] for name in ("clone", "clone3", "ioctl", *sandbox_launch.SELF_ONLY)]
+        assert not set(special) & set(refused), machine
+        assert not set(needed[machine].values()) & set(refused), machine
+    assert sandbox_launch.SYSCALL_TABLES["aarch64"].numbers["iopl"] is None  # arm64 has no port I/O calls
+
+
+def test_a_machine_without_a_filter_is_named_and_refused_unless_weak(monkeypatch, tmp_path):
+    real = os.uname()
+    monkeypatch.setattr(os, "uname", lambda: os.uname_result((real.sysname, real.nodename, real.release, real.version,
+                                                              "riscv64")))
+    assert sandbox_launch.install_seccomp(None, None) is False  # nothing is installed for another machine's numbers
+    assert not sandbox.has_seccomp_filter()
+    monkeypatch.setattr(sandbox, "_CHOSEN", {})
+    report = sandbox.describe_confinement()
+    line = next(why for why in report.why_not if why.startswith("no seccomp filter"))
+    assert "written for x86_64 and aarch64, and this machine is riscv64" in line
+    if report.mode != "weak":
+        assert "every run is refused (QWEN_SANDBOX_WEAK=1 runs them without it" in line
+    assert "no seccomp filter" in report.limits
+    ws = Workspace(tmp_path)
+    for mode, required in (("landlock", True), ("weak", False)):
+        scratch = tmp_path / f"scratch-{mode}"
+        scratch.mkdir()
+        _argv, _work = sandbox.build_launch(ws, sandbox.Confinement(mode), sandbox.LAYERS, "t_*.py", str(scratch), None)
+        inner = next(json.loads(arg) for arg in _argv if arg.startswith("{") and "seccomp_required" in arg)
+        assert inner["seccomp_required"] is required, mode
+
+
 def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
     """The site's interpreter is a venv's python behind a symlinked folder: bubblewrap is chosen and holds."""
     base = Path(tempfile.mkdtemp(prefix="sandbox-venv-"))

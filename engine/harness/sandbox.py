@@ -50,6 +50,8 @@ LAUNCHER = Path(__file__).resolve().with_name("sandbox_launch.py")
 MODES = ("bwrap", "landlock", "weak")
 # the layers inside the child (tests narrow this to check one layer on its own)
 LAYERS = ("landlock", "seccomp", "hook")
+# the machines the launcher's seccomp filter is written for (sandbox_launch.SYSCALL_TABLES; a test keeps them equal)
+SECCOMP_MACHINES = ("x86_64", "aarch64")
 GUARD_INSIDE = "/run/sandbox_guard.py"  # where bubblewrap shows the guard
 LAUNCHER_INSIDE = "/run/sandbox_launch.py"  # and the launcher
 SOURCE_INSIDE = "/run/workspace"  # where bubblewrap shows the workspace, read-only, to be copied
@@ -258,6 +260,11 @@ MODE_WORDS = {
 }
 
 
+def has_seccomp_filter() -> bool:
+    """Whether this machine's architecture has a seccomp filter (elsewhere only the weak mode runs, without one)."""
+    return os.uname().machine in SECCOMP_MACHINES
+
+
 def describe_confinement() -> ConfinementReport:
     """Which mode run_tests uses here and why no stronger one, and the whole run's limits: for the pages to show."""
     try:
@@ -270,7 +277,12 @@ def describe_confinement() -> ConfinementReport:
         why_not.append(f"no namespaces of its own: {probe_unshare()[1]}")
     cgroup_reason = cgroup_status()
     who = "a uid of its own per slot" if running_as_root() else "an unprivileged user in a user namespace"
-    limits = (f"Each run: {who}, no capabilities, a seccomp filter, nice 10 on its own autogroup; at most {slot_count()} at once; "
+    if not has_seccomp_filter():
+        why_not.append(f"no seccomp filter: it is written for {' and '.join(SECCOMP_MACHINES)}, and this machine is "
+                       f"{os.uname().machine}" + ("" if chosen.mode == "weak" else "; every run is refused (QWEN_SANDBOX_WEAK=1 "
+                                                  "runs them without it, for trusted visitors only)"))
+    seccomp = "a seccomp filter" if has_seccomp_filter() else "no seccomp filter"
+    limits = (f"Each run: {who}, no capabilities, {seccomp}, nice 10 on its own autogroup; at most {slot_count()} at once; "
               + (f"memory {RUN_MEMORY_BYTES >> 20} MiB and {RUN_PROCESSES} processes for the whole run ({cgroup_reason})"
                  if cgroup_reason.startswith("cgroup") else
                  f"{MEMORY_BYTES >> 20} MiB per process and {RUN_PROCESSES} processes ({cgroup_reason})"))
@@ -458,7 +470,7 @@ def build_launch(ws: Workspace, confinement: Confinement, layers: tuple[str, ...
         "memory_bytes": MEMORY_BYTES, "file_bytes": limits.write_bytes, "uid": uid,
         # the processes cap counts per user: the slot's own uid, or the run's user namespace
         "processes": RUN_PROCESSES if uid is not None or confinement.mode == "bwrap" or confinement.network_prefix else 0,
-        "landlock_required": confinement.mode == "landlock", "seccomp_required": "seccomp" in layers,
+        "landlock_required": confinement.mode == "landlock", "seccomp_required": "seccomp" in layers and (confinement.mode != "weak" or has_seccomp_filter()),
         "guard_settings": guard_settings,
     }
     if confinement.mode == "bwrap":

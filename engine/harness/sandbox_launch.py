@@ -25,35 +25,74 @@ import os
 import stat
 import struct
 import sys
+from dataclasses import dataclass
 
 # -- the seccomp filter ---------------------------------------------------------------------------
-# x86_64 system call numbers (include/uapi/asm-generic and arch/x86/entry/syscalls/syscall_64.tbl)
-AUDIT_ARCH_X86_64 = 0xC000003E
-DENIED_CALLS = {
-    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "pidfd_getfd": 438,
-    "keyctl": 250, "add_key": 248, "request_key": 249,
-    "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "move_mount": 429, "fsopen": 430,
-    "fsconfig": 431, "fsmount": 432, "fspick": 433, "open_tree": 428, "mount_setattr": 442,
-    "unshare": 272, "setns": 308, "personality": 135,
-    "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66, "semtimedop": 220,
-    "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71,
-    "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314,
-    "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
-    "io_uring_register": 427, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175,
-    "finit_module": 313, "delete_module": 176, "iopl": 172, "ioperm": 173, "swapon": 167, "swapoff": 168,
-    "reboot": 169, "syslog": 103, "acct": 163, "settimeofday": 164, "clock_settime": 227,
-    "clock_adjtime": 305, "adjtimex": 159, "quotactl": 179, "quotactl_fd": 443, "open_by_handle_at": 304,
-    "name_to_handle_at": 303, "fanotify_init": 300, "lookup_dcookie": 212, "vhangup": 153,
-    "memfd_create": 319, "memfd_secret": 447, "process_madvise": 440,
+# The calls refused, by name; each architecture numbers them its own way (below).
+DENIED_NAMES = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "keyctl", "add_key", "request_key",
+    "mount", "umount2", "pivot_root", "chroot", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "open_tree",
+    "mount_setattr", "unshare", "setns", "personality", "shmget", "shmat", "shmctl", "semget", "semop", "semctl",
+    "semtimedop", "msgget", "msgsnd", "msgrcv", "msgctl", "sched_setscheduler", "sched_setparam", "sched_setattr",
+    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "kexec_load",
+    "kexec_file_load", "init_module", "finit_module", "delete_module", "iopl", "ioperm", "swapon", "swapoff",
+    "reboot", "syslog", "acct", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "quotactl",
+    "quotactl_fd", "open_by_handle_at", "name_to_handle_at", "fanotify_init", "lookup_dcookie", "vhangup",
+    "memfd_create", "memfd_secret", "process_madvise",
+)
+# numbers above 423 are shared by every architecture (include/uapi/asm-generic/unistd.h)
+SHARED_NUMBERS = {
+    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429,
+    "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435, "pidfd_getfd": 438,
+    "process_madvise": 440, "mount_setattr": 442, "quotactl_fd": 443, "memfd_secret": 447,
+}
+
+
+@dataclass(frozen=True)
+class SyscallTable:
+    """One architecture's numbers for the filter: its audit value, and each call's number (None: it has no such call)."""
+
+    audit_arch: int
+    numbers: dict
+    x32_bit: bool  # x86_64 also accepts x32 calls (numbers with bit 30 set): those are refused whole
+
+
+SYSCALL_TABLES = {
+    # arch/x86/entry/syscalls/syscall_64.tbl
+    "x86_64": SyscallTable(0xC000003E, {
+        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "keyctl": 250, "add_key": 248,
+        "request_key": 249, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "unshare": 272,
+        "setns": 308, "personality": 135, "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65,
+        "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71,
+        "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314, "bpf": 321, "perf_event_open": 298,
+        "userfaultfd": 323, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313,
+        "delete_module": 176, "iopl": 172, "ioperm": 173, "swapon": 167, "swapoff": 168, "reboot": 169,
+        "syslog": 103, "acct": 163, "settimeofday": 164, "clock_settime": 227, "clock_adjtime": 305,
+        "adjtimex": 159, "quotactl": 179, "open_by_handle_at": 304, "name_to_handle_at": 303,
+        "fanotify_init": 300, "lookup_dcookie": 212, "vhangup": 153, "memfd_create": 319,
+        "prlimit64": 302, "setpriority": 141, "sched_setaffinity": 203, "ioctl": 16, "clone": 56,
+        **SHARED_NUMBERS}, x32_bit=True),
+    # include/uapi/asm-generic/unistd.h, 64-bit (arm64 has no iopl or ioperm)
+    "aarch64": SyscallTable(0xC00000B7, {
+        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "keyctl": 219, "add_key": 217,
+        "request_key": 218, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "unshare": 97,
+        "setns": 268, "personality": 92, "shmget": 194, "shmat": 196, "shmctl": 195, "semget": 190, "semop": 193,
+        "semctl": 191, "semtimedop": 192, "msgget": 186, "msgsnd": 189, "msgrcv": 188, "msgctl": 187,
+        "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274, "bpf": 280, "perf_event_open": 241,
+        "userfaultfd": 282, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273,
+        "delete_module": 106, "iopl": None, "ioperm": None, "swapon": 224, "swapoff": 225, "reboot": 142,
+        "syslog": 116, "acct": 89, "settimeofday": 170, "clock_settime": 112, "clock_adjtime": 266,
+        "adjtimex": 171, "quotactl": 60, "open_by_handle_at": 265, "name_to_handle_at": 264,
+        "fanotify_init": 262, "lookup_dcookie": 18, "vhangup": 58, "memfd_create": 279,
+        "prlimit64": 261, "setpriority": 140, "sched_setaffinity": 122, "ioctl": 29, "clone": 220,
+        **SHARED_NUMBERS}, x32_bit=False),
 }
 # calls allowed on the process itself only: refused when this argument (a pid, or who=) is not 0
-SELF_ONLY = {"prlimit64": (302, 0), "setpriority": (141, 1), "sched_setaffinity": (203, 0)}
+SELF_ONLY = {"prlimit64": 0, "setpriority": 1, "sched_setaffinity": 0}
 # ioctl requests refused: TIOCSTI (type into a terminal), TIOCLINUX, FS_IOC_SETFLAGS (immutable files)
-IOCTL = 16
 DENIED_IOCTLS = (0x5412, 0x541C, 0x40086602, 0x40046602)
-# clone flags that make namespaces; clone3 is answered ENOSYS, so the C library falls back to clone
-CLONE = 56
-CLONE3 = 435
+# clone flags that make namespaces (clone's first argument on both); clone3 is answered ENOSYS, so the
+# C library falls back to clone
 CLONE_NAMESPACES = 0x10000000 | 0x00020000 | 0x20000000 | 0x40000000 | 0x08000000 | 0x04000000 | 0x02000000
 X32_BIT = 0x40000000
 
@@ -70,20 +109,24 @@ def arg_offset(index):
     return 16 + 8 * index
 
 
-def build_seccomp_program():
+def build_seccomp_program(machine="x86_64"):
     """The filter as BPF instructions (code, jt, jf, k): each rule a short block that reloads the call number."""
-    program = [(LD_ABS, 0, 0, ARCH), (JEQ, 1, 0, AUDIT_ARCH_X86_64), (RET, 0, 0, RET_KILL_PROCESS),
-               (LD_ABS, 0, 0, NR), (JGE, 0, 1, X32_BIT), (RET, 0, 0, RET_EPERM)]
-    for number in sorted(DENIED_CALLS.values()):
+    table = SYSCALL_TABLES[machine]
+    numbers = table.numbers
+    # a call made for another architecture (x86_64 can run 32-bit calls) is killed: its numbers mean other calls
+    program = [(LD_ABS, 0, 0, ARCH), (JEQ, 1, 0, table.audit_arch), (RET, 0, 0, RET_KILL_PROCESS)]
+    if table.x32_bit:
+        program += [(LD_ABS, 0, 0, NR), (JGE, 0, 1, X32_BIT), (RET, 0, 0, RET_EPERM)]
+    for number in sorted(numbers[name] for name in DENIED_NAMES if numbers[name] is not None):
         program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 1, number), (RET, 0, 0, RET_EPERM)]
-    program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 1, CLONE3), (RET, 0, 0, RET_ENOSYS)]
-    for number, index in SELF_ONLY.values():
-        program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 3, number), (LD_ABS, 0, 0, arg_offset(index)),
+    program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 1, numbers["clone3"]), (RET, 0, 0, RET_ENOSYS)]
+    for name, index in SELF_ONLY.items():
+        program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 3, numbers[name]), (LD_ABS, 0, 0, arg_offset(index)),
                     (JEQ, 1, 0, 0), (RET, 0, 0, RET_EPERM)]
-    program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 3, CLONE), (LD_ABS, 0, 0, arg_offset(0)),
+    program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 3, numbers["clone"]), (LD_ABS, 0, 0, arg_offset(0)),
                 (JSET, 0, 1, CLONE_NAMESPACES), (RET, 0, 0, RET_EPERM)]
     # ioctl: one comparison per request, each jumping to the shared refusal at the block's end
-    block = [(LD_ABS, 0, 0, NR), (JEQ, 0, len(DENIED_IOCTLS) + 3, IOCTL), (LD_ABS, 0, 0, arg_offset(1))]
+    block = [(LD_ABS, 0, 0, NR), (JEQ, 0, len(DENIED_IOCTLS) + 3, numbers["ioctl"]), (LD_ABS, 0, 0, arg_offset(1))]
     for position, request in enumerate(DENIED_IOCTLS):
         block.append((JEQ, len(DENIED_IOCTLS) - position, 0, request))
     block += [(JA, 0, 0, 1), (RET, 0, 0, RET_EPERM)]
@@ -98,9 +141,9 @@ def pack_seccomp_program(program):
 
 def install_seccomp(libc, ctypes):
     """Install the filter on this process and all it starts; False on a machine it was not written for."""
-    if os.uname().machine != "x86_64":
+    if os.uname().machine not in SYSCALL_TABLES:
         return False
-    code = pack_seccomp_program(build_seccomp_program())
+    code = pack_seccomp_program(build_seccomp_program(os.uname().machine))
     buffer = ctypes.create_string_buffer(code, len(code))
 
     class Program(ctypes.Structure):
@@ -347,7 +390,11 @@ def run_inner(settings):
         fail(f"could not drop to an unprivileged user ({error})")
     if "seccomp" in settings["layers"] and not install_seccomp(libc, ctypes):
         if settings.get("seccomp_required"):
-            fail("the seccomp filter could not be installed")
+            machine = os.uname().machine
+            fail("the seccomp filter could not be installed" + (
+                "" if machine in SYSCALL_TABLES else
+                f": it is written for {' and '.join(SYSCALL_TABLES)}, and this machine is {machine}; run the site on "
+                "one of those, or set QWEN_SANDBOX_WEAK=1 to run tests under the audit hook alone (trusted visitors only)"))
     guard = settings["guard"]
     try:
         os.execve(settings["python"], [settings["python"], "-I", guard, json.dumps(settings["guard_settings"])],
