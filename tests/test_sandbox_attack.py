@@ -336,6 +336,35 @@ def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root to start a server as another user")
+def test_a_server_that_is_not_root_refuses_every_attack_too(world):
+    """The server as uid 1000 (a user namespace maps it): runs get a nested user namespace, not a slot uid."""
+    ws, out, decoy = world
+    names = [n for n in ATTACKS if EXTENSION or ("extension" not in n and "dynamic" not in n)]
+    script = textwrap.dedent(f"""
+        import json, os, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from engine.harness import sandbox
+        from engine.harness.tools import run_tool
+        from engine.harness.workspace import Workspace
+        report = sandbox.describe_confinement()
+        ws = Workspace({str(ws.root)!r})
+        texts = [run_tool("run_tests", {{"pattern": name}}, ws).text for name in {names!r}]
+        print(json.dumps({{"euid": os.geteuid(), "mode": report.mode, "limits": report.limits, "texts": texts}}))
+    """)
+    before, outside = server_state(), outside_state(out)
+    child = subprocess.run(["unshare", "--user", "--map-user=1000", "--map-group=1000", sys.executable, "-c", script],
+                           capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert child.returncode == 0, child.stderr
+    found = json.loads(child.stdout.strip().splitlines()[-1])
+    assert found["euid"] == 1000 and "an unprivileged user in a user namespace" in found["limits"]
+    assert found["mode"] == ("bwrap" if HAS_BWRAP else "landlock" if LANDLOCK >= 1 else found["mode"])
+    for name, text in zip(names, found["texts"], strict=True):
+        assert "got through" not in text, (name, text)
+        assert re.search(r"FAILED \((errors|failures)=1\)", text), (name, text)
+    assert server_state() == before and outside_state(out) == outside and decoy.poll() is None
+
+
 def test_the_report_names_the_mode_and_why_not_a_stronger_one(monkeypatch):
     monkeypatch.setattr(sandbox, "_CHOSEN", {})
     monkeypatch.setattr(sandbox, "probe_bwrap", lambda: "bubblewrap failed here: execvp python: No such file")
