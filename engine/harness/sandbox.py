@@ -276,7 +276,9 @@ def describe_confinement() -> ConfinementReport:
     if chosen.mode != "bwrap" and not chosen.network_prefix:
         why_not.append(f"no namespaces of its own: {probe_unshare()[1]}")
     cgroup_reason = cgroup_status()
-    who = "a uid of its own per slot" if running_as_root() else "an unprivileged user in a user namespace"
+    who = ("a uid of its own per slot" if running_as_root() else
+           "an unprivileged user in a user namespace" if chosen.mode == "bwrap" or chosen.network_prefix else
+           "the server's own user (no user namespace here)")
     if not has_seccomp_filter():
         why_not.append(f"no seccomp filter: it is written for {' and '.join(SECCOMP_MACHINES)}, and this machine is "
                        f"{os.uname().machine}" + ("" if chosen.mode == "weak" else "; every run is refused (QWEN_SANDBOX_WEAK=1 "
