@@ -1,0 +1,137 @@
+"""gpt-oss: OpenAI's harmony format, rendered by OpenAI's own package, openai-harmony.
+
+The prompt is `render_conversation_for_completion` of a system message, a developer message that
+declares the tools (harmony writes them as a TypeScript-like `namespace functions { ... }`),
+and the conversation. The encoding is o200k_base plus harmony's special tokens; harmony loads
+o200k_base from TIKTOKEN_ENCODINGS_BASE, which points at the vendored file (no download). A call
+is an assistant message on the commentary channel addressed to `functions.NAME`:
+`<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{JSON}<|call|>`, read as
+vLLM's openai (harmony) tool parser reads it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+
+from ...settings import ASSETS
+from ..parse import ParseResult
+from .base import Family, Opener
+from .calls import MAX_CALLS, check_named_call, known_tools, result_of
+
+ENCODINGS = ASSETS / "openai-encodings"
+SPECIAL_FROM = 199998  # o200k_base has 199,998 ranks
+CALL_PATTERN = re.compile(
+    r"(?:<\|start\|>assistant)?\s*(?:<\|channel\|>commentary\s*)?to=functions\.([^\s<]*)\s*(?:<\|channel\|>commentary\s*)?"
+    r"(?:<\|constrain\|>\s*json\s*)?<\|message\|>(.*?)(<\|call\|>|<\|end\|>|$)",
+    re.DOTALL,
+)
+OPENER = "<|channel|>commentary to=functions."
+NOT_CLOSED = "error: the call is not closed with <|call|>; was the reply cut off?"
+EMPTY = "error: the call's <|message|> is empty"
+NOT_JSON = "error: the message to functions.NAME is not valid JSON"
+
+
+@functools.lru_cache(maxsize=1)
+def load_harmony():
+    """The HARMONY_GPT_OSS encoding, with o200k_base read from assets/openai-encodings."""
+    from openai_harmony import HarmonyEncodingName, load_harmony_encoding
+
+    os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(ENCODINGS)
+    return load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+
+
+def to_conversation(messages: list[dict], tools: list[dict]):
+    """The request as harmony messages: system, the developer message with the tools, then the turns."""
+    from openai_harmony import Conversation, DeveloperContent, Message, Role, SystemContent, ToolDescription
+
+    turns = [Message.from_role_and_content(Role.SYSTEM, SystemContent.new())]
+    instructions = "\n\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+    if tools or instructions:
+        developer = DeveloperContent.new()
+        if instructions:
+            developer = developer.with_instructions(instructions)
+        if tools:
+            developer = developer.with_function_tools([
+                ToolDescription.new(t["function"]["name"], t["function"].get("description", ""),
+                                    parameters=t["function"].get("parameters"))
+                for t in tools])
+        turns.append(Message.from_role_and_content(Role.DEVELOPER, developer))
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            turns.append(Message.from_role_and_content(Role.USER, str(message.get("content", ""))))
+        elif role == "assistant" and message.get("content"):
+            turns.append(Message.from_role_and_content(Role.ASSISTANT, str(message["content"])).with_channel("final"))
+    return Conversation.from_messages(turns)
+
+
+class GptOssFamily(Family):
+    name = "gpt-oss"
+    label = "gpt-oss"
+    maker = "OpenAI"
+    order = 30
+    opener = Opener(OPENER, "a call is a message on the commentary channel addressed to=functions.NAME: the name is part of the header")
+    renderer = "openai-harmony's render_conversation_for_completion (o200k_harmony)"
+    parser_reference = "vLLM openai (harmony) tool parser"
+
+    @property
+    def vocab_size(self) -> int:  # type: ignore[override]
+        return 201088
+
+    def prompt_ids(self, messages: list[dict], tools: list[dict]) -> list[int]:
+        from openai_harmony import Role
+
+        return list(load_harmony().render_conversation_for_completion(to_conversation(messages, tools), Role.ASSISTANT))
+
+    def encode(self, text: str) -> list[int]:
+        return list(load_harmony().encode(text, allowed_special="all"))
+
+    @functools.cached_property
+    def _ranks(self):
+        from ...wire.openai_tokens import load_openai_encoding
+
+        return load_openai_encoding("o200k_base")
+
+    def token_bytes(self, token_id: int) -> bytes:
+        if token_id >= SPECIAL_FROM:  # harmony's special tokens come after o200k_base's ranks
+            return load_harmony().decode([token_id]).encode("utf-8")
+        return self._ranks.decode_single_token_bytes(token_id)
+
+    def tool_spans(self, text: str, tools: list[dict]) -> list[tuple[str, int, int]]:
+        found, cursor = [], 0
+        for tool in tools:
+            name = tool.get("function", {}).get("name", "?")
+            at = text.find(f"type {name} = ", cursor)
+            if at < 0:
+                continue
+            # the description is the // line just above
+            line = text.rfind("\n", 0, at - 1)
+            start = line + 1 if text.startswith("//", line + 1) and line >= cursor else at
+            end = text.find("=> any;", at)
+            end = len(text) if end < 0 else end + len("=> any;")
+            found.append((name, start, end))
+            cursor = end
+        return found
+
+    def write_call(self, name: str, arguments: dict) -> str:
+        return f"{OPENER}{name} <|constrain|>json<|message|>{json.dumps(arguments, ensure_ascii=False)}<|call|>"
+
+    def parse(self, text: str, tools: list[dict]) -> ParseResult:
+        known = known_tools(tools)
+        blocks = []
+        for match in CALL_PATTERN.finditer(text):
+            if len(blocks) >= MAX_CALLS:
+                break
+            closed = match.group(3) in ("<|call|>", "<|end|>")
+            blocks.append(check_named_call(len(blocks), match.group(1), match.group(2), match.start(), match.end(), known,
+                                           closed, NOT_CLOSED, EMPTY, NOT_JSON))
+        if not blocks:
+            final = text.split("<|message|>")[-1].replace("<|return|>", "").replace("<|end|>", "")
+            return result_of(self.name, [], final)
+        return result_of(self.name, blocks)
+
+
+FAMILY = GptOssFamily()
