@@ -75,7 +75,8 @@ class MistralFamily(Family):
             if part in self._controls:
                 ids.append(self._controls[part])
             elif part:
-                ids.extend(self._sp.encode(part, bos=False, eos=False))
+                # SentencePiece writes the space before a word itself (its dummy prefix): one shown space is that one
+                ids.extend(self._sp.encode(part[1:] if part.startswith(" ") else part, bos=False, eos=False))
         return ids
 
     def token_bytes(self, token_id: int) -> bytes:
