@@ -75,6 +75,10 @@ class Family:
         """The bytes one token stands for (a special token: its name)."""
         raise NotImplementedError
 
+    def is_special(self, token_id: int) -> bool:
+        """Whether the id is a special token (a single id plain text never produces)."""
+        raise NotImplementedError
+
     def token_text(self, token_id: int) -> str:
         raw = self.token_bytes(token_id)
         try:

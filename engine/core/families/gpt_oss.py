@@ -95,6 +95,9 @@ class GptOssFamily(Family):
 
         return load_openai_encoding("o200k_base")
 
+    def is_special(self, token_id: int) -> bool:
+        return token_id >= SPECIAL_FROM
+
     def token_bytes(self, token_id: int) -> bytes:
         if token_id >= SPECIAL_FROM:  # harmony's special tokens come after o200k_base's ranks
             return load_harmony().decode([token_id]).encode("utf-8")

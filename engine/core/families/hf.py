@@ -69,6 +69,9 @@ class TemplateFamily(Family):
     def encode(self, text: str) -> list[int]:
         return self._tok.encode(text, add_special_tokens=False).ids
 
+    def is_special(self, token_id: int) -> bool:
+        return token_id in self._special
+
     def token_bytes(self, token_id: int) -> bytes:
         piece = self._tok.id_to_token(token_id)
         if piece is None:

@@ -79,6 +79,9 @@ class MistralFamily(Family):
                 ids.extend(self._sp.encode(part[1:] if part.startswith(" ") else part, bos=False, eos=False))
         return ids
 
+    def is_special(self, token_id: int) -> bool:
+        return token_id < self._sp.num_special_tokens
+
     def token_bytes(self, token_id: int) -> bytes:
         piece = self._sp.id_to_piece(token_id)
         if token_id < self._sp.num_special_tokens:

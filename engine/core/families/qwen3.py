@@ -11,7 +11,7 @@ import json
 from ..parse import ParseResult, parse_native
 from ..prompt import Request, render
 from ..styles import get_style
-from ..tokenizer import load_tokenizer
+from ..tokenizer import END_OF_TEXT, load_tokenizer
 from .base import Family, Opener
 
 
@@ -33,6 +33,10 @@ class Qwen3Family(Family):
 
     def encode(self, text: str) -> list[int]:
         return load_tokenizer().encode(text)
+
+    def is_special(self, token_id: int) -> bool:
+        # every added token (<tool_call> included, which Qwen3 does not flag special) is one id text never splits into
+        return token_id >= END_OF_TEXT
 
     def token_bytes(self, token_id: int) -> bytes:
         return load_tokenizer().token_bytes(token_id)
