@@ -58,7 +58,7 @@ class DeepSeekV3Family(TemplateFamily):
     maker = "DeepSeek"
     order = 40
     folder = ASSETS / "deepseek-v3-tokenizer"
-    opener = Opener(CALLS_BEGIN, "a call opens with the special token <｜tool▁calls▁begin｜>")
+    opener = Opener(CALLS_BEGIN, "a special token")
     renderer = "DeepSeek-V3's chat template via transformers' Jinja renderer, tools as DeepSeek-V3.1's model card writes them"
     parser_reference = "vLLM deepseek_v31 tool parser"
 

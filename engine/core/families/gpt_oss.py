@@ -73,7 +73,7 @@ class GptOssFamily(Family):
     label = "gpt-oss"
     maker = "OpenAI"
     order = 30
-    opener = Opener(OPENER, "a call is a message on the commentary channel addressed to=functions.NAME: the name is part of the header")
+    opener = Opener(OPENER, "a header naming the tool")
     renderer = "openai-harmony's render_conversation_for_completion (o200k_harmony)"
     parser_reference = "vLLM openai (harmony) tool parser"
 

@@ -33,8 +33,7 @@ class Llama31Family(TemplateFamily):
     order = 10
     folder = ASSETS / "llama3.1-tokenizer"
     template_file = "chat_template.jinja"
-    opener = Opener(None, 'no marker: a call is a bare JSON object, so a grammar under auto can only switch on at `{"name"`, '
-                          "and a reply that starts with { is read as a call")
+    opener = Opener(None, 'none: a call is bare JSON')
     renderer = "Meta's Llama 3.1 chat template via transformers' Jinja renderer"
     parser_reference = "vLLM llama3_json tool parser"
 

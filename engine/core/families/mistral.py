@@ -49,7 +49,7 @@ class MistralFamily(Family):
     label = "Mistral"
     maker = "Mistral AI"
     order = 20
-    opener = Opener(TOOL_CALLS, "a call opens with the control token [TOOL_CALLS]")
+    opener = Opener(TOOL_CALLS, "a control token")
     renderer = "mistral-common's encode_chat_completion (v3 tokenizer)"
     parser_reference = "vLLM mistral tool parser"
 

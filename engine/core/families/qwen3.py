@@ -20,7 +20,7 @@ class Qwen3Family(Family):
     label = "Qwen3"
     maker = "Alibaba Qwen"
     order = 0
-    opener = Opener("<tool_call>", "a call opens with the special token <tool_call>; prose never starts with it")
+    opener = Opener("<tool_call>", "a special token")
     renderer = "Qwen3's chat template (assets/qwen3-tokenizer) via transformers' Jinja renderer"
     parser_reference = "vLLM hermes / qwen3 tool parser"
 
