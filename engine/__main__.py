@@ -126,6 +126,15 @@ def cmd_mask(args) -> dict:
     # constrain imports torch and xgrammar: only the commands that need them pay for it
     from .constrain.masks import inspect_mask
 
+    if args.family not in (None, DEFAULT_FAMILY):
+        from .constrain.families import inspect_family_mask
+
+        if args.tool_choice != "auto" or args.thinking:
+            raise BadInput(f"--family {args.family} masks only under --tool-choice auto, without --thinking "
+                           "(required, a named tool and thinking are Qwen3's grammars)")
+        mask = inspect_family_mask(args.family, _read_tools(args.tools), args.prefix)
+        return {"vocab": mask.vocab, "allowed": mask.allowed, "sample": mask.sample, "constrained": mask.constrained,
+                "family": mask.family, "opener": mask.opener}
     view = inspect_mask(_read_tools(args.tools), args.prefix, args.tool_choice, thinking=args.thinking)
     return {
         "vocab": view.vocab,

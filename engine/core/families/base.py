@@ -90,6 +90,23 @@ class Family:
         """(tool name, start, end) of each tool's definition in the rendered text, in order."""
         raise NotImplementedError
 
+    def vocab_bytes(self) -> list[bytes]:
+        """Every id's bytes, in id order (what a grammar engine's vocabulary is built from; b"" for an unused id)."""
+        out = []
+        for token_id in range(self.vocab_size):
+            try:
+                out.append(self.token_bytes(token_id))
+            except (KeyError, ValueError, Exception):  # an id with no token (a reserved slot)
+                out.append(b"")
+        return out
+
+    # -- the grammar --------------------------------------------------------------------
+    name_prefix: str = ""  # the call's text before the tool's name: where a grammar's choice of tool is made
+
+    def call_tag(self, name: str) -> tuple[str, str]:
+        """(begin, end) around one tool's JSON arguments: the structural tag a grammar holds the call to."""
+        raise NotImplementedError
+
     # -- calls --------------------------------------------------------------------------
     def write_call(self, name: str, arguments: dict) -> str:
         """The call as this family's model writes it (the turn's text, from its first token)."""

@@ -80,6 +80,11 @@ class DeepSeekV3Family(TemplateFamily):
                 cursor = start + len(body)
         return found
 
+    name_prefix = CALLS_BEGIN + CALL_BEGIN
+
+    def call_tag(self, name: str) -> tuple[str, str]:
+        return f"{CALLS_BEGIN}{CALL_BEGIN}{name}{CALL_SEP}", f"{CALL_END}{CALLS_END}"
+
     def write_call(self, name: str, arguments: dict) -> str:
         return f"{CALLS_BEGIN}{CALL_BEGIN}{name}{CALL_SEP}{json.dumps(arguments, ensure_ascii=False)}{CALL_END}{CALLS_END}"
 

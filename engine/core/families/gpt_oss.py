@@ -119,6 +119,11 @@ class GptOssFamily(Family):
             cursor = end
         return found
 
+    name_prefix = OPENER
+
+    def call_tag(self, name: str) -> tuple[str, str]:
+        return f"{OPENER}{name} <|constrain|>json<|message|>", "<|call|>"
+
     def write_call(self, name: str, arguments: dict) -> str:
         return f"{OPENER}{name} <|constrain|>json<|message|>{json.dumps(arguments, ensure_ascii=False)}<|call|>"
 

@@ -80,7 +80,3 @@ class TemplateFamily(Family):
             return piece.encode("utf-8")
         table = _byte_decoder()
         return bytes(table[c] for c in piece)
-
-    def vocab_bytes(self) -> list[bytes]:
-        """Every id's bytes, in id order (what a grammar engine's vocabulary is built from)."""
-        return [self.token_bytes(i) for i in range(self.vocab_size)]

@@ -47,6 +47,11 @@ class Llama31Family(TemplateFamily):
                 cursor = start + len(body)
         return found
 
+    name_prefix = '{"name": "'
+
+    def call_tag(self, name: str) -> tuple[str, str]:
+        return '{"name": "' + name + '", "parameters": ', "}"
+
     def write_call(self, name: str, arguments: dict) -> str:
         # the template's own words for an assistant's call
         return '{"name": "' + name + '", "parameters": ' + json.dumps(arguments, ensure_ascii=False) + "}"

@@ -103,6 +103,12 @@ class MistralFamily(Family):
                 cursor = end
         return found
 
+    name_prefix = TOOL_CALLS + ' [{"name": "'
+
+    def call_tag(self, name: str) -> tuple[str, str]:
+        # the grammar's call ends after its arguments: it leaves out the v3 format's "id"
+        return TOOL_CALLS + ' [{"name": "' + name + '", "arguments": ', "}]"
+
     def write_call(self, name: str, arguments: dict) -> str:
         call = {"name": name, "arguments": arguments, "id": EXAMPLE_ID}
         return f"{TOOL_CALLS} {json.dumps([call], ensure_ascii=False)}"

@@ -53,6 +53,8 @@ class Qwen3Family(Family):
             cursor = start + len(line)
         return found
 
+    name_prefix = '<tool_call>\n{"name": "'
+
     def write_call(self, name: str, arguments: dict) -> str:
         return get_style("native").write_call(name, arguments)
 
