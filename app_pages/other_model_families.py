@@ -38,6 +38,14 @@ def written_call(name: str) -> tuple[list[int], list[str], list[bool], int, list
     return ids, tokens, [family.is_special(i) for i in ids], len(verdict.calls), [e.error for e in verdict.errors]
 
 
+@st.cache_data(show_spinner="Building each family's grammar…", max_entries=2)
+def allowed_at_names() -> dict[str, tuple[int, int]]:
+    from engine.constrain.families import allowed_at_name
+
+    tools = load_tool_set("strawberry")
+    return {name: (m.allowed, m.vocab) for name in FAMILIES for m in [allowed_at_name(name, tools)]}
+
+
 @st.cache_data(show_spinner="Rendering the prompt…", max_entries=8)
 def rendering(name: str):
     return render_family(name, QUESTION, load_tool_set("strawberry"))
@@ -67,8 +75,8 @@ st.header("The five families")
 st.markdown(text["the families"])
 with st.expander("Who renders each prompt"):
     st.markdown(text["who renders each"])
-    st.markdown(table_html([{"Family": f.label, "Rendered by": f.renderer, "Read back as": f.parser_reference}
-                            for f in FAMILIES.values()]), unsafe_allow_html=True)
+    st.markdown(table_html([{"Family": f.label, "Rendered by": f.renderer, "Read back as": f.parser_reference,
+                             "Its opener": f.opener.note} for f in FAMILIES.values()]), unsafe_allow_html=True)
 
 section("What two tools cost")
 st.header("What two tools cost")
@@ -96,8 +104,10 @@ for tab, name in zip(st.tabs([f.label for f in FAMILIES.values()]), FAMILIES, st
 section("The opener")
 st.header("The opener")
 st.markdown(text["the opener"])
-st.markdown(table_html([{"Family": f.label, "Opener": f.opener.text or "none", "Kind": f.opener.note}
-                        for f in FAMILIES.values()]), unsafe_allow_html=True)
+at_name = allowed_at_names()
+st.markdown(table_html([{"Family": f.label, "Opener": f.opener.text or f.opener.note,
+                         "Allowed at the name": f"{at_name[n][0]} of {at_name[n][1]:,}"} for n, f in FAMILIES.items()]),
+            unsafe_allow_html=True)
 
 section("Where the tools go")
 st.header("Where the tools go")

@@ -58,6 +58,6 @@ def test_each_section_of_the_families_lesson_fits_1024_by_768(streamlit_server, 
         heights[k] = page.evaluate(CONTENT_BOTTOM)
         sideways[k] = page.evaluate("() => document.documentElement.scrollWidth > window.innerWidth")
     assert_no_errors(page)
-    assert all(h <= 768 for h in heights.values()), heights
+    assert all(h <= 768 for h in heights.values()), str(heights)
     assert not any(sideways.values()), sideways
     context.close()

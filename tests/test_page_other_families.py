@@ -48,9 +48,15 @@ def test_every_family_s_call_is_drawn_and_reads_back_as_one_valid_call(page):
 def test_the_openers_and_llama_s_none(page):
     shown = page_text(page)
     for family in FAMILIES.values():
-        assert html.escape(family.opener.note, quote=False) in shown
-    assert "<td>Llama 3.1</td><td>none</td><td>none: a call is bare JSON</td>" in shown
+        assert f"<td>{family.opener.note}</td></tr>" in shown
+    assert "<td>Llama 3.1</td><td>none: a call is bare JSON</td>" in shown
     assert "<td>[TOOL_CALLS]</td>" in shown and "<td>&lt;tool_call&gt;</td>" in shown
+    from engine.constrain.families import allowed_at_name
+
+    for name, family in FAMILIES.items():
+        mask = allowed_at_name(name, load_tool_set("strawberry"))
+        opener = html.escape(family.opener.text or family.opener.note, quote=False)
+        assert f"<td>{family.label}</td><td>{opener}</td><td>{mask.allowed} of {mask.vocab:,}</td>" in shown
 
 
 def test_the_chosen_family_s_prompt_is_shown(page):

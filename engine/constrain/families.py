@@ -87,5 +87,11 @@ def inspect_family_mask(name: str, tools: list[dict], prefix: str) -> FamilyMask
 
 
 def allowed_at_name(name: str, tools: list[dict]) -> FamilyMask:
-    """The mask where the tool's name starts: after the family's call text up to the name."""
-    return inspect_family_mask(name, tools, get_family(name).name_prefix)
+    """The mask where the tool's name starts: after the family's call text up to the name (Qwen3: its own grammar's)."""
+    family = get_family(name)
+    if name == DEFAULT_FAMILY:
+        from .masks import inspect_mask
+
+        view = inspect_mask(tools, family.name_prefix, "auto")
+        return FamilyMask(name, view.vocab, view.allowed, list(view.sample)[:SAMPLE], view.constrained, family.opener.text)
+    return inspect_family_mask(name, tools, family.name_prefix)
