@@ -213,3 +213,20 @@ def test_the_vendored_files_match_their_provenance():
         for path in (ASSETS / folder).iterdir():
             if path.name != "PROVENANCE.md":
                 assert hashlib.sha256(path.read_bytes()).hexdigest() in provenance, path.name
+
+
+def test_counting_and_parsing_in_every_family_never_import_torch():
+    import subprocess
+
+    script = (
+        "import json, sys\n"
+        "from engine.core.families import FAMILIES, parse_family, price_tools\n"
+        "tools = json.load(open('lessons/tools/strawberry.json'))\n"
+        "for n, f in FAMILIES.items():\n"
+        "    price_tools(n, [{'role': 'user', 'content': 'q'}], tools)\n"
+        "    parse_family(n, f.write_call('count_letter', {'word': 'a', 'letter': 'b'}), tools)\n"
+        "print(sorted(m for m in ('torch', 'xgrammar') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         cwd=str(LESSONS.parent), check=True)
+    assert out.stdout.strip() == "[]"
