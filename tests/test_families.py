@@ -180,6 +180,12 @@ BAD = [
     ("gpt-oss", '<|channel|>analysis<|message|>Count the r.<|end|><|start|>assistant<|channel|>commentary to=functions.count_letter '
                 '<|constrain|>json<|message|>{"word": "strawberry", "letter": "r"}<|call|>', 1, None),
     ("gpt-oss", "<|channel|>final<|message|>Three.<|return|>", 0, None),
+    ("gpt-oss", "<|channel|>commentary to=functions.count_letter <|constrain|>json", 0, gpt_oss.NOT_CLOSED),
+    ("gpt-oss", " " * 100_000 + "to=functions." + " " * 100_000, 0, gpt_oss.NOT_CLOSED),
+    ("llama3.1", "{" * 100_000, 0, llama3_1.NOT_JSON),
+    ("deepseek-v3", "<｜tool▁calls▁begin｜>" + "<｜tool▁call▁begin｜>x" * 50_000, 0, deepseek_v3.NO_CALL),
+    ("deepseek-v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>x<｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>"
+                    '{"word": "strawberry", "letter": "r"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>', 1, None),
     ("deepseek-v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{\"word\": \"strawberry\", \"letter\": \"r\"}", 0,
      deepseek_v3.NOT_CLOSED),
     ("deepseek-v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{'word': 'strawberry'}<｜tool▁call▁end｜>", 0,

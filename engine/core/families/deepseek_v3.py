@@ -7,13 +7,12 @@ layout a tool prompt takes, `{system prompt}\\n\\n{tool_description}`, and its e
 parameters, then the format of a call). This family writes that description into the system
 message and renders the result with the official template. A call is
 `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{JSON}<｜tool▁call▁end｜><｜tool▁calls▁end｜>`,
-found as vLLM's deepseek_v31 tool parser finds it (one regex per call between the markers).
+found between the same markers vLLM's deepseek_v31 tool parser reads.
 """
 
 from __future__ import annotations
 
 import json
-import re
 
 from ...settings import ASSETS
 from ..parse import ParseResult
@@ -23,8 +22,6 @@ from .hf import TemplateFamily
 
 CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 CALL_BEGIN, CALL_SEP, CALL_END = "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>"
-CALL_PATTERN = re.compile(re.escape(CALL_BEGIN) + r"(.*?)" + re.escape(CALL_SEP) + r"(.*?)(" + re.escape(CALL_END) + r"|$)",
-                          re.DOTALL)
 NOT_CLOSED = "error: the call is not closed with <｜tool▁call▁end｜>; was the reply cut off?"
 EMPTY = "error: the call has no arguments after <｜tool▁sep｜>"
 NOT_JSON = "error: the arguments after <｜tool▁sep｜> are not valid JSON"
@@ -94,12 +91,27 @@ class DeepSeekV3Family(TemplateFamily):
             return result_of(self.name, [], text)
         known = known_tools(tools)
         blocks = []
-        for match in CALL_PATTERN.finditer(text, start):
-            if len(blocks) >= MAX_CALLS:
+        cursor = start
+        # plain searches from marker to marker, linear in the turn's length (a regex per call was quadratic
+        # on a turn of many begins); a begin with no separator before the next begin is skipped
+        while len(blocks) < MAX_CALLS:
+            begin = text.find(CALL_BEGIN, cursor)
+            if begin < 0:
                 break
-            closed = match.group(3) == CALL_END
-            blocks.append(check_named_call(len(blocks), match.group(1), match.group(2), match.start(), match.end(), known,
+            sep = text.find(CALL_SEP, begin + len(CALL_BEGIN))
+            if sep < 0:
+                break
+            later = text.find(CALL_BEGIN, begin + len(CALL_BEGIN), sep)
+            if later >= 0:
+                cursor = later
+                continue
+            close = text.find(CALL_END, sep + len(CALL_SEP))
+            closed = close >= 0
+            end = close + len(CALL_END) if closed else len(text)
+            body = text[sep + len(CALL_SEP) : close if closed else len(text)]
+            blocks.append(check_named_call(len(blocks), text[begin + len(CALL_BEGIN) : sep], body, begin, end, known,
                                            closed, NOT_CLOSED, EMPTY, NOT_JSON))
+            cursor = end
         if not blocks:
             from ..parse import NATIVE_CHECKS, Block, Check, _pad
 

@@ -23,11 +23,11 @@ from .calls import MAX_CALLS, check_named_call, known_tools, result_of
 
 ENCODINGS = ASSETS / "openai-encodings"
 SPECIAL_FROM = 199998  # o200k_base has 199,998 ranks
-CALL_PATTERN = re.compile(
-    r"(?:<\|start\|>assistant)?\s*(?:<\|channel\|>commentary\s*)?to=functions\.([^\s<]*)\s*(?:<\|channel\|>commentary\s*)?"
-    r"(?:<\|constrain\|>\s*json\s*)?<\|message\|>(.*?)(<\|call\|>|<\|end\|>|$)",
-    re.DOTALL,
-)
+# a call's header holds to=functions.NAME; its body runs from <|message|> to <|call|> (or <|end|>).
+# Found by plain searches from each recipient on, never one regex over the whole turn, so a long
+# run of spaces or a huge body cannot make the search quadratic.
+RECIPIENT = re.compile(r"to=functions\.([^\s<]*)")
+MESSAGE, CALL, END = "<|message|>", "<|call|>", "<|end|>"
 OPENER = "<|channel|>commentary to=functions."
 NOT_CLOSED = "error: the call is not closed with <|call|>; was the reply cut off?"
 EMPTY = "error: the call's <|message|> is empty"
@@ -130,12 +130,23 @@ class GptOssFamily(Family):
     def parse(self, text: str, tools: list[dict]) -> ParseResult:
         known = known_tools(tools)
         blocks = []
-        for match in CALL_PATTERN.finditer(text):
-            if len(blocks) >= MAX_CALLS:
+        cursor = 0
+        while len(blocks) < MAX_CALLS:
+            match = RECIPIENT.search(text, cursor)
+            if match is None:
                 break
-            closed = match.group(3) in ("<|call|>", "<|end|>")
-            blocks.append(check_named_call(len(blocks), match.group(1), match.group(2), match.start(), match.end(), known,
-                                           closed, NOT_CLOSED, EMPTY, NOT_JSON))
+            opened = text.find(MESSAGE, match.end())
+            if opened < 0:
+                blocks.append(check_named_call(len(blocks), match.group(1), "", match.start(), len(text), known,
+                                               False, NOT_CLOSED, EMPTY, NOT_JSON))
+                break
+            body_start = opened + len(MESSAGE)
+            ends = [at for at in (text.find(CALL, body_start), text.find(END, body_start)) if at >= 0]
+            close = min(ends) if ends else len(text)
+            end = close + (len(CALL) if text.startswith(CALL, close) else len(END) if text.startswith(END, close) else 0)
+            blocks.append(check_named_call(len(blocks), match.group(1), text[body_start:close], match.start(), end, known,
+                                           bool(ends), NOT_CLOSED, EMPTY, NOT_JSON))
+            cursor = end
         if not blocks:
             final = text.split("<|message|>")[-1].replace("<|return|>", "").replace("<|end|>", "")
             return result_of(self.name, [], final)
