@@ -59,7 +59,7 @@ def test_mask_family_on_the_command_line(capsys, monkeypatch):
     code = main(["mask", "--family", "gpt-oss", "--tools", str(LESSONS / "tools" / "strawberry.json"),
                  "--prefix", "<|channel|>commentary to=functions."])
     data = json.loads(capsys.readouterr().out)
-    assert code == 0 and data["family"] == "gpt-oss" and data["vocab"] == 201088
+    assert code == 0 and data["family"] == "gpt-oss" and data["vocab"] == 199_998 + 1_091
     assert data["allowed"] == allowed_at_name("gpt-oss", STRAWBERRY).allowed and "count" in data["sample"]
     code = main(["mask", "--family", "gpt-oss", "--tools", str(LESSONS / "tools" / "strawberry.json"), "--prefix", "x",
                  "--tool-choice", "required"])

@@ -77,9 +77,10 @@ class GptOssFamily(Family):
     renderer = "openai-harmony's render_conversation_for_completion (o200k_harmony)"
     parser_reference = "vLLM openai (harmony) tool parser"
 
-    @property
+    @functools.cached_property
     def vocab_size(self) -> int:  # type: ignore[override]
-        return 201088
+        # o200k_base's ranks, then harmony's special tokens (named and reserved) right after them
+        return SPECIAL_FROM + len(load_harmony().special_tokens_set)
 
     def prompt_ids(self, messages: list[dict], tools: list[dict]) -> list[int]:
         from openai_harmony import Role
