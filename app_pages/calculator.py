@@ -5,6 +5,7 @@ import streamlit as st
 
 from engine.core.families import DEFAULT_FAMILY, FAMILIES
 from engine.core.styles import other_style
+from engine.errors import BadInput
 from engine.teaching.calculator import measure_family_tools_cost, measure_tools_cost, plan_run
 from ui.chart_words import chart_caption
 from ui.draw import chart_layout, notice
@@ -67,7 +68,11 @@ if tools:
     st.markdown(text["tools cost per call"].format(total=per_call.total, definitions=per_call.definitions,
                                                    instructions=per_call.instructions, calls=totals["calls"]))
     if family != DEFAULT_FAMILY:
-        there = measure_family_tools_cost(tools, family)
+        try:
+            there = measure_family_tools_cost(tools, family)
+        except BadInput as refused:
+            st.warning(str(refused))
+            st.stop()
         st.markdown(text["in another family"].format(family=FAMILIES[family].label, total=there.total, definitions=there.definitions,
                                                      instructions=there.instructions, calls=totals["calls"],
                                                      run_total=there.total * totals["calls"]))

@@ -242,3 +242,13 @@ def test_the_strawberry_tools_price_in_each_family_is_the_readme_s():
     # the README quotes these; each is checked against its own renderer by the tests above
     found = {n: price_tools(n, QUESTION, STRAWBERRY).total for n in NAMES}
     assert found == {"qwen3": 241, "llama3.1": 273, "mistral": 165, "gpt-oss": 98, "deepseek-v3": 230}
+
+
+def test_a_request_mistral_common_refuses_is_a_bad_input_that_says_why(capsys, monkeypatch, tmp_path):
+    # mistral-common renders a prompt for serving only when the last message is the user's (or a tool's)
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps([*QUESTION, {"role": "assistant", "content": "Three."}]))
+    code, data, err = run_cli(capsys, monkeypatch, "tokens", "--family", "mistral", "--tools",
+                              str(LESSONS / "tools" / "strawberry.json"), "--messages", str(messages))
+    assert code == 2 and data is None and err.count("\n") == 1
+    assert err.startswith("error: Mistral's renderer (mistral-common") and "Expected last role User or Tool" in err

@@ -37,10 +37,22 @@ def get_family(name: str) -> Family:
     return FAMILIES[name]
 
 
+def family_prompt_ids(family: Family, messages: list[dict], tools: list[dict]) -> list[int]:
+    """The family's renderer's ids, or a BadInput that says what the maker's renderer refused (mistral-common
+    checks names and schemas itself)."""
+    try:
+        return family.prompt_ids(messages, tools)
+    except BadInput:
+        raise
+    except Exception as error:  # each maker's package raises its own kinds
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise BadInput(f"{family.label}'s renderer ({family.renderer}) refuses this request: {first}") from error
+
+
 def render_family(name: str, messages: list[dict], tools: list[dict]) -> Rendering:
     """The prompt as the family's renderer makes it, with its token texts and labelled spans."""
     family = get_family(name)
-    ids = family.prompt_ids(messages, tools)
+    ids = family_prompt_ids(family, messages, tools)
     text, tokens, starts = decode_pieces(family, ids)
     spans = count_spans(label_spans(text, family.tool_spans(text, tools) if tools else []), starts)
     return Rendering(family.name, text, ids, tokens, starts, spans)
@@ -49,7 +61,7 @@ def render_family(name: str, messages: list[dict], tools: list[dict]) -> Renderi
 def price_tools(name: str, messages: list[dict], tools: list[dict]) -> ToolsPrice:
     """Prompt tokens with the tools minus without them, and how many of those are the definitions."""
     with_tools = render_family(name, messages, tools)
-    without = get_family(name).prompt_ids(messages, [])
+    without = family_prompt_ids(get_family(name), messages, [])
     total = with_tools.count - len(without)
     definitions = sum(s.tokens for s in with_tools.spans if s.kind == "tool")
     return ToolsPrice(name, total, definitions, total - definitions)
