@@ -64,3 +64,23 @@ def test_mask_family_on_the_command_line(capsys, monkeypatch):
     code = main(["mask", "--family", "gpt-oss", "--tools", str(LESSONS / "tools" / "strawberry.json"), "--prefix", "x",
                  "--tool-choice", "required"])
     assert code == 2 and "only under --tool-choice auto" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("name", "builtin"), [("llama3.1", "llama"), ("gpt-oss", "harmony"), ("deepseek-v3", "deepseek_v3_1")])
+def test_xgrammar_s_own_tag_for_the_format_agrees(name, builtin):
+    # xgrammar ships structural tags for these formats: each accepts the family's call and allows as many tokens at the name
+    import numpy as np
+    import xgrammar as xgr
+
+    family = get_family(name)
+    info = family_tokenizer_info(name)
+    tag = xgr.get_model_structural_tag(builtin, tools=STRAWBERRY, tool_choice="auto", reasoning="disabled")
+    grammar = xgr.GrammarCompiler(info, max_threads=1).compile_structural_tag(tag)
+    matcher = xgr.GrammarMatcher(grammar)
+    assert all(matcher.accept_token(i) for i in family.encode(family.write_call("count_letter", ARGS)))
+    matcher = xgr.GrammarMatcher(grammar)
+    assert all(matcher.accept_token(i) for i in family.encode(family.name_prefix))
+    bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
+    matcher.fill_next_token_bitmask(bitmask)
+    theirs = int(np.unpackbits(bitmask.numpy().view(np.uint8), bitorder="little")[: info.vocab_size].sum())
+    assert theirs == allowed_at_name(name, STRAWBERRY).allowed

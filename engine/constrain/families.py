@@ -53,11 +53,11 @@ def _compiled(name: str, tools_json: str):
     tools = json.loads(tools_json)
     tags = []
     for tool in tools:
-        begin, end = family.call_tag(tool_name(tool))
         params = tool.get("function", {}).get("parameters") or {"type": "object", "properties": {}}
-        tags.append(xgr.StructuralTagItem(begin=begin, schema=json.dumps(params), end=end))
+        for begin, end in family.call_tags(tool_name(tool)):
+            tags.append(xgr.StructuralTagItem(begin=begin, schema=json.dumps(params), end=end))
     compiler = xgr.GrammarCompiler(family_tokenizer_info(name), max_threads=1)
-    return compiler.compile_structural_tag(tags, [family.opener.text or family.name_prefix])
+    return compiler.compile_structural_tag(tags, family.triggers())
 
 
 def inspect_family_mask(name: str, tools: list[dict], prefix: str) -> FamilyMask:
@@ -80,7 +80,7 @@ def inspect_family_mask(name: str, tools: list[dict], prefix: str) -> FamilyMask
     matcher.fill_next_token_bitmask(bitmask)
     bits = np.unpackbits(bitmask.numpy().view(np.uint8), bitorder="little")[: info.vocab_size]
     allowed = np.nonzero(bits)[0]
-    opener = family.opener.text or family.name_prefix
+    opener = " or ".join(family.triggers())
     constrained = len(allowed) < info.vocab_size
     return FamilyMask(name, info.vocab_size, int(len(allowed)), [family.token_text(int(i)) for i in allowed[:SAMPLE]],
                       constrained, opener)

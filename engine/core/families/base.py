@@ -107,6 +107,14 @@ class Family:
         """(begin, end) around one tool's JSON arguments: the structural tag a grammar holds the call to."""
         raise NotImplementedError
 
+    def call_tags(self, name: str) -> list[tuple[str, str]]:
+        """Every way the format may write one call (most formats have one)."""
+        return [self.call_tag(name)]
+
+    def triggers(self) -> list[str]:
+        """The texts a grammar under auto switches on at: each call tag starts with one."""
+        return [self.opener.text or self.name_prefix]
+
     # -- calls --------------------------------------------------------------------------
     def write_call(self, name: str, arguments: dict) -> str:
         """The call as this family's model writes it (the turn's text, from its first token)."""

@@ -28,7 +28,8 @@ SPECIAL_FROM = 199998  # o200k_base has 199,998 ranks
 # run of spaces or a huge body cannot make the search quadratic.
 RECIPIENT = re.compile(r"to=functions\.([^\s<]*)")
 MESSAGE, CALL, END = "<|message|>", "<|call|>", "<|end|>"
-OPENER = "<|channel|>commentary to=functions."
+OPENER = " to=functions."  # harmony's own renderer puts the recipient in the header, before the channel
+CHANNEL_FIRST = "<|channel|>commentary to=functions."  # the other order harmony allows (xgrammar's harmony tag takes both)
 NOT_CLOSED = "error: the call is not closed with <|call|>; was the reply cut off?"
 EMPTY = "error: the call's <|message|> is empty"
 NOT_JSON = "error: the message to functions.NAME is not valid JSON"
@@ -73,7 +74,7 @@ class GptOssFamily(Family):
     label = "gpt-oss"
     maker = "OpenAI"
     order = 30
-    opener = Opener(OPENER, "a header naming the tool")
+    opener = Opener(OPENER, "a header naming the tool")  # after the prompt's <|start|>assistant
     renderer = "openai-harmony's render_conversation_for_completion (o200k_harmony)"
     parser_reference = "vLLM openai (harmony) tool parser"
 
@@ -123,10 +124,22 @@ class GptOssFamily(Family):
     name_prefix = OPENER
 
     def call_tag(self, name: str) -> tuple[str, str]:
-        return f"{OPENER}{name} <|constrain|>json<|message|>", "<|call|>"
+        return f"{OPENER}{name}<|channel|>commentary <|constrain|>json<|message|>", CALL
+
+    def call_tags(self, name: str) -> list[tuple[str, str]]:
+        return [self.call_tag(name), (f"{CHANNEL_FIRST}{name}<|constrain|>json<|message|>", CALL)]
+
+    def triggers(self) -> list[str]:
+        return [OPENER, CHANNEL_FIRST]
 
     def write_call(self, name: str, arguments: dict) -> str:
-        return f"{OPENER}{name} <|constrain|>json<|message|>{json.dumps(arguments, ensure_ascii=False)}<|call|>"
+        # harmony's own rendering of the assistant's call, after the <|start|>assistant the prompt ends with
+        from openai_harmony import Message, Role
+
+        message = (Message.from_role_and_content(Role.ASSISTANT, json.dumps(arguments, ensure_ascii=False))
+                   .with_channel("commentary").with_recipient(f"functions.{name}").with_content_type("<|constrain|>json"))
+        written = load_harmony().decode_utf8(load_harmony().render(message))
+        return written.removeprefix("<|start|>assistant")
 
     def parse(self, text: str, tools: list[dict]) -> ParseResult:
         known = known_tools(tools)
