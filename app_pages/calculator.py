@@ -3,8 +3,10 @@
 import plotly.graph_objects as go
 import streamlit as st
 
+from engine.core.families import DEFAULT_FAMILY, FAMILIES
 from engine.core.styles import other_style
-from engine.teaching.calculator import measure_tools_cost, plan_run
+from engine.errors import BadInput
+from engine.teaching.calculator import measure_family_tools_cost, measure_tools_cost, plan_run
 from ui.chart_words import chart_caption
 from ui.draw import chart_layout, notice
 from ui.literal import table_html
@@ -33,6 +35,9 @@ with right:
     )
     to_url(calls=calls, bad=bad, place=place)
     st.caption(f"Style: {'Native' if style() == 'native' else 'ReAct'} (switch it in the sidebar)")
+    family = from_url("calculator_family", "family", DEFAULT_FAMILY, str, tuple(FAMILIES))
+    st.selectbox("Also price the tools in", tuple(FAMILIES), key="calculator_family", format_func=lambda n: FAMILIES[n].label)
+    to_url(family=None if family == DEFAULT_FAMILY else family)
     with st.expander("How the run is built"):
         st.markdown(text["how the run is built"])
 
@@ -62,6 +67,15 @@ if tools:
     per_call = measure_tools_cost(tools, style())
     st.markdown(text["tools cost per call"].format(total=per_call.total, definitions=per_call.definitions,
                                                    instructions=per_call.instructions, calls=totals["calls"]))
+    if family != DEFAULT_FAMILY:
+        try:
+            there = measure_family_tools_cost(tools, family)
+        except BadInput as refused:
+            st.warning(str(refused))
+            st.stop()
+        st.markdown(text["in another family"].format(family=FAMILIES[family].label, total=there.total, definitions=there.definitions,
+                                                     instructions=there.instructions, calls=totals["calls"],
+                                                     run_total=there.total * totals["calls"]))
 
 figure = go.Figure()
 x = [f"{c.number}. {c.kind}" for c in run.calls]

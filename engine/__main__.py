@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from .core.families import DEFAULT_FAMILY, family_names, parse_family, price_tools, render_family
 from .core.json_input import InputProblem, read_json_text
 from .core.prompt import Request, count_tools_tokens, render
 from .core.styles import parse_turn, style_names
@@ -60,6 +61,8 @@ DEFAULT_MESSAGES = [{"role": "user", "content": ""}]
 
 def cmd_tokens(args) -> dict:
     messages = _read_messages(args.messages) if args.messages is not None else DEFAULT_MESSAGES
+    if args.family is not None:
+        return family_tokens(args.family, messages, _read_tools(args.tools), args.style)
     request = Request(messages, _read_tools(args.tools), args.style)
     prompt = render(request)
     return {
@@ -70,8 +73,31 @@ def cmd_tokens(args) -> dict:
     }
 
 
+def family_tokens(family: str, messages: list[dict], tools: list[dict], style: str) -> dict:
+    """`tokens --family F`: today's keys, in that family's own renderer, plus the family and the tools' split."""
+    if family == DEFAULT_FAMILY:
+        request = Request(messages, tools, style)
+        prompt = render(request)
+        spans = [{"label": s.label, "tokens": s.tokens} for s in prompt.spans]
+        count = prompt.count
+    elif style != "native":
+        raise BadInput(f"--style {style} is written in Qwen3's template only; use --family qwen3 with it")
+    else:
+        rendering = render_family(family, messages, tools)
+        spans = [{"label": s.label, "tokens": s.tokens} for s in rendering.spans]
+        count = rendering.count
+    price = price_tools(family, messages, tools)
+    return {"style": style, "prompt_tokens": count, "tools_tokens": price.total, "spans": spans,
+            "family": family, "definitions_tokens": price.definitions, "instructions_tokens": price.instructions}
+
+
 def cmd_parse(args) -> dict:
-    result = parse_turn(sys.stdin.read(), _read_tools(args.tools), args.style, args.policy)
+    if args.family not in (None, DEFAULT_FAMILY):
+        if args.style != "native" or args.policy != "per-block":
+            raise BadInput("--style and --policy apply to --family qwen3 only; other families are read per call")
+        result = parse_family(args.family, sys.stdin.read(), _read_tools(args.tools))
+    else:
+        result = parse_turn(sys.stdin.read(), _read_tools(args.tools), args.style, args.policy)
     return {
         "calls": [{"name": c.name, "arguments": c.arguments} for c in result.calls],
         "errors": [{"block": e.block, "error": e.error} for e in result.errors],
@@ -100,6 +126,15 @@ def cmd_mask(args) -> dict:
     # constrain imports torch and xgrammar: only the commands that need them pay for it
     from .constrain.masks import inspect_mask
 
+    if args.family not in (None, DEFAULT_FAMILY):
+        from .constrain.families import inspect_family_mask
+
+        if args.tool_choice != "auto" or args.thinking:
+            raise BadInput(f"--family {args.family} masks only under --tool-choice auto, without --thinking "
+                           "(required, a named tool and thinking are Qwen3's grammars)")
+        mask = inspect_family_mask(args.family, _read_tools(args.tools), args.prefix)
+        return {"vocab": mask.vocab, "allowed": mask.allowed, "sample": mask.sample, "constrained": mask.constrained,
+                "family": mask.family, "opener": mask.opener}
     view = inspect_mask(_read_tools(args.tools), args.prefix, args.tool_choice, thinking=args.thinking)
     return {
         "vocab": view.vocab,
@@ -208,12 +243,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tools", required=True)
     p.add_argument("--messages")
     p.add_argument("--style", choices=style_names(), default="native")
+    p.add_argument("--family", choices=family_names(), default=None, help="the model family whose tokenizer and format to use (default qwen3)")
     p.set_defaults(handler=cmd_tokens)
 
     p = sub.add_parser("parse", help="parse one assistant turn read from stdin")
     p.add_argument("--tools", required=True)
     p.add_argument("--style", choices=style_names(), default="native")
     p.add_argument("--policy", choices=["per-block", "vllm"], default="per-block")
+    p.add_argument("--family", choices=family_names(), default=None, help="the model family whose tokenizer and format to use (default qwen3)")
     p.set_defaults(handler=cmd_parse)
 
     p = sub.add_parser("mask", help="the tokens a call's grammar allows after a prefix")
@@ -221,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prefix", required=True)
     p.add_argument("--tool-choice", default="auto")
     p.add_argument("--thinking", action="store_true", help="enable_thinking=True: a <think> block may come before the call")
+    p.add_argument("--family", choices=family_names(), default=None, help="the model family whose tokenizer and format to use (default qwen3)")
     p.set_defaults(handler=cmd_mask)
 
     p = sub.add_parser("generate", help="generate one turn, token by token, with top-k probabilities")

@@ -21,11 +21,12 @@ LESSON_PAGES = {
     "why-call-a-tool": "app_pages/why_call_a_tool.py", "tools-as-schemas": "app_pages/tools_as_schemas.py",
     "the-model-writes-a-call": "app_pages/the_model_writes_a_call.py", "check-run-return": "app_pages/check_run_return.py",
     "when-not-to-call": "app_pages/answer_and_when_not_to_call.py", "constrained-decoding": "app_pages/constrained_decoding.py",
+    "other-model-families": "app_pages/other_model_families.py",
 }
 WANTED_TERMS = [
     "token", "vocabulary", "special token", "chat template", "system prompt", "tool schema", "thinking", "harness",
     "tool call", "tool result", "ReAct", "logit", "probability", "top-k", "sampler", "grammar", "mask", "tool_choice",
-    "constrained decoding", "malformed call", "parallel calls",
+    "constrained decoding", "malformed call", "parallel calls", "opener",
 ]
 
 

@@ -186,6 +186,22 @@ def test_calculator_inputs_style_and_tool_sets():
     assert at.error[0].value.startswith("Not valid JSON") and at.text_area(key="calculator_json").value == "not json"
 
 
+@pytest.mark.parametrize("family", ["llama3.1", "gpt-oss"])
+def test_calculator_prices_the_same_tools_in_another_family(family):
+    from engine.core.families import FAMILIES, price_tools
+
+    at = open_page(CALC)
+    assert not any("per call** = " in m.value and "In " in m.value for m in at.markdown)  # Qwen3 alone by default
+    at.selectbox(key="calculator_family").set_value(family).run()
+    price = price_tools(family, [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}],
+                        load_tool_set("strawberry"))
+    line = f"**In {FAMILIES[family].label}: {price.total} tokens per call** = {price.definitions} for the tool definitions + {price.instructions}"
+    assert any(line in m.value for m in at.markdown)
+    assert any(f"that is {price.total * 5:,} tokens for the tools" in m.value for m in at.markdown)
+    assert metrics(at)["Input tokens, whole run"] == f"{plan_run(load_tool_set('strawberry'), 'native', calls=3, malformed=1).input_tokens:,}"
+    assert at.query_params.get("family") in (family, [family])
+
+
 def test_home_suggests_the_smaller_qwen3_with_this_machines_measured_speed():
     import streamlit as st
     import torch

@@ -76,6 +76,14 @@ def measure_tools_cost(
     return ToolsCost(total, definitions, total - definitions)
 
 
+def measure_family_tools_cost(tools: list[dict], family: str, messages: list[dict] | None = None) -> ToolsCost:
+    """The same tools cost in another model family's own renderer and tokenizer (engine.core.families), same split."""
+    from ..core.families import price_tools
+
+    price = price_tools(family, messages if messages is not None else [{"role": "user", "content": QUESTION}], tools)
+    return ToolsCost(price.total, price.definitions, price.instructions)
+
+
 @dataclass
 class RunCost(Ledger):
     """A whole planned run, call by call (PlannedCall records), with its totals."""

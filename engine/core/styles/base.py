@@ -4,8 +4,8 @@ A style is one way of asking a model for tool calls and reading them back: how t
 is written into the prompt, how a call and an answer are written, how a turn is parsed, and
 how a tool's result goes back. Each style is one object in one file of this package (like
 vLLM's tool parsers, one file per format behind `ToolParserManager.register_module`); the
-registry in `engine.core.styles` finds them. A model family with its own template (the next
-ones: Llama 3.1, Mistral, gpt-oss, DeepSeek-V3) is added the same way, as one more file.
+registry in `engine.core.styles` finds them. Other model families (Llama 3.1, Mistral, gpt-oss,
+DeepSeek-V3), each with its own tokenizer and template, are plug-ins of `engine.core.families`.
 """
 
 from __future__ import annotations

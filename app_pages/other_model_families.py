@@ -1,0 +1,130 @@
+"""Lesson 8: the same tools and the same call in five model families, each with its own tokenizer and renderer."""
+
+import html
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine.core.families import FAMILIES, call_tokens, get_family, parse_family, price_tools, render_family
+from engine.core.tooldefs import load_tool_set
+from ui.draw import chart_layout, notice, token_strip
+from ui.glossary import show_intro
+from ui.literal import table_html
+from ui.sections import section
+from ui.state import from_url, to_url
+from ui.understanding import check_understanding
+from ui.words import lesson, words
+
+ID = "other-model-families"
+ARGUMENTS = {"word": "strawberry", "letter": "r"}
+QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
+
+text = lesson(ID)
+st.title(text["title"])
+show_intro(ID, text["intro"])
+
+
+@st.cache_data(show_spinner="Rendering the tools in each family…", max_entries=8)
+def prices(tool_set: str) -> dict:
+    tools = load_tool_set(tool_set)
+    return {name: price_tools(name, QUESTION, tools) for name in FAMILIES}
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def written_call(name: str) -> tuple[list[int], list[str], list[bool], int, list[str]]:
+    family = get_family(name)
+    turn, ids, tokens = call_tokens(name, "count_letter", ARGUMENTS)
+    verdict = parse_family(name, turn, load_tool_set("strawberry"))
+    return ids, tokens, [family.is_special(i) for i in ids], len(verdict.calls), [e.error for e in verdict.errors]
+
+
+@st.cache_data(show_spinner="Building each family's grammar…", max_entries=2)
+def allowed_at_names() -> dict[str, tuple[int, int]]:
+    from engine.constrain.families import allowed_at_name
+
+    tools = load_tool_set("strawberry")
+    return {name: (m.allowed, m.vocab) for name in FAMILIES for m in [allowed_at_name(name, tools)]}
+
+
+@st.cache_data(show_spinner="Rendering the prompt…", max_entries=8)
+def rendering(name: str):
+    return render_family(name, QUESTION, load_tool_set("strawberry"))
+
+
+def draw_prices(tool_set: str, key: str) -> None:
+    """Stacked bars per family, definitions then the template's instructions, with the numbers behind an expander."""
+    priced = prices(tool_set)
+    labels = [FAMILIES[n].label for n in priced]
+    figure = go.Figure([
+        go.Bar(name="definitions", y=labels, x=[p.definitions for p in priced.values()], orientation="h", marker_color="#a35c00"),
+        go.Bar(name="template's instructions", y=labels, x=[p.instructions for p in priced.values()], orientation="h",
+               marker_color="#9a9a9a", text=[f"{p.total:,}" for p in priced.values()], textposition="outside"),
+    ])
+    chart_layout(figure, 210, barmode="stack", xaxis_title="tokens the tools add", yaxis={"autorange": "reversed"},
+                 legend={"orientation": "h", "y": 1.12})
+    st.plotly_chart(figure, key=key)
+    with st.expander("The numbers, and how they are counted"):
+        st.markdown(text["how the price is counted"])
+        st.markdown(table_html([{"Family": FAMILIES[n].label, "Tools cost": f"{p.total:,}", "Definitions": f"{p.definitions:,}",
+                                 "Template's instructions": f"{p.instructions:,}"} for n, p in priced.items()]),
+                    unsafe_allow_html=True)
+
+
+section("The five families")
+st.header("The five families")
+st.markdown(text["the families"])
+with st.expander("Who renders each prompt"):
+    st.markdown(text["who renders each"])
+    st.markdown(table_html([{"Family": f.label, "Rendered by": f.renderer, "Read back as": f.parser_reference,
+                             "Its opener": f.opener.note} for f in FAMILIES.values()]), unsafe_allow_html=True)
+
+section("What two tools cost")
+st.header("What two tools cost")
+strawberry = prices("strawberry")
+st.markdown(words(ID, "what the tools cost", qwen3=strawberry["qwen3"].total, llama=strawberry["llama3.1"].total,
+                  gpt_oss=strawberry["gpt-oss"].total))
+draw_prices("strawberry", "other_model_families_two_chart")
+
+section("What twelve tools cost")
+st.header("What twelve tools cost")
+st.markdown(text["twelve tools"])
+draw_prices("coding-agent", "other_model_families_twelve_chart")
+
+section("The same call")
+st.header("The same call, five ways")
+st.markdown(text["the same call"])
+for tab, name in zip(st.tabs([f.label for f in FAMILIES.values()]), FAMILIES, strict=True):
+    with tab:
+        ids, tokens, special, calls, errors = written_call(name)
+        # no ids under the boxes: five strips of a call each fit a projector's screen that way
+        st.markdown(token_strip(list(zip(ids, tokens, strict=True)), show_ids=False, special=special), unsafe_allow_html=True)
+        verdict = "one valid call" if calls == 1 and not errors else f"{calls} calls, errors: {'; '.join(errors)}"
+        st.caption(f"{len(ids)} tokens · read back as the {FAMILIES[name].parser_reference} reads it: {verdict}")
+
+section("The opener")
+st.header("The opener")
+st.markdown(text["the opener"])
+at_name = allowed_at_names()
+st.markdown(table_html([{"Family": f.label, "Opener": f.opener.text or f.opener.note,
+                         "Allowed at the name": f"{at_name[n][0]} of {at_name[n][1]:,}"} for n, f in FAMILIES.items()]),
+            unsafe_allow_html=True)
+
+section("Where the tools go")
+st.header("Where the tools go")
+names = list(FAMILIES)
+shown = from_url("other_model_families_family", "family", "llama3.1", str, names)
+st.selectbox("Family", names, key="other_model_families_family", format_func=lambda n: FAMILIES[n].label)
+to_url(family=None if shown == "llama3.1" else shown)
+prompt = rendering(shown)
+parts = [f'<span class="k-{s.kind}" title="{html.escape(s.label)}: {s.tokens} tokens">'
+         f'{html.escape(prompt.text[s.start:s.end])}</span>' for s in prompt.spans]
+with st.container(height=200):
+    st.markdown(f'<div class="prompt-view">{"".join(parts)}</div>', unsafe_allow_html=True)
+st.caption(words(ID, "where the tools go", count=f"{prompt.count:,}"))
+
+section("Check your understanding")
+check_understanding(ID)
+
+# last, so that the "Next lesson" link the router adds below fits on the same screen
+section("What to notice")
+notice(text["what to notice"])

@@ -1,0 +1,94 @@
+"""Llama 3.1: Meta's JSON tool format, with no opener: a call is a bare `{"name": ..., "parameters": ...}`.
+
+The prompt is Meta's official Llama 3.1 chat template (assets/llama3.1-tokenizer/chat_template.jinja),
+which by default puts the tool definitions, pretty-printed JSON, into the first user message
+with its own instructions. A call is the JSON object the template itself writes back for an
+assistant's tool call. Parsing follows vLLM's llama3_json tool parser: the reply is a call when
+it starts (after an optional `<|python_tag|>`) with `{`, several calls are separated by `; `,
+and the arguments may be under "parameters" or "arguments".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ...settings import ASSETS
+from ..parse import NATIVE_CHECKS, Block, Check, ParseResult, _pad
+from .base import Opener, find_json_end
+from .calls import MAX_CALLS, check_object_call, known_tools, parse_json_text, result_of
+from .hf import TemplateFamily
+
+PYTHON_TAG = "<|python_tag|>"
+NOT_JSON = "error: the call is not valid JSON"
+EMPTY = "error: the call is empty"
+BAD_SHAPE = 'error: a tool call must be a JSON object with exactly "name" and "parameters"'
+SEPARATOR = re.compile(r"\s*;\s*")
+
+
+class Llama31Family(TemplateFamily):
+    name = "llama3.1"
+    label = "Llama 3.1"
+    maker = "Meta"
+    order = 10
+    folder = ASSETS / "llama3.1-tokenizer"
+    template_file = "chat_template.jinja"
+    opener = Opener(None, 'none: a call is bare JSON')
+    renderer = "Meta's Llama 3.1 chat template via transformers' Jinja renderer"
+    parser_reference = "vLLM llama3_json tool parser"
+
+    def tool_spans(self, text: str, tools: list[dict]) -> list[tuple[str, int, int]]:
+        found, cursor = [], 0
+        for tool in tools:
+            body = json.dumps(tool, ensure_ascii=False, indent=4)
+            start = text.find(body, cursor)
+            if start >= 0:
+                found.append((tool.get("function", {}).get("name", "?"), start, start + len(body)))
+                cursor = start + len(body)
+        return found
+
+    name_prefix = '{"name": "'
+
+    def call_tag(self, name: str) -> tuple[str, str]:
+        return '{"name": "' + name + '", "parameters": ', "}"
+
+    def write_call(self, name: str, arguments: dict) -> str:
+        # the template's own words for an assistant's call
+        return '{"name": "' + name + '", "parameters": ' + json.dumps(arguments, ensure_ascii=False) + "}"
+
+    def parse(self, text: str, tools: list[dict]) -> ParseResult:
+        known = known_tools(tools)
+        body = text.strip()
+        offset = len(text) - len(text.lstrip())
+        if body.startswith(PYTHON_TAG):
+            offset += len(PYTHON_TAG)
+            body = body[len(PYTHON_TAG):].lstrip()
+        if not body.startswith("{"):
+            return result_of(self.name, [], text)
+        blocks: list[Block] = []
+        cursor = 0
+        while cursor < len(body) and len(blocks) < MAX_CALLS:
+            end = find_json_end(body, cursor)
+            piece = body[cursor:end]
+            checks = [Check("closed", True)]
+            value, error = parse_json_text(piece, checks, EMPTY, NOT_JSON)
+            if error:
+                blocks.append(Block(len(blocks), piece, offset + cursor, offset + end, _pad(checks, NATIVE_CHECKS), None, error))
+                break
+            blocks.append(check_object_call(len(blocks), value, piece, offset + cursor, offset + end, known,
+                                            "parameters" if isinstance(value, dict) and "parameters" in value else "arguments",
+                                            BAD_SHAPE))
+            if not body[end:].strip():
+                break
+            rest = SEPARATOR.match(body, end)
+            if rest is None or ";" not in body[end:rest.end()]:
+                # something after the call that is neither "; " and another call nor the end
+                checks = [Check("closed", True), Check("json", False, NOT_JSON)]
+                blocks.append(Block(len(blocks), body[end:], offset + end, offset + len(body),
+                                    _pad(checks, NATIVE_CHECKS), None, NOT_JSON))
+                break
+            cursor = rest.end()
+        return result_of(self.name, blocks)
+
+
+FAMILY = Llama31Family()

@@ -1,0 +1,138 @@
+"""Mistral (v0.3 tool format): `[AVAILABLE_TOOLS]` in the prompt, `[TOOL_CALLS]` and a JSON list in the reply.
+
+Rendered by Mistral's own package, mistral-common, with the v3 SentencePiece tokenizer
+(assets/mistral-tokenizer, the file mistral-common ships for Mistral-7B-Instruct-v0.3): the
+prompt's ids are `encode_chat_completion`'s. A reply is a call when it holds `[TOOL_CALLS]`;
+what follows is one JSON list of {"name", "arguments"} objects (each with the 9-character "id"
+the v3 format adds), as vLLM's mistral tool parser reads it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+
+from ...settings import ASSETS
+from ..parse import NATIVE_CHECKS, Block, Check, ParseResult, _pad
+from .base import Family, Opener
+from .calls import MAX_CALLS, check_object_call, known_tools, parse_json_text, result_of
+
+TOKENIZER_FILE = ASSETS / "mistral-tokenizer" / "mistral_instruct_tokenizer_240323.model.v3"
+TOOL_CALLS = "[TOOL_CALLS]"
+EXAMPLE_ID = "a1b2c3d4e"  # v3 calls carry a 9-character id; the model makes one up
+NOT_JSON = "error: the text after [TOOL_CALLS] is not valid JSON"
+EMPTY = "error: [TOOL_CALLS] is followed by no calls"
+NOT_LIST = "error: after [TOOL_CALLS] write a JSON list of calls, [{...}]"
+BAD_SHAPE = 'error: a tool call must be a JSON object with exactly "name" and "arguments" (and its "id")'
+CONTROL = re.compile(r"(\[/?[A-Z_]+\]|</?s>)")
+
+
+@functools.lru_cache(maxsize=1)
+def load_mistral_tokenizer():
+    """mistral-common's MistralTokenizer over the vendored v3 file, in the mode that renders a request for serving."""
+    from mistral_common.protocol.instruct.validator import ValidationMode
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+
+    return MistralTokenizer.from_file(str(TOKENIZER_FILE), mode=ValidationMode.test)
+
+
+def to_request(messages: list[dict], tools: list[dict]):
+    """An OpenAI-style request as mistral-common's ChatCompletionRequest."""
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest
+
+    return ChatCompletionRequest.from_openai(messages=messages, tools=tools or None)
+
+
+class MistralFamily(Family):
+    name = "mistral"
+    label = "Mistral"
+    maker = "Mistral AI"
+    order = 20
+    opener = Opener(TOOL_CALLS, "a control token")
+    renderer = "mistral-common's encode_chat_completion (v3 tokenizer)"
+    parser_reference = "vLLM mistral tool parser"
+
+    @property
+    def _sp(self):
+        return load_mistral_tokenizer().instruct_tokenizer.tokenizer
+
+    @property
+    def vocab_size(self) -> int:  # type: ignore[override]
+        return self._sp.n_words
+
+    def prompt_ids(self, messages: list[dict], tools: list[dict]) -> list[int]:
+        return list(load_mistral_tokenizer().encode_chat_completion(to_request(messages, tools)).tokens)
+
+    @functools.cached_property
+    def _controls(self) -> dict[str, int]:
+        sp = self._sp
+        return {sp.id_to_piece(i): i for i in range(sp.num_special_tokens)}
+
+    def encode(self, text: str) -> list[int]:
+        ids: list[int] = []
+        for part in CONTROL.split(text):
+            if part in self._controls:
+                ids.append(self._controls[part])
+            elif part:
+                # SentencePiece writes the space before a word itself (its dummy prefix): one shown space is that one
+                ids.extend(self._sp.encode(part[1:] if part.startswith(" ") else part, bos=False, eos=False))
+        return ids
+
+    def is_special(self, token_id: int) -> bool:
+        return token_id < self._sp.num_special_tokens
+
+    def token_bytes(self, token_id: int) -> bytes:
+        piece = self._sp.id_to_piece(token_id)
+        if token_id < self._sp.num_special_tokens:
+            return piece.encode("utf-8")
+        if re.fullmatch(r"<0x[0-9A-F]{2}>", piece):
+            return bytes([int(piece[3:5], 16)])
+        return piece.replace("▁", " ").encode("utf-8")
+
+    def tool_spans(self, text: str, tools: list[dict]) -> list[tuple[str, int, int]]:
+        from .base import find_json_end
+
+        found, cursor = [], 0
+        for tool in tools:
+            name = tool.get("function", {}).get("name", "?")
+            start = text.find('{"type": "function", "function": {"name": ' + json.dumps(name), cursor)
+            if start >= 0:
+                end = find_json_end(text, start)
+                found.append((name, start, end))
+                cursor = end
+        return found
+
+    name_prefix = TOOL_CALLS + ' [{"name": "'
+
+    def call_tag(self, name: str) -> tuple[str, str]:
+        # the grammar's call ends after its arguments: it leaves out the v3 format's "id"
+        return TOOL_CALLS + ' [{"name": "' + name + '", "arguments": ', "}]"
+
+    def write_call(self, name: str, arguments: dict) -> str:
+        call = {"name": name, "arguments": arguments, "id": EXAMPLE_ID}
+        return f"{TOOL_CALLS} {json.dumps([call], ensure_ascii=False)}"
+
+    def parse(self, text: str, tools: list[dict]) -> ParseResult:
+        at = text.find(TOOL_CALLS)
+        if at < 0:
+            return result_of(self.name, [], text)
+        known = known_tools(tools)
+        start = at + len(TOOL_CALLS)
+        body = text[start:].replace("</s>", "")
+        checks = [Check("closed", True)]
+        value, error = parse_json_text(body, checks, EMPTY, NOT_JSON)
+        if error:
+            return result_of(self.name, [Block(0, body, at, len(text), _pad(checks, NATIVE_CHECKS), None, error)])
+        # a single object is accepted as one call, as vLLM's parser does
+        calls = value if isinstance(value, list) else [value] if isinstance(value, dict) else None
+        if not calls:
+            checks.append(Check("shape", False, NOT_LIST))
+            return result_of(self.name, [Block(0, body, at, len(text), _pad(checks, NATIVE_CHECKS), None, NOT_LIST)])
+        blocks = [check_object_call(i, call, json.dumps(call, ensure_ascii=False), at, len(text), known, "arguments",
+                                    BAD_SHAPE, optional=("id",))
+                  for i, call in enumerate(calls[:MAX_CALLS])]
+        return result_of(self.name, blocks)
+
+
+FAMILY = MistralFamily()

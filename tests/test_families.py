@@ -1,0 +1,254 @@
+"""The model families: counts against each family's own renderer, each canonical call read back, each format's errors."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sys
+
+import pytest
+
+from engine.__main__ import main
+from engine.core.families import (
+    FAMILIES,
+    call_tokens,
+    deepseek_v3,
+    get_family,
+    gpt_oss,
+    llama3_1,
+    mistral,
+    parse_family,
+    price_tools,
+    render_family,
+)
+from engine.settings import ASSETS, LESSONS
+
+STRAWBERRY = json.loads((LESSONS / "tools" / "strawberry.json").read_text())
+TWELVE = json.loads((LESSONS / "tools" / "coding-agent.json").read_text())
+QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
+ARGS = {"word": "strawberry", "letter": "r"}
+NAMES = ("qwen3", "llama3.1", "mistral", "gpt-oss", "deepseek-v3")
+
+
+def run_cli(capsys, monkeypatch, *argv, stdin: str = ""):
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out else None), err
+
+
+def test_the_five_families_are_registered_in_order():
+    assert tuple(FAMILIES) == NAMES
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tokens_family_gives_the_tools_price_split_in_two(capsys, monkeypatch, tmp_path, name):
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps(QUESTION))
+    code, data, _ = run_cli(capsys, monkeypatch, "tokens", "--family", name, "--tools", str(LESSONS / "tools" / "strawberry.json"),
+                            "--messages", str(messages))
+    price = price_tools(name, QUESTION, STRAWBERRY)
+    assert code == 0 and data["family"] == name
+    assert data["tools_tokens"] == price.total == data["definitions_tokens"] + data["instructions_tokens"]
+    assert data["prompt_tokens"] == sum(s["tokens"] for s in data["spans"])
+    assert [s["label"] for s in data["spans"] if s["label"].startswith("tool ")] == ["tool count_letter", "tool tokenize"]
+
+
+def test_qwen3_is_today_s_241():
+    assert price_tools("qwen3", QUESTION, STRAWBERRY).total == 241
+
+
+def _apply_template(folder, template, messages, tools):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    return tok.apply_chat_template(messages, tools=tools, chat_template=template, add_generation_prompt=True,
+                                   tokenize=True, return_dict=False)
+
+
+@pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
+def test_llama_counts_equal_apply_chat_template(tools):
+    family = get_family("llama3.1")
+    reference = _apply_template(family.folder, family.chat_template, QUESTION, tools)
+    assert family.prompt_ids(QUESTION, tools) == list(reference)
+    assert render_family("llama3.1", QUESTION, tools).text.startswith("<|begin_of_text|><|start_header_id|>system")
+
+
+@pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
+def test_deepseek_counts_equal_apply_chat_template_with_the_model_card_s_tool_prompt(tools):
+    family = get_family("deepseek-v3")
+    shown = [{"role": "system", "content": "\n\n" + deepseek_v3.tool_description(tools)}, *QUESTION]
+    reference = _apply_template(family.folder, None, shown, None)
+    assert family.prompt_ids(QUESTION, tools) == list(reference)
+    first = tools[0]["function"]["name"]
+    assert f"## Tools\nYou have access to the following tools:\n\n### {first}\n" in render_family("deepseek-v3", QUESTION, tools).text
+
+
+def test_deepseek_s_official_template_alone_ignores_tools():
+    family = get_family("deepseek-v3")
+    assert _apply_template(family.folder, None, QUESTION, STRAWBERRY) == _apply_template(family.folder, None, QUESTION, None)
+
+
+@pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
+def test_mistral_counts_equal_mistral_common_s_own_v3_tokenizer(tools):
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+
+    reference = MistralTokenizer.v3().encode_chat_completion(ChatCompletionRequest.from_openai(messages=QUESTION, tools=tools))
+    assert get_family("mistral").prompt_ids(QUESTION, tools) == list(reference.tokens)
+
+
+def test_the_vendored_mistral_file_is_the_one_mistral_common_ships():
+    from pathlib import Path
+
+    import mistral_common
+
+    shipped = Path(mistral_common.__file__).parent / "data" / mistral.TOKENIZER_FILE.name
+    assert hashlib.sha256(mistral.TOKENIZER_FILE.read_bytes()).hexdigest() == hashlib.sha256(shipped.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
+def test_gpt_oss_text_is_harmony_s_own_decoding_of_its_ids(tools):
+    # harmony renders the ids; the text drawn from our o200k_base bytes is harmony's own decoding of them
+    rendering = render_family("gpt-oss", QUESTION, tools)
+    assert gpt_oss.load_harmony().decode_utf8(rendering.ids) == rendering.text
+    assert "namespace functions {" in rendering.text and f"type {tools[0]['function']['name']} = " in rendering.text
+
+
+def test_harmony_reads_the_written_gpt_oss_call_as_the_same_call():
+    from openai_harmony import Role
+
+    _, ids, _ = call_tokens("gpt-oss", "count_letter", ARGS)
+    encoding = gpt_oss.load_harmony()
+    messages = encoding.parse_messages_from_completion_tokens(ids, Role.ASSISTANT)
+    assert messages[0].recipient == "functions.count_letter"
+    assert json.loads(messages[0].content[0].text) == ARGS
+
+
+def test_the_mistral_call_is_the_one_mistral_common_writes_for_an_assistant_call():
+    from mistral_common.protocol.instruct.messages import AssistantMessage, UserMessage
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest
+    from mistral_common.protocol.instruct.tool_calls import FunctionCall, ToolCall
+    from mistral_common.protocol.instruct.validator import ValidationMode
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+
+    tok = MistralTokenizer.from_file(str(mistral.TOKENIZER_FILE), mode=ValidationMode.finetuning)
+    call = ToolCall(id=mistral.EXAMPLE_ID, function=FunctionCall(name="count_letter", arguments=json.dumps(ARGS)))
+    with_call = tok.encode_chat_completion(ChatCompletionRequest(messages=[UserMessage(content="q"), AssistantMessage(tool_calls=[call])]))
+    _, ids, _ = call_tokens("mistral", "count_letter", ARGS)
+    assert with_call.tokens[-len(ids) - 1 : -1] == ids
+
+
+def test_the_llama_call_is_the_one_its_template_writes_back():
+    family = get_family("llama3.1")
+    history = [*QUESTION, {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "count_letter", "arguments": ARGS}}]}]
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    text = render_jinja_template(conversations=[history], chat_template=family.chat_template, bos_token="")[0][0]
+    assert text.endswith(family.write_call("count_letter", ARGS) + "<|eot_id|>")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_parse_family_reads_each_canonical_call_as_one_valid_call(capsys, monkeypatch, name):
+    turn = get_family(name).write_call("count_letter", ARGS)
+    code, data, _ = run_cli(capsys, monkeypatch, "parse", "--family", name, "--tools", str(LESSONS / "tools" / "strawberry.json"), stdin=turn)
+    assert code == 0
+    assert data == {"calls": [{"name": "count_letter", "arguments": ARGS}], "errors": [], "final": False}
+
+
+# a table of good and bad turns per family: (family, turn, calls, error)
+BAD = [
+    ("llama3.1", '{"name": "count_letter", "parameters": {"word": "strawberry", "letter": "r"}}; '
+                 '{"name": "tokenize", "parameters": {"text": "hi"}}', 2, None),
+    ("llama3.1", '<|python_tag|>{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}', 1, None),
+    ("llama3.1", '{"name": "count_letter", "parameters": {"word": "strawberry", "letter": "r"}', 0, llama3_1.NOT_JSON),
+    ("llama3.1", '{"name": "count_letter", "args": {"word": "strawberry"}}', 0, llama3_1.BAD_SHAPE),
+    ("llama3.1", '{"name": "count", "parameters": {}}', 0, "error: unknown tool 'count'; the tools are count_letter, tokenize"),
+    ("llama3.1", "There are three r's in strawberry.", 0, None),
+    ("mistral", '[TOOL_CALLS] [{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}]</s>', 1, None),
+    ("mistral", '[TOOL_CALLS] [{"name": "count_letter", "arguments": {"word": "strawberry"', 0, mistral.NOT_JSON),
+    ("mistral", "[TOOL_CALLS] ", 0, mistral.EMPTY),
+    ("mistral", '[TOOL_CALLS] "count_letter"', 0, mistral.NOT_LIST),
+    ("mistral", '[TOOL_CALLS] [{"name": "count_letter", "arguments": {"word": "strawberry"}}]', 0,
+     "error: missing required argument 'letter' for count_letter"),
+    ("gpt-oss", '<|channel|>commentary to=functions.count_letter <|constrain|>json<|message|>{"word": "strawberry", "letter": "r"}', 0,
+     gpt_oss.NOT_CLOSED),
+    ("gpt-oss", "<|channel|>commentary to=functions.count_letter <|constrain|>json<|message|>{word: strawberry}<|call|>", 0, gpt_oss.NOT_JSON),
+    ("gpt-oss", '<|channel|>commentary to=functions.spell <|constrain|>json<|message|>{"word": "x"}<|call|>', 0,
+     "error: unknown tool 'spell'; the tools are count_letter, tokenize"),
+    ("gpt-oss", '<|channel|>analysis<|message|>Count the r.<|end|><|start|>assistant<|channel|>commentary to=functions.count_letter '
+                '<|constrain|>json<|message|>{"word": "strawberry", "letter": "r"}<|call|>', 1, None),
+    ("gpt-oss", "<|channel|>final<|message|>Three.<|return|>", 0, None),
+    ("gpt-oss", "<|channel|>commentary to=functions.count_letter <|constrain|>json", 0, gpt_oss.NOT_CLOSED),
+    ("gpt-oss", " " * 100_000 + "to=functions." + " " * 100_000, 0, gpt_oss.NOT_CLOSED),
+    ("llama3.1", "{" * 100_000, 0, llama3_1.NOT_JSON),
+    ("deepseek-v3", "<｜tool▁calls▁begin｜>" + "<｜tool▁call▁begin｜>x" * 50_000, 0, deepseek_v3.NO_CALL),
+    ("deepseek-v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>x<｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>"
+                    '{"word": "strawberry", "letter": "r"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>', 1, None),
+    ("deepseek-v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{\"word\": \"strawberry\", \"letter\": \"r\"}", 0,
+     deepseek_v3.NOT_CLOSED),
+    ("deepseek-v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{'word': 'strawberry'}<｜tool▁call▁end｜>", 0,
+     deepseek_v3.NOT_JSON),
+    ("deepseek-v3", "<｜tool▁calls▁begin｜>count_letter", 0, deepseek_v3.NO_CALL),
+    ("deepseek-v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{\"word\": 5, \"letter\": \"r\"}<｜tool▁call▁end｜>", 0,
+     "error: argument 'word' of count_letter must be a string"),
+]
+
+
+@pytest.mark.parametrize(("name", "turn", "calls", "error"), BAD)
+def test_each_format_s_good_and_bad_turns(name, turn, calls, error):
+    result = parse_family(name, turn, STRAWBERRY)
+    assert len(result.calls) == calls
+    assert [e.error for e in result.errors] == ([error] if error else [])
+    assert result.final == (calls == 0 and error is None)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_family_has_an_opener_or_says_it_has_none(name):
+    opener = get_family(name).opener
+    assert opener.note
+    turn = get_family(name).write_call("count_letter", ARGS)
+    assert (opener.text is None) == (name == "llama3.1")
+    assert opener.text is None or turn.startswith(opener.text)
+
+
+def test_the_vendored_files_match_their_provenance():
+    for folder in ("llama3.1-tokenizer", "deepseek-v3-tokenizer", "mistral-tokenizer"):
+        provenance = (ASSETS / folder / "PROVENANCE.md").read_text()
+        for path in (ASSETS / folder).iterdir():
+            if path.name != "PROVENANCE.md":
+                assert hashlib.sha256(path.read_bytes()).hexdigest() in provenance, path.name
+
+
+def test_counting_and_parsing_in_every_family_never_import_torch():
+    import subprocess
+
+    script = (
+        "import json, sys\n"
+        "from engine.core.families import FAMILIES, parse_family, price_tools\n"
+        "tools = json.load(open('lessons/tools/strawberry.json'))\n"
+        "for n, f in FAMILIES.items():\n"
+        "    price_tools(n, [{'role': 'user', 'content': 'q'}], tools)\n"
+        "    parse_family(n, f.write_call('count_letter', {'word': 'a', 'letter': 'b'}), tools)\n"
+        "print(sorted(m for m in ('torch', 'xgrammar') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         cwd=str(LESSONS.parent), check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_strawberry_tools_price_in_each_family_is_the_readme_s():
+    # the README quotes these; each is checked against its own renderer by the tests above
+    found = {n: price_tools(n, QUESTION, STRAWBERRY).total for n in NAMES}
+    assert found == {"qwen3": 241, "llama3.1": 273, "mistral": 165, "gpt-oss": 98, "deepseek-v3": 230}
+
+
+def test_a_request_mistral_common_refuses_is_a_bad_input_that_says_why(capsys, monkeypatch, tmp_path):
+    # mistral-common renders a prompt for serving only when the last message is the user's (or a tool's)
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps([*QUESTION, {"role": "assistant", "content": "Three."}]))
+    code, data, err = run_cli(capsys, monkeypatch, "tokens", "--family", "mistral", "--tools",
+                              str(LESSONS / "tools" / "strawberry.json"), "--messages", str(messages))
+    assert code == 2 and data is None and err.count("\n") == 1
+    assert err.startswith("error: Mistral's renderer (mistral-common") and "Expected last role User or Tool" in err
