@@ -167,6 +167,12 @@ def read_steps(engine: RemoteEngine, choice: dict, settings: GenerationSettings)
     return steps
 
 
+def refuses_ids(message: str) -> bool:
+    """Whether a server's error refuses the prompt as token ids: an HTTP 4xx, or llama-cpp-python's HTTP 500 whose
+    validation says the prompt should be a string (its request model takes text only)."""
+    return "HTTP 4" in message or ("HTTP 500" in message and "'prompt'" in message and "string" in message)
+
+
 def generate_remote(engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings | None = None, constraint=None,
                     on_step=None) -> Generation:
     """One turn for `prompt` from the server, as the same Generation the local decode loop returns."""
@@ -179,7 +185,7 @@ def generate_remote(engine: RemoteEngine, prompt: Prompt, settings: GenerationSe
         answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, engine.prompt_as[0] == "ids"),
                              engine.timeout)
     except RemoteError as error:
-        if engine.prompt_as[0] != "ids" or "HTTP 4" not in str(error):
+        if engine.prompt_as[0] != "ids" or not refuses_ids(str(error)):
             raise
         # a server that takes no token ids: the same prompt as text, special tokens written out
         engine.prompt_as[0] = "text"
