@@ -42,6 +42,10 @@ NO_NAMED_TOOL_CHOICE = ("tool_choice {choice!r} is a grammar this process applie
                         "through its chat endpoint's structured outputs, where its chat template, not ours, writes the prompt. "
                         "Use tool_choice auto or none with a server")
 
+SERVER_SIDE_BY_SIDE = ("the constrained half of this comparison (tool_choice {choice!r}) is a grammar this process applies "
+                       "while it decodes; a server decodes on its own, and llama.cpp's server has no named tool_choice: "
+                       "decode both here with the model in this process")
+
 
 class RemoteError(EngineError):
     """The server could not be reached, was too slow, or answered something the page cannot use."""
@@ -165,6 +169,26 @@ def read_steps(engine: RemoteEngine, choice: dict, settings: GenerationSettings)
         last = steps[-1]
         steps[-1] = DecodeStep(**{**last.__dict__, "finish": finish})
     return steps
+
+
+def first_token_remote(engine: RemoteEngine, prompt_ids: list[int], watch: tuple[int, ...], top_k: int):
+    """(P of each watched id, the top alternatives) of the reply's first token, from one one-token request with the
+    server's 20 alternatives. A watched id outside those 20 is refused with the bound a server can give."""
+    tok = engine.tokenizer
+    prompt = Prompt(style="native", text=tok.decode(prompt_ids), ids=list(prompt_ids), pieces=[], spans=[], token_spans=[])
+    settings = GenerationSettings(max_new_tokens=1, temperature=0.0, top_k=MAX_TOP_LOGPROBS, reuse_prefix=False)
+    turn = generate_remote(engine, prompt, settings)
+    if not turn.steps:
+        raise RemoteError(f"the server at {engine.url} returned no first token")
+    step = turn.steps[0]
+    known = {a.id: a.p for a in step.top if a.id >= 0}
+    known.setdefault(step.id, step.p)
+    missing = [i for i in watch if i not in known]
+    if missing:
+        floor = min(a.p for a in step.top) if step.top else step.p
+        raise RemoteError(f"{tok.token_text(missing[0])} is not among the server's {len(step.top)} most likely first tokens, "
+                          f"so its probability is below {floor * 100:.3g}%; a server returns no more of the distribution than that")
+    return {i: known[i] for i in watch}, step.top[:top_k]
 
 
 def refuses_ids(message: str) -> bool:
