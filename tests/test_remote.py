@@ -184,3 +184,27 @@ def test_lesson_6_says_a_server_cannot_apply_the_grammar_instead_of_decoding_bot
     at = open_page(CONSTRAINED_PAGE, timeout=120)
     assert any("llama.cpp's server has no named tool_choice at all" in i.value for i in at.info)
     assert not [b for b in at.button if b.key == "constrained_decoding_generate"]
+
+
+@pytest.mark.slow
+def test_prepare_records_a_pack_from_a_server_labelled_with_its_model_and_skips_what_no_server_returns(server, tmp_path):
+    from engine.packs.pack import read_pack
+
+    url = server()
+    done = subprocess.run([sys.executable, "-m", "engine", "prepare", "--engine-url", url, "--out", str(tmp_path / "pack")],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert summary["model"]["name"] == MODEL_ID and summary["model"]["source"] == "server"
+    skipped = {row["id"]: row["why"] for row in summary["skipped"]}
+    # lesson 6's masks over the vocabulary and its side by side need this process; lesson 5's <tool_call> is far
+    # below the tiny model's top 20
+    assert "constrained-decoding.side-by-side.required" in skipped and "constrained-decoding.mask.call.required" in skipped
+    assert "llama.cpp's server has no named tool_choice" in skipped["constrained-decoding.side-by-side.required"]
+    assert "not the whole distribution" in skipped["constrained-decoding.mask.call.required"]
+    assert all(f"{key}: skipped, " in done.stderr for key in skipped)
+    pack = read_pack(tmp_path / "pack")
+    assert pack.model.name == MODEL_ID and summary["runs"] == summary["recorded"] == len(pack.runs)
+    call = pack.run("the-model-writes-a-call.call.native")
+    assert call is not None and call.data["steps"] and all(0 < s["p"] <= 1 for s in call.data["steps"])
+    assert pack.run("constrained-decoding.side-by-side.required") is None

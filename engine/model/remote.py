@@ -51,6 +51,10 @@ class RemoteError(EngineError):
     """The server could not be reached, was too slow, or answered something the page cannot use."""
 
 
+class ServerCannot(RemoteError):
+    """What no server returns by design (the whole distribution, this process's grammar), as opposed to a failure."""
+
+
 @dataclass
 class RemoteEngine:
     """An OpenAI-compatible server's model, with the Qwen3 tokenizer that renders its prompts (no lock: requests are concurrent)."""
@@ -66,7 +70,7 @@ class RemoteEngine:
 def refuse_remote(engine) -> None:
     """RemoteError saying what a server cannot return, for a panel that needs the whole distribution."""
     if isinstance(engine, RemoteEngine):
-        raise RemoteError(f"{engine.info.label()}: {CANNOT_RETURN}")
+        raise ServerCannot(f"{engine.info.label()}: {CANNOT_RETURN}")
 
 
 def normalize_url(url: str) -> str:
@@ -186,7 +190,7 @@ def first_token_remote(engine: RemoteEngine, prompt_ids: list[int], watch: tuple
     missing = [i for i in watch if i not in known]
     if missing:
         floor = min(a.p for a in step.top) if step.top else step.p
-        raise RemoteError(f"{tok.token_text(missing[0])} is not among the server's {len(step.top)} most likely first tokens, "
+        raise ServerCannot(f"{tok.token_text(missing[0])} is not among the server's {len(step.top)} most likely first tokens, "
                           f"so its probability is below {floor * 100:.3g}%; a server returns no more of the distribution than that")
     return {i: known[i] for i in watch}, step.top[:top_k]
 
@@ -203,7 +207,7 @@ def generate_remote(engine: RemoteEngine, prompt: Prompt, settings: GenerationSe
     settings = settings or GenerationSettings()
     settings.check()
     if constraint is not None:
-        raise RemoteError(NO_NAMED_TOOL_CHOICE.format(choice=getattr(constraint, "tool_choice", "required")))
+        raise ServerCannot(NO_NAMED_TOOL_CHOICE.format(choice=getattr(constraint, "tool_choice", "required")))
     started = time.perf_counter()
     try:
         answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, engine.prompt_as[0] == "ids"),
