@@ -101,8 +101,10 @@ def test_no_server_wrong_model_and_bad_urls_say_what_to_fix(server):
     assert normalize_url("http://h:8000/") == normalize_url("http://h:8000/v1/") == "http://h:8000/v1"
 
 
-def test_requests_to_a_server_run_at_once_without_a_lock(server):
-    remote = connect(server())
+@pytest.mark.parametrize("mode", ["ok", "text-only"])
+def test_requests_to_a_server_run_at_once_without_a_lock(server, mode):
+    # text-only: every session's first request sends ids at once, and each falls back to text by itself
+    remote = connect(server(mode))
     assert not hasattr(remote, "lock")
     results, errors = [], []
 

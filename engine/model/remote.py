@@ -209,11 +209,12 @@ def generate_remote(engine: RemoteEngine, prompt: Prompt, settings: GenerationSe
     if constraint is not None:
         raise ServerCannot(NO_NAMED_TOOL_CHOICE.format(choice=getattr(constraint, "tool_choice", "required")))
     started = time.perf_counter()
+    # what this request sends: another session's request may switch the engine to text meanwhile
+    as_ids = engine.prompt_as[0] == "ids"
     try:
-        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, engine.prompt_as[0] == "ids"),
-                             engine.timeout)
+        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, as_ids), engine.timeout)
     except RemoteError as error:
-        if engine.prompt_as[0] != "ids" or not refuses_ids(str(error)):
+        if not as_ids or not refuses_ids(str(error)):
             raise
         # a server that takes no token ids: the same prompt as text, special tokens written out
         engine.prompt_as[0] = "text"
