@@ -167,3 +167,26 @@ def test_lesson_3_shows_each_tokens_probability_from_llama_cpps_server(llama_ser
         assert step["facts"][0][0] == "Its probability"
         rows = step["bars"][0]["rows"]
         assert rows and all(0 < row["p"] <= 1 for row in rows)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_lesson_3_in_a_browser_shows_the_servers_probabilities(llama_server, chromium, serve_app):
+    from playwright.sync_api import expect
+
+    url = serve_app({"QWEN_ENGINE_URL": llama_server}, "streamlit-server-llama-cpp.log")
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(f"{url}/the_model_writes_a_call")
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_text(f"server at {llama_server}").first).to_be_visible(timeout=300_000)
+    expect(page.get_by_test_id("stSidebar")).to_contain_text("Model server:")
+    scripted = main.get_by_text("These are the scripted call's tokens, so no probabilities yet")
+    expect(scripted).to_be_visible()  # nothing generated yet: the scripted call's tokens, without probabilities
+    main.get_by_role("button", name="Generate the call").click()
+    # the step view: the server's tokens, each with its probability
+    expect(scripted).to_have_count(0, timeout=300_000)
+    expect(page.get_by_text("Its probability").first).to_be_visible(timeout=300_000)
+    errors = page.locator('[data-testid="stException"]')
+    assert errors.count() == 0, errors.first.inner_text()
+    context.close()
