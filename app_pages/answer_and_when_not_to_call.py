@@ -7,12 +7,13 @@ import streamlit as st
 
 from engine.core.prompt import render
 from engine.core.tokenizer import TOOL_CALL
+from engine.errors import EngineError
 from engine.harness.loop import ScriptedModel, Turn, load_scenario, run_episode, run_scenario
 from engine.teaching.panels import find_panel
 from ui.chart_words import chart_caption
 from ui.draw import chart_layout, legend_html, notice, prompt_html, show_token
 from ui.glossary import show_intro
-from ui.models import current_engine, draw_source, panel_source
+from ui.models import current_engine, draw_source, panel_source, show_engine_error
 from ui.numbers import format_percent
 from ui.state import style
 from ui.understanding import check_understanding
@@ -99,7 +100,12 @@ for column, question, source in zip(columns, DATA["questions"], sources, strict=
         st.subheader(question["label"])
         st.markdown(f"> {question['content']}")
         if source.computes:
-            figures = first_token_figures(source.label, source.panel.id)
+            try:
+                figures = first_token_figures(source.label, source.panel.id)
+            except EngineError as error:  # a model server cannot give the whole distribution, or failed
+                show_engine_error(error)
+                shown_any = True
+                continue
         elif source.kind == "pack":
             draw_source(source)
             figures = pack_figures(source.run)

@@ -10,13 +10,14 @@ from engine.core.prompt import render
 from engine.core.styles import parse_turn
 from engine.core.tokenizer import REAL_VOCAB, TOOL_CALL
 from engine.core.tooldefs import load_tool_set
+from engine.errors import EngineError
 from engine.harness.loop import load_scenario
 from engine.teaching.panels import TOOL_CHOICES, find_panel
 from ui.chart_words import chart_caption
 from ui.draw import chart_layout, notice, show_token
 from ui.glossary import show_intro
 from ui.literal import draw_reply, plural
-from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
+from ui.models import TINY_LABEL, draw_source, is_server, panel_source, show_engine_error, tokenizer
 from ui.numbers import format_percent
 from ui.sections import section
 from ui.state import from_url, style, to_url
@@ -140,13 +141,18 @@ else:
     st.markdown(text["before and after"])
     engine = source.engine
     prompt = render(mask_panel.request, engine.tokenizer)
-    masked = inspect_mask(TOOLS, prefix, mode, logits=next_logits(engine, prompt.ids + ids[: number - 1]), top_k=mask_panel.top_k)
-    st.metric("Probability the model put on forbidden tokens", format_percent(masked.forbidden_mass))
-    before, after = st.columns(2)
-    with before:
-        bars(masked.top_before, "before: the model's own top 8", "constrained_decoding_before")
-    with after:
-        bars(masked.top_after, "after: renormalised over the allowed", "constrained_decoding_after")
+    try:
+        masked = inspect_mask(TOOLS, prefix, mode, logits=next_logits(engine, prompt.ids + ids[: number - 1]), top_k=mask_panel.top_k)
+    except EngineError as error:  # a model server returns no whole distribution
+        show_engine_error(error)
+        masked = None
+    if masked is not None:
+        st.metric("Probability the model put on forbidden tokens", format_percent(masked.forbidden_mass))
+        before, after = st.columns(2)
+        with before:
+            bars(masked.top_before, "before: the model's own top 8", "constrained_decoding_before")
+        with after:
+            bars(masked.top_after, "after: renormalised over the allowed", "constrained_decoding_after")
 
 section("Free and constrained")
 # -- constrained vs unconstrained on the same prompt and seed --------------------------------------
@@ -190,10 +196,15 @@ else:
     engine = pair.engine
     settings = pair_panel.generation_for(engine.info.random_weights)
     st.caption(f"Sampled at temperature {settings.temperature}, seed {settings.seed}, up to {settings.max_new_tokens} tokens.")
-    if st.button("Decode both", key="constrained_decoding_generate", type="primary"):
-        with st.spinner("Decoding the reply twice, free and constrained…"):
-            both = side_by_side(engine, pair_panel.request, mode, settings)
-        st.session_state["constrained_decoding_pair"] = (engine.info.label(), mode, {"free": both.unconstrained, "constrained": both.constrained})
+    if is_server(engine):
+        st.info(words("engines", "server tool choice"))
+    elif st.button("Decode both", key="constrained_decoding_generate", type="primary"):
+        try:
+            with st.spinner("Decoding the reply twice, free and constrained…"):
+                both = side_by_side(engine, pair_panel.request, mode, settings)
+            st.session_state["constrained_decoding_pair"] = (engine.info.label(), mode, {"free": both.unconstrained, "constrained": both.constrained})
+        except EngineError as error:
+            show_engine_error(error)
     stored = st.session_state.get("constrained_decoding_pair")
     if stored and stored[0] == engine.info.label() and stored[1] == mode:
         who = f"Tiny model, {TINY_LABEL}" if engine.info.random_weights else engine.info.label()

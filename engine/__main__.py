@@ -221,7 +221,7 @@ def cmd_prepare(args) -> dict:
     out = Path(args.out)
     # refuse a wrong folder before a load that can take minutes
     check_out_folder(out)
-    model = load_model(args.model, args.device, args.dtype, print_progress)
+    model = open_engine(args)
     if model.info.random_weights and not args.allow_random_weights:
         raise BadInput(f"{args.model} has random weights: a pack of its figures would teach nothing. "
                        "Give a real model (a hub id or a folder), or pass --allow-random-weights (for tests)")
@@ -284,7 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_download)
 
     p = sub.add_parser("prepare", help="record a lesson pack: every run a model panel shows, to replay without the model")
-    p.add_argument("--model", required=True, help="tiny, a hub id or a local folder")
+    p.add_argument("--model", default=None, help="tiny, a hub id or a local folder (with --engine-url: the server's model)")
+    p.add_argument("--engine-url", default=None, metavar="URL",
+                   help="record from an OpenAI-compatible server (http://host:8000/v1); the pack is labelled with its model")
     p.add_argument("--out", required=True, help="the pack's folder (created; an interrupted pack there is resumed)")
     p.add_argument("--allow-random-weights", action="store_true", help="record a random-weights model (tests only)")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")

@@ -55,6 +55,7 @@ def start_server(mode: str = "ok"):
                 time.sleep(5)
             prompt = request["prompt"]
             if isinstance(prompt, list) and mode == "text-only":
+                time.sleep(0.5)  # as a busy server would: concurrent requests with ids are all refused after the first
                 self.answer(400, {"error": "prompt must be a string"})
                 return
             ids = prompt if isinstance(prompt, list) else tok.encode(prompt)

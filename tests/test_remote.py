@@ -101,8 +101,10 @@ def test_no_server_wrong_model_and_bad_urls_say_what_to_fix(server):
     assert normalize_url("http://h:8000/") == normalize_url("http://h:8000/v1/") == "http://h:8000/v1"
 
 
-def test_requests_to_a_server_run_at_once_without_a_lock(server):
-    remote = connect(server())
+@pytest.mark.parametrize("mode", ["ok", "text-only"])
+def test_requests_to_a_server_run_at_once_without_a_lock(server, mode):
+    # text-only: every session's first request sends ids at once, and each falls back to text by itself
+    remote = connect(server(mode))
     assert not hasattr(remote, "lock")
     results, errors = [], []
 
@@ -136,3 +138,75 @@ def test_lesson_3_with_qwen_engine_url_shows_each_tokens_probability_from_the_se
     assert first["facts"][0][0] == "Its probability"
     bars = first["bars"][0]["rows"]
     assert bars and all(0 <= b["p"] <= 1 for b in bars)
+
+
+# -- lessons 5 and 6 with a server: a clear message on the panel, never a traceback ---------------------------------
+FIRST_TOKEN_PAGE = "app_pages/answer_and_when_not_to_call.py"
+CONSTRAINED_PAGE = "app_pages/constrained_decoding.py"
+
+
+@pytest.mark.parametrize(("mode", "message"), [
+    ("ok", "<tool_call> is not among the server's 20 most likely first tokens, so its probability is below "),
+    ("no-logprobs", "returned no logprobs"),
+    ("other-tokenizer", "this site as"),
+    ("cut", "was cut"),
+    ("slow", "did not answer /completions within 1 s"),
+])
+def test_lesson_5_says_what_a_server_could_not_give_on_the_panel(server, monkeypatch, mode, message):
+    from helpers import open_page
+
+    monkeypatch.setenv("QWEN_ENGINE_URL", server(mode))
+    monkeypatch.setenv("QWEN_ENGINE_TIMEOUT", "1" if mode == "slow" else "120")
+    at = open_page(FIRST_TOKEN_PAGE, timeout=120)  # open_page asserts the page raised nothing
+    errors = [e.value for e in at.error]
+    # one message per question's panel, each saying what happened
+    assert len(errors) == 2 and all(e.startswith("This panel could not be computed: ") and message in e for e in errors), errors
+
+
+def test_a_servers_first_token_is_the_local_models_where_its_20_alternatives_reach(server):
+    # the tiny model's <tool_call> is far below its top 20, so lesson 5's panel says so (above); a watched token
+    # among the 20 comes back with the local model's own probability
+    from engine.core.prompt import render
+    from engine.model.peek import first_token
+
+    remote, local = connect(server()), load_model("tiny")
+    prompt = render(REQUEST, local.tokenizer)
+    here = first_token(local, prompt.ids, top_k=5)
+    chosen = here.top[0].id
+    there = first_token(remote, prompt.ids, watch=(chosen,), top_k=5)
+    assert abs(there.p[chosen] - here.p.get(chosen, here.top[0].p)) < 1e-6
+    assert [a.id for a in there.top] == [a.id for a in here.top]
+    assert there.prompt_tokens == prompt.count and there.model.engine_url == remote.url
+
+
+def test_lesson_6_says_a_server_cannot_apply_the_grammar_instead_of_decoding_both(server, monkeypatch):
+    from helpers import open_page
+
+    monkeypatch.setenv("QWEN_ENGINE_URL", server())
+    at = open_page(CONSTRAINED_PAGE, timeout=120)
+    assert any("llama.cpp's server has no named tool_choice at all" in i.value for i in at.info)
+    assert not [b for b in at.button if b.key == "constrained_decoding_generate"]
+
+
+@pytest.mark.slow
+def test_prepare_records_a_pack_from_a_server_labelled_with_its_model_and_skips_what_no_server_returns(server, tmp_path):
+    from engine.packs.pack import read_pack
+
+    url = server()
+    done = subprocess.run([sys.executable, "-m", "engine", "prepare", "--engine-url", url, "--out", str(tmp_path / "pack")],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert summary["model"]["name"] == MODEL_ID and summary["model"]["source"] == "server"
+    skipped = {row["id"]: row["why"] for row in summary["skipped"]}
+    # lesson 6's masks over the vocabulary and its side by side need this process; lesson 5's <tool_call> is far
+    # below the tiny model's top 20
+    assert "constrained-decoding.side-by-side.required" in skipped and "constrained-decoding.mask.call.required" in skipped
+    assert "llama.cpp's server has no named tool_choice" in skipped["constrained-decoding.side-by-side.required"]
+    assert "not the whole distribution" in skipped["constrained-decoding.mask.call.required"]
+    assert all(f"{key}: skipped, " in done.stderr for key in skipped)
+    pack = read_pack(tmp_path / "pack")
+    assert pack.model.name == MODEL_ID and summary["runs"] == summary["recorded"] == len(pack.runs)
+    call = pack.run("the-model-writes-a-call.call.native")
+    assert call is not None and call.data["steps"] and all(0 < s["p"] <= 1 for s in call.data["steps"])
+    assert pack.run("constrained-decoding.side-by-side.required") is None

@@ -95,6 +95,19 @@ def server_engine():
     return engine
 
 
+def show_engine_error(error: EngineError) -> None:
+    """A model panel's failure as one message that says what happened (a server cut off, too slow, without logprobs,
+    serving another model), never a traceback."""
+    st.error(words("engines", "panel failed", error=str(error)))
+
+
+def is_server(engine) -> bool:
+    """Whether `engine` is a model server's (QWEN_ENGINE_URL), not a model in this process."""
+    from engine.model.remote import RemoteEngine
+
+    return isinstance(engine, RemoteEngine)
+
+
 def current_engine():
     """The model the sidebar chose, if it is ready: the server at QWEN_ENGINE_URL, the live model loaded by anyone
     on this server, the tiny model, or None."""

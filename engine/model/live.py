@@ -23,7 +23,7 @@ from ..errors import BadInput
 from ..harness.loop import Turn
 from .decode import Constraint, generate
 from .loading import LoadedModel
-from .remote import NO_NAMED_TOOL_CHOICE, RemoteEngine, RemoteError, generate_remote
+from .remote import SERVER_SIDE_BY_SIDE, RemoteEngine, ServerCannot, generate_remote
 
 
 def build_constraint(engine: LoadedModel, tools: list[dict], tool_choice: str | None, style: str = "native",
@@ -105,7 +105,7 @@ class SideBySide:
 def side_by_side(engine: LoadedModel, request: Request, tool_choice: str | dict, settings: GenerationSettings | None = None) -> SideBySide:
     """Decode `request` twice with the live engine: under `tool_choice`'s constraint, and free."""
     if isinstance(engine, RemoteEngine):
-        raise RemoteError(NO_NAMED_TOOL_CHOICE.format(choice=tool_choice))
+        raise ServerCannot(SERVER_SIDE_BY_SIDE.format(choice=tool_choice))
     constraint = make_constraint(request.tools, tool_choice, engine.tokenizer, request.enable_thinking)
     reason = constraint.reason if constraint is not None else "none: no constraint and no call"
     constrained = generate_turn(engine, request, settings, constraint)

@@ -23,7 +23,7 @@ import torch
 from ..core.generation import Alternative, DecodeStep, ModelInfo
 from ..core.tokenizer import REAL_VOCAB, TOOL_CALL
 from .loading import LoadedModel
-from .remote import refuse_remote
+from .remote import RemoteEngine, first_token_remote, refuse_remote
 
 
 def next_logits(engine: LoadedModel, ids: list[int]) -> torch.Tensor:
@@ -52,7 +52,11 @@ class FirstToken:
 
 
 def first_token(engine: LoadedModel, prompt_ids: list[int], watch: tuple[int, ...] = (TOOL_CALL,), top_k: int = 10) -> FirstToken:
-    """One forward pass over the prompt: P(each watched id) and the top-k, as the model's first step sees them."""
+    """One forward pass over the prompt: P(each watched id) and the top-k, as the model's first step sees them
+    (from a model server: its one-token answer's 20 alternatives, engine/model/remote.py)."""
+    if isinstance(engine, RemoteEngine):
+        p, top = first_token_remote(engine, prompt_ids, watch, top_k)
+        return FirstToken(len(prompt_ids), p, top, engine.info, [engine.tokenizer.token_text(int(i)) for i in watch])
     probs = torch.softmax(next_logits(engine, prompt_ids), dim=-1)
     values, ids = probs.topk(top_k)
     top = [Alternative(int(i), engine.tokenizer.token_text(int(i)), float(v)) for v, i in zip(values, ids, strict=True)]

@@ -42,9 +42,17 @@ NO_NAMED_TOOL_CHOICE = ("tool_choice {choice!r} is a grammar this process applie
                         "through its chat endpoint's structured outputs, where its chat template, not ours, writes the prompt. "
                         "Use tool_choice auto or none with a server")
 
+SERVER_SIDE_BY_SIDE = ("the constrained half of this comparison (tool_choice {choice!r}) is a grammar this process applies "
+                       "while it decodes; a server decodes on its own, and llama.cpp's server has no named tool_choice: "
+                       "decode both here with the model in this process")
+
 
 class RemoteError(EngineError):
     """The server could not be reached, was too slow, or answered something the page cannot use."""
+
+
+class ServerCannot(RemoteError):
+    """What no server returns by design (the whole distribution, this process's grammar), as opposed to a failure."""
 
 
 @dataclass
@@ -62,7 +70,7 @@ class RemoteEngine:
 def refuse_remote(engine) -> None:
     """RemoteError saying what a server cannot return, for a panel that needs the whole distribution."""
     if isinstance(engine, RemoteEngine):
-        raise RemoteError(f"{engine.info.label()}: {CANNOT_RETURN}")
+        raise ServerCannot(f"{engine.info.label()}: {CANNOT_RETURN}")
 
 
 def normalize_url(url: str) -> str:
@@ -167,19 +175,46 @@ def read_steps(engine: RemoteEngine, choice: dict, settings: GenerationSettings)
     return steps
 
 
+def first_token_remote(engine: RemoteEngine, prompt_ids: list[int], watch: tuple[int, ...], top_k: int):
+    """(P of each watched id, the top alternatives) of the reply's first token, from one one-token request with the
+    server's 20 alternatives. A watched id outside those 20 is refused with the bound a server can give."""
+    tok = engine.tokenizer
+    prompt = Prompt(style="native", text=tok.decode(prompt_ids), ids=list(prompt_ids), pieces=[], spans=[], token_spans=[])
+    settings = GenerationSettings(max_new_tokens=1, temperature=0.0, top_k=MAX_TOP_LOGPROBS, reuse_prefix=False)
+    turn = generate_remote(engine, prompt, settings)
+    if not turn.steps:
+        raise RemoteError(f"the server at {engine.url} returned no first token")
+    step = turn.steps[0]
+    known = {a.id: a.p for a in step.top if a.id >= 0}
+    known.setdefault(step.id, step.p)
+    missing = [i for i in watch if i not in known]
+    if missing:
+        floor = min(a.p for a in step.top) if step.top else step.p
+        raise ServerCannot(f"{tok.token_text(missing[0])} is not among the server's {len(step.top)} most likely first tokens, "
+                          f"so its probability is below {floor * 100:.3g}%; a server returns no more of the distribution than that")
+    return {i: known[i] for i in watch}, step.top[:top_k]
+
+
+def refuses_ids(message: str) -> bool:
+    """Whether a server's error refuses the prompt as token ids: an HTTP 4xx, or llama-cpp-python's HTTP 500 whose
+    validation says the prompt should be a string (its request model takes text only)."""
+    return "HTTP 4" in message or ("HTTP 500" in message and "'prompt'" in message and "string" in message)
+
+
 def generate_remote(engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings | None = None, constraint=None,
                     on_step=None) -> Generation:
     """One turn for `prompt` from the server, as the same Generation the local decode loop returns."""
     settings = settings or GenerationSettings()
     settings.check()
     if constraint is not None:
-        raise RemoteError(NO_NAMED_TOOL_CHOICE.format(choice=getattr(constraint, "tool_choice", "required")))
+        raise ServerCannot(NO_NAMED_TOOL_CHOICE.format(choice=getattr(constraint, "tool_choice", "required")))
     started = time.perf_counter()
+    # what this request sends: another session's request may switch the engine to text meanwhile
+    as_ids = engine.prompt_as[0] == "ids"
     try:
-        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, engine.prompt_as[0] == "ids"),
-                             engine.timeout)
+        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, as_ids), engine.timeout)
     except RemoteError as error:
-        if engine.prompt_as[0] != "ids" or "HTTP 4" not in str(error):
+        if not as_ids or not refuses_ids(str(error)):
             raise
         # a server that takes no token ids: the same prompt as text, special tokens written out
         engine.prompt_as[0] = "text"

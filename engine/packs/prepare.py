@@ -13,6 +13,13 @@ under the panel's id:
                    before and after (lesson 6)
     side_by_side   live.side_by_side's free and constrained decodes (lesson 6)
 
+`prepare --engine-url URL` records from an OpenAI-compatible server instead (engine/model/remote.py),
+labelled with the model the server says it serves: the runs a server can give (generations, episodes,
+a first token whose watched id is among its 20 alternatives) are recorded; a run that needs what no
+server returns (the whole distribution for the masks, this process's grammar for side by side) is
+skipped with the reason, on stderr and under "skipped" in the summary, and its panel says the pack
+holds no recording for it.
+
 Each run goes to DIR/runs/<id>.json the moment it is done, and DIR/manifest.json is rewritten
 after each, so an interrupted pack is resumed by running the same command again: a run whose
 file is there, intact, and made by the same model for the same prompt and settings is kept.
@@ -40,6 +47,7 @@ from ..harness.playground import check_files, fresh_workspace
 from ..model.live import LiveModel, generate_turn, side_by_side
 from ..model.loading import LoadedModel
 from ..model.peek import first_token, next_logits
+from ..model.remote import ServerCannot
 from ..teaching.panels import Panel, list_panels
 from .pack import MANIFEST, PACK_FORMAT, PACK_VERSION, RUNS, file_hash, project_version, prompt_hash
 
@@ -208,7 +216,7 @@ def write_pack(engine: LoadedModel, out: Path, log: Callable[[str], None] = lamb
         stale.unlink()
     identity = model_identity(engine)
     planned = plan_runs(engine)
-    entries = []
+    entries, skipped = [], []
     recorded = kept = 0
 
     def manifest(complete: bool) -> dict:
@@ -223,7 +231,12 @@ def write_pack(engine: LoadedModel, out: Path, log: Callable[[str], None] = lamb
             log(f"[{number}/{len(planned)}] {run.id}: already recorded, kept")
         else:
             began = time.perf_counter()
-            data = run.record()
+            try:
+                data = run.record()
+            except ServerCannot as error:  # a server's limit, not a failure: the panel says the pack lacks it
+                skipped.append({"id": run.id, "why": str(error)})
+                log(f"[{number}/{len(planned)}] {run.id}: skipped, {error}")
+                continue
             body = _write_atomically(path, {
                 "id": run.id, "panel": run.panel, "lesson": run.lesson, "kind": run.kind, "settings": run.settings,
                 "prompt_sha256": prompt_hash(run.prompt_ids), "prompt_tokens": len(run.prompt_ids),
@@ -238,12 +251,15 @@ def write_pack(engine: LoadedModel, out: Path, log: Callable[[str], None] = lamb
         _write_atomically(out / MANIFEST, manifest(False))
     _write_atomically(out / MANIFEST, manifest(True))
     # runs of an older plan that this one no longer makes would be foreign files: remove them
-    wanted = {f"{run.id}.json" for run in planned}
+    wanted = {entry["file"].split("/")[-1] for entry in entries}
     for leftover in (out / RUNS).glob("*.json"):
         if leftover.name not in wanted:
             leftover.unlink()
-    return {"out": str(out), "runs": len(entries), "recorded": recorded, "kept": kept,
-            "model": identity, "seconds": round(time.perf_counter() - started, 2)}
+    summary = {"out": str(out), "runs": len(entries), "recorded": recorded, "kept": kept,
+               "model": identity, "seconds": round(time.perf_counter() - started, 2)}
+    if skipped:
+        summary["skipped"] = skipped
+    return summary
 
 
 def stderr_log(line: str) -> None:
