@@ -30,6 +30,14 @@ THINK = 151667  # <think>
 THINK_END = 151668  # </think>
 
 
+def show_token_bytes(raw: bytes) -> str:
+    """A token's bytes as text, or as <0xNN> for each byte of a character it splits (any tokenizer's)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "".join(chr(b) if b < 0x80 else f"<0x{b:02X}>" for b in raw)
+
+
 @dataclass(frozen=True)
 class TokenPiece:
     """One token of a text: its id, the text it covers and where."""
@@ -118,11 +126,7 @@ class QwenTokenizer:
 
     def token_text(self, token_id: int) -> str:
         """One token shown on its own: its text, or its bytes as <0xNN> where it splits a character."""
-        raw = self.token_bytes(token_id)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return "".join(chr(b) if b < 0x80 else f"<0x{b:02X}>" for b in raw)
+        return show_token_bytes(self.token_bytes(token_id))
 
     def encode_and_show_work(self, text: str) -> list[TokenPiece]:
         """Every token of `text` with the characters it covers, in order."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..parse import ParseResult
 from ..styles.base import Span
+from ..tokenizer import show_token_bytes
 
 
 @dataclass(frozen=True)
@@ -80,11 +81,8 @@ class Family:
         raise NotImplementedError
 
     def token_text(self, token_id: int) -> str:
-        raw = self.token_bytes(token_id)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return "".join(chr(b) if b < 0x80 else f"<0x{b:02X}>" for b in raw)
+        """One token shown on its own: its text, or <0xNN> for the bytes of a character it splits."""
+        return show_token_bytes(self.token_bytes(token_id))
 
     def tool_spans(self, text: str, tools: list[dict]) -> list[tuple[str, int, int]]:
         """(tool name, start, end) of each tool's definition in the rendered text, in order."""
