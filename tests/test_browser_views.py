@@ -5,8 +5,13 @@ Slow (a Streamlit server and headless Chromium); marker `browser`.
 
 from __future__ import annotations
 
+import re
+import struct
+import zlib
+from pathlib import Path
+
 import pytest
-from helpers import assert_no_errors, settle_run
+from helpers import ARTIFACTS, assert_no_errors, settle_run
 
 pytestmark = pytest.mark.browser
 
@@ -119,5 +124,112 @@ def test_presenter_mode_pages_down_to_the_last_section(streamlit_server, chromiu
     assert "section=6" in page.url
     page.keyboard.press("PageUp")
     expect(page.get_by_text("Section 5 of 6")).to_be_visible(timeout=60_000)
+    assert_no_errors(page)
+    context.close()
+
+
+# -- Export PNG (issue 17): the views draw themselves as a picture in the browser -------------------------------------
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def read_png(data: bytes) -> tuple[int, int, set[int]]:
+    """(width, height, the distinct RGBA colours) of an 8-bit RGB or RGBA PNG, decoded with zlib alone
+    (the five row filters of the PNG standard undone in Python)."""
+    assert data[:8] == PNG_SIGNATURE
+    at, idat, width = 8, bytearray(), 0
+    while at < len(data):
+        (length,), kind = struct.unpack(">I", data[at:at + 4]), data[at + 4:at + 8]
+        body = data[at + 8:at + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and colour in (2, 6) and interlace == 0, (depth, colour, interlace)
+            per = 4 if colour == 6 else 3
+        elif kind == b"IDAT":
+            idat += body
+        at += 12 + length
+    raw = zlib.decompress(bytes(idat))
+    stride = width * per
+    assert len(raw) == height * (stride + 1)
+    colours: set[int] = set()
+    prev = bytearray(stride)
+    for y in range(height):
+        kind, row = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        if kind == 1:
+            for i in range(per, stride):
+                row[i] = (row[i] + row[i - per]) & 255
+        elif kind == 2:
+            row = bytearray((a + b) & 255 for a, b in zip(row, prev))
+        elif kind == 3:
+            for i in range(stride):
+                row[i] = (row[i] + ((row[i - per] if i >= per else 0) + prev[i]) // 2) & 255
+        elif kind == 4:
+            for i in range(stride):
+                a, b, c = (row[i - per], prev[i], prev[i - per]) if i >= per else (0, prev[i], 0)
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                row[i] = (row[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        if per == 3:
+            colours.update(int.from_bytes(row[i:i + 3] + b"\xff", "big") for i in range(0, stride, 3))
+        else:
+            colours.update(int.from_bytes(row[i:i + 4], "big") for i in range(0, stride, 4))
+        prev = row
+    return width, height, colours
+
+
+def rgba(hex_colour: str) -> int:
+    return int(hex_colour.lstrip("#") + "ff", 16)
+
+
+def export_png(page, button, name: str) -> tuple[str, bytes]:
+    """Click an Export PNG button; the downloaded file's suggested name and bytes (kept in artifacts/ too)."""
+    with page.expect_download(timeout=30_000) as info:
+        button.click()
+    download = info.value
+    data = Path(download.path()).read_bytes()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / name).write_bytes(data)
+    return download.suggested_filename, data
+
+
+def test_png_export_of_the_step_view_on_lesson_3(lesson_3):
+    from playwright.sync_api import expect
+
+    page = lesson_3
+    page.get_by_role("button", name="First token of the name").click()
+    expect(page.locator(".sv-where")).to_have_text("Token 7 of 28")
+    view = page.locator(".sv").first.bounding_box()
+    shown = page.locator(".sv-strip").bounding_box()["height"] + page.locator(".sv-body").bounding_box()["height"]
+    name, data = export_png(page, page.get_by_role("button", name="Export PNG"), "export-step-view.png")
+    assert name == "the-model-writes-a-call-token-7.png"
+    assert data[:8] == PNG_SIGNATURE
+    width, height, colours = read_png(data)
+    # drawn at twice the screen's pixels or more, for a projector
+    assert width >= 2 * view["width"] and height >= 2 * shown, (width, height, view, shown)
+    # the view's own colours came into the picture with its CSS: the chips' blue and orange, the red outline of
+    # token 7 (the token shown)
+    for colour in ("#cfe8ff", "#ffe2b8", "#d62728"):
+        assert rgba(colour) in colours, colour
+    assert len(colours) > 50
+    assert page.locator(".sv-where").inner_text() == "Token 7 of 28"  # exporting did not move the view
+    assert_no_errors(page)
+
+
+def test_png_export_of_the_loop_view_on_home(streamlit_server, chromium):
+    from playwright.sync_api import expect
+
+    context = chromium.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
+    page = context.new_page()
+    page.goto(f"{streamlit_server}/")
+    button = page.locator(".lv-export")
+    expect(button).to_be_visible(timeout=90_000)
+    settle_run(page)
+    view = page.locator(".lv").bounding_box()
+    name, data = export_png(page, button, "export-loop-view.png")
+    assert re.fullmatch(r"home-loop-(model|text|parser|checks|tool|result|prompt)\.png", name), name
+    width, height, colours = read_png(data)
+    assert width >= 2 * view["width"] and height >= 2 * (view["height"] - button.bounding_box()["height"])
+    # the stages' grey boxes and the lit one's red
+    for colour in ("#f0f2f6", "#d62728"):
+        assert rgba(colour) in colours, colour
     assert_no_errors(page)
     context.close()

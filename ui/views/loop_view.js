@@ -41,7 +41,9 @@ export default function (component) {
   svg.appendChild(node("path", { class: "arrow", d: `M${rx + W / 2},${ry + H + 2} Q${rx + W / 2},${py + H / 2} ${px + W + 4},${py + H / 2}` }));
   svg.appendChild(node("path", { class: "arrow", d: `M${px - 2},${py + H / 2} Q${mx + W / 2},${py + H / 2} ${mx + W / 2},${my + H + 4}` }));
 
+  let shown = null; // the stage lit now, for the picture's file name
   function light(stage, words) {
+    shown = stage;
     const at = names.indexOf(stage);
     boxes.forEach((g, i) => {
       g.classList.toggle("lit", i === at);
@@ -49,6 +51,18 @@ export default function (component) {
     });
     caption.textContent = words || "";
   }
+
+  // the picture as it stands now (the stage lit and its words), without the button
+  const view = parentElement.querySelector(".lv");
+  for (const old of view.querySelectorAll(".lv-tools")) old.remove();
+  const tools = document.createElement("div");
+  tools.className = "lv-tools";
+  tools.appendChild(makeExportButton("lv-export", () => exportViewPng(view, {
+    prefix: "lv",
+    name: `${pageSlug()}-loop${shown ? "-" + shown : ""}`,
+    prepare: (copy) => copy.querySelectorAll(".lv-tools").forEach((t) => t.remove()),
+  })));
+  view.appendChild(tools);
 
   let timer = null;
   const frames = data.frames || [];

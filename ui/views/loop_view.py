@@ -13,7 +13,7 @@ from ui.views import read_asset
 STAGES = ["model", "text", "parser", "checks", "tool", "result", "prompt"]
 
 _MOUNT = st.components.v2.component(
-    "loop_view", html=read_asset("loop_view.html"), css=read_asset("loop_view.css"), js=read_asset("loop_view.js"),
+    "loop_view", html=read_asset("loop_view.html"), css=read_asset("loop_view.css"), js=read_asset("png_export.js") + read_asset("loop_view.js"),
     isolate_styles=True,
 )
 

@@ -66,6 +66,12 @@ export default function (component) {
     controls.appendChild(jump);
   }
   controls.append(where, el("span", "sv-keys", "← → step · Home / End · Space plays"));
+  // the step shown now as a picture: the strip and the step's figures, "Token N of M" over them, no buttons
+  controls.appendChild(makeExportButton("sv-export", () => exportViewPng(root, {
+    prefix: "sv",
+    name: `${pageSlug()}-${slugText(data.unit || "step")}-${n}`,
+    prepare: (copy) => copy.querySelector(".sv-controls").replaceWith(el("div", "sv-png-where", where.textContent)),
+  })));
   const strip = el("div", "sv-strip");
   const chips = steps.map((step, i) => {
     const chip = el("span", "sv-chip" + (step.kind ? " " + step.kind : ""));

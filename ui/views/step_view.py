@@ -71,7 +71,7 @@ class StepRun:
 
 
 _MOUNT = st.components.v2.component(
-    "step_view", html='<div class="sv"></div>', css=read_asset("step_view.css"), js=read_asset("step_view.js"),
+    "step_view", html='<div class="sv"></div>', css=read_asset("step_view.css"), js=read_asset("png_export.js") + read_asset("step_view.js"),
     isolate_styles=False,
 )
 
