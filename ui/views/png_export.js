@@ -17,9 +17,15 @@ function pageSlug() {
   return slugText(last) || "home";
 }
 
-// the CSS text of the rules that style the view: those whose selector names a class starting `prefix` (".sv"),
-// from the document's sheets and the view's shadow root's; media rules are unwrapped when they match the page now
-// (inside the picture they would be measured against the picture's own width instead)
+// does a rule's selector match the view or anything in it now (the site's own classes in trusted markup, the
+// page's resets); a selector the browser cannot test here (a pseudo-element) counts as no
+function selectsInside(view, selector) {
+  try { return view.matches(selector) || view.querySelector(selector) !== null; } catch (e) { return false; }
+}
+
+// the CSS text of the rules that style the view: those whose selector names a class starting `prefix` (".sv") and
+// those that match an element of it, from the document's sheets and the view's shadow root's; media rules are
+// unwrapped when they match the page now (inside the picture they would be measured against its own width)
 function collectViewCss(view, prefix) {
   const named = new RegExp("\\." + prefix + "\\b");
   const sheets = new Set();
@@ -32,7 +38,9 @@ function collectViewCss(view, prefix) {
     for (const rule of rules) {
       if (rule.media && rule.cssRules) {
         if (window.matchMedia(rule.media.mediaText).matches) visit(rule.cssRules);
-      } else if (typeof rule.selectorText === "string" && named.test(rule.selectorText)) out.push(rule.cssText);
+      } else if (typeof rule.selectorText === "string" && (named.test(rule.selectorText) || selectsInside(view, rule.selectorText))) {
+        out.push(rule.cssText);
+      }
     }
   };
   for (const sheet of sheets) {
@@ -84,7 +92,10 @@ async function exportViewPng(view, { prefix, name, prepare }) {
   const H = Math.ceil(laid * 1.4) + 80;
   const scale = Math.min(Math.max(PNG_SCALE_MIN, window.devicePixelRatio || 1), PNG_MAX_SIDE / Math.max(W, H));
   const xhtml = new XMLSerializer().serializeToString(frame);
+  // rem inside the picture is measured against its root, the <svg>: give it the page's root font size
+  const rootSize = getComputedStyle(document.documentElement).fontSize;
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${Math.round(W * scale)}" height="${Math.round(H * scale)}" ` +
+    `style="font-size:${rootSize}" ` +
     `viewBox="0 0 ${W} ${H}"><foreignObject x="0" y="0" width="${W}" height="${H}">${xhtml}</foreignObject></svg>`;
   const image = new Image();
   await new Promise((resolve, reject) => {
