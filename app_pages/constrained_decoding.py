@@ -109,6 +109,7 @@ if mode == "none" and any(s.id == TOOL_CALL for s in steps):
 step = steps[number - 1]
 prefix = tok.decode(ids[: number - 1])
 
+section("Tokens allowed, token by token")
 figure = go.Figure(go.Bar(
     x=list(range(1, total + 1)), y=[REAL_VOCAB if s.allowed is None else s.allowed for s in steps],
     marker_color=["#d62728" if n == number else ("#bbbbbb" if s.allowed is None else "#4a90d9") for n, s in enumerate(steps, 1)],
@@ -205,6 +206,7 @@ st.header("What the grammar does not do")
 st.markdown(text["what it does not do"])
 other = walked("other-tool", "auto")
 st.markdown(words(ID, "wrong tool", allowed=sum(s.ok for s in other), total=len(other)))
+section("It cannot stop a cut-off")
 st.subheader("It cannot stop a cut-off", anchor="cut-off")
 cut = load_scenario("cut-off")
 cut_text = cut.turns["native"][cut.malformed_turn].text

@@ -15,6 +15,7 @@ from ui.draw import ledger_figure, notice
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
 from ui.packs import replay_episode_here
+from ui.sections import section
 from ui.state import edits_to_url, forget, from_url, restore, style, to_url, unpack_edits
 from ui.stream import TokenStream, strip_html
 from ui.views.loop_view import loop_view, run_frames
@@ -123,6 +124,7 @@ too_long = edits_to_url("files", None if entries == list(scenario.files.items())
 if too_long:
     st.caption(too_long)
 
+section("Question")
 # -- the question and the run ----------------------------------------------------------------------
 restore("playground_question")
 st.header("Question")
@@ -173,12 +175,14 @@ if st.button("Run the episode", key="playground_run", type="primary", disabled=n
 # -- what the run did ------------------------------------------------------------------------------
 result = st.session_state.get("playground_result")
 if result:
+    section("The loop")
     st.header("The loop")
     st.markdown(text["the loop"])
     loop_view("playground_loop", frames=run_frames(result["calls"]))
     st.caption(f"Turns written by: {result['model']}; style {result['style']}"
                + (f"; {result['left_out']} file(s) left out" if result["left_out"] else ""))
     for number, call in enumerate(result["calls"], start=1):
+        section(f"Call {number}")
         with st.container(border=True):
             st.markdown(f"**Call {number}** · {call.cost.input_tokens:,} tokens in · {call.cost.output_tokens:,} out"
                         + (" · cut off at the token limit" if call.turn.finish == "length" else ""))
@@ -197,6 +201,7 @@ if result:
                     st.markdown(f"❌ block {item.block + 1} → error sent back:")
                 st.code(item.text[:2000] or "(empty)", language=None, wrap_lines=True)
     calls = result["calls"]
+    section("The ledger")
     st.subheader("The ledger")
     total_in = sum(s.cost.input_tokens for s in calls)
     total_out = sum(s.cost.output_tokens for s in calls)
@@ -217,6 +222,7 @@ if result:
         got.code(departure.actual[:2000] or "(empty)", language=None, wrap_lines=True)
     else:
         st.info(f"The run stopped: {result['stop']}." + (f" The answer: {result['answer']}" if result["answer"] else ""))
+    section("After the run")
     st.subheader("After the run")
     st.markdown(text["after the run"])
     shown = cap_for_display(result["files_after"])
@@ -228,4 +234,5 @@ if result:
     if shown.note:
         st.caption(shown.note)
 
+section("What to notice")
 notice(text["what to notice"])

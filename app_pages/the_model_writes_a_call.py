@@ -49,20 +49,14 @@ if source.computes:
 elif kind == "pack":
     steps = [(s.id, s.token, s.p, s.top) for s in source.run.steps]
 
-if steps is None:
-    st.header("The call")
-    st.markdown(text["the call" if style() == "native" else "the call (react)"])
+if steps is None:  # the scripted call's tokens, drawn as text after the step-through
     call = scenario.turns[style()][0].text
-    st.code(call, language=None, wrap_lines=True)
     pieces = tok.encode_and_show_work(call)
     rows = [(p.id, p.text, None, None) for p in pieces] + [(IM_END, tok.token_text(IM_END), None, None)]
-    if kind == "none":
-        draw_source(source)
-    st.markdown(text["not generated yet" if kind in ("live", "random") else "no probabilities"])
 else:
     rows = steps
 
-# (no section mark here: in presenter mode the step-through is the first screen, the lesson's key visual)
+# (no section mark above: in presenter mode the step-through is in the first screen, the lesson's key visual)
 # -- step through it (in the browser: the whole run is sent once) -------------------------------------------------
 st.header("Step through")
 st.markdown(text["step through"])
@@ -79,6 +73,15 @@ step_view(token_run(rows, tok.is_special, start=step, marks=marks, caption=TINY_
           key="the_model_writes_a_call_view")
 if rows[0][2] is None:
     st.markdown(text["decisive moments" if style() == "native" else "decisive moments (react)"])
+
+if steps is None:
+    section("The call")
+    st.header("The call")
+    st.markdown(text["the call" if style() == "native" else "the call (react)"])
+    st.code(call, language=None, wrap_lines=True)
+    if kind == "none":
+        draw_source(source)
+    st.markdown(text["not generated yet" if kind in ("live", "random") else "no probabilities"])
 
 section("What to notice")
 notice(text["what to notice"])

@@ -11,6 +11,7 @@ from ui.chart_words import chart_caption
 from ui.draw import chart_layout, legend_html, notice, prompt_html
 from ui.glossary import show_intro
 from ui.literal import plural, table_html
+from ui.sections import section
 from ui.state import STYLES, from_url, style, to_url
 from ui.tool_editor import tool_editor
 from ui.understanding import check_understanding
@@ -59,6 +60,7 @@ with right:
 
     st.button(f"Switch to the {get_style(other_style(style())).noun} prompt", key="tools_as_schemas_switch", on_click=switch_style, type="primary")
 
+section("The prompt")
 # -- the prompt as the model sees it --------------------------------------------------------------------
 st.header("The prompt")
 st.markdown(text["the prompt"])
@@ -74,6 +76,7 @@ table.markdown(table_html([{"part": s.label, "tokens": s.tokens} for s in prompt
 if prompt.text.endswith(EMPTY_THINK):
     st.markdown(text["empty think"])
 
+section("Over a run")
 # -- over a run -----------------------------------------------------------------------------------------
 st.header("Over a run")
 st.markdown(text["over a run"])
@@ -92,5 +95,6 @@ chart_caption(figure, "after {} calls")
 for column, name in zip(st.columns(len(STYLES)), STYLES, strict=True):
     column.metric(f"{get_style(name).label}: tools cost over {plural(calls, 'call')}", costs[name][1].total * calls)
 
+section("What to notice")
 notice(text["what to notice"])
 check_understanding("tools-as-schemas", tools=tools)
