@@ -13,6 +13,7 @@ from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import load_scenario
 from engine.teaching.panels import TOOL_CHOICES, find_panel
 from ui.chart_words import chart_caption
+from ui.chrome import presenting
 from ui.draw import chart_layout, notice, show_token
 from ui.glossary import show_intro
 from ui.literal import draw_reply, plural
@@ -84,8 +85,12 @@ with st.expander("The four tool_choice modes", expanded=False):
 mode = from_url("constrained_decoding_tool_choice", "tool_choice", "auto", str, MODES)
 turn_id = from_url("constrained_decoding_turn", "turn", "call", str, list(TURNS))
 # one control per row: five tool_choice buttons beside a select box do not fit a 1024 px projector
-st.segmented_control("tool_choice", MODES, key="constrained_decoding_tool_choice", required=True, on_change=reset_step)
-st.selectbox("The reply", list(TURNS), key="constrained_decoding_turn", format_func=lambda t: TURNS[t]["label"], on_change=reset_step)
+# (projected, the two controls go without their labels: the expander above names tool_choice, the box shows the reply)
+hide = "collapsed" if presenting() else "visible"
+st.segmented_control("tool_choice", MODES, key="constrained_decoding_tool_choice", required=True, on_change=reset_step,
+                     label_visibility=hide)
+st.selectbox("The reply", list(TURNS), key="constrained_decoding_turn", format_func=lambda t: TURNS[t]["label"], on_change=reset_step,
+             label_visibility=hide)
 
 steps = walked(turn_id, mode)
 total = len(steps)

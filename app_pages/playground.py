@@ -10,6 +10,7 @@ from engine.harness.loop import Run, iterate_episode, list_scenarios, load_scena
 from engine.harness.playground import cap_for_display, check_files, fresh_workspace, play_script, snapshot
 from engine.teaching.panels import find_panel
 from ui.chart_words import chart_caption
+from ui.chrome import presenting
 from ui.confinement import confinement_caption
 from ui.draw import ledger_figure, notice
 from ui.literal import draw_reply, plural
@@ -96,6 +97,7 @@ if source is not None:
 elif chosen_style not in scenario.styles:
     st.warning(text["scenario only in other style"])
 
+section("Workspace")
 # -- the workspace, editable ---------------------------------------------------------------------
 st.header("Workspace")
 st.markdown(text["workspace"])
@@ -115,7 +117,7 @@ for position, slot in enumerate(slots):
             st.error(problem_at[position])
         st.button("Remove", key=f"playground_remove_{slot}", on_click=remove_file, args=(slot,))
     with body_column:
-        st.text_area("Contents", key=f"playground_text_{slot}", height=160)
+        st.text_area("Contents", key=f"playground_text_{slot}", height=110 if presenting() else 160)
 st.button("Add a file", key="playground_add", on_click=add_file)
 if not slots:
     st.caption("(no files: the tools will see an empty folder)")

@@ -79,6 +79,7 @@ request_words, reply_words, back_words = panes(3)
 request_words.markdown("**The request.** " + text["the request"])
 reply_words.markdown("**The reply.** " + text["the reply"])
 back_words.markdown("**What goes back.** " + text["what goes back"])
+section("One format at a time")  # projected, the five formats (one tab each) are a screen of their own
 by_format = {e.format: e for e in shown.exchanges}
 formats = ordered_formats(chosen_style)
 for tab, fmt in zip(st.tabs([tab_name(f) for f in formats]), formats, strict=True):

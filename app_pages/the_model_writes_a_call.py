@@ -6,6 +6,7 @@ from engine.core.styles import find_name_token
 from engine.core.tokenizer import IM_END
 from engine.harness.loop import load_scenario
 from engine.teaching.panels import find_panel
+from ui.chrome import presenting
 from ui.draw import notice
 from ui.glossary import show_intro
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
@@ -59,7 +60,8 @@ else:
 # (no section mark above: in presenter mode the step-through is in the first screen, the lesson's key visual)
 # -- step through it (in the browser: the whole run is sent once) -------------------------------------------------
 st.header("Step through")
-st.markdown(text["step through"])
+if not presenting():  # projected, the view's own line says the keys
+    st.markdown(text["step through"])
 # tokens are numbered from 1, as on lessons 4 and 6
 last = len(rows)
 from_url("the_model_writes_a_call_step", "step", 1, int)
@@ -72,6 +74,7 @@ marks = [("First token", 1)] + ([("First token of the name", name_at + 1)] if na
 step_view(token_run(rows, tok.is_special, start=step, marks=marks, caption=TINY_LABEL if kind == "random" else ""),
           key="the_model_writes_a_call_view")
 if rows[0][2] is None:
+    section("Two tokens decide")
     st.markdown(text["decisive moments" if style() == "native" else "decisive moments (react)"])
 
 if steps is None:

@@ -95,11 +95,11 @@ def finish_sections() -> None:
             # a link or PageDown past the last section: show the last
             st.session_state[KEY] = count
             st.rerun()
-        with _run.bar.container():
-            back, where, forward = st.columns([1, 3, 1], vertical_alignment="center")
+        with _run.bar.container(key="present_bar"):
+            back, where, forward = st.columns([1, 4, 1], vertical_alignment="center")
             back.button("◀ Section", key="present_prev", on_click=_move, args=(-1, count), disabled=current <= 1)
             where.markdown(f"**Section {current} of {count}**" + (f" · {_run.titles[current - 1]}" if _run.titles[current - 1] else "")
-                           + " · PageDown / PageUp")
+                           + " · PageDown / PageUp")  # (ui/presenter.css sets it small, on one or two lines)
             forward.button("Section ▶", key="present_next", on_click=_move, args=(1, count), disabled=current >= count,
                            type="primary")
         to_url(section=current if current > 1 else None)
