@@ -76,21 +76,20 @@ at_name = mask_at(DATA["name_prefix"], "auto")
 st.metric("Tokens allowed at the tool's name", f"{at_name['allowed']} of {REAL_VOCAB:,}")
 st.markdown(words(ID, "at the name", allowed=at_name["allowed"], vocab=REAL_VOCAB))
 
-section("The mask, step by step")
 # -- the mask, step by step -----------------------------------------------------------------------
+# (projected, what the view shows and the four modes are read on the first screen; the view and its controls fill the next)
 st.header("The mask, step by step")
 st.markdown(words(ID, "the mask, step by step", vocab=REAL_VOCAB))
 with st.expander("The four tool_choice modes", expanded=False):
     st.markdown(text["tool choice"])
+section("The mask, step by step")
 mode = from_url("constrained_decoding_tool_choice", "tool_choice", "auto", str, MODES)
 turn_id = from_url("constrained_decoding_turn", "turn", "call", str, list(TURNS))
 # one control per row: five tool_choice buttons beside a select box do not fit a 1024 px projector
-# (projected, the two controls go without their labels: the expander above names tool_choice, the box shows the reply)
-hide = "collapsed" if presenting() else "visible"
-st.segmented_control("tool_choice", MODES, key="constrained_decoding_tool_choice", required=True, on_change=reset_step,
-                     label_visibility=hide)
-st.selectbox("The reply", list(TURNS), key="constrained_decoding_turn", format_func=lambda t: TURNS[t]["label"], on_change=reset_step,
-             label_visibility=hide)
+st.segmented_control("tool_choice", MODES, key="constrained_decoding_tool_choice", required=True, on_change=reset_step)
+# (projected, the reply's box goes without its label: it shows the reply it holds, and the view stays on the same screen)
+st.selectbox("The reply", list(TURNS), key="constrained_decoding_turn", format_func=lambda t: TURNS[t]["label"],
+             on_change=reset_step, label_visibility="collapsed" if presenting() else "visible")
 
 steps = walked(turn_id, mode)
 total = len(steps)

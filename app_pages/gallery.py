@@ -130,6 +130,8 @@ section("What prevents it")
 st.header("4 · What prevents it")
 st.markdown(plain(scenario.gallery["prevents"]))
 check = grammar_of(name, chosen_style)
+if check is not None:  # the grammar's walk through the turn is a screen of its own
+    section("The grammar, token by token")
 if check is None:
     st.markdown(text["no grammar in react"])
 elif check.tool_choice == "none":
@@ -166,4 +168,5 @@ if kind is not None:
         draw_malformed_cost(cost)
         st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
 
+section("What to notice")
 notice(text["what to notice"])

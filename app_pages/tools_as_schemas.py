@@ -36,9 +36,9 @@ else:
 costs = {name: (render(Request(messages, tools, name)).count, measure_tools_cost(tools, name, messages)) for name in STYLES}
 
 def coloured_parts_html(spans) -> str:
-    """The prompt's parts and their token counts, each part's name in its colour in the prompt (a legend and a table)."""
-    body = "".join(f'<tr><td><span class="k-{s.kind}">{html.escape(s.label)}</span></td><td>{s.tokens}</td></tr>' for s in spans)
-    return f'<table class="plain legend"><thead><tr><th>part</th><th>tokens</th></tr></thead><tbody>{body}</tbody></table>'
+    """The prompt's parts and their token counts, each in its colour in the prompt: the legend and the table in one."""
+    parts = "".join(f'<span class="k-{s.kind}">{html.escape(s.label)} · <b>{s.tokens}</b></span>' for s in spans)
+    return f'<div class="legend parts">{parts}</div>'
 
 
 # -- the prompt as the model sees it --------------------------------------------------------------------
@@ -51,11 +51,13 @@ if not projected:
     st.markdown(legend_html() + f"<p>{shown_words}</p>", unsafe_allow_html=True)
 from_url("tools_as_schemas_tokens", "tokens", False, lambda v: v == "1")
 by_token = False if projected else st.toggle("Show every token (ids and boundaries)", key="tools_as_schemas_tokens")
-view, table = st.columns([3, 1], gap="medium")
-table.metric("Tokens in this prompt", prompt.count)
+view, table = st.columns([5, 2] if projected else [3, 1], gap="medium")
+# (projected, the metric names the style shown: one line fewer beside the prompt)
+table.metric(f"Tokens in this {get_style(style()).noun} prompt" if projected else "Tokens in this prompt", prompt.count)
 if projected:
-    table.markdown(f"<p>{shown_words}</p>" + coloured_parts_html(prompt.spans), unsafe_allow_html=True)
+    table.markdown(coloured_parts_html(prompt.spans), unsafe_allow_html=True)
     by_token = table.toggle("Every token", key="tools_as_schemas_tokens")
+    view = view.container(key="tools_as_schemas_prompt")  # a shorter box on a projector (ui/presenter.css)
 else:
     table.markdown(table_html([{"part": s.label, "tokens": s.tokens} for s in prompt.spans]), unsafe_allow_html=True)
 to_url(tokens="1" if by_token else None)
@@ -104,7 +106,7 @@ figure = go.Figure()
 for name, colour in zip(STYLES, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"), strict=False):
     per_call = costs[name][1].total
     figure.add_bar(x=list(range(1, calls + 1)), y=[per_call * k for k in range(1, calls + 1)], name=get_style(name).label, marker_color=colour)
-chart_layout(figure, 360, barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on the tools",
+chart_layout(figure, 220 if projected else 360, barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on the tools",
              legend={"orientation": "h"})
 
 st.plotly_chart(figure, width="stretch")

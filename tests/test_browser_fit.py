@@ -297,13 +297,7 @@ def test_home_lists_what_each_lesson_teaches_and_says_the_model_is_off(chromium,
 # -- 12: presenter mode is one screen at a time ---------------------------------------------------------
 # every lesson, and the tool pages a teacher projects; each section must fit the 1024×768 screen
 PRESENTED = [e for e in PAGES if e["section"] == "Lessons" or e["id"] in ("calculator", "playground", "gallery")]
-# measured at 1024×768 on this branch: these pages still have a section taller than the screen
-# (lesson 2's editor and prompt, lesson 3's first screen at 971 px, lesson 5's first, lesson 6's mask view,
-# lesson 7's five formats); the test says which sections, and passes once they fit
-STILL_TOO_TALL = {"tools-as-schemas", "the-model-writes-a-call", "when-not-to-call", "constrained-decoding",
-                  "same-call-five-ways", "calculator", "playground", "gallery"}
-PRESENTED_PARAMS = [pytest.param(e, id=e["id"], marks=[pytest.mark.xfail(reason="a section is still taller than 768 px")]
-                                 if e["id"] in STILL_TOO_TALL else []) for e in PRESENTED]
+PRESENTED_PARAMS = [pytest.param(e, id=e["id"]) for e in PRESENTED]
 WHERE = re.compile(r"Section (\d+) of (\d+)")
 # the height of what the section draws: stMain scrolls when its content is taller than the screen
 SECTION_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
