@@ -153,7 +153,8 @@ def test_every_page_opens_and_fits_the_screen_with_nothing_cut_off(chromium, str
 
 def test_presenter_mode_collapses_the_sidebar_and_a_teacher_can_reopen_it(chromium, streamlit_server):
     with open_at(chromium, "projector") as (page, query):
-        page.goto(f"{streamlit_server}/{URLS['tools-as-schemas']}?{query}")
+        # (section 2: the editor and the costs, where the style's switch sits; section 1 is the prompt)
+        page.goto(f"{streamlit_server}/{URLS['tools-as-schemas']}?{query}&section=2")
         settle(page)
         sidebar = page.get_by_test_id("stSidebar")
         assert sidebar.get_attribute("data-collapsed") == "true"
