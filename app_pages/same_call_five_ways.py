@@ -83,7 +83,7 @@ section("One format at a time")  # projected, the five formats (one tab each) ar
 by_format = {e.format: e for e in shown.exchanges}
 formats = ordered_formats(chosen_style)
 for tab, fmt in zip(st.tabs([tab_name(f) for f in formats]), formats, strict=True):
-    with tab:
+    with tab, st.container(key=f"same_call_five_ways_format_{fmt}"):  # (a taller row when projected: ui/presenter.css)
         draw_exchange(by_format[fmt], shown.calls)
 
 section("What differs")

@@ -73,12 +73,12 @@ name_at = find_name_token([r[1] for r in rows], style())
 marks = [("First token", 1)] + ([("First token of the name", name_at + 1)] if name_at is not None else [])
 step_view(token_run(rows, tok.is_special, start=step, marks=marks, caption=TINY_LABEL if kind == "random" else ""),
           key="the_model_writes_a_call_view")
+if steps is None:  # (projected, the two decisive tokens open the screen of the call's text)
+    section("The call")
 if rows[0][2] is None:
-    section("Two tokens decide")
     st.markdown(text["decisive moments" if style() == "native" else "decisive moments (react)"])
 
 if steps is None:
-    section("The call")
     st.header("The call")
     st.markdown(text["the call" if style() == "native" else "the call (react)"])
     st.code(call, language=None, wrap_lines=True)
