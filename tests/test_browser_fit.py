@@ -153,16 +153,15 @@ def test_every_page_opens_and_fits_the_screen_with_nothing_cut_off(chromium, str
 
 def test_presenter_mode_collapses_the_sidebar_and_a_teacher_can_reopen_it(chromium, streamlit_server):
     with open_at(chromium, "projector") as (page, query):
-        # (section 2: the editor and the costs, where the style's switch sits; section 1 is the prompt)
-        page.goto(f"{streamlit_server}/{URLS['tools-as-schemas']}?{query}&section=2")
+        page.goto(f"{streamlit_server}/{URLS['tools-as-schemas']}?{query}")
         settle(page)
         sidebar = page.get_by_test_id("stSidebar")
         assert sidebar.get_attribute("data-collapsed") == "true"
         assert page.evaluate("() => getComputedStyle(document.documentElement).fontSize") == "22px"
         page.get_by_test_id("stExpandSidebarButton").click()
         page.wait_for_function("() => document.querySelector('[data-testid=\"stSidebar\"]').getAttribute('data-collapsed') === 'false'")
-        # a rerun (switching the prompt's style) keeps it open
-        page.get_by_role("button", name="Switch to the ReAct prompt").click()
+        # a rerun (switching the prompt's style, in the sidebar: the page's own switch is on section 2) keeps it open
+        sidebar.get_by_text("ReAct", exact=True).first.click()
         page.wait_for_url("**style=react**", timeout=30_000)
         settle(page)
         assert sidebar.get_attribute("data-collapsed") == "false"
