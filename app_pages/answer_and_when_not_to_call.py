@@ -15,6 +15,7 @@ from ui.draw import chart_layout, legend_html, notice, prompt_html, show_token
 from ui.glossary import show_intro
 from ui.models import current_engine, draw_source, panel_source, show_engine_error
 from ui.numbers import format_percent
+from ui.sections import section
 from ui.state import style
 from ui.understanding import check_understanding
 from ui.words import LESSONS, lesson
@@ -48,12 +49,14 @@ run = scripted(chosen_style, False)
 last = run.calls[-1]
 st.markdown(text["the answer (react)" if chosen_style == "react" else "the answer"])
 st.markdown(legend_html(), unsafe_allow_html=True)
-st.markdown(conversation_html(last.prompt), unsafe_allow_html=True)
+st.container(key="when_not_to_call_prompt").markdown(conversation_html(last.prompt), unsafe_allow_html=True)
+section("Its answer")
 with st.expander(f"The whole prompt of that call ({last.prompt.count:,} tokens, tool definitions included)"):
     st.markdown(prompt_html(last.prompt), unsafe_allow_html=True)
 st.markdown(text["its answer"])
 st.success(run.answer)
 
+section("When not to call")
 # -- the first token: call or answer -----------------------------------------------------------------
 st.header("When not to call")
 st.markdown(text["when not to call"])
@@ -121,6 +124,7 @@ if not shown_any:
     st.info(text["needs the model"])
 st.caption(text["reported elsewhere"])
 
+section("Grounded, or a guess?")
 # -- the twin misconception ------------------------------------------------------------------------
 st.header("Grounded, or a guess?")
 st.markdown(text["the twin misconception"])
@@ -138,5 +142,6 @@ for column, is_guess in ((grounded, False), (guess, True)):
         st.markdown(f"Tool results in the conversation: **{results}**")
         st.info(f"The harness: *{episode.stop_reason}*. The answer: {episode.answer}")
 
+section("What to notice")
 notice(text["what to notice"])
 check_understanding(ID)

@@ -10,6 +10,7 @@ from engine.teaching.calculator import measure_family_tools_cost, measure_tools_
 from ui.chart_words import chart_caption
 from ui.draw import chart_layout, notice
 from ui.literal import table_html
+from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.tool_editor import tool_editor
 from ui.words import lesson
@@ -53,6 +54,7 @@ other = plan_run(tools, other_style(style()), calls=calls, malformed=bad, place=
 clean = plan_run(tools, style(), calls=calls, malformed=0)
 totals = run.totals()
 
+section("The run")
 st.header("The run")
 cols = st.columns(4)
 cols[0].metric("Model calls", totals["calls"])
@@ -77,6 +79,7 @@ if tools:
                                                      instructions=there.instructions, calls=totals["calls"],
                                                      run_total=there.total * totals["calls"]))
 
+section("Each call")
 figure = go.Figure()
 x = [f"{c.number}. {c.kind}" for c in run.calls]
 for field, label, colour in (
@@ -90,6 +93,7 @@ chart_layout(figure, 420, "Input tokens of each call (the whole prompt, re-sent)
 st.plotly_chart(figure, width="stretch")
 chart_caption(figure)
 
+section("The calls, one by one")
 st.markdown(table_html(
     [
         {
@@ -101,10 +105,12 @@ st.markdown(table_html(
     ]
 ), unsafe_allow_html=True)
 
+section("The same tools elsewhere")
 # -- the same tools elsewhere: OpenAI's published estimate beside Qwen3's counts, Anthropic's quoted overhead
 from engine.harness.loop import load_scenario  # noqa: E402
 from ui.elsewhere import same_tools_elsewhere  # noqa: E402
 
 same_tools_elsewhere(tools, load_scenario("strawberry").messages)
 
+section("What to notice")
 notice(text["what to notice"])

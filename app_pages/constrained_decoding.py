@@ -14,6 +14,7 @@ from engine.errors import EngineError
 from engine.harness.loop import load_scenario
 from engine.teaching.panels import TOOL_CHOICES, find_panel
 from ui.chart_words import chart_caption
+from ui.chrome import presenting
 from ui.draw import chart_layout, notice, show_token
 from ui.glossary import show_intro
 from ui.literal import draw_reply, plural
@@ -76,17 +77,20 @@ at_name = mask_at(DATA["name_prefix"], "auto")
 st.metric("Tokens allowed at the tool's name", f"{at_name['allowed']} of {REAL_VOCAB:,}")
 st.markdown(words(ID, "at the name", allowed=at_name["allowed"], vocab=REAL_VOCAB))
 
-section("The mask, step by step")
 # -- the mask, step by step -----------------------------------------------------------------------
+# (projected, what the view shows and the four modes are read on the first screen; the view and its controls fill the next)
 st.header("The mask, step by step")
 st.markdown(words(ID, "the mask, step by step", vocab=REAL_VOCAB))
 with st.expander("The four tool_choice modes", expanded=False):
     st.markdown(text["tool choice"])
+section("The mask, step by step")
 mode = from_url("constrained_decoding_tool_choice", "tool_choice", "auto", str, MODES)
 turn_id = from_url("constrained_decoding_turn", "turn", "call", str, list(TURNS))
 # one control per row: five tool_choice buttons beside a select box do not fit a 1024 px projector
 st.segmented_control("tool_choice", MODES, key="constrained_decoding_tool_choice", required=True, on_change=reset_step)
-st.selectbox("The reply", list(TURNS), key="constrained_decoding_turn", format_func=lambda t: TURNS[t]["label"], on_change=reset_step)
+# (projected, the reply's box goes without its label: it shows the reply it holds, and the view stays on the same screen)
+st.selectbox("The reply", list(TURNS), key="constrained_decoding_turn", format_func=lambda t: TURNS[t]["label"],
+             on_change=reset_step, label_visibility="collapsed" if presenting() else "visible")
 
 steps = walked(turn_id, mode)
 total = len(steps)
@@ -110,6 +114,7 @@ if mode == "none" and any(s.id == TOOL_CALL for s in steps):
 step = steps[number - 1]
 prefix = tok.decode(ids[: number - 1])
 
+section("Tokens allowed, token by token")
 figure = go.Figure(go.Bar(
     x=list(range(1, total + 1)), y=[REAL_VOCAB if s.allowed is None else s.allowed for s in steps],
     marker_color=["#d62728" if n == number else ("#bbbbbb" if s.allowed is None else "#4a90d9") for n, s in enumerate(steps, 1)],
@@ -216,6 +221,7 @@ st.header("What the grammar does not do")
 st.markdown(text["what it does not do"])
 other = walked("other-tool", "auto")
 st.markdown(words(ID, "wrong tool", allowed=sum(s.ok for s in other), total=len(other)))
+section("It cannot stop a cut-off")
 st.subheader("It cannot stop a cut-off", anchor="cut-off")
 cut = load_scenario("cut-off")
 cut_text = cut.turns["native"][cut.malformed_turn].text

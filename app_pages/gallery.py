@@ -22,6 +22,7 @@ from ui.gallery_view import (
     draw_schema_cost,
     draw_verdict,
 )
+from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.views.step_data import walk_run
 from ui.views.step_view import Sample, step_view
@@ -98,6 +99,7 @@ if chosen_style != style():
 case = case_of(name, chosen_style)
 
 # -- 1. the turn ----------------------------------------------------------------------------------------
+section("The turn")
 st.header(f"1 · The turn (reply {case.turn_index + 1} of the script)")
 st.markdown(text["the turn"])
 st.markdown(turn_html(case.text, case.ours["per-block"].blocks), unsafe_allow_html=True)
@@ -106,6 +108,7 @@ if case.cut is not None and case.cut.inside_string:
     st.code(case.cut.left_over, language=None, wrap_lines=True)
 
 # -- 2. the naive parser --------------------------------------------------------------------------------
+section("A naive parser")
 st.header("2 · What a naive parser does")
 if case.naive is None:
     st.markdown(text["the naive parser in react"])
@@ -115,6 +118,7 @@ else:
 st.markdown(plain(scenario.gallery["naive"]))
 
 # -- 3. ours ------------------------------------------------------------------------------------------------
+section("Ours, under both policies")
 st.header("3 · What ours does, under both policies")
 st.markdown(text["ours, under both policies"])
 for column, policy in zip(st.columns(2), POLICIES, strict=True):
@@ -122,9 +126,12 @@ for column, policy in zip(st.columns(2), POLICIES, strict=True):
         draw_verdict(policy, case.ours[policy], scripted_run(name, chosen_style, policy))
 
 # -- 4. what prevents it ----------------------------------------------------------------------------------
+section("What prevents it")
 st.header("4 · What prevents it")
 st.markdown(plain(scenario.gallery["prevents"]))
 check = grammar_of(name, chosen_style)
+if check is not None:  # the grammar's walk through the turn is a screen of its own
+    section("The grammar, token by token")
 if check is None:
     st.markdown(text["no grammar in react"])
 elif check.tool_choice == "none":
@@ -148,6 +155,7 @@ else:
 # -- 5. the cost --------------------------------------------------------------------------------------------------
 kind, cost = cost_of(name, chosen_style)
 if kind is not None:
+    section("The cost")
     st.header("5 · The cost")
     if kind == "schemas":
         draw_schema_cost(cost)
@@ -160,4 +168,5 @@ if kind is not None:
         draw_malformed_cost(cost)
         st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
 
+section("What to notice")
 notice(text["what to notice"])

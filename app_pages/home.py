@@ -6,6 +6,7 @@ import streamlit as st
 
 from engine.harness.loop import load_scenario, run_scenario
 from ui.models import current_engine, live_model_name, no_model_box, random_label, weights_on_disk
+from ui.sections import section
 from ui.teacher import minutes_words
 from ui.views.loop_view import loop_view, run_frames
 from ui.words import ROOT, lesson, lesson_index, page_title, words
@@ -23,13 +24,20 @@ def strawberry_frames() -> list:
 
 loop_view("home_loop", frames=strawberry_frames())
 
+section("The lessons")
 st.header("The lessons")
 st.markdown(text["the lessons"])
 # one line per page on what it teaches ("- id: line" in home.md)
 lines = dict(row[2:].split(": ", 1) for row in text["lesson lines"].splitlines() if row.startswith("- ") and ": " in row)
-for section in ("Lessons", "Tools"):
+for group in ("Lessons", "Tools"):
+    if group == "Tools":
+        section("The tools")
+    shown = 0
     for entry in lesson_index():
-        if entry["section"] == section and Path(ROOT / entry["page"]).exists():
+        if entry["section"] == group and Path(ROOT / entry["page"]).exists():
+            shown += 1
+            if shown == 5 and group == "Lessons":  # presenter mode: four lessons to a screen
+                section("The lessons, continued")
             st.page_link(entry["page"], label=page_title(entry["id"]))
             minutes = minutes_words(entry["id"])
             if entry["id"] in lines or minutes:
@@ -44,6 +52,7 @@ def no_gpu_advice() -> str | None:
     return None if choose_device("auto") == "cuda" else words("home", "no gpu", **suggest_small_model().as_json())
 
 
+section("Model and settings")
 st.header("Model and settings")
 st.markdown(text["settings"])
 name = live_model_name()

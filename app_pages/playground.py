@@ -10,11 +10,13 @@ from engine.harness.loop import Run, iterate_episode, list_scenarios, load_scena
 from engine.harness.playground import cap_for_display, check_files, fresh_workspace, play_script, snapshot
 from engine.teaching.panels import find_panel
 from ui.chart_words import chart_caption
+from ui.chrome import presenting
 from ui.confinement import confinement_caption
 from ui.draw import ledger_figure, notice
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
 from ui.packs import replay_episode_here
+from ui.sections import section
 from ui.state import edits_to_url, forget, from_url, restore, style, to_url, unpack_edits
 from ui.stream import TokenStream, strip_html
 from ui.views.loop_view import loop_view, run_frames
@@ -95,6 +97,7 @@ if source is not None:
 elif chosen_style not in scenario.styles:
     st.warning(text["scenario only in other style"])
 
+section("Workspace")
 # -- the workspace, editable ---------------------------------------------------------------------
 st.header("Workspace")
 st.markdown(text["workspace"])
@@ -114,7 +117,7 @@ for position, slot in enumerate(slots):
             st.error(problem_at[position])
         st.button("Remove", key=f"playground_remove_{slot}", on_click=remove_file, args=(slot,))
     with body_column:
-        st.text_area("Contents", key=f"playground_text_{slot}", height=160)
+        st.text_area("Contents", key=f"playground_text_{slot}", height=110 if presenting() else 160)
 st.button("Add a file", key="playground_add", on_click=add_file)
 if not slots:
     st.caption("(no files: the tools will see an empty folder)")
@@ -123,6 +126,7 @@ too_long = edits_to_url("files", None if entries == list(scenario.files.items())
 if too_long:
     st.caption(too_long)
 
+section("Question")
 # -- the question and the run ----------------------------------------------------------------------
 restore("playground_question")
 st.header("Question")
@@ -173,12 +177,14 @@ if st.button("Run the episode", key="playground_run", type="primary", disabled=n
 # -- what the run did ------------------------------------------------------------------------------
 result = st.session_state.get("playground_result")
 if result:
+    section("The loop")
     st.header("The loop")
     st.markdown(text["the loop"])
     loop_view("playground_loop", frames=run_frames(result["calls"]))
     st.caption(f"Turns written by: {result['model']}; style {result['style']}"
                + (f"; {result['left_out']} file(s) left out" if result["left_out"] else ""))
     for number, call in enumerate(result["calls"], start=1):
+        section(f"Call {number}")
         with st.container(border=True):
             st.markdown(f"**Call {number}** · {call.cost.input_tokens:,} tokens in · {call.cost.output_tokens:,} out"
                         + (" · cut off at the token limit" if call.turn.finish == "length" else ""))
@@ -197,6 +203,7 @@ if result:
                     st.markdown(f"❌ block {item.block + 1} → error sent back:")
                 st.code(item.text[:2000] or "(empty)", language=None, wrap_lines=True)
     calls = result["calls"]
+    section("The ledger")
     st.subheader("The ledger")
     total_in = sum(s.cost.input_tokens for s in calls)
     total_out = sum(s.cost.output_tokens for s in calls)
@@ -217,6 +224,7 @@ if result:
         got.code(departure.actual[:2000] or "(empty)", language=None, wrap_lines=True)
     else:
         st.info(f"The run stopped: {result['stop']}." + (f" The answer: {result['answer']}" if result["answer"] else ""))
+    section("After the run")
     st.subheader("After the run")
     st.markdown(text["after the run"])
     shown = cap_for_display(result["files_after"])
@@ -228,4 +236,5 @@ if result:
     if shown.note:
         st.caption(shown.note)
 
+section("What to notice")
 notice(text["what to notice"])

@@ -8,6 +8,7 @@ from engine.harness.loop import list_gallery, list_scenarios, load_scenario
 from engine.wire.formats import scenario_exchanges
 from ui.draw import notice
 from ui.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs
+from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.wire_view import (
     differences_html,
@@ -71,25 +72,30 @@ if shown.calls:
 else:
     st.markdown(f"**No call: the final answer.** `{shown.answer}`")
 
+section("The call, five ways")
 # -- five formats, both directions --------------------------------------------------------------------
 st.header("The call, five ways")
 request_words, reply_words, back_words = panes(3)
 request_words.markdown("**The request.** " + text["the request"])
 reply_words.markdown("**The reply.** " + text["the reply"])
 back_words.markdown("**What goes back.** " + text["what goes back"])
+section("One format at a time")  # projected, the five formats (one tab each) are a screen of their own
 by_format = {e.format: e for e in shown.exchanges}
 formats = ordered_formats(chosen_style)
 for tab, fmt in zip(st.tabs([tab_name(f) for f in formats]), formats, strict=True):
-    with tab:
+    with tab, st.container(key=f"same_call_five_ways_format_{fmt}"):  # (a taller row when projected: ui/presenter.css)
         draw_exchange(by_format[fmt], shown.calls)
 
+section("What differs")
 # -- what differs ----------------------------------------------------------------------------------------
 st.header("What differs")
 st.markdown(text["what differs"])
 st.markdown(differences_html(chosen_style), unsafe_allow_html=True)
+section("tool_choice in each API")
 st.subheader("tool_choice in each API")
 st.markdown(tool_choice_html(), unsafe_allow_html=True)
 
+section("What the same tools cost elsewhere")
 # -- what the same tools cost ----------------------------------------------------------------------------------
 st.header("What the same tools cost elsewhere")
 rows = costs_elsewhere(scenario.tools, scenario.messages)
@@ -105,10 +111,12 @@ else:
     ))
     st.caption(f"The tools of “{scenario.title}” ({len(scenario.tools)} of them) and its opening messages.")
     draw_costs(rows)
+section("Anthropic's hidden system prompt")
 st.subheader("Anthropic's hidden system prompt")
 st.markdown(text["anthropic's hidden system prompt"])
 draw_anthropic()
 
+section("What to notice")
 notice(text["what to notice"])
 with st.expander("Check your understanding"):
     st.markdown(text["check your understanding"])

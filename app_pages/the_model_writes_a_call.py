@@ -6,6 +6,7 @@ from engine.core.styles import find_name_token
 from engine.core.tokenizer import IM_END
 from engine.harness.loop import load_scenario
 from engine.teaching.panels import find_panel
+from ui.chrome import presenting
 from ui.draw import notice
 from ui.glossary import show_intro
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
@@ -49,23 +50,18 @@ if source.computes:
 elif kind == "pack":
     steps = [(s.id, s.token, s.p, s.top) for s in source.run.steps]
 
-if steps is None:
-    st.header("The call")
-    st.markdown(text["the call" if style() == "native" else "the call (react)"])
+if steps is None:  # the scripted call's tokens, drawn as text after the step-through
     call = scenario.turns[style()][0].text
-    st.code(call, language=None, wrap_lines=True)
     pieces = tok.encode_and_show_work(call)
     rows = [(p.id, p.text, None, None) for p in pieces] + [(IM_END, tok.token_text(IM_END), None, None)]
-    if kind == "none":
-        draw_source(source)
-    st.markdown(text["not generated yet" if kind in ("live", "random") else "no probabilities"])
 else:
     rows = steps
 
-# (no section mark here: in presenter mode the step-through is the first screen, the lesson's key visual)
+# (no section mark above: in presenter mode the step-through is in the first screen, the lesson's key visual)
 # -- step through it (in the browser: the whole run is sent once) -------------------------------------------------
 st.header("Step through")
-st.markdown(text["step through"])
+if not presenting():  # projected, the view's own line says the keys
+    st.markdown(text["step through"])
 # tokens are numbered from 1, as on lessons 4 and 6
 last = len(rows)
 from_url("the_model_writes_a_call_step", "step", 1, int)
@@ -77,8 +73,18 @@ name_at = find_name_token([r[1] for r in rows], style())
 marks = [("First token", 1)] + ([("First token of the name", name_at + 1)] if name_at is not None else [])
 step_view(token_run(rows, tok.is_special, start=step, marks=marks, caption=TINY_LABEL if kind == "random" else ""),
           key="the_model_writes_a_call_view")
+if steps is None:  # (projected, the two decisive tokens open the screen of the call's text)
+    section("The call")
 if rows[0][2] is None:
     st.markdown(text["decisive moments" if style() == "native" else "decisive moments (react)"])
+
+if steps is None:
+    st.header("The call")
+    st.markdown(text["the call" if style() == "native" else "the call (react)"])
+    st.code(call, language=None, wrap_lines=True)
+    if kind == "none":
+        draw_source(source)
+    st.markdown(text["not generated yet" if kind in ("live", "random") else "no probabilities"])
 
 section("What to notice")
 notice(text["what to notice"])

@@ -1,5 +1,7 @@
 """Lesson 2: tools are JSON schemas pasted into the prompt, paid for in tokens on every call."""
 
+import html
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -8,11 +10,13 @@ from engine.core.styles import get_style, other_style
 from engine.harness.loop import load_scenario
 from engine.teaching.calculator import measure_tools_cost
 from ui.chart_words import chart_caption
+from ui.chrome import presenting
 from ui.draw import chart_layout, legend_html, notice, prompt_html
 from ui.glossary import show_intro
 from ui.literal import plural, table_html
+from ui.sections import section
 from ui.state import STYLES, from_url, style, to_url
-from ui.tool_editor import tool_editor
+from ui.tool_editor import read_editor_tools, tool_editor
 from ui.understanding import check_understanding
 from ui.words import lesson
 
@@ -23,16 +27,52 @@ st.title(text["title"])
 show_intro("tools-as-schemas", text["intro"])
 messages = load_scenario("strawberry").messages
 
+# the tools as the editor holds them now: the prompt they make is drawn first (the lesson's key visual), the editor below
+tools, _ = read_editor_tools("tools_as_schemas")
+if tools is None:
+    tools = st.session_state.get("tools_as_schemas_last_good", [])
+else:
+    st.session_state["tools_as_schemas_last_good"] = tools
+costs = {name: (render(Request(messages, tools, name)).count, measure_tools_cost(tools, name, messages)) for name in STYLES}
+
+def coloured_parts_html(spans) -> str:
+    """The prompt's parts and their token counts, each in its colour in the prompt: the legend and the table in one."""
+    parts = "".join(f'<span class="k-{s.kind}">{html.escape(s.label)} · <b>{s.tokens}</b></span>' for s in spans)
+    return f'<div class="legend parts">{parts}</div>'
+
+
+# -- the prompt as the model sees it --------------------------------------------------------------------
+st.header("The prompt")
+st.markdown(text["the prompt"])
+prompt = render(Request(messages, tools, style()))
+shown_words = f"Shown: the <b>{get_style(style()).noun}</b> prompt."
+projected = presenting()  # one screen: the table of parts, coloured, is the legend, and the switch sits under it
+if not projected:
+    st.markdown(legend_html() + f"<p>{shown_words}</p>", unsafe_allow_html=True)
+from_url("tools_as_schemas_tokens", "tokens", False, lambda v: v == "1")
+by_token = False if projected else st.toggle("Show every token (ids and boundaries)", key="tools_as_schemas_tokens")
+view, table = st.columns([5, 2] if projected else [3, 1], gap="medium")
+# (projected, the metric names the style shown: one line fewer beside the prompt)
+table.metric(f"Tokens in this {get_style(style()).noun} prompt" if projected else "Tokens in this prompt", prompt.count)
+if projected:
+    table.markdown(coloured_parts_html(prompt.spans), unsafe_allow_html=True)
+    by_token = table.toggle("Every token", key="tools_as_schemas_tokens")
+    view = view.container(key="tools_as_schemas_prompt")  # a shorter box on a projector (ui/presenter.css)
+else:
+    table.markdown(table_html([{"part": s.label, "tokens": s.tokens} for s in prompt.spans]), unsafe_allow_html=True)
+to_url(tokens="1" if by_token else None)
+view.markdown(prompt_html(prompt, by_token), unsafe_allow_html=True)
+if prompt.text.endswith(EMPTY_THINK):
+    section("The empty think")
+    st.container(key="whole_tools_as_schemas_think").markdown(text["empty think"])  # a screen of its own: every word shown
+
+section("Edit the tools")
 # -- edit the tools, with the costs beside them ------------------------------------------------------
 st.header("Edit the tools")
 st.markdown(text["edit the tools"])
 left, right = st.columns([3, 2], gap="large")
 with left:
-    tools, problems = tool_editor("tools_as_schemas")
-if tools is None:
-    tools = st.session_state.get("tools_as_schemas_last_good", [])
-else:
-    st.session_state["tools_as_schemas_last_good"] = tools
+    problems = tool_editor("tools_as_schemas", height=240 if projected else 420)[1]
 with right:
     for problem in problems:
         st.error(problem)
@@ -40,10 +80,6 @@ with right:
         st.caption("The counts below are for the last tools that had no problems.")
     st.subheader("Costs")
     st.markdown(text["costs"])
-    costs = {}
-    for name in STYLES:
-        request = Request(messages, tools, name)
-        costs[name] = (render(request).count, measure_tools_cost(tools, name, messages))
     for column, name in zip(st.columns(len(STYLES)), STYLES, strict=True):
         prompt_tokens, tools_tokens = costs[name]
         column.metric(f"{get_style(name).label}: prompt tokens", prompt_tokens)
@@ -59,21 +95,7 @@ with right:
 
     st.button(f"Switch to the {get_style(other_style(style())).noun} prompt", key="tools_as_schemas_switch", on_click=switch_style, type="primary")
 
-# -- the prompt as the model sees it --------------------------------------------------------------------
-st.header("The prompt")
-st.markdown(text["the prompt"])
-prompt = render(Request(messages, tools, style()))
-st.markdown(legend_html() + f"<p>Shown: the <b>{get_style(style()).noun}</b> prompt.</p>", unsafe_allow_html=True)
-from_url("tools_as_schemas_tokens", "tokens", False, lambda v: v == "1")
-by_token = st.toggle("Show every token (ids and boundaries)", key="tools_as_schemas_tokens")
-to_url(tokens="1" if by_token else None)
-view, table = st.columns([3, 1], gap="medium")
-view.markdown(prompt_html(prompt, by_token), unsafe_allow_html=True)
-table.metric("Tokens in this prompt", prompt.count)
-table.markdown(table_html([{"part": s.label, "tokens": s.tokens} for s in prompt.spans]), unsafe_allow_html=True)
-if prompt.text.endswith(EMPTY_THINK):
-    st.markdown(text["empty think"])
-
+section("Over a run")
 # -- over a run -----------------------------------------------------------------------------------------
 st.header("Over a run")
 st.markdown(text["over a run"])
@@ -84,7 +106,7 @@ figure = go.Figure()
 for name, colour in zip(STYLES, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"), strict=False):
     per_call = costs[name][1].total
     figure.add_bar(x=list(range(1, calls + 1)), y=[per_call * k for k in range(1, calls + 1)], name=get_style(name).label, marker_color=colour)
-chart_layout(figure, 360, barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on the tools",
+chart_layout(figure, 220 if projected else 360, barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on the tools",
              legend={"orientation": "h"})
 
 st.plotly_chart(figure, width="stretch")
@@ -92,5 +114,6 @@ chart_caption(figure, "after {} calls")
 for column, name in zip(st.columns(len(STYLES)), STYLES, strict=True):
     column.metric(f"{get_style(name).label}: tools cost over {plural(calls, 'call')}", costs[name][1].total * calls)
 
+section("What to notice")
 notice(text["what to notice"])
 check_understanding("tools-as-schemas", tools=tools)

@@ -12,6 +12,7 @@ from ui.glossary import show_intro
 from ui.literal import draw_reply
 from ui.models import draw_source, panel_source, tokenizer
 from ui.packs import replay_episode_here
+from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.stream import TokenStream
 from ui.understanding import check_understanding
@@ -46,6 +47,7 @@ if pieces:
 
 bare = word.strip()
 if bare and " " not in bare:
+    section("With and without the leading space")
     st.subheader("With and without the leading space")
     st.markdown(text["leading space"])
     left, right = st.columns(2)
@@ -56,6 +58,7 @@ if bare and " " not in bare:
         with column:
             draw_tokens([(p.id, p.text) for p in shown], extra=[letters_hidden(p) for p in shown])
 
+section("Count with code")
 # -- count with the tool -------------------------------------------------------------------------
 st.header("Count with code")
 st.markdown(text["count with code"])
@@ -68,6 +71,7 @@ if outcome.error:
 else:
     st.metric(f'count_letter(word="{word.strip()}", letter="{letter}")', outcome.result)
 
+section("Ask the model")
 # -- the live panel ----------------------------------------------------------------------------------
 st.header("Ask the model")
 st.markdown(text["live panel"])
@@ -127,6 +131,7 @@ else:
     draw_source(bare_source)
 st.markdown(text["reported elsewhere"])
 
+section("With tools: the scripted run")
 st.subheader("With tools: the scripted run")
 st.markdown(text["with tools, scripted"])
 run = run_scenario(scenario, style())
@@ -138,5 +143,6 @@ for number, call in enumerate(run.calls, start=1):
         with st.chat_message("user", avatar=":material/build:"):
             st.markdown(f"`{result.name}` ran in the harness and returned **{result.text}**")
 
+section("What to notice")
 notice(text["what to notice"])
 check_understanding("why-call-a-tool")

@@ -160,8 +160,8 @@ def test_presenter_mode_collapses_the_sidebar_and_a_teacher_can_reopen_it(chromi
         assert page.evaluate("() => getComputedStyle(document.documentElement).fontSize") == "22px"
         page.get_by_test_id("stExpandSidebarButton").click()
         page.wait_for_function("() => document.querySelector('[data-testid=\"stSidebar\"]').getAttribute('data-collapsed') === 'false'")
-        # a rerun (switching the prompt's style) keeps it open
-        page.get_by_role("button", name="Switch to the ReAct prompt").click()
+        # a rerun (switching the prompt's style, in the sidebar: the page's own switch is on section 2) keeps it open
+        sidebar.get_by_text("ReAct", exact=True).first.click()
         page.wait_for_url("**style=react**", timeout=30_000)
         settle(page)
         assert sidebar.get_attribute("data-collapsed") == "false"
@@ -292,3 +292,45 @@ def test_home_lists_what_each_lesson_teaches_and_says_the_model_is_off(chromium,
         assert len(lines) >= 8 and all(line in flat for line in lines)
         assert "Load the model" not in text and "The model is switched off in the sidebar" in flat
         assert "seed 00" not in text.lower()
+
+
+# -- 12: presenter mode is one screen at a time ---------------------------------------------------------
+# every lesson, and the tool pages a teacher projects; each section must fit the 1024×768 screen
+PRESENTED = [e for e in PAGES if e["section"] == "Lessons" or e["id"] in ("calculator", "playground", "gallery")]
+PRESENTED_PARAMS = [pytest.param(e, id=e["id"]) for e in PRESENTED]
+WHERE = re.compile(r"Section (\d+) of (\d+)")
+# the height of what the section draws: stMain scrolls when its content is taller than the screen
+SECTION_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
+RAN = """() => document.querySelector('[data-testid="stApp"]').getAttribute('data-test-script-state') === 'notRunning'"""
+
+
+def section_shown(page) -> tuple[int, int]:
+    found = WHERE.search(main_text(page))
+    assert found, f"no 'Section k of n' on {page.url}: {main_text(page)[:300]!r}"
+    return int(found.group(1)), int(found.group(2))
+
+
+@pytest.mark.parametrize("entry", PRESENTED_PARAMS)
+def test_presenter_mode_shows_each_section_within_one_screen_and_pagedown_reaches_the_last(chromium, streamlit_server, entry):
+    with open_at(chromium, "projector") as (page, query):
+        page.goto(f"{streamlit_server}/{entry['url_path']}?{query}&model=off")
+        page.wait_for_function(RAN, polling=500, timeout=120_000)
+        page.wait_for_function("() => /Section 1 of \\d+/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
+                               timeout=60_000)
+        current, count = section_shown(page)
+        assert current == 1 and count >= 2
+        heights = {}
+        while True:
+            page.wait_for_timeout(1200)  # charts and views draw after the run
+            heights[current] = page.evaluate(SECTION_HEIGHT)
+            shoot_whole_page(page, f"present-{entry['id']}-{current}")
+            if current == count:
+                break
+            page.keyboard.press("PageDown")
+            page.wait_for_function(f"() => document.querySelector('[data-testid=\"stMain\"]').innerText.includes('Section {current + 1} of {count}')",
+                                   timeout=60_000)
+            page.wait_for_function(RAN, polling=500, timeout=120_000)
+            current, _ = section_shown(page)
+        assert current == count, f"PageDown stopped at section {current} of {count}"
+        too_tall = {k: h for k, h in heights.items() if h > 768}
+        assert not too_tall, f"sections taller than the 768 px screen (section: px): {too_tall}"

@@ -162,6 +162,46 @@ def test_edits_past_the_link_limit_leave_the_link_and_say_so(streamlit_server, c
         assert "edits=" not in page.url
 
 
+def test_a_link_carries_the_playgrounds_edited_files_to_a_fresh_browser(streamlit_server, chromium):
+    import re
+
+    from playwright.sync_api import expect
+
+    fixed = 'def add(a, b):\n    """Return the sum of a and b."""\n    return a + b  # fixed in class\n'
+    with opened(chromium, f"{streamlit_server}/playground") as page:
+        first = page.get_by_label("Contents").first
+        first.wait_for(timeout=30_000)
+        first.fill(fixed)
+        first.blur()
+        page.wait_for_url(re.compile(r"[?&]files="), timeout=30_000)
+        settle_run(page)
+        link = page.url
+    # a fresh browser (no session of its own) opens the link: the edited file is there, the other one as shipped
+    with opened(chromium, link) as fresh:
+        boxes = fresh.get_by_label("Contents")
+        expect(boxes.first).to_have_value(fixed, timeout=30_000)
+        expect(boxes.nth(1)).to_have_value(re.compile(r"import unittest"))
+        assert_no_errors(fresh)
+
+
+def test_playground_files_past_the_link_limit_leave_the_link_and_say_so(streamlit_server, chromium):
+    import random
+
+    from playwright.sync_api import expect
+
+    # random words do not compress: past the link's 8,000 characters packed, well under a file's own limit
+    rng = random.Random(1)
+    words = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7)) for _ in range(1400))
+    with opened(chromium, f"{streamlit_server}/playground") as page:
+        first = page.get_by_label("Contents").first
+        first.wait_for(timeout=30_000)
+        first.fill(words)
+        first.blur()
+        expect(page.get_by_text("too long to travel in a link")).to_be_visible(timeout=30_000)
+        assert "files=" not in page.url
+        assert_no_errors(page)
+
+
 # -- what was seen, fixed ------------------------------------------------------------------------------------
 def test_lesson_1_shows_the_leading_space_and_counts_bytes_not_label_letters(streamlit_server, chromium):
     with opened(chromium, f"{streamlit_server}/why_call_a_tool") as page:

@@ -132,11 +132,13 @@ def test_lesson_7_follows_the_sidebar_style():
 
 
 def test_lesson_7_projected_stacks_the_panes_and_groups_the_table():
-    at = open_page(P7, present="1")
+    # presenter mode shows one section at a time: the three parts are section 2, the five formats
+    # section 3 (request beside reply, one format a screen), what differs section 4
+    at = open_page(P7, present="1", section="4")
     text = page_text(at)
     # one block per question, a row per format: no six-column table squeezed onto a projector
     assert '<tr><th colspan="2">arguments</th></tr><tr><td>Qwen3 native</td><td>a JSON object, in the text</td></tr>' in text
-    assert codes(at) == wire_texts(scenario_exchanges("strawberry")[0])
+    assert codes(open_page(P7, present="1", section="3")) == wire_texts(scenario_exchanges("strawberry")[0])
 
 
 # -- the failure gallery --------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import streamlit as st
 
 from engine.errors import BadInput
 from engine.wire.openai_tokens import compare_tool_costs, estimate_openai_tokens
+from ui.sections import section
 from ui.words import LESSONS, lesson
 
 
@@ -93,6 +94,7 @@ def same_tools_elsewhere(tools: list[dict], messages: list[dict]) -> None:
         st.warning(f"No estimate for these tools: {rows}")
     else:
         draw_costs(rows)
+    section("Anthropic")  # presenter mode: a screen of its own (called at a page's top level)
     st.subheader("Anthropic")
     st.markdown(text["anthropic"])
     draw_anthropic()

@@ -97,4 +97,5 @@ def show_intro(lesson_id: str, intro: str) -> None:
     import streamlit as st
 
     st.markdown(link_terms(intro))
-    st.markdown(terms_line(lesson_id))
+    with st.container(key="terms_line"):  # presenter mode leaves it out (ui/presenter.css): the room reads the lesson
+        st.markdown(terms_line(lesson_id))

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.state.session_state_proxy import get_session_state
 
 from ui.state import from_url, to_url
 from ui.views import read_asset
@@ -27,9 +29,15 @@ class Sections:
     bar: object  # the placeholder above the page for "Section k of n"
     titles: list[str] = field(default_factory=list)
     open: tuple | None = None  # (placeholder, entered container) of the section being drawn
+    drawn_ids: set = field(default_factory=set)  # the widget ids drawn before the open section began
+    widgets: list[list[str]] = field(default_factory=list)  # each section's widget keys (values, not buttons)
 
 
 RUN = "_present_sections"  # this run's Sections (session state: each session runs in a thread of its own)
+SHOWN = "_present_shown"  # (the section shown by the last run, each section's widget keys then)
+# the widget values a browser is sent back when their section comes on screen (buttons hold no value to send)
+VALUE_TYPES = {"bool_value", "int_value", "double_value", "string_value", "double_array_value", "int_array_value",
+               "string_array_value"}
 
 _KEYS = st.components.v2.component("section_keys", js=read_asset("section_keys.js"))
 
@@ -52,7 +60,45 @@ def start_sections(presenting: bool) -> None:
     if moved in (1, -1):
         st.session_state[KEY] = max(st.session_state[KEY] + moved, 1)  # clamped once the count is known
     st.session_state[RUN] = Sections(current=st.session_state[KEY], bar=st.empty())
+    resend_widget_values(st.session_state[KEY])
     _open("")
+
+
+def resend_widget_values(current: int) -> None:
+    """When another section comes on screen, send its widgets' values to the browser again.
+
+    A hidden section is drawn and then emptied, so the browser never holds its widgets: shown later,
+    a slider would stand at its minimum and a text box be empty while the page computes with the
+    session's values. Setting each value again (before its widget is drawn) makes Streamlit send it.
+    """
+    shown, widgets = st.session_state.get(SHOWN, (None, []))
+    if shown is None or shown == current or current > len(widgets):
+        return
+    for key in widgets[current - 1]:
+        if key in st.session_state:
+            try:
+                st.session_state[key] = st.session_state[key]
+            except Exception:  # noqa: BLE001 (a value Streamlit will not take back is left as the browser has it)
+                pass
+
+
+def _widget_ids() -> set:
+    ctx = get_script_run_ctx()
+    try:
+        return set(ctx.shared.widget_ids_this_run.snapshot()) if ctx is not None else set()
+    except AttributeError:  # another Streamlit: nothing recorded, nothing re-sent
+        return set()
+
+
+def _widget_keys(ids: set) -> list[str]:
+    """The user keys of these widget ids, for the widgets that hold a value (Streamlit's own records)."""
+    try:
+        state = get_session_state()._state  # noqa: SLF001
+        by_id = {wid: key for key, wid in state._key_id_mapper._key_id_mapping.items()}  # noqa: SLF001
+        metadata = state._new_widget_state.widget_metadata  # noqa: SLF001
+    except AttributeError:
+        return []
+    return [by_id[i] for i in ids if i in by_id and i in metadata and metadata[i].value_type in VALUE_TYPES]
 
 
 def section(title: str) -> None:
@@ -66,6 +112,7 @@ def section(title: str) -> None:
 def _open(title: str) -> None:
     _run = _current()
     _run.titles.append(title)
+    _run.drawn_ids = _widget_ids()
     placeholder = st.empty()
     box = placeholder.container()
     box.__enter__()
@@ -76,6 +123,7 @@ def _close() -> None:
     _run = _current()
     placeholder, box = _run.open
     box.__exit__(None, None, None)
+    _run.widgets.append(_widget_keys(_widget_ids() - _run.drawn_ids))
     if len(_run.titles) != _run.current:
         placeholder.empty()  # drawn, so its widgets keep their values, but not shown
     _run.open = None
@@ -90,16 +138,17 @@ def finish_sections() -> None:
     _close()
     count, current = len(_run.titles), _run.current
     st.session_state.pop(RUN, None)
+    st.session_state[SHOWN] = (current, _run.widgets)  # (past the last: none was shown, the rerun sends them)
     if count > 1:
         if current > count:
             # a link or PageDown past the last section: show the last
             st.session_state[KEY] = count
             st.rerun()
-        with _run.bar.container():
-            back, where, forward = st.columns([1, 3, 1], vertical_alignment="center")
+        with _run.bar.container(key="present_bar"):
+            back, where, forward = st.columns([1, 4, 1], vertical_alignment="center")
             back.button("◀ Section", key="present_prev", on_click=_move, args=(-1, count), disabled=current <= 1)
             where.markdown(f"**Section {current} of {count}**" + (f" · {_run.titles[current - 1]}" if _run.titles[current - 1] else "")
-                           + " · PageDown / PageUp")
+                           + " · PageDown / PageUp")  # (ui/presenter.css sets it small, on one or two lines)
             forward.button("Section ▶", key="present_next", on_click=_move, args=(1, count), disabled=current >= count,
                            type="primary")
         to_url(section=current if current > 1 else None)

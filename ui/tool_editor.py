@@ -51,21 +51,35 @@ def _edit_tools(text_key: str, change) -> None:
     st.session_state[text_key] = json.dumps(change(tools), indent=2, ensure_ascii=False)
 
 
+def start_tool_text(prefix: str, default_set: str = "strawberry") -> tuple[str, str]:
+    """Seed the editor's text (a link's edits, else the learner's own from another page, else the shipped set); its keys.
+
+    Safe to call before the editor is drawn, and again by it: it seeds only what the session lacks."""
+    set_key, text_key = f"{prefix}_set", f"{prefix}_json"
+    from_url(set_key, "tools", default_set, str, TOOL_SETS)
+    if not edits_from_url(text_key, "edits") and not restore(text_key):
+        st.session_state[text_key] = tool_set_text(st.session_state[set_key])
+        st.session_state.pop(f"{text_key}_note", None)
+    return set_key, text_key
+
+
+def read_editor_tools(prefix: str, default_set: str = "strawberry") -> tuple[list[dict] | None, list[str]]:
+    """The tools the editor holds now, for a page that draws what they cost above the editor itself."""
+    _, text_key = start_tool_text(prefix, default_set)
+    return read_tools(st.session_state[text_key])
+
+
 def tool_editor(prefix: str, default_set: str = "strawberry", height: int = 420) -> tuple[list[dict] | None, list[str]]:
     """A JSON editor for tool definitions with add / remove / reset; returns (tools or None, problems).
 
     The problems are for the caller to show beside the field; the user's text always stays.
     """
-    set_key, text_key = f"{prefix}_set", f"{prefix}_json"
-    from_url(set_key, "tools", default_set, str, TOOL_SETS)
+    set_key, text_key = start_tool_text(prefix, default_set)
 
     def reset():
         st.session_state[text_key] = tool_set_text(st.session_state[set_key])
         st.session_state.pop(f"{text_key}_note", None)
 
-    # a link's edits first, then the learner's own text from a visit to another page, else the shipped set
-    if not edits_from_url(text_key, "edits") and not restore(text_key):
-        reset()
     st.selectbox("Start from a shipped tool set", TOOL_SETS, key=set_key, on_change=reset)
     to_url(tools=st.session_state[set_key])
     buttons = st.columns(3)

@@ -13,6 +13,7 @@ import json
 import streamlit as st
 
 from engine.teaching.quiz import compute_quiz_values
+from ui.sections import section
 from ui.state import style
 from ui.words import lesson
 
@@ -40,6 +41,7 @@ def check_understanding(lesson_id: str, **page_figures) -> None:
     pairs = questions(lesson_id, **page_figures)
     if not pairs:
         return
+    section("Check your understanding")  # a screen of its own in presenter mode (called at a page's top level)
     st.header("Check your understanding")
     st.caption("Try each question first, using the page above; then open the answer.")
     for n, (question, answer) in enumerate(pairs, start=1):

@@ -50,12 +50,13 @@ def _code(value, height: int | None = None) -> None:
 
 
 def draw_exchange(exchange, calls) -> None:
-    """One format: the request on the left; each reply and what goes back after it on the right."""
+    """One format: the request on the left; each reply and what goes back after it on the right (presenter mode as well)."""
     text_format = get_format(exchange.format).is_text
-    request, answer = panes(2)
+    # (side by side in presenter mode too: one format is one screen, the request in a shorter box)
+    request, answer = st.columns(2, gap="small" if narrow() else "medium")
     with request:
         st.markdown("**The request**" + (" (the prompt the model reads)" if text_format else " (the body sent to the API)"))
-        _code(exchange.request, height=420)
+        _code(exchange.request, height=330 if narrow() else 420)
         if exchange.tokens:
             st.caption(f"{exchange.tokens['request']:,} Qwen3 tokens")
     with answer:
