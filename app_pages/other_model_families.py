@@ -70,6 +70,13 @@ def draw_prices(tool_set: str, key: str) -> None:
                     unsafe_allow_html=True)
 
 
+# the key visual first: the same two tools priced in each family (presenter mode's first screen)
+st.header("What two tools cost")
+strawberry = prices("strawberry")
+st.markdown(words(ID, "what the tools cost", qwen3=strawberry["qwen3"].total, llama=strawberry["llama3.1"].total,
+                  gpt_oss=strawberry["gpt-oss"].total))
+draw_prices("strawberry", "other_model_families_two_chart")
+
 section("The five families")
 st.header("The five families")
 st.markdown(text["the families"])
@@ -77,13 +84,6 @@ with st.expander("Who renders each prompt"):
     st.markdown(text["who renders each"])
     st.markdown(table_html([{"Family": f.label, "Rendered by": f.renderer, "Read back as": f.parser_reference,
                              "Its opener": f.opener.note} for f in FAMILIES.values()]), unsafe_allow_html=True)
-
-section("What two tools cost")
-st.header("What two tools cost")
-strawberry = prices("strawberry")
-st.markdown(words(ID, "what the tools cost", qwen3=strawberry["qwen3"].total, llama=strawberry["llama3.1"].total,
-                  gpt_oss=strawberry["gpt-oss"].total))
-draw_prices("strawberry", "other_model_families_two_chart")
 
 section("What twelve tools cost")
 st.header("What twelve tools cost")
