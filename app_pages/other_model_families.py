@@ -60,8 +60,9 @@ def draw_prices(tool_set: str, key: str) -> None:
         go.Bar(name="template's instructions", y=labels, x=[p.instructions for p in priced.values()], orientation="h",
                marker_color="#9a9a9a", text=[f"{p.total:,}" for p in priced.values()], textposition="outside"),
     ])
-    chart_layout(figure, 210, barmode="stack", xaxis_title="tokens the tools add", yaxis={"autorange": "reversed"},
-                 legend={"orientation": "h", "y": 1.12})
+    chart_layout(figure, 230, barmode="stack", xaxis_title="tokens the tools add", yaxis={"autorange": "reversed"},
+                 legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0})
+    figure.update_layout(margin_t=34)  # room above the bars for the legend, which would cover the first bar
     st.plotly_chart(figure, key=key)
     with st.expander("The numbers, and how they are counted"):
         st.markdown(text["how the price is counted"])
