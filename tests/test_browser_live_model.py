@@ -101,6 +101,8 @@ def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_se
     page.keyboard.press("ArrowRight")
     expect(page.locator(".sv-where")).to_have_text("Token 8 of 27")
     expect(page.locator(".sv-bars")).to_have_count(2)
+    page.wait_for_timeout(1000)  # the view reports the step reached after a pause: let that rerun end before pressing
+    settle(page)
     press(page, "Decode both", "(tool_choice required)")
     # the playground's live run
     open_page(page, url, "playground?mode=live")
