@@ -15,11 +15,10 @@ from engine.harness.loop import load_scenario
 from engine.teaching.panels import TOOL_CHOICES, find_panel
 from ui.chart_words import chart_caption
 from ui.chrome import presenting
-from ui.draw import chart_layout, notice, show_token
+from ui.draw import chart_layout, notice
 from ui.glossary import show_intro
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, draw_source, is_server, panel_source, show_engine_error, tokenizer
-from ui.numbers import format_percent
 from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
@@ -63,13 +62,26 @@ def reset_step() -> None:
     st.session_state["constrained_decoding_step"] = 1
 
 
-def bars(rows, title: str, key: str) -> None:
-    labels = [show_token(r.token) or "∅" for r in rows]
-    figure = go.Figure(go.Bar(x=[r.p for r in rows], y=labels, orientation="h", marker_color="#4a90d9",
-                              text=[format_percent(r.p) for r in rows], textposition="auto"))
-    chart_layout(figure, 320, title, yaxis={"autorange": "reversed", "type": "category"}, xaxis={"showticklabels": False})
-    st.plotly_chart(figure, key=key)
-    chart_caption(figure)
+@st.cache_data(show_spinner="Running the model over the reply…", max_entries=32)
+def before_after(turn_id: str, mode: str, model: str, _engine, _panel) -> dict[int, dict]:
+    """Every step's before/after top-k and forbidden mass, as a pack's rows (number -> row), from one forward pass
+    over the prompt and the reply; kept per reply, tool_choice and model (`model`: the engine's label), so stepping
+    through the view never runs the model again."""
+    from engine.model.peek import logits_at_each_position
+
+    steps, tok = walked(turn_id, mode), tokenizer()
+    reply = tok.encode(TURNS[turn_id]["text"])[: len(steps)]
+    logits = logits_at_each_position(_engine, render(_panel.request, _engine.tokenizer).ids, reply)
+    rows = {}
+    for number, step in enumerate(steps, start=1):
+        if step.allowed is None:
+            rows[number] = {"number": number, "allowed": None}
+            continue
+        view = inspect_mask(TOOLS, tok.decode(reply[: number - 1]), mode, logits=logits[number - 1], top_k=_panel.top_k)
+        rows[number] = {"number": number, "allowed": view.allowed, "forbidden_mass": view.forbidden_mass,
+                        "top_before": [{"id": t.id, "token": t.token, "p": t.p} for t in view.top_before],
+                        "top_after": [{"id": t.id, "token": t.token, "p": t.p} for t in view.top_after]}
+    return rows
 
 
 # -- the headline figure, computed now ----------------------------------------------------------
@@ -102,8 +114,16 @@ tok = tokenizer()
 ids = tok.encode(TURNS[turn_id]["text"])
 mask_panel = find_panel(ID, "mask", turn_id, mode)
 source = panel_source(mask_panel)
-# a pack's before/after bars for every step travel with the view
-recorded = {r["number"]: r for r in source.run.data["steps"]} if source.kind == "pack" else None
+# every step's before/after bars travel with the view, from a pack or from the model (one pass per reply, cached)
+masked_somewhere = mode != "none" and any(s.allowed is not None for s in steps)
+recorded, live_error = None, None
+if source.kind == "pack":
+    recorded = {r["number"]: r for r in source.run.data["steps"]}
+elif source.computes and masked_somewhere:
+    try:
+        recorded = before_after(turn_id, mode, source.engine.info.label(), source.engine, mask_panel)
+    except EngineError as error:  # a model server returns no whole distribution
+        live_error = error
 views = [mask_at(tok.decode(ids[:n]), mode) for n in range(total)]
 step_view(mask_run(steps, views, number, REAL_VOCAB, tok.is_special, allowed_words, text["forbidden here"], recorded, mode),
           key="constrained_decoding_view")
@@ -111,8 +131,6 @@ if total < len(ids):
     st.caption(f"The reply stops after token {total}: the grammar forbids what came next.")
 if mode == "none" and any(s.id == TOOL_CALL for s in steps):
     st.warning(text["none and a call"])
-step = steps[number - 1]
-prefix = tok.decode(ids[: number - 1])
 
 section("Tokens allowed, token by token")
 figure = go.Figure(go.Bar(
@@ -136,28 +154,17 @@ if source.kind == "pack":
     st.markdown(text["before and after"])
 elif not source.computes:
     draw_source(source, missing=text["needs the model"])
-elif mode == "none" or step.allowed is None:
+elif not masked_somewhere:
     draw_source(source)
-    st.markdown("Nothing is masked at this step, so the probabilities are the model's own.")
+    st.markdown("Nothing is masked in this reply, so at every step the probabilities are the model's own.")
 else:
-    from engine.model.peek import next_logits
-
     draw_source(source)
     st.markdown(text["before and after"])
-    engine = source.engine
-    prompt = render(mask_panel.request, engine.tokenizer)
-    try:
-        masked = inspect_mask(TOOLS, prefix, mode, logits=next_logits(engine, prompt.ids + ids[: number - 1]), top_k=mask_panel.top_k)
-    except EngineError as error:  # a model server returns no whole distribution
-        show_engine_error(error)
-        masked = None
-    if masked is not None:
-        st.metric("Probability the model put on forbidden tokens", format_percent(masked.forbidden_mass))
-        before, after = st.columns(2)
-        with before:
-            bars(masked.top_before, "before: the model's own top 8", "constrained_decoding_before")
-        with after:
-            bars(masked.top_after, "after: renormalised over the allowed", "constrained_decoding_after")
+    if live_error is not None:
+        show_engine_error(live_error)
+        st.caption("So the step view above shows no before and after bars.")
+    else:
+        st.caption("The step view above draws both for every masked step, with the probability the model put on forbidden tokens.")
 
 section("Free and constrained")
 # -- constrained vs unconstrained on the same prompt and seed --------------------------------------

@@ -94,7 +94,15 @@ def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_se
     expect(page.get_by_test_id("stMetric").filter(has_text="P(<tool_call>) as the first token")).to_have_count(2, timeout=LONG)
     # lesson 6: the model's own view before and after the mask, then free and constrained decodes
     open_page(page, url, "constrained_decoding?tool_choice=required&step=7")
-    expect(page.get_by_test_id("stMetric").filter(has_text="Probability the model put on forbidden tokens")).to_be_visible(timeout=LONG)
+    # the view carries every step's bars, so stepping in the browser shows the next step's at once
+    expect(page.locator(".sv-fact").filter(has_text="Probability the model put on forbidden tokens")).to_be_visible(timeout=LONG)
+    expect(page.locator(".sv-bars")).to_have_count(2)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("ArrowRight")
+    expect(page.locator(".sv-where")).to_have_text("Token 8 of 27")
+    expect(page.locator(".sv-bars")).to_have_count(2)
+    page.wait_for_timeout(1000)  # the view reports the step reached after a pause: let that rerun end before pressing
+    settle(page)
     press(page, "Decode both", "(tool_choice required)")
     # the playground's live run
     open_page(page, url, "playground?mode=live")

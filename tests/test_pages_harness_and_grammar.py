@@ -193,7 +193,8 @@ def test_lesson_6_prose_is_free_under_auto_and_forbidden_under_required():
 def test_lesson_6_with_the_tiny_model_shows_before_after_and_side_by_side():
     at = open_page(P6, timeout=120, step="7", tool_choice="required")
     at.radio(key="model").set_value("tiny").run(timeout=120)
-    assert "Probability the model put on forbidden tokens" in metrics(at)
+    assert "Probability the model put on forbidden tokens" in facts(at) and len(view_step(at, "constrained_decoding_view")[1]["bars"]) == 2
+    assert not at.metric[1:] and "draws both for every masked step" in captions(at)  # no server-side bars: the view has them
     assert any("random weights" in w.value for w in at.warning)
     at.button(key="constrained_decoding_generate").click().run(timeout=120)
     replies = [m.value for m in at.markdown if 'class="turn-view reply"' in m.value]
@@ -202,6 +203,51 @@ def test_lesson_6_with_the_tiny_model_shows_before_after_and_side_by_side():
     assert "Calls that pass every check: **0**. It hit the token limit (48 tokens)." in page_text(at)
     # a cut-off call says why it has no passing call, and links to the explanation below
     assert any("Why 0?" in w.value and "(#cut-off)" in w.value for w in at.warning)
+
+
+
+def test_lesson_6_with_the_tiny_model_sends_every_steps_bars_from_one_pass_and_steps_without_recomputing(tiny_engine, monkeypatch):
+    import streamlit as st
+
+    import engine.model.peek as peek
+    from engine.constrain.masks import walk
+    from engine.core.prompt import render
+    from engine.teaching.panels import find_panel
+    from ui.numbers import format_percent
+
+    passes = []
+    whole = peek.logits_at_each_position
+    monkeypatch.setattr(peek, "logits_at_each_position", lambda *args: passes.append(args[2]) or whole(*args))
+    st.cache_data.clear()  # a page cached by an earlier test would hide the pass
+    at = open_page(P6, timeout=120, tool_choice="required")
+    at.radio(key="model").set_value("tiny").run(timeout=120)
+    panel, tools, tok = find_panel("constrained-decoding", "mask", "call", "required"), load_tool_set("strawberry"), tiny_engine.tokenizer
+    reply, prompt = tok.encode(panel.reply), render(panel.request, tok).ids
+    walked = walk(tools, panel.reply, "required")
+    assert len(passes) == 1 and passes[0] == reply[: len(walked)]  # one forward pass over the whole reply
+    data = view_data(at, "constrained_decoding_view")
+    masked = [n for n, s in enumerate(walked, 1) if s.allowed is not None]
+    assert len(masked) == len(walked) == len(data["steps"]) > 20  # required masks every token of the call
+    for n in masked:  # each step as inspect_mask gives it with the logits after that prefix, computed alone
+        direct = inspect_mask(tools, tok.decode(reply[: n - 1]), "required", logits=peek.next_logits(tiny_engine, prompt + reply[: n - 1]),
+                              top_k=panel.top_k)
+        shown = data["steps"][n - 1]
+        before, after = shown["bars"]
+        for drawn, expected in ((before, direct.top_before), (after, direct.top_after)):
+            assert len(drawn["rows"]) == len(expected) > 0
+            assert [b["p"] for b in drawn["rows"]] == pytest.approx([t.p for t in expected], abs=1e-5), n
+        assert dict(shown["facts"])["Probability the model put on forbidden tokens"] == format_percent(direct.forbidden_mass)
+    report_step(at, "constrained_decoding_view", 9)  # stepping reruns the page but never the model
+    report_step(at, "constrained_decoding_view", 3)
+    assert at.session_state["constrained_decoding_step"] == 3 and len(passes) == 1
+    at.segmented_control(key="constrained_decoding_tool_choice").set_value("auto").run(timeout=120)
+    steps = view_data(at, "constrained_decoding_view")["steps"]
+    assert len(passes) == 2 and not steps[0]["bars"] and steps[1]["bars"]  # auto: free before <tool_call>, masked after
+    at.segmented_control(key="constrained_decoding_tool_choice").set_value("required").run(timeout=120)
+    assert len(passes) == 2  # each reply, tool_choice and model once
+    at.segmented_control(key="constrained_decoding_tool_choice").set_value("none").run(timeout=120)
+    assert len(passes) == 2 and not any(s["bars"] for s in view_data(at, "constrained_decoding_view")["steps"])
+    assert "Nothing is masked in this reply, so at every step the probabilities are the model's own." in page_text(at)
 
 
 # -- the playground ---------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from engine.core.tokenizer import TOOL_CALL
 from engine.core.tooldefs import load_tool_set
 from engine.harness.playground import check_files, fresh_workspace, snapshot
 from engine.harness.workspace import Limits
-from engine.model.peek import first_token, next_logits, p_in_trace_step
+from engine.model.peek import MAX_POSITIONS, first_token, logits_at_each_position, next_logits, p_in_trace_step
 
 
 def test_first_token_matches_the_decode_loop(tiny_engine):
@@ -26,6 +26,22 @@ def test_first_token_matches_the_decode_loop(tiny_engine):
     assert first.model.random_weights
     logits = next_logits(tiny_engine, prompt.ids)
     assert logits.shape[0] == 151936 and logits[151669:].isinf().all()
+
+
+def test_logits_at_each_position_are_next_logits_at_each_prefix(tiny_engine):
+    from engine.errors import BadInput
+
+    prompt = render(Request([{"role": "user", "content": "How many r are in strawberry?"}], load_tool_set("strawberry")))
+    reply = tiny_engine.tokenizer.encode('<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry"}}')
+    every = logits_at_each_position(tiny_engine, prompt.ids, reply)
+    assert every.shape == (len(reply), 151936) and every[:, 151669:].isinf().all()
+    for n in range(len(reply)):  # one pass over the whole reply gives what one pass per prefix gives
+        alone = next_logits(tiny_engine, prompt.ids + reply[:n])
+        assert (every[n, :151669] - alone[:151669]).abs().max() < 1e-4, n
+        assert int(every[n].argmax()) == int(alone.argmax())
+    assert logits_at_each_position(tiny_engine, prompt.ids, []).shape == (0, 151936)
+    with pytest.raises(BadInput, match="too long"):
+        logits_at_each_position(tiny_engine, prompt.ids, [0] * (MAX_POSITIONS + 1))
 
 
 def test_p_in_trace_step_is_exact_only_when_recorded():

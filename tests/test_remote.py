@@ -180,12 +180,17 @@ def test_a_servers_first_token_is_the_local_models_where_its_20_alternatives_rea
 
 
 def test_lesson_6_says_a_server_cannot_apply_the_grammar_instead_of_decoding_both(server, monkeypatch):
-    from helpers import open_page
+    from helpers import open_page, view_data
 
     monkeypatch.setenv("QWEN_ENGINE_URL", server())
     at = open_page(CONSTRAINED_PAGE, timeout=120)
     assert any("llama.cpp's server has no named tool_choice at all" in i.value for i in at.info)
     assert not [b for b in at.button if b.key == "constrained_decoding_generate"]
+    # the mask's before/after need the whole distribution: the panel says so once, and the step view has no bars
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "not the whole distribution" in errors[0], errors
+    assert "shows no before and after bars" in "\n".join(c.value for c in at.caption)
+    assert not any(s["bars"] for s in view_data(at, "constrained_decoding_view")["steps"])
 
 
 @pytest.mark.slow

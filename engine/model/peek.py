@@ -4,7 +4,8 @@
 the probability of one particular token instead, wherever it ranks ([[tool-calling-step-by-step]]: how much
 Qwen3-1.7B puts on `<tool_call>` as its first token when asked the capital of France), or the
 raw logits after a prompt plus part of a turn, so a page can show a grammar's mask before and
-after renormalising (`constrain.inspect_mask(..., logits=...)`).
+after renormalising (`constrain.inspect_mask(..., logits=...)`); `logits_at_each_position` gives
+those logits at every token of a whole reply from one forward pass, so a page can send every step at once.
 
     engine = load_model("tiny")
     first = first_token(engine, render(Request(messages, tools)).ids)
@@ -21,7 +22,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core.generation import Alternative, DecodeStep, ModelInfo
-from ..core.tokenizer import REAL_VOCAB, TOOL_CALL
+from ..core.tokenizer import MODEL_VOCAB, REAL_VOCAB, TOOL_CALL
+from ..errors import BadInput
 from .loading import LoadedModel
 from .remote import RemoteEngine, first_token_remote, refuse_remote
 
@@ -37,6 +39,31 @@ def next_logits(engine: LoadedModel, ids: list[int]) -> torch.Tensor:
     logits = out.logits[0, -1].float().cpu()
     # the padding rows are not tokens
     logits[REAL_VOCAB:] = float("-inf")
+    return logits
+
+
+MAX_POSITIONS = 256  # rows of 151,936 floats each (about 0.6 MB a row): a lesson's reply is a few dozen tokens
+
+
+def logits_at_each_position(engine: LoadedModel, prompt_ids: list[int], reply_ids: list[int]) -> torch.Tensor:
+    """Raw logits before each token of a reply, from one forward pass over `prompt_ids` + `reply_ids`.
+
+    Row n is what `next_logits(engine, prompt_ids + reply_ids[:n])` gives, for n = 0 .. len(reply_ids) - 1:
+    the model's view when it wrote reply token n + 1. Shape (len(reply_ids), 151,936), padding rows -inf."""
+    if not prompt_ids:
+        raise ValueError("logits_at_each_position needs at least one prompt token")
+    if not reply_ids:
+        return torch.empty(0, MODEL_VOCAB)
+    if len(reply_ids) > MAX_POSITIONS:
+        raise BadInput(f"a reply of {len(reply_ids):,} tokens is too long to keep the logits at every token "
+                       f"(at most {MAX_POSITIONS}); cut the reply")
+    refuse_remote(engine)
+    # the last reply token's own logits (what would come after it) are not needed
+    feed = torch.tensor([list(prompt_ids) + list(reply_ids[:-1])], device=engine.device)
+    with engine.lock, torch.no_grad():
+        out = engine.model(input_ids=feed, logits_to_keep=len(reply_ids))
+    logits = out.logits[0].float().cpu()
+    logits[:, REAL_VOCAB:] = float("-inf")
     return logits
 
 
