@@ -49,7 +49,7 @@ run = scripted(chosen_style, False)
 last = run.calls[-1]
 st.markdown(text["the answer (react)" if chosen_style == "react" else "the answer"])
 st.markdown(legend_html(), unsafe_allow_html=True)
-st.container(key="when_not_to_call_prompt").markdown(conversation_html(last.prompt), unsafe_allow_html=True)
+st.container(key="answer_and_when_not_to_call_prompt").markdown(conversation_html(last.prompt), unsafe_allow_html=True)
 section("Its answer")
 with st.expander(f"The whole prompt of that call ({last.prompt.count:,} tokens, tool definitions included)"):
     st.markdown(prompt_html(last.prompt), unsafe_allow_html=True)

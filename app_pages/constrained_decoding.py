@@ -99,8 +99,10 @@ section("The mask, step by step")
 mode = from_url("constrained_decoding_tool_choice", "tool_choice", "auto", str, MODES)
 turn_id = from_url("constrained_decoding_turn", "turn", "call", str, list(TURNS))
 # one control per row: five tool_choice buttons beside a select box do not fit a 1024 px projector
-st.segmented_control("tool_choice", MODES, key="constrained_decoding_tool_choice", required=True, on_change=reset_step)
-# (projected, the reply's box goes without its label: it shows the reply it holds, and the view stays on the same screen)
+# (projected, both controls go without their labels: the buttons name the modes, the box shows the reply it holds,
+# and the view stays on the same screen)
+st.segmented_control("tool_choice", MODES, key="constrained_decoding_tool_choice", required=True, on_change=reset_step,
+                     label_visibility="collapsed" if presenting() else "visible")
 st.selectbox("The reply", list(TURNS), key="constrained_decoding_turn", format_func=lambda t: TURNS[t]["label"],
              on_change=reset_step, label_visibility="collapsed" if presenting() else "visible")
 

@@ -64,7 +64,7 @@ to_url(tokens="1" if by_token else None)
 view.markdown(prompt_html(prompt, by_token), unsafe_allow_html=True)
 if prompt.text.endswith(EMPTY_THINK):
     section("The empty think")
-    st.container(key="whole_tools_as_schemas_think").markdown(text["empty think"])  # a screen of its own: every word shown
+    st.container(key="tools_as_schemas_whole_think").markdown(text["empty think"])  # a screen of its own: every word shown
 
 section("Edit the tools")
 # -- edit the tools, with the costs beside them ------------------------------------------------------

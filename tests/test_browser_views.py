@@ -111,19 +111,19 @@ def test_presenter_mode_pages_down_to_the_last_section(streamlit_server, chromiu
     context = chromium.new_context(viewport={"width": 1024, "height": 768})
     page = context.new_page()
     page.goto(f"{streamlit_server}/check_run_return?present=1")
-    expect(page.get_by_text("Section 1 of 6")).to_be_visible(timeout=120_000)
+    expect(page.get_by_text("Section 1 of 7")).to_be_visible(timeout=120_000)
     settle_run(page)
     expect(page.get_by_role("heading", name="Pick a scenario")).to_be_visible()
     assert page.get_by_role("heading", name="The token ledger").count() == 0  # one section at a time
-    for k in range(2, 7):
+    for k in range(2, 8):
         page.evaluate("document.activeElement && document.activeElement.blur()")
         page.keyboard.press("PageDown")
-        expect(page.get_by_text(f"Section {k} of 6")).to_be_visible(timeout=60_000)
+        expect(page.get_by_text(f"Section {k} of 7")).to_be_visible(timeout=60_000)
         settle_run(page)
     expect(page.get_by_role("heading", name="Check your understanding")).to_be_visible()
-    assert "section=6" in page.url
+    assert "section=7" in page.url
     page.keyboard.press("PageUp")
-    expect(page.get_by_text("Section 5 of 6")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("Section 6 of 7")).to_be_visible(timeout=60_000)
     assert_no_errors(page)
     context.close()
 

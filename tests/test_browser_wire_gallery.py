@@ -19,7 +19,9 @@ SIZES = [(1440, 900, ""), (1024, 768, "?present=1")]
 
 def settle(page) -> None:
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && document.querySelector('h1')", timeout=90_000,
+        # drawn: its title, or (projected, past section 1) the section bar
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && (document.querySelector('h1') "
+        "|| /Section \\d+ of \\d+/.test(document.body.innerText))", timeout=90_000,
     )
     page.wait_for_load_state("networkidle", timeout=60_000)
     page.wait_for_timeout(800)
@@ -39,9 +41,13 @@ def test_lesson_7_opens_and_switches_tabs(streamlit_server, chromium, width, hei
 
     context = chromium.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
-    page.goto(f"{streamlit_server}/same_call_five_ways{query}")
+    # projected, the five formats are section 3 (one section at a time)
+    page.goto(f"{streamlit_server}/same_call_five_ways{query}{'&section=3' if query else ''}")
     settle(page)
-    expect(page.get_by_role("heading", name="7 · The same call in other APIs")).to_be_visible()
+    if query:  # the title is section 1's
+        expect(page.get_by_text("Section 3 of")).to_be_visible(timeout=60_000)
+    else:
+        expect(page.get_by_role("heading", name="7 · The same call in other APIs")).to_be_visible()
     expect(page.get_by_text("264 Qwen3 tokens")).to_be_visible(timeout=90_000)
     settle(page)
     page.get_by_role("tab", name="Anthropic").click()
@@ -56,17 +62,23 @@ def test_gallery_opens_and_steps_to_the_next_case(streamlit_server, chromium, wi
 
     context = chromium.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
-    page.goto(f"{streamlit_server}/gallery{query}")
+    # projected, what prevents it is section 5 and the naive parser section 3
+    page.goto(f"{streamlit_server}/gallery{query}{'&section=5' if query else ''}")
     settle(page)
-    expect(page.get_by_role("heading", name="Failures seen in real servers")).to_be_visible()
-    expect(page.get_by_text("the parser is the fix")).to_be_visible(timeout=90_000)
+    if query:  # the title is section 1's
+        expect(page.get_by_text("Section 5 of")).to_be_visible(timeout=60_000)
+    else:
+        expect(page.get_by_role("heading", name="Failures seen in real servers")).to_be_visible()
+    # (projected, a paragraph shows its first two lines until pointed at: the section's heading instead)
+    expect(page.get_by_role("heading", name="4 · What prevents it") if query else
+           page.get_by_text("the parser is the fix")).to_be_visible(timeout=90_000)
     settle(page)
     check_page(page, f"gallery-tag-in-string-{width}")
     # the next case from the case box (its Back/Next buttons gave way to the one step view)
-    page.goto(f"{streamlit_server}/gallery?case=two-calls{'&present=1' if query else ''}")
+    page.goto(f"{streamlit_server}/gallery?case=two-calls{'&present=1&section=3' if query else ''}")
     expect(page.get_by_text("never looks at the other 1 block")).to_be_visible(timeout=30_000)
     settle(page)
-    page.goto(f"{streamlit_server}/gallery?case=made-up-name{'&present=1' if query else ''}")
+    page.goto(f"{streamlit_server}/gallery?case=made-up-name{'&present=1&section=6' if query else ''}")
     settle(page)
     expect(page.get_by_text("refuses token 8")).to_be_visible(timeout=30_000)
     check_page(page, f"gallery-made-up-name-{width}")
