@@ -132,6 +132,14 @@ def settle_run(page) -> None:
     page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=60_000)
 
 
+def press_section_key(page, key: str = "PageDown") -> None:
+    """Press PageDown / PageUp as a presenter does, once the page listens for them (the script that hears them
+    loads after the run; a key pressed before it is lost, as it would be for a person)."""
+    page.wait_for_function("() => document.documentElement.dataset.sectionKeys === 'on'", polling=100, timeout=60_000)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press(key)
+
+
 def close_dialog(page) -> None:
     """Close Streamlit's "Page not found" notice, shown when a cold server's first request is a deep link
     (the router has not run yet; the page itself then opens normally)."""

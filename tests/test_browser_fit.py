@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import shoot_whole_page
+from helpers import press_section_key, shoot_whole_page
 
 from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario, run_scenario
@@ -341,7 +341,7 @@ def test_presenter_mode_shows_each_section_within_one_screen_and_pagedown_reache
             shoot_whole_page(page, f"present-{entry['id']}-{current}")
             if current == count:
                 break
-            page.keyboard.press("PageDown")
+            press_section_key(page, "PageDown")
             page.wait_for_function(f"() => document.querySelector('[data-testid=\"stMain\"]').innerText.includes('Section {current + 1} of {count}')",
                                    timeout=60_000)
             page.wait_for_function(RAN, polling=500, timeout=120_000)

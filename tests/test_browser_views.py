@@ -11,7 +11,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from helpers import ARTIFACTS, assert_no_errors, settle_run
+from helpers import ARTIFACTS, assert_no_errors, press_section_key, settle_run
 
 pytestmark = pytest.mark.browser
 
@@ -116,13 +116,12 @@ def test_presenter_mode_pages_down_to_the_last_section(streamlit_server, chromiu
     expect(page.get_by_role("heading", name="Pick a scenario")).to_be_visible()
     assert page.get_by_role("heading", name="The token ledger").count() == 0  # one section at a time
     for k in range(2, 8):
-        page.evaluate("document.activeElement && document.activeElement.blur()")
-        page.keyboard.press("PageDown")
+        press_section_key(page, "PageDown")
         expect(page.get_by_text(f"Section {k} of 7")).to_be_visible(timeout=60_000)
         settle_run(page)
     expect(page.get_by_role("heading", name="Check your understanding")).to_be_visible()
     assert "section=7" in page.url
-    page.keyboard.press("PageUp")
+    press_section_key(page, "PageUp")
     expect(page.get_by_text("Section 6 of 7")).to_be_visible(timeout=60_000)
     assert_no_errors(page)
     context.close()

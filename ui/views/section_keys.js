@@ -9,7 +9,12 @@ export default function (component) {
     setTriggerValue("move", by);
   };
   document.addEventListener("keydown", onKey);
-  const cleanup = () => document.removeEventListener("keydown", onKey);
+  // a mark on the page that the keys are heard (a key pressed before this script ran is lost)
+  document.documentElement.dataset.sectionKeys = "on";
+  const cleanup = () => {
+    document.removeEventListener("keydown", onKey);
+    delete document.documentElement.dataset.sectionKeys;
+  };
   parentElement.__skCleanup = cleanup;
   return cleanup;
 }
