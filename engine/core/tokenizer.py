@@ -63,6 +63,17 @@ def _byte_decoder() -> dict[str, int]:
     return {chr(c): b for b, c in zip(printable, codes)}
 
 
+def piece_bytes(piece: str | None, special: bool) -> bytes:
+    """The bytes a byte-level BPE vocabulary entry stands for: a special token's text is its own bytes,
+    any other entry is written in the GPT-2 byte-to-unicode table (None, an id past the vocabulary: no bytes)."""
+    if piece is None:
+        return b""
+    if special:
+        return piece.encode("utf-8")
+    table = _byte_decoder()
+    return bytes(table[c] for c in piece)
+
+
 class QwenTokenizer:
     """Exact Qwen3 token ids and chat-template rendering."""
 
@@ -115,14 +126,8 @@ class QwenTokenizer:
 
     def token_bytes(self, token_id: int) -> bytes:
         """The exact bytes one token stands for (a token may hold part of a UTF-8 character)."""
-        piece = self._tok.id_to_token(token_id)
-        if piece is None:
-            return b""
         # from <|endoftext|> on, ids are special tokens: their text is the bytes themselves
-        if token_id in self._special or token_id >= END_OF_TEXT:
-            return piece.encode("utf-8")
-        table = _byte_decoder()
-        return bytes(table[c] for c in piece)
+        return piece_bytes(self._tok.id_to_token(token_id), token_id in self._special or token_id >= END_OF_TEXT)
 
     def token_text(self, token_id: int) -> str:
         """One token shown on its own: its text, or its bytes as <0xNN> where it splits a character."""

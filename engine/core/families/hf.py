@@ -11,7 +11,7 @@ import functools
 import json
 from pathlib import Path
 
-from ..tokenizer import _byte_decoder
+from ..tokenizer import piece_bytes
 from .base import Family
 
 
@@ -73,10 +73,4 @@ class TemplateFamily(Family):
         return token_id in self._special
 
     def token_bytes(self, token_id: int) -> bytes:
-        piece = self._tok.id_to_token(token_id)
-        if piece is None:
-            return b""
-        if token_id in self._special:
-            return piece.encode("utf-8")
-        table = _byte_decoder()
-        return bytes(table[c] for c in piece)
+        return piece_bytes(self._tok.id_to_token(token_id), token_id in self._special)
