@@ -80,13 +80,20 @@ def fresh_streamlit_server():
     yield from serve_site("streamlit-server-fresh.log")
 
 
+# browser files whose tests share no module fixture: each test (all its parameters together) may go to either worker
+SPLIT_BY_TEST = {"test_browser_fit"}
+
+
 def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (scripts/test.sh runs two workers with --dist loadgroup), the browser tests
-    stay together on one worker: they share one streamlit server and one chromium, and mostly wait on
-    those processes while the other worker runs the rest."""
+    """Under pytest-xdist (scripts/test.sh runs two workers with --dist loadgroup), a browser test file
+    stays on one worker (its module fixtures are made once), and the files spread over both: each worker
+    starts its own streamlit server and chromium when its first browser test asks for them. The browser
+    tests mostly wait on those processes, so two of them at once overlap their waits."""
     for item in items:
         if item.get_closest_marker("browser"):
-            item.add_marker(pytest.mark.xdist_group("browser"))
+            module = item.module.__name__.rpartition(".")[2]
+            group = f"{module}::{item.originalname}" if module in SPLIT_BY_TEST else module
+            item.add_marker(pytest.mark.xdist_group(f"browser-{group}"))
 
 
 # -- headless Chromium (Debian's chromium, driven by Python playwright; never `playwright install`) --

@@ -80,6 +80,9 @@ def serve_site(log_name: str = "streamlit-server.log", env: dict | None = None):
     import urllib.request
 
     port = free_port()
+    # one log per pytest-xdist worker (each starts servers of its own)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    log_name = f"{worker}-{log_name}" if worker else log_name
     log = open(ROOT / ".pytest_cache" / log_name, "w") if (ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL  # noqa: SIM115
     server = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
