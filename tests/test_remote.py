@@ -280,6 +280,23 @@ def test_lesson_6_says_a_server_cannot_apply_the_grammar_instead_of_decoding_bot
     assert not any(s["bars"] for s in view_data(at, "constrained_decoding_view")["steps"])
 
 
+def test_lesson_6_decodes_both_halves_through_vllm_the_constrained_one_with_the_grammar_on_the_server(server, monkeypatch):
+    from helpers import open_page
+
+    url = server("vllm")
+    monkeypatch.setenv("QWEN_ENGINE_URL", url)
+    at = open_page(CONSTRAINED_PAGE, timeout=180, tool_choice="required")
+    assert any("whose grammar ran on the server (vLLM)" in c.value for c in at.caption)
+    sent = len(running_server(url).requests)
+    at.button(key="constrained_decoding_generate").click().run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    # two requests: the constrained one carries the grammar, the free one none
+    halves = running_server(url).requests[sent:]
+    assert sorted("structured_outputs" in body for body in halves) == [False, True]
+    shown = "\n".join(m.value for m in at.markdown)
+    assert "**free** (no grammar)" in shown and "**constrained** (tool_choice required)" in shown
+
+
 @pytest.mark.slow
 def test_prepare_records_a_pack_from_a_server_labelled_with_its_model_and_skips_what_no_server_returns(server, tmp_path):
     from engine.packs.pack import read_pack
