@@ -49,7 +49,7 @@ CANNOT_RETURN = ("a server returns each chosen token's probability and at most 2
 # what /v1/models's owned_by says about the server, and so which field carries a grammar
 SERVER_KINDS = {"vllm": "vLLM", "llamacpp": "llama.cpp", "me": "llama.cpp"}
 GRAMMAR_FIELDS = {"vLLM": ("xgrammar", "structured_outputs.grammar"), "llama.cpp": ("gbnf", "grammar")}
-NO_NAMED_TOOL_CHOICE = ("tool_choice {choice!r} is a grammar, and the server at {url} (its /v1/models says owned_by {owned!r}) "
+NO_GRAMMAR_FIELD = ("tool_choice {choice!r} is a grammar, and the server at {url} (its /v1/models says owned_by {owned!r}) "
                         "is neither vLLM nor llama.cpp's server, so this site does not know which field of a completions "
                         "request would carry it: vLLM takes it as structured_outputs.grammar, llama.cpp's server (which has "
                         "no named tool_choice) as a GBNF grammar. Use tool_choice auto or none with this server")
@@ -154,7 +154,7 @@ def grammar_problem(engine: RemoteEngine, tool_choice) -> str | None:
     if choice == "auto":
         return AUTO_ON_SERVER
     if engine.server is None:
-        return NO_NAMED_TOOL_CHOICE.format(choice=choice, url=engine.url, owned=engine.owned_by)
+        return NO_GRAMMAR_FIELD.format(choice=choice, url=engine.url, owned=engine.owned_by)
     return None
 
 
