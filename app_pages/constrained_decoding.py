@@ -215,7 +215,7 @@ else:
     if cannot:
         st.info(words("engines", "server tool choice", reason=cannot))
     elif is_server(engine) and mode != "none":
-        st.caption(words("engines", "server grammar", server=engine.server))
+        st.caption(words("engines", f"server grammar {engine.server}"))
     if not cannot and st.button("Decode both", key="constrained_decoding_generate", type="primary"):
         try:
             with st.spinner("Decoding the reply twice, free and constrained…"):
