@@ -21,14 +21,6 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODEL_ID = "tiny-qwen3-random"
-# two tools whose arguments are a choice among a few values: under a grammar the tiny model, whose free text is
-# junk, closes a call in about 40 tokens (a string argument would run on to the token limit)
-SWITCH_TOOLS = [
-    {"type": "function", "function": {"name": "roll_die", "description": "Roll a die", "parameters": {
-        "type": "object", "properties": {"sides": {"type": "integer", "enum": [6, 20]}}, "required": ["sides"]}}},
-    {"type": "function", "function": {"name": "set_light", "description": "Switch the light on or off", "parameters": {
-        "type": "object", "properties": {"on": {"type": "boolean"}}, "required": ["on"]}}},
-]
 
 
 class EbnfConstraint:

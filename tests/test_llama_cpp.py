@@ -16,14 +16,13 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ROOT
+from helpers import BOUNDED, ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 
 from engine.core.generation import GenerationSettings  # noqa: E402
 from engine.core.prompt import Request, render  # noqa: E402
 from engine.core.styles import parse_turn  # noqa: E402
-from tests.openai_server import SWITCH_TOOLS  # noqa: E402
 
 REQUEST = Request([{"role": "user", "content": "How many times does the letter r appear in strawberry?"}],
                   json.loads((ROOT / "lessons" / "tools" / "strawberry.json").read_text()))
@@ -151,17 +150,17 @@ def test_the_command_line_returns_steps_from_llama_cpps_server(llama_server, tmp
         assert {"token", "p", "top"} <= set(step) and 0 < step["p"] <= 1 and len(step["top"]) == 3
     # a named tool_choice: llama.cpp's server has none of its own, so the call's grammar goes as GBNF with the prompt
     tools = tmp_path / "t.json"
-    tools.write_text(json.dumps(SWITCH_TOOLS))
+    tools.write_text(json.dumps(BOUNDED))
     named = subprocess.run([sys.executable, "-m", "engine", "generate", "--engine-url", llama_server, "--messages", str(messages),
-                            "--tools", str(tools), "--tool-choice", "roll_die", "--max-new-tokens", "60", "--top-k", "3"],
+                            "--tools", str(tools), "--tool-choice", "roll", "--max-new-tokens", "80", "--top-k", "3"],
                            capture_output=True, text=True, timeout=900, cwd=ROOT, env={**os.environ, "QWEN_ENGINE_TIMEOUT": "800"})
     assert named.returncode == 0, named.stderr
     result = json.loads(named.stdout)
     assert result["grammar"] == {"ran_on": "server", "server": "llama.cpp", "dialect": "gbnf", "field": "grammar",
-                                 "tool_choice": "roll_die"}
-    verdict = parse_turn(result["text"], SWITCH_TOOLS, "native")
-    assert result["steps"] and not verdict.errors and [c.name for c in verdict.calls] == ["roll_die"]
-    assert verdict.calls[0].arguments["sides"] in (6, 20)
+                                 "tool_choice": "roll"}
+    verdict = parse_turn(result["text"], BOUNDED, "native")
+    assert result["steps"] and not verdict.errors and [c.name for c in verdict.calls] == ["roll"]
+    assert 1 <= verdict.calls[0].arguments["sides"] <= 6
 
 
 # -- tool_choice required and named through llama.cpp's server: the grammar as GBNF -----------------------------------
@@ -172,21 +171,33 @@ def test_required_and_named_tool_choice_through_llama_cpps_server_write_a_well_f
     # the grammar costs the server time at every step (it checks the vocabulary against it): a long timeout
     remote = connect(llama_server, timeout=800)
     assert remote.owned_by == "me" and remote.server == "llama.cpp"  # llama-cpp-python's server; llama-server says "llamacpp"
-    request = Request(REQUEST.messages, SWITCH_TOOLS)
-    settings = GenerationSettings(max_new_tokens=60, top_k=3, temperature=0.0, reuse_prefix=False)
+    request = Request(REQUEST.messages, BOUNDED)
+    settings = GenerationSettings(max_new_tokens=80, top_k=3, temperature=0.0, reuse_prefix=False)
     # free, the tiny model's random weights write junk: no call
     free = generate_turn(remote, request, settings)
-    assert "grammar" not in free.extra and not parse_turn(free.text, SWITCH_TOOLS, "native").calls
-    named = generate_turn(remote, request, settings, build_constraint(remote, SWITCH_TOOLS, "set_light"))
+    assert "grammar" not in free.extra and not parse_turn(free.text, BOUNDED, "native").calls
+    named = generate_turn(remote, request, settings, build_constraint(remote, BOUNDED, "set_light"))
     assert named.extra["grammar"]["ran_on"] == "server" and named.extra["grammar"]["dialect"] == "gbnf"
-    verdict = parse_turn(named.text, SWITCH_TOOLS, "native")
+    verdict = parse_turn(named.text, BOUNDED, "native")
     assert named.finish == "stop" and not verdict.errors and [c.name for c in verdict.calls] == ["set_light"]
     assert isinstance(verdict.calls[0].arguments["on"], bool)
-    required = generate_turn(remote, request, settings, build_constraint(remote, SWITCH_TOOLS, "required"))
-    verdict = parse_turn(required.text, SWITCH_TOOLS, "native")
-    assert verdict.calls and {c.name for c in verdict.calls} <= {"roll_die", "set_light"}
+    required = generate_turn(remote, request, settings, build_constraint(remote, BOUNDED, "required"))
+    verdict = parse_turn(required.text, BOUNDED, "native")
+    assert verdict.calls and {c.name for c in verdict.calls} <= {"roll", "set_light", "set_mode"}
     # required may call again: only a further call cut by the token limit may be unfinished
     assert all("was the reply cut off?" in e.error for e in verdict.errors) and (required.finish == "length" or not verdict.errors)
+
+
+def test_lesson_6_with_llama_cpps_server_says_the_grammar_goes_as_gbnf_and_offers_both_halves(llama_server, monkeypatch):
+    from helpers import open_page
+
+    monkeypatch.setenv("QWEN_ENGINE_URL", llama_server)
+    at = open_page("app_pages/constrained_decoding.py", timeout=180, tool_choice="count_letter")
+    assert any("llama.cpp's server has no named tool_choice of its own" in c.value and "as GBNF" in c.value
+               for c in at.caption)
+    assert [b for b in at.button if b.key == "constrained_decoding_generate"]
+    # the mask's before/after still need the whole distribution, which no server returns
+    assert any("not the whole distribution" in e.value for e in at.error)
 
 
 GRAMMAR_CHECK = """

@@ -9,13 +9,14 @@ import threading
 import time
 
 import pytest
+from helpers import BOUNDED
 
 from engine.core.generation import GenerationSettings
 from engine.core.prompt import Request
 from engine.model.live import generate_turn
 from engine.model.loading import load_model
 from engine.model.remote import RemoteError, connect, normalize_url
-from tests.openai_server import MODEL_ID, SWITCH_TOOLS, start_server
+from tests.openai_server import MODEL_ID, start_server
 
 REQUEST = Request([{"role": "user", "content": "How many times does the letter r appear in strawberry?"}])
 SETTINGS = GenerationSettings(max_new_tokens=6, top_k=5, reuse_prefix=False)
@@ -81,23 +82,23 @@ def test_a_vllm_server_gets_the_named_tools_grammar_with_our_prompt_in_structure
     url = server("vllm")
     remote = connect(url)
     assert remote.owned_by == "vllm" and remote.server == "vLLM"
-    request = Request(REQUEST.messages, SWITCH_TOOLS)
-    settings = GenerationSettings(max_new_tokens=60, top_k=3, reuse_prefix=False)
-    turn = generate_turn(remote, request, settings, build_constraint(remote, SWITCH_TOOLS, "set_light"))
+    request = Request(REQUEST.messages, BOUNDED)
+    settings = GenerationSettings(max_new_tokens=80, top_k=3, reuse_prefix=False)
+    turn = generate_turn(remote, request, settings, build_constraint(remote, BOUNDED, "set_light"))
     body = running_server(url).requests[-1]
     # our exact prompt, as token ids, and the grammar in vLLM's structured outputs field (nothing in llama.cpp's)
     assert body["prompt"] == render(request).ids and "grammar" not in body
-    assert body["structured_outputs"] == {"grammar": build_server_grammar(SWITCH_TOOLS, "set_light", "xgrammar").text}
+    assert body["structured_outputs"] == {"grammar": build_server_grammar(BOUNDED, "set_light", "xgrammar").text}
     assert 'call_block ::= "<tool_call>" "\\n" call_json "\\n" "</tool_call>"' in body["structured_outputs"]["grammar"]
     assert turn.extra["grammar"] == {"ran_on": "server", "server": "vLLM", "dialect": "xgrammar",
                                      "field": "structured_outputs.grammar", "tool_choice": "set_light"}
     # the server applied it (the tiny model's free text is junk): one well-formed call of the named tool
-    verdict = parse_turn(turn.text, SWITCH_TOOLS, "native")
+    verdict = parse_turn(turn.text, BOUNDED, "native")
     assert turn.finish == "stop" and not verdict.errors and [c.name for c in verdict.calls] == ["set_light"]
     assert all(s.allowed is None for s in turn.steps)  # a server returns no mask
     free = generate_turn(remote, request, settings)
     assert "structured_outputs" not in running_server(url).requests[-1]
-    assert not parse_turn(free.text, SWITCH_TOOLS, "native").calls
+    assert not parse_turn(free.text, BOUNDED, "native").calls
 
 
 def test_tool_choice_required_through_vllm_calls_one_of_the_tools(server):
@@ -105,11 +106,11 @@ def test_tool_choice_required_through_vllm_calls_one_of_the_tools(server):
     from engine.model.live import build_constraint
 
     remote = connect(server("vllm"))
-    request = Request(REQUEST.messages, SWITCH_TOOLS)
-    turn = generate_turn(remote, request, GenerationSettings(max_new_tokens=60, top_k=3, reuse_prefix=False),
-                         build_constraint(remote, SWITCH_TOOLS, "required"))
-    verdict = parse_turn(turn.text, SWITCH_TOOLS, "native")
-    assert verdict.calls and {c.name for c in verdict.calls} <= {"roll_die", "set_light"}
+    request = Request(REQUEST.messages, BOUNDED)
+    turn = generate_turn(remote, request, GenerationSettings(max_new_tokens=80, top_k=3, reuse_prefix=False),
+                         build_constraint(remote, BOUNDED, "required"))
+    verdict = parse_turn(turn.text, BOUNDED, "native")
+    assert verdict.calls and {c.name for c in verdict.calls} <= {"roll", "set_light", "set_mode"}
     # required may call again after the first call: a further call the token limit cut is the only error there can be
     assert all("was the reply cut off?" in e.error for e in verdict.errors) and (turn.finish == "length" or not verdict.errors)
 
@@ -119,7 +120,7 @@ def test_a_vllm_that_ignores_the_grammar_is_refused_not_shown_as_constrained(ser
 
     remote = connect(server("vllm-ignores"))
     with pytest.raises(RemoteError, match="did not apply the grammar sent as structured_outputs.grammar"):
-        generate_turn(remote, Request(REQUEST.messages, SWITCH_TOOLS), SETTINGS, build_constraint(remote, SWITCH_TOOLS, "required"))
+        generate_turn(remote, Request(REQUEST.messages, BOUNDED), SETTINGS, build_constraint(remote, BOUNDED, "required"))
 
 
 def test_tool_choice_auto_and_an_unknown_server_say_why_no_grammar_travels(server):
@@ -127,9 +128,9 @@ def test_tool_choice_auto_and_an_unknown_server_say_why_no_grammar_travels(serve
     from engine.model.remote import ServerCannot
 
     vllm, unknown = connect(server("vllm")), connect(server())
-    request = Request(REQUEST.messages, SWITCH_TOOLS)
+    request = Request(REQUEST.messages, BOUNDED)
     with pytest.raises(ServerCannot, match="under auto a server's reply is unconstrained"):
-        generate_turn(vllm, request, SETTINGS, build_constraint(vllm, SWITCH_TOOLS, "auto"))
+        generate_turn(vllm, request, SETTINGS, build_constraint(vllm, BOUNDED, "auto"))
     with pytest.raises(ServerCannot, match="its /v1/models says owned_by None"):
         side_by_side(unknown, request, "required", SETTINGS)
 
@@ -137,14 +138,14 @@ def test_tool_choice_auto_and_an_unknown_server_say_why_no_grammar_travels(serve
 def test_the_command_line_sends_a_named_tool_choice_to_vllm(server, tmp_path):
     url = server("vllm")
     (tmp_path / "m.json").write_text(json.dumps(REQUEST.messages))
-    (tmp_path / "t.json").write_text(json.dumps(SWITCH_TOOLS))
+    (tmp_path / "t.json").write_text(json.dumps(BOUNDED))
     done = subprocess.run([sys.executable, "-m", "engine", "generate", "--engine-url", url, "--messages", str(tmp_path / "m.json"),
-                           "--tools", str(tmp_path / "t.json"), "--tool-choice", "roll_die", "--max-new-tokens", "60"],
+                           "--tools", str(tmp_path / "t.json"), "--tool-choice", "roll", "--max-new-tokens", "80"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["grammar"]["ran_on"] == "server" and result["grammar"]["field"] == "structured_outputs.grammar"
-    assert result["steps"] and result["text"].startswith("<tool_call>\n{\"name\": \"roll_die\", \"arguments\": {\"sides\": ")
+    assert result["steps"] and result["text"].startswith("<tool_call>\n{\"name\": \"roll\", \"arguments\": {\"sides\": ")
 
 
 def running_server(url: str):
