@@ -175,15 +175,11 @@ def _rename_root(ebnf: str, name: str) -> str:
         if piece.kind == "name" and piece.value == "root":
             out.append(name)
         elif piece.kind in ("string", "class"):
-            out.append(_xgrammar_piece(piece))
+            # GBNF's escapes are a subset of xgrammar's, so literals written for GBNF read the same in xgrammar
+            out.append(_gbnf_piece(piece))
         else:
             out.append(piece.value)
     return "".join(out)
-
-
-def _xgrammar_piece(piece: _Piece) -> str:
-    # written back in the form xgrammar reads; GBNF's escapes are a subset of xgrammar's, so the GBNF writer serves both
-    return _gbnf_piece(piece)
 
 
 # -- the call's grammar -----------------------------------------------------------------------
