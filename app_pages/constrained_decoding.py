@@ -205,14 +205,18 @@ elif not pair.computes:
     draw_source(pair, missing=text["side by side needs the model"])
 else:
     from engine.model.live import side_by_side
+    from engine.model.remote import grammar_problem as server_cannot
 
     draw_source(pair)
     engine = pair.engine
     settings = pair_panel.generation_for(engine.info.random_weights)
     st.caption(f"Sampled at temperature {settings.temperature}, seed {settings.seed}, up to {settings.max_new_tokens} tokens.")
-    if is_server(engine):
-        st.info(words("engines", "server tool choice"))
-    elif st.button("Decode both", key="constrained_decoding_generate", type="primary"):
+    cannot = server_cannot(engine, mode) if is_server(engine) else None
+    if cannot:
+        st.info(words("engines", "server tool choice", reason=cannot))
+    elif is_server(engine) and mode != "none":
+        st.caption(words("engines", f"server grammar {engine.server}"))
+    if not cannot and st.button("Decode both", key="constrained_decoding_generate", type="primary"):
         try:
             with st.spinner("Decoding the reply twice, free and constrained…"):
                 both = side_by_side(engine, pair_panel.request, mode, settings)

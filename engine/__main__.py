@@ -176,14 +176,20 @@ def cmd_generate(args) -> dict:
     model = open_engine(args)
     request = Request(messages, tools, "native", enable_thinking=settings.enable_thinking)
     constraint = None
-    if args.engine_url and args.tool_choice not in (None, "auto", "none"):
-        from .model.remote import NO_NAMED_TOOL_CHOICE
+    # a server applies required and named tool_choice's grammar itself (sent with the request); auto stays free there
+    server_grammar = args.engine_url and args.tool_choice not in (None, "auto", "none")
+    if server_grammar:
+        from .model.remote import grammar_problem
 
-        raise BadInput(NO_NAMED_TOOL_CHOICE.format(choice=args.tool_choice))
-    if not args.engine_url:
+        problem = grammar_problem(model, args.tool_choice)
+        if problem:
+            raise BadInput(problem)
+    if not args.engine_url or server_grammar:
         constraint = build_constraint(model, tools, args.tool_choice, thinking=settings.enable_thinking)
     generation = generate_turn(model, request, settings, constraint)
     result = generation.as_json()
+    if "grammar" in generation.extra:  # where the grammar ran: {"ran_on": "server", "server", "dialect", "field", ...}
+        result["grammar"] = generation.extra["grammar"]
     if args.record:
         result["trace"] = str(record_trace(args.record, generation, request, tool_choice=args.tool_choice))
     return result

@@ -5,7 +5,11 @@ It answers `GET /v1/models` and `POST /v1/completions` as vLLM and llama.cpp's s
 `usage.prompt_tokens`), computing every figure with the tiny model's real decode loop. `mode`
 makes it fail the ways a real server can: "slow" (answers after the client's timeout), "cut"
 (closes the connection without an answer), "no-logprobs", "other-tokenizer" (counts the
-prompt differently, as another model's server would), "text-only" (refuses token ids).
+prompt differently, as another model's server would), "text-only" (refuses token ids). And "vllm": it
+says owned_by "vllm" in /v1/models, as vLLM does, and applies a request's `structured_outputs.grammar`
+(xgrammar's EBNF) while it decodes, as vLLM's default backend does; "vllm-ignores" says vllm but
+ignores the grammar, as a vLLM too old to read structured_outputs would. Every request's body is
+kept in `server.requests`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,25 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODEL_ID = "tiny-qwen3-random"
+
+
+class EbnfConstraint:
+    """An EBNF grammar applied to the tiny model's decode, as vLLM's xgrammar backend applies structured_outputs.grammar."""
+
+    def __init__(self, ebnf: str):
+        import xgrammar as xgr
+
+        from engine.constrain.grammar import bitmask_to_bool, compiler, new_bitmask
+
+        self.matcher = xgr.GrammarMatcher(compiler().compile_grammar(ebnf))
+        self.bitmask, self.unpack = new_bitmask(), bitmask_to_bool
+
+    def next_mask(self):
+        self.matcher.fill_next_token_bitmask(self.bitmask)
+        return self.unpack(self.bitmask)[0]
+
+    def accept(self, token_id: int) -> None:
+        assert self.matcher.accept_token(int(token_id)), token_id
 
 
 def start_server(mode: str = "ok"):
@@ -42,12 +65,14 @@ def start_server(mode: str = "ok"):
 
         def do_GET(self):
             if self.path == "/v1/models":
-                self.answer(200, {"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]})
+                row = {"id": MODEL_ID, "object": "model", **({"owned_by": "vllm"} if mode.startswith("vllm") else {})}
+                self.answer(200, {"object": "list", "data": [row]})
             else:
                 self.answer(404, {"error": "not found"})
 
         def do_POST(self):
             request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            self.server.requests.append(request)
             if mode == "cut":
                 self.connection.close()
                 return
@@ -62,7 +87,8 @@ def start_server(mode: str = "ok"):
             k = int(request.get("logprobs") or 0)
             settings = GenerationSettings(max_new_tokens=request["max_tokens"], temperature=request.get("temperature", 0),
                                           top_k=k, seed=request.get("seed", 0))
-            generation = generate(engine, ids, settings)
+            grammar = (request.get("structured_outputs") or {}).get("grammar") if mode == "vllm" else None
+            generation = generate(engine, ids, settings, EbnfConstraint(grammar) if grammar else None)
             # the stop token is not part of an OpenAI completion's text or tokens
             steps = [s for s in generation.steps if not (s.finish == "stop" and s.id in settings.stop_ids)]
             logprobs = {
@@ -80,5 +106,6 @@ def start_server(mode: str = "ok"):
             })
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.requests = []  # every POST body, in order
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/v1"

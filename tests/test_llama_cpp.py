@@ -1,5 +1,6 @@
 """Against llama.cpp itself: the tiny model as a GGUF (bench/make_sized_model.py --gguf), in llama_cpp.Llama and behind
-llama.cpp's OpenAI-compatible server (`python -m llama_cpp.server`), through the remote engine, the command line and lesson 3.
+llama.cpp's OpenAI-compatible server (`python -m llama_cpp.server`), through the remote engine, the command line and lesson 3,
+and tool_choice required and named through that server, their grammar sent as GBNF.
 
 llama-cpp-python is pinned in requirements-dev.txt and scripts/test.sh builds it for this CPU. Without it
 these tests skip with the reason, and fail under REQUIRE_LLAMA_CPP=1 (scripts/test.sh sets it after
@@ -15,12 +16,13 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ROOT
+from helpers import BOUNDED, ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 
 from engine.core.generation import GenerationSettings  # noqa: E402
 from engine.core.prompt import Request, render  # noqa: E402
+from engine.core.styles import parse_turn  # noqa: E402
 
 REQUEST = Request([{"role": "user", "content": "How many times does the letter r appear in strawberry?"}],
                   json.loads((ROOT / "lessons" / "tools" / "strawberry.json").read_text()))
@@ -146,10 +148,91 @@ def test_the_command_line_returns_steps_from_llama_cpps_server(llama_server, tmp
     assert len(result["steps"]) == 4
     for step in result["steps"]:
         assert {"token", "p", "top"} <= set(step) and 0 < step["p"] <= 1 and len(step["top"]) == 3
+    # a named tool_choice: llama.cpp's server has none of its own, so the call's grammar goes as GBNF with the prompt
+    tools = tmp_path / "t.json"
+    tools.write_text(json.dumps(BOUNDED))
     named = subprocess.run([sys.executable, "-m", "engine", "generate", "--engine-url", llama_server, "--messages", str(messages),
-                            "--tools", "lessons/tools/strawberry.json", "--tool-choice", "count_letter"],
-                           capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert named.returncode == 2 and "llama.cpp's server has no named tool_choice" in named.stderr
+                            "--tools", str(tools), "--tool-choice", "roll", "--max-new-tokens", "80", "--top-k", "3"],
+                           capture_output=True, text=True, timeout=900, cwd=ROOT, env={**os.environ, "QWEN_ENGINE_TIMEOUT": "800"})
+    assert named.returncode == 0, named.stderr
+    result = json.loads(named.stdout)
+    assert result["grammar"] == {"ran_on": "server", "server": "llama.cpp", "dialect": "gbnf", "field": "grammar",
+                                 "tool_choice": "roll"}
+    verdict = parse_turn(result["text"], BOUNDED, "native")
+    assert result["steps"] and not verdict.errors and [c.name for c in verdict.calls] == ["roll"]
+    assert 1 <= verdict.calls[0].arguments["sides"] <= 6
+
+
+# -- tool_choice required and named through llama.cpp's server: the grammar as GBNF -----------------------------------
+def test_required_and_named_tool_choice_through_llama_cpps_server_write_a_well_formed_call(llama_server):
+    from engine.model.live import build_constraint, generate_turn
+    from engine.model.remote import connect
+
+    # the grammar costs the server time at every step (it checks the vocabulary against it): a long timeout
+    remote = connect(llama_server, timeout=800)
+    assert remote.owned_by == "me" and remote.server == "llama.cpp"  # llama-cpp-python's server; llama-server says "llamacpp"
+    request = Request(REQUEST.messages, BOUNDED)
+    settings = GenerationSettings(max_new_tokens=80, top_k=3, temperature=0.0, reuse_prefix=False)
+    # free, the tiny model's random weights write junk: no call
+    free = generate_turn(remote, request, settings)
+    assert "grammar" not in free.extra and not parse_turn(free.text, BOUNDED, "native").calls
+    named = generate_turn(remote, request, settings, build_constraint(remote, BOUNDED, "set_light"))
+    assert named.extra["grammar"]["ran_on"] == "server" and named.extra["grammar"]["dialect"] == "gbnf"
+    verdict = parse_turn(named.text, BOUNDED, "native")
+    assert named.finish == "stop" and not verdict.errors and [c.name for c in verdict.calls] == ["set_light"]
+    assert isinstance(verdict.calls[0].arguments["on"], bool)
+    required = generate_turn(remote, request, settings, build_constraint(remote, BOUNDED, "required"))
+    verdict = parse_turn(required.text, BOUNDED, "native")
+    assert verdict.calls and {c.name for c in verdict.calls} <= {"roll", "set_light", "set_mode"}
+    # required may call again: only a further call cut by the token limit may be unfinished
+    assert all("was the reply cut off?" in e.error for e in verdict.errors) and (required.finish == "length" or not verdict.errors)
+
+
+def test_lesson_6_with_llama_cpps_server_says_the_grammar_goes_as_gbnf_and_offers_both_halves(llama_server, monkeypatch):
+    from helpers import open_page
+
+    monkeypatch.setenv("QWEN_ENGINE_URL", llama_server)
+    at = open_page("app_pages/constrained_decoding.py", timeout=180, tool_choice="count_letter")
+    assert any("llama.cpp's server has no named tool_choice of its own" in c.value and "as GBNF" in c.value
+               for c in at.caption)
+    assert [b for b in at.button if b.key == "constrained_decoding_generate"]
+    # the mask's before/after still need the whole distribution, which no server returns
+    assert any("not the whole distribution" in e.value for e in at.error)
+
+
+GRAMMAR_CHECK = """
+import json, sys
+import llama_cpp
+llm = llama_cpp.Llama(sys.argv[1], n_ctx=512, n_threads=1, verbose=False)
+for text in json.load(sys.stdin):
+    out = llm.create_completion("<|im_start|>assistant\\n", max_tokens=1, temperature=0.0,
+                                grammar=llama_cpp.LlamaGrammar.from_string(text, verbose=False))
+    print(json.dumps(out["choices"][0]["text"]))
+"""
+
+
+def test_llama_cpp_reads_the_gbnf_of_every_shipped_tool_set_and_of_a_schema_full_of_escapes(tiny_gguf):
+    from engine.constrain.server_grammar import build_server_grammar
+    from engine.core.tooldefs import tool_name
+
+    hostile = [{"type": "function", "function": {"name": "odd-name_2", "parameters": {"type": "object", "properties": {
+        'quote"d': {"type": "string", "enum": ["\\", "]", "-^[", "tab\tnew\nline", "ünï ✓"]},
+        "count": {"type": "integer", "minimum": -3, "maximum": 40},
+        "items": {"type": "array", "items": {"type": "number"}, "minItems": 1, "maxItems": 3},
+        "flag": {"type": ["boolean", "null"]}}, "required": ['quote"d', "count"]}}}]
+    grammars = []
+    for tools in [*(json.loads(p.read_text()) for p in sorted((ROOT / "lessons" / "tools").glob("*.json"))), hostile]:
+        for choice in ["required", *(tool_name(t) for t in tools)]:
+            for thinking in (False, True):
+                grammars.append(build_server_grammar(tools, choice, "gbnf", thinking).text)
+    # a grammar llama.cpp cannot read ends its process (a segmentation fault in llama-cpp-python 0.3): one process for all
+    done = subprocess.run([sys.executable, "-c", GRAMMAR_CHECK, tiny_gguf[1]], input=json.dumps(grammars),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    firsts = [json.loads(line) for line in done.stdout.splitlines()]
+    # every grammar starts the reply with the call's opener, or with the reasoning where thinking is on
+    assert len(firsts) == len(grammars) and all(f and ("<tool_call>".startswith(f) or "<think>".startswith(f)
+                                                       or f.startswith(("<tool_call>", "<think>"))) for f in firsts), firsts
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+from helpers import BOUNDED
 
 from engine.core.generation import GenerationSettings
 from engine.core.prompt import Request
@@ -28,6 +29,7 @@ def server():
     def start(mode="ok"):
         server, url = start_server(mode)
         servers.append(server)
+        _RUNNING[url] = server
         return url
 
     yield start
@@ -66,7 +68,92 @@ def test_the_command_line_gives_the_same_json_keys_from_a_server(server, tmp_pat
     named = subprocess.run([sys.executable, "-m", "engine", "generate", "--engine-url", url, "--messages", str(messages),
                             "--tools", "lessons/tools/strawberry.json", "--tool-choice", "count_letter"],
                            capture_output=True, text=True, timeout=300)
-    assert named.returncode == 2 and "llama.cpp's server has no named tool_choice" in named.stderr
+    assert named.returncode == 2 and "is neither vLLM nor llama.cpp's server" in named.stderr
+    assert "llama.cpp's server (which has no named tool_choice)" in named.stderr
+
+
+# -- tool_choice required and named through vLLM: the grammar travels with our prompt -----------------------------
+def test_a_vllm_server_gets_the_named_tools_grammar_with_our_prompt_in_structured_outputs(server):
+    from engine.constrain.server_grammar import build_server_grammar
+    from engine.core.prompt import render
+    from engine.core.styles import parse_turn
+    from engine.model.live import build_constraint
+
+    url = server("vllm")
+    remote = connect(url)
+    assert remote.owned_by == "vllm" and remote.server == "vLLM"
+    request = Request(REQUEST.messages, BOUNDED)
+    settings = GenerationSettings(max_new_tokens=80, top_k=3, reuse_prefix=False)
+    turn = generate_turn(remote, request, settings, build_constraint(remote, BOUNDED, "set_light"))
+    body = running_server(url).requests[-1]
+    # our exact prompt, as token ids, and the grammar in vLLM's structured outputs field (nothing in llama.cpp's)
+    assert body["prompt"] == render(request).ids and "grammar" not in body
+    assert body["structured_outputs"] == {"grammar": build_server_grammar(BOUNDED, "set_light", "xgrammar").text}
+    assert 'call_block ::= "<tool_call>" "\\n" call_json "\\n" "</tool_call>"' in body["structured_outputs"]["grammar"]
+    assert turn.extra["grammar"] == {"ran_on": "server", "server": "vLLM", "dialect": "xgrammar",
+                                     "field": "structured_outputs.grammar", "tool_choice": "set_light"}
+    # the server applied it (the tiny model's free text is junk): one well-formed call of the named tool
+    verdict = parse_turn(turn.text, BOUNDED, "native")
+    assert turn.finish == "stop" and not verdict.errors and [c.name for c in verdict.calls] == ["set_light"]
+    assert all(s.allowed is None for s in turn.steps)  # a server returns no mask
+    free = generate_turn(remote, request, settings)
+    assert "structured_outputs" not in running_server(url).requests[-1]
+    assert not parse_turn(free.text, BOUNDED, "native").calls
+
+
+def test_tool_choice_required_through_vllm_calls_one_of_the_tools(server):
+    from engine.core.styles import parse_turn
+    from engine.model.live import build_constraint
+
+    remote = connect(server("vllm"))
+    request = Request(REQUEST.messages, BOUNDED)
+    turn = generate_turn(remote, request, GenerationSettings(max_new_tokens=80, top_k=3, reuse_prefix=False),
+                         build_constraint(remote, BOUNDED, "required"))
+    verdict = parse_turn(turn.text, BOUNDED, "native")
+    assert verdict.calls and {c.name for c in verdict.calls} <= {"roll", "set_light", "set_mode"}
+    # required may call again after the first call: a further call the token limit cut is the only error there can be
+    assert all("was the reply cut off?" in e.error for e in verdict.errors) and (turn.finish == "length" or not verdict.errors)
+
+
+def test_a_vllm_that_ignores_the_grammar_is_refused_not_shown_as_constrained(server):
+    from engine.model.live import build_constraint
+
+    remote = connect(server("vllm-ignores"))
+    with pytest.raises(RemoteError, match="did not apply the grammar sent as structured_outputs.grammar"):
+        generate_turn(remote, Request(REQUEST.messages, BOUNDED), SETTINGS, build_constraint(remote, BOUNDED, "required"))
+
+
+def test_tool_choice_auto_and_an_unknown_server_say_why_no_grammar_travels(server):
+    from engine.model.live import build_constraint, side_by_side
+    from engine.model.remote import ServerCannot
+
+    vllm, unknown = connect(server("vllm")), connect(server())
+    request = Request(REQUEST.messages, BOUNDED)
+    with pytest.raises(ServerCannot, match="under auto a server's reply is unconstrained"):
+        generate_turn(vllm, request, SETTINGS, build_constraint(vllm, BOUNDED, "auto"))
+    with pytest.raises(ServerCannot, match="its /v1/models says owned_by None"):
+        side_by_side(unknown, request, "required", SETTINGS)
+
+
+def test_the_command_line_sends_a_named_tool_choice_to_vllm(server, tmp_path):
+    url = server("vllm")
+    (tmp_path / "m.json").write_text(json.dumps(REQUEST.messages))
+    (tmp_path / "t.json").write_text(json.dumps(BOUNDED))
+    done = subprocess.run([sys.executable, "-m", "engine", "generate", "--engine-url", url, "--messages", str(tmp_path / "m.json"),
+                           "--tools", str(tmp_path / "t.json"), "--tool-choice", "roll", "--max-new-tokens", "80"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["grammar"]["ran_on"] == "server" and result["grammar"]["field"] == "structured_outputs.grammar"
+    assert result["steps"] and result["text"].startswith("<tool_call>\n{\"name\": \"roll\", \"arguments\": {\"sides\": ")
+
+
+def running_server(url: str):
+    """The fake server behind `url` (its recorded requests), among those this module started."""
+    return _RUNNING[url]
+
+
+_RUNNING: dict = {}
 
 
 @pytest.mark.parametrize(("mode", "message"), [
@@ -184,13 +271,31 @@ def test_lesson_6_says_a_server_cannot_apply_the_grammar_instead_of_decoding_bot
 
     monkeypatch.setenv("QWEN_ENGINE_URL", server())
     at = open_page(CONSTRAINED_PAGE, timeout=120)
-    assert any("llama.cpp's server has no named tool_choice at all" in i.value for i in at.info)
+    # lesson 6 opens on tool_choice auto, whose grammar starts at the model's own <tool_call>: no grammar can travel
+    assert any("under auto a server's reply is unconstrained" in i.value for i in at.info)
     assert not [b for b in at.button if b.key == "constrained_decoding_generate"]
     # the mask's before/after need the whole distribution: the panel says so once, and the step view has no bars
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and "not the whole distribution" in errors[0], errors
     assert "shows no before and after bars" in "\n".join(c.value for c in at.caption)
     assert not any(s["bars"] for s in view_data(at, "constrained_decoding_view")["steps"])
+
+
+def test_lesson_6_decodes_both_halves_through_vllm_the_constrained_one_with_the_grammar_on_the_server(server, monkeypatch):
+    from helpers import open_page
+
+    url = server("vllm")
+    monkeypatch.setenv("QWEN_ENGINE_URL", url)
+    at = open_page(CONSTRAINED_PAGE, timeout=180, tool_choice="required")
+    assert any("whose grammar ran on the server" in c.value and "vLLM's structured_outputs.grammar" in c.value for c in at.caption)
+    sent = len(running_server(url).requests)
+    at.button(key="constrained_decoding_generate").click().run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    # two requests: the constrained one carries the grammar, the free one none
+    halves = running_server(url).requests[sent:]
+    assert sorted("structured_outputs" in body for body in halves) == [False, True]
+    shown = "\n".join(m.value for m in at.markdown)
+    assert "**free** (no grammar)" in shown and "**constrained** (tool_choice required)" in shown
 
 
 @pytest.mark.slow
@@ -207,7 +312,7 @@ def test_prepare_records_a_pack_from_a_server_labelled_with_its_model_and_skips_
     # lesson 6's masks over the vocabulary and its side by side need this process; lesson 5's <tool_call> is far
     # below the tiny model's top 20
     assert "constrained-decoding.side-by-side.required" in skipped and "constrained-decoding.mask.call.required" in skipped
-    assert "llama.cpp's server has no named tool_choice" in skipped["constrained-decoding.side-by-side.required"]
+    assert "neither vLLM nor llama.cpp's server" in skipped["constrained-decoding.side-by-side.required"]
     assert "not the whole distribution" in skipped["constrained-decoding.mask.call.required"]
     assert all(f"{key}: skipped, " in done.stderr for key in skipped)
     pack = read_pack(tmp_path / "pack")

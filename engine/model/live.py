@@ -23,7 +23,7 @@ from ..errors import BadInput
 from ..harness.loop import Turn
 from .decode import Constraint, generate
 from .loading import LoadedModel
-from .remote import SERVER_SIDE_BY_SIDE, RemoteEngine, ServerCannot, generate_remote
+from .remote import GRAMMAR_FIELDS, RemoteEngine, ServerCannot, generate_remote, grammar_problem
 
 
 def build_constraint(engine: LoadedModel, tools: list[dict], tool_choice: str | None, style: str = "native",
@@ -103,11 +103,17 @@ class SideBySide:
 
 
 def side_by_side(engine: LoadedModel, request: Request, tool_choice: str | dict, settings: GenerationSettings | None = None) -> SideBySide:
-    """Decode `request` twice with the live engine: under `tool_choice`'s constraint, and free."""
-    if isinstance(engine, RemoteEngine):
-        raise ServerCannot(SERVER_SIDE_BY_SIDE.format(choice=tool_choice))
+    """Decode `request` twice with the live engine: under `tool_choice`'s constraint, and free.
+
+    With a server (engine/model/remote.py) these are two requests: the free one, and one that carries the grammar,
+    which the server applies (required or a named tool; auto's grammar cannot travel, see remote.AUTO_ON_SERVER)."""
+    remote = isinstance(engine, RemoteEngine)
+    if remote and grammar_problem(engine, tool_choice):
+        raise ServerCannot(grammar_problem(engine, tool_choice))
     constraint = make_constraint(request.tools, tool_choice, engine.tokenizer, request.enable_thinking)
     reason = constraint.reason if constraint is not None else "none: no constraint and no call"
+    if remote and constraint is not None and constraint.state != "unconstrained":
+        reason += f"; the grammar ran on the server ({engine.server}'s {GRAMMAR_FIELDS[engine.server][1]} field)"
     constrained = generate_turn(engine, request, settings, constraint)
     unconstrained = generate_turn(engine, request, settings, None)
     pairs = zip(constrained.steps, unconstrained.steps, strict=False)

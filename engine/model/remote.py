@@ -11,8 +11,17 @@ refused with both counts (another model, another tokenizer or template).
 
 What a server can return: each chosen token's log-probability and at most 20 alternatives
 (vLLM's default `--max-logprobs`). What it cannot: the whole distribution (a mask's forbidden
-mass, before/after over the vocabulary), nor this process's grammar constraint (tool_choice
-required or a named tool; llama.cpp's server has no named tool_choice at all).
+mass, before/after over the vocabulary).
+
+tool_choice required or a named tool: the grammar this process would apply
+(engine/constrain/server_grammar.py) travels with the same raw request, in the field the
+server reads: vLLM's `"structured_outputs": {"grammar": EBNF}` (xgrammar's EBNF; its older
+`guided_grammar` was removed in v0.12.0), llama.cpp's `"grammar"` (GBNF; llama.cpp's server has no named
+tool_choice of its own). Which server it is comes from /v1/models's `owned_by` ("vllm";
+"llamacpp" for llama-server, "me" for llama-cpp-python's server). The reply is walked through the
+local grammar afterwards, so a server that ignored the field is refused, not shown as
+constrained. tool_choice auto stays unconstrained on a server: its grammar starts only at the
+model's own `<tool_call>`, which one grammar per request cannot say.
 
 Requests are independent: no lock, so many sessions' turns go to the server at once and it
 batches them. Only the standard library (urllib) is used; every failure is one line.
@@ -37,14 +46,16 @@ MAX_TOP_LOGPROBS = 20  # vLLM's default --max-logprobs; OpenAI's own cap is 5 on
 MODELS_TIMEOUT = 5.0  # seconds for the model list when connecting
 CANNOT_RETURN = ("a server returns each chosen token's probability and at most 20 alternatives, not the whole "
                  "distribution: the mask's forbidden mass and the before/after over the vocabulary need the model here")
-NO_NAMED_TOOL_CHOICE = ("tool_choice {choice!r} is a grammar this process applies while it decodes; a server decodes on "
-                        "its own: llama.cpp's server has no named tool_choice, and vLLM's required or named tool_choice goes "
-                        "through its chat endpoint's structured outputs, where its chat template, not ours, writes the prompt. "
-                        "Use tool_choice auto or none with a server")
-
-SERVER_SIDE_BY_SIDE = ("the constrained half of this comparison (tool_choice {choice!r}) is a grammar this process applies "
-                       "while it decodes; a server decodes on its own, and llama.cpp's server has no named tool_choice: "
-                       "decode both here with the model in this process")
+# what /v1/models's owned_by says about the server, and so which field carries a grammar
+SERVER_KINDS = {"vllm": "vLLM", "llamacpp": "llama.cpp", "me": "llama.cpp"}
+GRAMMAR_FIELDS = {"vLLM": ("xgrammar", "structured_outputs.grammar"), "llama.cpp": ("gbnf", "grammar")}
+NO_GRAMMAR_FIELD = ("tool_choice {choice!r} is a grammar, and the server at {url} (its /v1/models says owned_by {owned!r}) "
+                        "is neither vLLM nor llama.cpp's server, so this site does not know which field of a completions "
+                        "request would carry it: vLLM takes it as structured_outputs.grammar, llama.cpp's server (which has "
+                        "no named tool_choice) as a GBNF grammar. Use tool_choice auto or none with this server")
+AUTO_ON_SERVER = ("tool_choice auto constrains a call only from the model's own <tool_call> on; a server applies one grammar "
+                  "to the whole reply, so under auto a server's reply is unconstrained. Choose required or a named tool to "
+                  "send the grammar to the server, or decode here with the model in this process")
 
 
 class RemoteError(EngineError):
@@ -65,6 +76,12 @@ class RemoteEngine:
     info: ModelInfo
     timeout: float = 120.0  # seconds a request may wait for the server's answer
     prompt_as: list = field(default_factory=lambda: ["ids"])  # "ids", or "text" once the server refused ids
+    owned_by: str | None = None  # what /v1/models says of the model: "vllm", "llamacpp", "me" (llama-cpp-python), ...
+
+    @property
+    def server(self) -> str | None:
+        """"vLLM" or "llama.cpp" (the servers whose grammar field this site knows), else None."""
+        return SERVER_KINDS.get(self.owned_by or "")
 
 
 def refuse_remote(engine) -> None:
@@ -114,7 +131,8 @@ def connect(url: str | None = None, model: str | None = None, timeout: float | N
     `model` picks one when the server serves several; a name it does not serve is refused with the names it does."""
     url = normalize_url(url or load_settings().engine_url or "")
     listed = call_server(url, "/models", None, MODELS_TIMEOUT)
-    names = [row.get("id") for row in listed.get("data", []) if isinstance(row, dict) and row.get("id")]
+    rows = {row["id"]: row for row in listed.get("data", []) if isinstance(row, dict) and isinstance(row.get("id"), str)}
+    names = list(rows)
     if not names:
         raise RemoteError(f"the server at {url} lists no model at /models")
     if model and model not in names:
@@ -122,12 +140,39 @@ def connect(url: str | None = None, model: str | None = None, timeout: float | N
     name = model or names[0]
     info = ModelInfo(name=name, source="server", path=None, revision=None, dtype="as the server runs it",
                      device="server", parameters=0, engine_url=url)
+    owned = rows[name].get("owned_by")
     return RemoteEngine(url, name, load_tokenizer(str(VENDORED_TOKENIZER)), info,
-                        timeout if timeout is not None else load_settings().engine_timeout)
+                        timeout if timeout is not None else load_settings().engine_timeout,
+                        owned_by=owned if isinstance(owned, str) else None)
 
 
-def completion_body(engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings, as_ids: bool) -> dict:
-    """The /v1/completions request for `prompt` under `settings`."""
+def grammar_problem(engine: RemoteEngine, tool_choice) -> str | None:
+    """Why this server cannot apply `tool_choice`'s grammar, in words for a panel; None when it can (or none is needed)."""
+    choice = tool_choice.get("function", {}).get("name") if isinstance(tool_choice, dict) else tool_choice
+    if choice in (None, "none"):
+        return None
+    if choice == "auto":
+        return AUTO_ON_SERVER
+    if engine.server is None:
+        return NO_GRAMMAR_FIELD.format(choice=choice, url=engine.url, owned=engine.owned_by)
+    return None
+
+
+def server_grammar(engine: RemoteEngine, constraint):
+    """The ServerGrammar a required or named constraint becomes for this server; ServerCannot where it has none."""
+    from ..constrain.server_grammar import build_server_grammar
+
+    choice = constraint.tool if constraint.mode == "named" else constraint.mode
+    problem = grammar_problem(engine, choice)
+    if problem:
+        raise ServerCannot(problem)
+    dialect, _ = GRAMMAR_FIELDS[engine.server]
+    return build_server_grammar(constraint.tools, choice, dialect, bool(constraint.thinking))
+
+
+def completion_body(engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings, as_ids: bool, grammar=None) -> dict:
+    """The /v1/completions request for `prompt` under `settings`; `grammar` (a ServerGrammar) in the field its dialect's
+    server reads."""
     body = {
         "model": engine.model,
         "prompt": prompt.ids if as_ids else prompt.text,
@@ -140,6 +185,10 @@ def completion_body(engine: RemoteEngine, prompt: Prompt, settings: GenerationSe
         "stop": [engine.tokenizer.token_text(IM_END), engine.tokenizer.token_text(END_OF_TEXT)],
         "stream": False,
     }
+    if grammar is not None and grammar.dialect == "xgrammar":
+        body["structured_outputs"] = {"grammar": grammar.text}
+    elif grammar is not None:
+        body["grammar"] = grammar.text
     return body
 
 
@@ -206,19 +255,24 @@ def generate_remote(engine: RemoteEngine, prompt: Prompt, settings: GenerationSe
     """One turn for `prompt` from the server, as the same Generation the local decode loop returns."""
     settings = settings or GenerationSettings()
     settings.check()
-    if constraint is not None:
-        raise ServerCannot(NO_NAMED_TOOL_CHOICE.format(choice=getattr(constraint, "tool_choice", "required")))
+    grammar = None
+    if constraint is not None and constraint.mode == "auto":
+        raise ServerCannot(AUTO_ON_SERVER)
+    if constraint is not None and constraint.state != "unconstrained":
+        grammar = server_grammar(engine, constraint)
     started = time.perf_counter()
     # what this request sends: another session's request may switch the engine to text meanwhile
     as_ids = engine.prompt_as[0] == "ids"
     try:
-        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, as_ids), engine.timeout)
+        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, as_ids, grammar),
+                             engine.timeout)
     except RemoteError as error:
         if not as_ids or not refuses_ids(str(error)):
             raise
         # a server that takes no token ids: the same prompt as text, special tokens written out
         engine.prompt_as[0] = "text"
-        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, False), engine.timeout)
+        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, False, grammar),
+                             engine.timeout)
     seconds = time.perf_counter() - started
     choices = answer.get("choices") or []
     if not choices:
@@ -228,11 +282,33 @@ def generate_remote(engine: RemoteEngine, prompt: Prompt, settings: GenerationSe
         raise RemoteError(f"the server read the prompt as {served} tokens and this site as {prompt.count}: it serves another "
                           f"model or tokenizer ({engine.model}); point QWEN_ENGINE_URL at a Qwen3 server")
     steps = read_steps(engine, choices[0], settings)
+    text = "".join(s.text for s in steps)
+    extra = {"engine_url": engine.url, "prompt_as": engine.prompt_as[0]}
+    if grammar is not None:
+        check_reply(engine, constraint, grammar, text)
+        extra["grammar"] = {"ran_on": "server", "server": engine.server, "dialect": grammar.dialect,
+                            "field": GRAMMAR_FIELDS[engine.server][1], "tool_choice": grammar.tool_choice}
+    elif constraint is not None:
+        extra["grammar"] = {"ran_on": None, "reason": constraint.unconstrained_reason}
     for step in steps:
         if on_step is not None:
             on_step(step)
     return Generation(
-        text="".join(s.text for s in steps), finish=steps[-1].finish if steps else "stop", steps=steps,
+        text=text, finish=steps[-1].finish if steps else "stop", steps=steps,
         prompt_tokens=prompt.count, model=engine.info, settings=settings, prompt_text=prompt.text,
-        seconds=seconds, first_token_seconds=seconds, extra={"engine_url": engine.url, "prompt_as": engine.prompt_as[0]},
+        seconds=seconds, first_token_seconds=seconds, extra=extra,
     )
+
+
+def check_reply(engine: RemoteEngine, constraint, grammar, text: str) -> None:
+    """RemoteError unless the server's reply stays inside the local grammar (a server that ignored the grammar field
+    would send free text, which must not be shown as constrained). A reply cut off by max_tokens is a prefix: it passes."""
+    from ..constrain.masks import walk
+
+    steps = walk(constraint.tools, text, grammar.tool_choice, bool(constraint.thinking))
+    if steps and not steps[-1].ok:
+        bad = steps[-1]
+        field_name = GRAMMAR_FIELDS[engine.server][1]
+        raise RemoteError(f"the server at {engine.url} sent a reply that leaves tool_choice {grammar.tool_choice!r}'s grammar "
+                          f"at token {bad.index + 1} ({bad.token!r}), so it did not apply the grammar sent as {field_name} "
+                          "(a vLLM old enough to read only guided_grammar ignores structured_outputs: upgrade the server)")
