@@ -300,7 +300,7 @@ def test_home_lists_what_each_lesson_teaches_and_says_the_model_is_off(chromium,
 PRESENTED = [e for e in PAGES if e["section"] == "Lessons" or e["id"] in ("calculator", "playground", "gallery")]
 PRESENTED_PARAMS = [pytest.param(e, id=e["id"]) for e in PRESENTED]
 # pages whose first screen is still a picker or an introduction, the key visual a PageDown away (not done yet)
-VISUAL_LATER = {"check-run-return", "constrained-decoding", "same-call-five-ways", "calculator", "playground", "gallery"}
+VISUAL_LATER = {"calculator", "playground"}
 WHERE = re.compile(r"Section (\d+) of (\d+)")
 # the height of what the section draws: stMain scrolls when its content is taller than the screen
 SECTION_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
