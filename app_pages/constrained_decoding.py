@@ -37,8 +37,10 @@ projected = presenting()  # projected, the first screen is the mask at work: the
 st.title(text["title"])
 if not projected:
     show_intro(ID, text["intro"])
-if not projected or style() == "react":
+if not projected:
     (st.warning if style() == "react" else st.caption)(text["native only"])
+elif style() == "react":  # projected: one line here, the reason on the next screen
+    st.warning(text["native only (short)"])
 
 
 @st.cache_data(show_spinner="Building the grammar…", max_entries=64)
@@ -152,8 +154,7 @@ if projected:
     # the lesson's opening words, the headline figure and how to read the view, after the view they explain
     section("What the mask does")
     show_intro(ID, text["intro"])
-    if style() != "react":
-        st.caption(text["native only"])
+    (st.warning if style() == "react" else st.caption)(text["native only"])
     at_name = headline()
     mask_words()
 
