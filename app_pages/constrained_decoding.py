@@ -153,6 +153,7 @@ if mode == "none" and any(s.id == TOOL_CALL for s in steps):
 if projected:
     # the lesson's opening words, the headline figure and how to read the view, after the view they explain
     section("What the mask does")
+    st.header("What the mask does")
     show_intro(ID, text["intro"])
     (st.warning if style() == "react" else st.caption)(text["native only"])
     at_name = headline()
