@@ -8,33 +8,90 @@ from engine.core.styles import other_style
 from engine.errors import BadInput
 from engine.teaching.calculator import measure_family_tools_cost, measure_tools_cost, plan_run
 from ui.chart_words import chart_caption
+from ui.chrome import presenting
 from ui.draw import chart_layout, notice
 from ui.literal import table_html
 from ui.sections import section
 from ui.state import from_url, style, to_url
-from ui.tool_editor import tool_editor
+from ui.tool_editor import read_editor_tools, tool_editor
 from ui.words import lesson
 
 text = lesson("calculator")
+projected = presenting()  # projected, the first screen is the chart of the run: the editor follows on the next
 st.title(text["title"])
-st.markdown(text["intro"])
+if not projected:
+    st.markdown(text["intro"])
 
-left, right = st.columns([3, 2], gap="large")
-with left:
-    tools, problems = tool_editor("calculator", height=360)
-with right:
-    for problem in problems:
-        st.error(problem)
+
+def run_settings(in_a_row: bool) -> tuple[int, int, str]:
+    """The run's three settings (a link's values first); `in_a_row`: side by side, under the chart's title."""
     from_url("calculator_calls", "calls", 3, int, range(0, 31))
     from_url("calculator_bad", "bad", 1, int, range(0, 11))
     from_url("calculator_place", "place", "start", str, ("start", "end"))
-    calls = st.slider("Tool calls that succeed", 0, 30, key="calculator_calls")
-    bad = st.slider("Malformed calls", 0, 10, key="calculator_bad")
-    place = st.radio(
+    first, second, third = st.columns([2, 2, 3]) if in_a_row else (st.container(), st.container(), st.container())
+    calls = first.slider("Tool calls that succeed", 0, 30, key="calculator_calls")
+    bad = second.slider("Malformed calls", 0, 10, key="calculator_bad")
+    place = third.radio(
         "Where the malformed calls happen", ("start", "end"), key="calculator_place", horizontal=True,
         format_func=lambda p: {"start": "early in the run", "end": "late in the run"}[p],
     )
     to_url(calls=calls, bad=bad, place=place)
+    return calls, bad, place
+
+
+def draw_each_call(run, height: int) -> None:
+    """The stacked bars: each call's whole prompt, the tool definitions re-sent in every one."""
+    figure = go.Figure()
+    x = [f"{c.number}. {c.kind}" for c in run.calls]
+    for field, label, colour in (
+        ("tools_tokens", "tool definitions", "#ff9f40"),
+        ("template_tokens", "the template's tool instructions", "#a0a0a0"),
+        ("conversation_tokens", "conversation so far", "#4c9be8"),
+    ):
+        figure.add_bar(x=x, y=[getattr(c, field) for c in run.calls], name=label, marker_color=colour)
+    # (the legend under the calls' names, not over them)
+    chart_layout(figure, height, "Input tokens of each call (the whole prompt, re-sent)", barmode="stack", yaxis_title="tokens",
+                 legend={"orientation": "h", "yanchor": "top", "y": -0.14})
+    figure.update_layout(margin_b=50)
+    st.plotly_chart(figure, width="stretch", key="calculator_each_call_chart")
+    chart_caption(figure)
+
+
+def usable(tools, calls: int, bad: int) -> str | None:
+    """Why no run can be drawn for these tools and settings, or None."""
+    if tools is None:
+        return "Fix the tool definitions to see the costs; your text is kept as it is."
+    if not tools and (calls or bad):
+        return "Add at least one tool to make calls."
+    return None
+
+
+def plan_runs(tools, calls: int, bad: int, place: str):
+    """This run, the same run in the other style, and the run without its malformed calls."""
+    return (plan_run(tools, style(), calls=calls, malformed=bad, place=place),
+            plan_run(tools, other_style(style()), calls=calls, malformed=bad, place=place),
+            plan_run(tools, style(), calls=calls, malformed=0))
+
+
+if projected:
+    # the chart first, from the tools the editor holds (drawn on the next screen) and the three settings above it
+    calls, bad, place = run_settings(in_a_row=True)
+    first_tools, _ = read_editor_tools("calculator")
+    if usable(first_tools, calls, bad) is None:
+        draw_each_call(plan_runs(first_tools, calls, bad, place)[0], 330)
+    else:
+        st.info(usable(first_tools, calls, bad) + " The tool definitions are on the next screen.")
+    section("Your tools")
+    st.header("Your tools")
+    st.markdown(text["intro"])
+left, right = st.columns([3, 2], gap="large")
+with left:
+    tools, problems = tool_editor("calculator", height=300 if projected else 360)
+with right:
+    for problem in problems:
+        st.error(problem)
+    if not projected:
+        calls, bad, place = run_settings(in_a_row=False)
     st.caption(f"Style: {'Native' if style() == 'native' else 'ReAct'} (switch it in the sidebar)")
     family = from_url("calculator_family", "family", DEFAULT_FAMILY, str, tuple(FAMILIES))
     st.selectbox("Also price the tools in", tuple(FAMILIES), key="calculator_family", format_func=lambda n: FAMILIES[n].label)
@@ -42,16 +99,11 @@ with right:
     with st.expander("How the run is built"):
         st.markdown(text["how the run is built"])
 
-if tools is None:
-    st.info("Fix the tool definitions to see the costs; your text is kept as it is.")
-    st.stop()
-if not tools and (calls or bad):
-    st.info("Add at least one tool to make calls.")
+if usable(tools, calls, bad) is not None:
+    st.info(usable(tools, calls, bad))
     st.stop()
 
-run = plan_run(tools, style(), calls=calls, malformed=bad, place=place)
-other = plan_run(tools, other_style(style()), calls=calls, malformed=bad, place=place)
-clean = plan_run(tools, style(), calls=calls, malformed=0)
+run, other, clean = plan_runs(tools, calls, bad, place)
 totals = run.totals()
 
 section("The run")
@@ -79,19 +131,9 @@ if tools:
                                                      instructions=there.instructions, calls=totals["calls"],
                                                      run_total=there.total * totals["calls"]))
 
-section("Each call")
-figure = go.Figure()
-x = [f"{c.number}. {c.kind}" for c in run.calls]
-for field, label, colour in (
-    ("tools_tokens", "tool definitions", "#ff9f40"),
-    ("template_tokens", "the template's tool instructions", "#a0a0a0"),
-    ("conversation_tokens", "conversation so far", "#4c9be8"),
-):
-    figure.add_bar(x=x, y=[getattr(c, field) for c in run.calls], name=label, marker_color=colour)
-chart_layout(figure, 420, "Input tokens of each call (the whole prompt, re-sent)", barmode="stack", yaxis_title="tokens",
-             legend={"orientation": "h"})
-st.plotly_chart(figure, width="stretch")
-chart_caption(figure)
+if not projected:  # (projected, the chart is the first screen)
+    section("Each call")
+    draw_each_call(run, 420)
 
 section("The calls, one by one")
 st.markdown(table_html(

@@ -8,6 +8,7 @@ from engine.core.styles import get_style, parse_turn
 from engine.harness.loop import list_scenarios, load_scenario, returned_text, run_scenario
 from engine.teaching.cost import measure_malformed_cost
 from ui.chart_words import chart_caption
+from ui.chrome import presenting
 from ui.draw import draw_reading, ledger_figure, notice
 from ui.glossary import show_intro
 from ui.literal import plural, table_html
@@ -21,8 +22,10 @@ from ui.words import lesson, words
 ID = "check-run-return"
 
 text = lesson(ID)
+projected = presenting()  # projected, the first screen is the run itself: its words follow on the next
 st.title(text["title"])
-show_intro(ID, text["intro"])
+if not projected:
+    show_intro(ID, text["intro"])
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -56,20 +59,24 @@ scenario = load_scenario(scenario_name)
 policy = from_url("check_run_return_policy", "policy", "per-block", str, POLICIES)
 chosen_style = style()
 
-st.header("Pick a scenario")
-st.markdown(text["scenario"])
-left, right = st.columns([3, 2])
+if not projected:
+    st.header("Pick a scenario")
+    st.markdown(text["scenario"])
+# (projected: the two pickers on one line without their labels, the box names the scenario it holds)
+left, right = st.container(key="check_run_return_pickers").columns([3, 2])
 with left:
     st.selectbox(
         "Scenario", names, key="check_run_return_scenario", on_change=reset_step,
-        format_func=lambda n: load_scenario(n).title,
+        format_func=lambda n: load_scenario(n).title, label_visibility="collapsed" if projected else "visible",
     )
 with right:
     st.segmented_control(
         "Harness policy", POLICIES, key="check_run_return_policy", required=True,
         help="per-block runs the good calls of a reply; vllm drops them all when one block is not valid JSON.",
+        label_visibility="collapsed" if projected else "visible",
     )
-st.markdown(f"**{scenario.summary}** {scenario.lesson}")
+if not projected:
+    st.markdown(f"**{scenario.summary}** {scenario.lesson}")
 
 if chosen_style not in scenario.styles:
     other = scenario.styles[0]
@@ -90,13 +97,23 @@ adopt_step("check_run_return_view", "check_run_return_step")
 st.session_state["check_run_return_step"] = number = min(max(st.session_state["check_run_return_step"], 1), total)
 to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=number)
 
-section("Step through the run")
+if not projected:
+    section("Step through the run")
+    st.header("Step through the run")
 # -- stepping through the run (in the browser: every call is sent once) ---------------------------
-st.header("Step through the run")
 parts = {k: text[k] for k in ("the turn", "cut off", "returned as text", "final turn", "the checks", "the checks (dropped)",
                               "the tool runs")}
 parts["what goes back"] = text[f"what goes back ({chosen_style})"]
-step_view(harness_run(run, parts, lambda n: returned_text(run, n, scenario.tools), number), key="check_run_return_view")
+step_view(harness_run(run, parts, lambda n: returned_text(run, n, scenario.tools), number, compact=projected),
+          key="check_run_return_view")
+if projected:
+    # the lesson's opening words and the scenario's story, after the run they explain
+    section("The harness and this run")
+    st.header("The harness and this run")
+    with st.container(key="check_run_return_whole_story"):  # (every line shown: these words are the section)
+        show_intro(ID, text["intro"])
+        st.markdown(text["scenario"])
+        st.markdown(f"**{scenario.summary}** {scenario.lesson}")
 
 section("The token ledger")
 # -- the ledger ----------------------------------------------------------------------------------

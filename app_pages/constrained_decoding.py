@@ -7,7 +7,7 @@ import streamlit as st
 
 from engine.constrain.masks import inspect_mask, walk
 from engine.core.prompt import render
-from engine.core.styles import parse_turn
+from engine.core.styles import find_name_token, parse_turn
 from engine.core.tokenizer import REAL_VOCAB, TOOL_CALL
 from engine.core.tooldefs import load_tool_set
 from engine.errors import EngineError
@@ -33,9 +33,14 @@ MODES = list(TOOL_CHOICES)
 TURNS = {t["id"]: t for t in DATA["turns"]}
 
 text = lesson(ID)
+projected = presenting()  # projected, the first screen is the mask at work: the opening words follow on the next
 st.title(text["title"])
-show_intro(ID, text["intro"])
-(st.warning if style() == "react" else st.caption)(text["native only"])
+if not projected:
+    show_intro(ID, text["intro"])
+if not projected:
+    (st.warning if style() == "react" else st.caption)(text["native only"])
+elif style() == "react":  # projected: one line here, the reason on the next screen
+    st.warning(text["native only (short)"])
 
 
 @st.cache_data(show_spinner="Building the grammar…", max_entries=64)
@@ -84,31 +89,43 @@ def before_after(turn_id: str, mode: str, model: str, _engine, _panel) -> dict[i
     return rows
 
 
-# -- the headline figure, computed now ----------------------------------------------------------
-at_name = mask_at(DATA["name_prefix"], "auto")
-st.metric("Tokens allowed at the tool's name", f"{at_name['allowed']} of {REAL_VOCAB:,}")
-st.markdown(words(ID, "at the name", allowed=at_name["allowed"], vocab=REAL_VOCAB))
+def headline() -> dict:
+    """The headline figure, computed now: how many tokens the grammar allows at the tool's name."""
+    at_name = mask_at(DATA["name_prefix"], "auto")
+    st.metric("Tokens allowed at the tool's name", f"{at_name['allowed']} of {REAL_VOCAB:,}")
+    st.markdown(words(ID, "at the name", allowed=at_name["allowed"], vocab=REAL_VOCAB))
+    return at_name
 
-# -- the mask, step by step -----------------------------------------------------------------------
-# (projected, what the view shows and the four modes are read on the first screen; the view and its controls fill the next)
-st.header("The mask, step by step")
-st.markdown(words(ID, "the mask, step by step", vocab=REAL_VOCAB))
-with st.expander("The four tool_choice modes", expanded=False):
-    st.markdown(text["tool choice"])
-section("The mask, step by step")
+
+def mask_words() -> None:
+    st.header("The mask, step by step")
+    st.markdown(words(ID, "the mask, step by step", vocab=REAL_VOCAB))
+    with st.expander("The four tool_choice modes", expanded=False):
+        st.markdown(text["tool choice"])
+
+
+if not projected:
+    at_name = headline()
+    # -- the mask, step by step -------------------------------------------------------------------
+    mask_words()
+    section("The mask, step by step")
 mode = from_url("constrained_decoding_tool_choice", "tool_choice", "auto", str, MODES)
 turn_id = from_url("constrained_decoding_turn", "turn", "call", str, list(TURNS))
-# one control per row: five tool_choice buttons beside a select box do not fit a 1024 px projector
-# (projected, both controls go without their labels: the buttons name the modes, the box shows the reply it holds,
-# and the view stays on the same screen)
-st.segmented_control("tool_choice", MODES, key="constrained_decoding_tool_choice", required=True, on_change=reset_step,
-                     label_visibility="collapsed" if presenting() else "visible")
-st.selectbox("The reply", list(TURNS), key="constrained_decoding_turn", format_func=lambda t: TURNS[t]["label"],
-             on_change=reset_step, label_visibility="collapsed" if presenting() else "visible")
+# one control per row: five tool_choice buttons beside a select box are too wide for a 1024 px projector at the
+# page's size; projected, both go on one row without their labels (the buttons name the modes, the box shows the
+# reply it holds; ui/presenter.css sets the buttons smaller), so the view fits the first screen under the title
+with st.container(key="constrained_decoding_controls"):
+    choose_mode, choose_turn = st.columns([3, 2], vertical_alignment="center") if projected else (st.container(), st.container())
+    choose_mode.segmented_control("tool_choice", MODES, key="constrained_decoding_tool_choice", required=True, on_change=reset_step,
+                                  label_visibility="collapsed" if projected else "visible")
+    choose_turn.selectbox("The reply", list(TURNS), key="constrained_decoding_turn", format_func=lambda t: TURNS[t]["label"],
+                          on_change=reset_step, label_visibility="collapsed" if projected else "visible")
 
 steps = walked(turn_id, mode)
 total = len(steps)
-from_url("constrained_decoding_step", "step", 1, int)
+# projected, the view opens at the tool's name, where the grammar allows fewest tokens (a link's ?step= still wins)
+name_at = find_name_token([s.token for s in steps]) if projected else None
+from_url("constrained_decoding_step", "step", 1 if name_at is None else name_at + 1, int)
 adopt_step("constrained_decoding_view", "constrained_decoding_step")
 st.session_state["constrained_decoding_step"] = number = min(max(st.session_state["constrained_decoding_step"], 1), total)
 to_url(tool_choice=None if mode == "auto" else mode, turn=None if turn_id == "call" else turn_id, step=number)
@@ -133,6 +150,14 @@ if total < len(ids):
     st.caption(f"The reply stops after token {total}: the grammar forbids what came next.")
 if mode == "none" and any(s.id == TOOL_CALL for s in steps):
     st.warning(text["none and a call"])
+if projected:
+    # the lesson's opening words, the headline figure and how to read the view, after the view they explain
+    section("What the mask does")
+    st.header("What the mask does")
+    show_intro(ID, text["intro"])
+    (st.warning if style() == "react" else st.caption)(text["native only"])
+    at_name = headline()
+    mask_words()
 
 section("Tokens allowed, token by token")
 figure = go.Figure(go.Bar(

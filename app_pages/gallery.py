@@ -13,6 +13,7 @@ from engine.teaching.gallery import (
     measure_schema_cost,
     show_gallery_case,
 )
+from ui.chrome import presenting
 from ui.draw import notice, show_token, turn_html
 from ui.gallery_view import (
     draw_length_cut,
@@ -31,8 +32,10 @@ from ui.words import lesson, words
 ID = "gallery"
 
 text = lesson(ID)
+projected = presenting()  # projected, the first screen is the case's failing turn: the words follow on the next
 st.title(text["title"])
-st.markdown(text["intro"])
+if not projected:
+    st.markdown(text["intro"])
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -87,22 +90,38 @@ scenario = load_scenario(name)
 chosen_style = style() if style() in scenario.styles else scenario.styles[0]
 to_url(case=name)
 
-st.header("Pick a case")
-st.markdown(text["pick a case"])
-st.selectbox("Case", names, key="gallery_case",
+if not projected:
+    st.header("Pick a case")
+    st.markdown(text["pick a case"])
+st.selectbox("Case", names, key="gallery_case", label_visibility="collapsed" if projected else "visible",
              format_func=lambda n: f"{names.index(n) + 1} of {len(names)}: {load_scenario(n).gallery['failure']}")
-st.markdown(f"**{plain(scenario.summary)}** {plain(scenario.lesson)}")
-if chosen_style != style():
-    st.info(f"This case is scripted in the {'ReAct' if chosen_style == 'react' else 'native'} style only, "
-            "so it is shown that way whatever the sidebar says.")
 
+
+def about_case() -> None:
+    st.markdown(f"**{plain(scenario.summary)}** {plain(scenario.lesson)}")
+    if chosen_style != style():
+        st.info(f"This case is scripted in the {'ReAct' if chosen_style == 'react' else 'native'} style only, "
+                "so it is shown that way whatever the sidebar says.")
+
+
+if not projected:
+    about_case()
 case = case_of(name, chosen_style)
 
 # -- 1. the turn ----------------------------------------------------------------------------------------
-section("The turn")
+if not projected:
+    section("The turn")
 st.header(f"1 · The turn (reply {case.turn_index + 1} of the script)")
-st.markdown(text["the turn"])
+if not projected:
+    st.markdown(text["the turn"])
 st.markdown(turn_html(case.text, case.ours["per-block"].blocks), unsafe_allow_html=True)
+if projected:
+    # the gallery's opening words and this case's story, after the turn they explain
+    section("The case")
+    st.header("The case")
+    st.markdown(text["intro"])
+    about_case()
+    st.markdown(text["the turn"])
 if case.cut is not None and case.cut.inside_string:
     st.markdown(words(ID, "the cut", cut_at=case.cut.cut_at, length=len(case.text)))
     st.code(case.cut.left_over, language=None, wrap_lines=True)

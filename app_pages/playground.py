@@ -25,8 +25,10 @@ from ui.words import lesson, words
 ID = "playground"
 
 text = lesson(ID)
+projected = presenting()  # projected, the first screen is the loop picture: the words follow on the next
 st.title(text["title"])
-st.markdown(text["intro"])
+if not projected:
+    st.markdown(text["intro"])
 chosen_style = style()
 
 
@@ -78,13 +80,17 @@ if "playground_files" not in st.session_state:
 mode = from_url("playground_mode", "mode", "scripted", str, ["scripted", "live"])
 to_url(scenario=scenario_name, mode=None if mode == "scripted" else mode)
 
-st.markdown(text["model"])
+if not projected:
+    st.markdown(text["model"])
+# (projected: the two pickers on one line without their labels, above the loop picture)
 left, right = st.columns([2, 3])
 with left:
-    st.segmented_control("Who writes the turns", ["scripted", "live"], key="playground_mode", required=True)
+    st.segmented_control("Who writes the turns", ["scripted", "live"], key="playground_mode", required=True,
+                         label_visibility="collapsed" if projected else "visible")
 with right:
     st.selectbox("Scenario (its files, question and tools)", names, key="playground_scenario",
-                 format_func=lambda n: load_scenario(n).title, on_change=lambda: load_files(st.session_state["playground_scenario"]))
+                 format_func=lambda n: load_scenario(n).title, on_change=lambda: load_files(st.session_state["playground_scenario"]),
+                 label_visibility="collapsed" if projected else "visible")
 
 # the live panel's settings, and its recording in a lesson pack when no model is loaded
 panel = find_panel(ID, "episode", chosen_style)
@@ -96,6 +102,17 @@ if source is not None:
     draw_source(source, missing=text["live needs the model"])
 elif chosen_style not in scenario.styles:
     st.warning(text["scenario only in other style"])
+
+if projected:
+    # the loop as the last run went through it (its stages lit one by one), or unlit until a run
+    last = st.session_state.get("playground_result")
+    loop_view("playground_loop", frames=run_frames(last["calls"]) if last else None,
+              caption="" if last else text["the loop before a run"])
+    section("The episode")
+    st.header("The episode")
+    with st.container(key="playground_whole_words"):  # (every line shown: these words are the section)
+        st.markdown(text["intro"])
+        st.markdown(text["model"])
 
 section("Workspace")
 # -- the workspace, editable ---------------------------------------------------------------------
@@ -180,7 +197,8 @@ if result:
     section("The loop")
     st.header("The loop")
     st.markdown(text["the loop"])
-    loop_view("playground_loop", frames=run_frames(result["calls"]))
+    if not projected:  # (projected, the loop is the first screen)
+        loop_view("playground_loop", frames=run_frames(result["calls"]))
     st.caption(f"Turns written by: {result['model']}; style {result['style']}"
                + (f"; {result['left_out']} file(s) left out" if result["left_out"] else ""))
     for number, call in enumerate(result["calls"], start=1):

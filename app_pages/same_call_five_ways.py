@@ -6,6 +6,7 @@ import streamlit as st
 
 from engine.harness.loop import list_gallery, list_scenarios, load_scenario
 from engine.wire.formats import scenario_exchanges
+from ui.chrome import presenting
 from ui.draw import notice
 from ui.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs
 from ui.sections import section
@@ -25,8 +26,10 @@ from ui.words import lesson, words
 ID = "same-call-five-ways"
 
 text = lesson(ID)
+projected = presenting()  # projected, the first screen is the call in its formats: the words follow on the next
 st.title(text["title"])
-st.markdown(text["intro"])
+if not projected:
+    st.markdown(text["intro"])
 
 
 @st.cache_resource(show_spinner="Writing the call five ways…", max_entries=64)
@@ -52,18 +55,38 @@ chosen_style = style() if style() in scenario.styles else scenario.styles[0]
 written = exchanges(scenario_name, chosen_style)
 number = from_url("same_call_five_ways_step", "step", 0, int, range(len(written)))
 
-st.header("Pick a call")
-st.markdown(text["pick a call"])
+def draw_formats() -> None:
+    """The five formats, one tab each: the request beside the reply and the result going back."""
+    by_format = {e.format: e for e in shown.exchanges}
+    formats = ordered_formats(chosen_style)
+    for tab, fmt in zip(st.tabs([tab_name(f) for f in formats]), formats, strict=True):
+        with tab, st.container(key=f"same_call_five_ways_format_{fmt}"):  # (a taller row when projected: ui/presenter.css)
+            draw_exchange(by_format[fmt], shown.calls)
+
+
+if not projected:
+    st.header("Pick a call")
+    st.markdown(text["pick a call"])
+# (projected: the two boxes on one line without their labels, each shows what it holds)
 left, right = st.columns([1, 1])
 with left:
-    st.selectbox("Scenario", names, key="same_call_five_ways_scenario", on_change=reset_step, format_func=lambda n: load_scenario(n).title)
+    st.selectbox("Scenario", names, key="same_call_five_ways_scenario", on_change=reset_step, format_func=lambda n: load_scenario(n).title,
+                 label_visibility="collapsed" if projected else "visible")
 with right:
-    st.selectbox("Step of its run", range(len(written)), key="same_call_five_ways_step", format_func=lambda i: step_label(written[i]))
+    st.selectbox("Step of its run", range(len(written)), key="same_call_five_ways_step", format_func=lambda i: step_label(written[i]),
+                 label_visibility="collapsed" if projected else "visible")
 to_url(scenario=None if scenario_name == "strawberry" else scenario_name, step=number or None)
 shown = written[number]
 if chosen_style != style():
     st.info(f"This scenario is scripted in the {short_name(ordered_formats(chosen_style)[0])} style only, "
             "so its calls come from that script whatever the sidebar says.")
+if projected:
+    with st.container(key="same_call_five_ways_formats_view"):  # the lesson's key visual, under the title
+        draw_formats()
+    section("The call, five ways")
+    st.header("The call, five ways")
+    st.markdown(text["intro"])
+    st.markdown(text["pick a call"])
 with st.expander("The sidebar's style, and what does not depend on it"):
     st.markdown(text["the style switch"])
 if shown.calls:
@@ -72,19 +95,17 @@ if shown.calls:
 else:
     st.markdown(f"**No call: the final answer.** `{shown.answer}`")
 
-section("The call, five ways")
-# -- five formats, both directions --------------------------------------------------------------------
-st.header("The call, five ways")
+if not projected:
+    section("The call, five ways")
+    # -- five formats, both directions ----------------------------------------------------------------
+    st.header("The call, five ways")
 request_words, reply_words, back_words = panes(3)
 request_words.markdown("**The request.** " + text["the request"])
 reply_words.markdown("**The reply.** " + text["the reply"])
 back_words.markdown("**What goes back.** " + text["what goes back"])
-section("One format at a time")  # projected, the five formats (one tab each) are a screen of their own
-by_format = {e.format: e for e in shown.exchanges}
-formats = ordered_formats(chosen_style)
-for tab, fmt in zip(st.tabs([tab_name(f) for f in formats]), formats, strict=True):
-    with tab, st.container(key=f"same_call_five_ways_format_{fmt}"):  # (a taller row when projected: ui/presenter.css)
-        draw_exchange(by_format[fmt], shown.calls)
+if not projected:
+    section("One format at a time")
+    draw_formats()
 
 section("What differs")
 # -- what differs ----------------------------------------------------------------------------------------

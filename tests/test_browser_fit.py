@@ -299,8 +299,6 @@ def test_home_lists_what_each_lesson_teaches_and_says_the_model_is_off(chromium,
 # every lesson, and the tool pages a teacher projects; each section must fit the 1024×768 screen
 PRESENTED = [e for e in PAGES if e["section"] == "Lessons" or e["id"] in ("calculator", "playground", "gallery")]
 PRESENTED_PARAMS = [pytest.param(e, id=e["id"]) for e in PRESENTED]
-# pages whose first screen is still a picker or an introduction, the key visual a PageDown away (not done yet)
-VISUAL_LATER = {"check-run-return", "constrained-decoding", "same-call-five-ways", "calculator", "playground", "gallery"}
 WHERE = re.compile(r"Section (\d+) of (\d+)")
 # the height of what the section draws: stMain scrolls when its content is taller than the screen
 SECTION_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
@@ -325,15 +323,12 @@ def test_presenter_mode_shows_each_section_within_one_screen_and_pagedown_reache
                                timeout=60_000)
         current, count = section_shown(page)
         assert current == 1 and count >= 2
-        if entry["id"] not in VISUAL_LATER:
-            # charts and views draw after the run (a cold cache first renders five families' prompts): wait for one
-            try:
-                page.wait_for_function(KEY_VISUAL, polling=500, timeout=60_000)
-            except Exception:
-                raise AssertionError(f"section 1 of {entry['id']} shows no visual (a chart, tokens, a prompt, a view)") from None
-        else:
-            page.wait_for_timeout(1200)  # charts and views draw after the run  # when one of these gains its visual on the first screen, it leaves the list
-            assert not page.evaluate(KEY_VISUAL), f"{entry['id']} now shows a visual in section 1: take it out of VISUAL_LATER"
+        # every presented page opens on its key visual; charts and views draw after the run (a cold cache first
+        # renders five families' prompts): wait for one
+        try:
+            page.wait_for_function(KEY_VISUAL, polling=500, timeout=60_000)
+        except Exception:
+            raise AssertionError(f"section 1 of {entry['id']} shows no visual (a chart, tokens, a prompt, a view)") from None
         heights = {}
         while True:
             page.wait_for_timeout(1200)  # charts and views draw after the run

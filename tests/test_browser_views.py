@@ -113,9 +113,15 @@ def test_presenter_mode_pages_down_to_the_last_section(streamlit_server, chromiu
     page.goto(f"{streamlit_server}/check_run_return?present=1")
     expect(page.get_by_text("Section 1 of 7")).to_be_visible(timeout=120_000)
     settle_run(page)
-    expect(page.get_by_role("heading", name="Pick a scenario")).to_be_visible()
+    # the first screen is the run itself: the step view at the broken call, its checks beside its reply
+    expect(page.locator(".sv-where")).to_have_text("Call 2 of 7", timeout=60_000)
+    expect(page.locator(".sv-cols table.checks").first).to_contain_text("valid JSON")
     assert page.get_by_role("heading", name="The token ledger").count() == 0  # one section at a time
-    for k in range(2, 8):
+    press_section_key(page, "PageDown")
+    expect(page.get_by_role("heading", name="The harness and this run")).to_be_visible(timeout=60_000)
+    expect(page.get_by_test_id("stMain")).to_contain_text("Each scenario is a short run played from a script")
+    settle_run(page)
+    for k in range(3, 8):
         press_section_key(page, "PageDown")
         expect(page.get_by_text(f"Section {k} of 7")).to_be_visible(timeout=60_000)
         settle_run(page)

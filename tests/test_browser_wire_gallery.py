@@ -41,13 +41,12 @@ def test_lesson_7_opens_and_switches_tabs(streamlit_server, chromium, width, hei
 
     context = chromium.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
-    # projected, the five formats are section 3 (one section at a time)
-    page.goto(f"{streamlit_server}/same_call_five_ways{query}{'&section=3' if query else ''}")
+    # projected, the five formats are section 1, under the title (one section at a time)
+    page.goto(f"{streamlit_server}/same_call_five_ways{query}")
     settle(page)
-    if query:  # the title is section 1's
-        expect(page.get_by_text("Section 3 of")).to_be_visible(timeout=60_000)
-    else:
-        expect(page.get_by_role("heading", name="7 · The same call in other APIs")).to_be_visible()
+    if query:
+        expect(page.get_by_text("Section 1 of")).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("heading", name="7 · The same call in other APIs")).to_be_visible()
     expect(page.get_by_text("264 Qwen3 tokens")).to_be_visible(timeout=90_000)
     settle(page)
     page.get_by_role("tab", name="Anthropic").click()

@@ -132,13 +132,13 @@ def test_lesson_7_follows_the_sidebar_style():
 
 
 def test_lesson_7_projected_stacks_the_panes_and_groups_the_table():
-    # presenter mode shows one section at a time: the three parts are section 2, the five formats
-    # section 3 (request beside reply, one format a screen), what differs section 4
-    at = open_page(P7, present="1", section="4")
+    # presenter mode shows one section at a time: the five formats are section 1, under the title (request
+    # beside reply, one format a screen), the three parts section 2, what differs section 3
+    at = open_page(P7, present="1", section="3")
     text = page_text(at)
     # one block per question, a row per format: no six-column table squeezed onto a projector
     assert '<tr><th colspan="2">arguments</th></tr><tr><td>Qwen3 native</td><td>a JSON object, in the text</td></tr>' in text
-    assert codes(open_page(P7, present="1", section="3")) == wire_texts(scenario_exchanges("strawberry")[0])
+    assert codes(open_page(P7, present="1")) == wire_texts(scenario_exchanges("strawberry")[0])
 
 
 # -- the failure gallery --------------------------------------------------------------------------------

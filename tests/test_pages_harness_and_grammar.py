@@ -301,3 +301,46 @@ def test_playground_scripted_run_stops_where_the_learners_files_depart_from_the_
     assert "calc.py\ntest_calc.py" in codes and "calc.py" in codes
     assert metrics(at)["Calls"] == "1"
     assert not any("both tests pass" in c for c in codes + [i.value for i in at.info])
+
+
+# -- projected (?present=1): each page's first section is its key visual ------------------------------------------
+def test_lesson_4_projected_opens_on_the_run_with_the_checks_beside_the_reply():
+    at = open_page(P4, present="1")
+    where, call = view_step(at, "check_run_return_view")
+    assert where == "Call 2 of 7" and call["title"] == "no tool run"
+    # compact: the reply and what goes back in one column, the checks in the other, no paragraphs between them
+    assert call["html"].startswith('<div class="sv-cols">') and "The checks</h4><table" in call["html"]
+    assert "as the harness received it" not in call["html"] and "The tool runs" not in call["html"]
+    # the error is not repeated in the table: it is in what goes back, word for word
+    assert call["html"].count("is not valid JSON") == 1 and "&lt;tool_response&gt;\nerror: the text inside" in call["html"]
+    assert "Pick a scenario" not in [h.value for h in at.header] and not at.metric  # the ledger is a later section
+    story = open_page(P4, present="1", section="2")
+    assert [h.value for h in story.header] == ["The harness and this run"]
+    text = page_text(story)
+    assert "A program around it, the" in text and "Turn 2's call misses its closing brace" in text
+
+
+def test_lesson_4_unprojected_keeps_the_paragraphs_and_the_error_column():
+    call = view_step(open_page(P4), "check_run_return_view")[1]
+    assert "sv-cols" not in call["html"] and "as the harness received it" in call["html"] and "The tool runs" in call["html"]
+    assert call["html"].count("is not valid JSON") == 2  # in the checks' table and in what goes back
+
+
+def test_lesson_6_projected_opens_the_view_at_the_tools_name():
+    at = open_page(P6, present="1")
+    where, step = view_step(at, "constrained_decoding_view")
+    allowed = inspect_mask(load_tool_set("strawberry"), '<tool_call>\n{"name": "', "auto").allowed
+    assert where == "Token 7 of 27" and step["title"] == "count"
+    assert dict(step["facts"])["Allowed before token 7"] == f"{allowed} of 151,669" and allowed == 8
+    assert not at.metric and at.query_params["step"] == "7"  # the headline metric is the next section's
+    words = open_page(P6, present="1", section="2")
+    assert {m.label: m.value for m in words.metric} == {"Tokens allowed at the tool's name": "8 of 151,669"}
+    # without presenter mode the view opens at token 1, as before
+    assert view_step(open_page(P6), "constrained_decoding_view")[0] == "Token 1 of 27"
+
+
+def test_playground_projected_opens_on_the_loop():
+    at = open_page(PG, present="1")
+    loop = view_data(at, "playground_loop")
+    assert loop["frames"] == [] and loop["names"][0] == "model" and "Run the episode" in loop["caption"]
+    assert not at.text_area  # the workspace and the question are later sections

@@ -219,3 +219,13 @@ def test_home_suggests_the_smaller_qwen3_with_this_machines_measured_speed():
     estimate = suggest_small_model()  # measured once per process: the page showed the same figures
     assert "Without a GPU, try Qwen/Qwen3-0.6B" in captions
     assert f"({estimate.ms_per_token} ms a token, measured here)" in captions
+
+
+def test_calculator_projected_opens_on_the_chart_with_the_editor_next():
+    at = open_page(CALC, present="1")
+    plan = plan_run(load_tool_set("strawberry"), "native", calls=3, malformed=1)
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert chart["data"][0]["y"] == [c.tools_tokens for c in plan.calls]
+    assert [s.key for s in at.slider] == ["calculator_calls", "calculator_bad"] and not at.text_area
+    editor = open_page(CALC, present="1", section="2")
+    assert editor.text_area(key="calculator_json").value.startswith("[") and not editor.get("plotly_chart")

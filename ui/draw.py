@@ -168,12 +168,13 @@ def turn_html(turn_text: str, blocks, dropped: bool = False) -> str:
     return f'<div class="turn-view">{"".join(parts)}</div>'
 
 
-def checks_html(block) -> str:
+def checks_html(block, errors: bool = True) -> str:
+    """A block's checks as a table: verdict, check, and (`errors`) the error a failed check sends back."""
     rows = []
     for check in block.checks:
         kind, verdict = VERDICTS[check.passed]
-        error = f"<code>{html.escape(check.error)}</code>" if check.error else ""
-        rows.append(f'<tr class="{kind}"><td class="v">{verdict}</td><td>{html.escape(CHECK_TITLES[check.name])}</td><td>{error}</td></tr>')
+        error = f"<td><code>{html.escape(check.error)}</code></td>" if errors and check.error else ("<td></td>" if errors else "")
+        rows.append(f'<tr class="{kind}"><td class="v">{verdict}</td><td>{html.escape(CHECK_TITLES[check.name])}</td>{error}</tr>')
     return f'<table class="checks">{"".join(rows)}</table>'
 
 

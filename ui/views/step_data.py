@@ -59,37 +59,46 @@ def mask_run(walked, views, start: int, vocab: int, is_special, allowed_words, f
     return StepRun("Token", steps, start=start)
 
 
-def harness_run(run, texts: dict, returned, start: int) -> StepRun:
+def harness_run(run, texts: dict, returned, start: int, compact: bool = False) -> StepRun:
     """Lesson 4: each call of a harness run with the reply, each block's checks, the tools run and what goes back.
 
     `texts` holds the lesson's words for each part; `returned(n)` is loop.returned_text for call n.
+    `compact` (projected): the parts' headings without their paragraphs, the reply and what goes back on
+    the left, the checks and the tools run on the right, so a call fits one screen with the lesson's title.
     """
     steps, so_far = [], 0
+    part = (lambda title, _words: f'<h4 class="sv-h">{html.escape(title)}</h4>') if compact else _part
     for n, call in enumerate(run.calls, start=1):
         parsed, turn_text = call.parse, run.messages[call.message_index]["content"]
         so_far += call.cost.input_tokens
-        parts = [_part("The model wrote", texts["the turn"]), turn_html(turn_text, parsed.blocks, dropped=parsed.returned_as_text)]
+        parts = [part("The model wrote", texts["the turn"]), turn_html(turn_text, parsed.blocks, dropped=parsed.returned_as_text)]
         if call.turn.finish == "length":
             parts.append(f'<div class="sv-bad">{inline_markdown(texts["cut off"])}</div>')
         if parsed.returned_as_text:
             parts.append(f'<div class="sv-bad">{inline_markdown(texts["returned as text"])}</div>')
         elif parsed.final:
             parts.append(f'<div class="sv-ok">{inline_markdown(texts["final turn"])}</div>')
+        checks, back = [], []
         if parsed.blocks:
-            parts.append(_part("The checks", texts["the checks (dropped)" if parsed.returned_as_text else "the checks"]))
+            checks.append(part("The checks", texts["the checks (dropped)" if parsed.returned_as_text else "the checks"]))
             for block in parsed.blocks:
                 if len(parsed.blocks) > 1:
-                    parts.append(f"<p><b>Block {block.index + 1}</b></p>")
-                parts.append(checks_html(block))
-        if call.results:
-            parts.append(_part("The tool runs", texts["the tool runs"]))
-            parts.append("".join(
+                    checks.append(f"<p><b>Block {block.index + 1}</b></p>")
+                checks.append(checks_html(block, errors=not (compact and call.results)))  # (compact: the error is in what goes back)
+        if call.results and not compact:  # (compact: the step's title names the tools run)
+            checks.append(part("The tool runs", texts["the tool runs"]))
+            checks.append("".join(
                 inline_markdown(f"Block {r.block + 1}: ran `{call_words(r.name, r.arguments)}`" if r.ok
                                 else f"Block {r.block + 1}: not run; its error goes back instead") for r in call.results))
+        if call.results:
             back_text, back_tokens = returned(n)
-            parts.append(_part("What goes back to the model", texts["what goes back"]))
-            parts.append(f'<pre class="sv-pre">{html.escape(back_text)}</pre>'
-                         f'<div class="sv-caption">{back_tokens} tokens, read again by every later call of this run</div>')
+            back.append(part("What goes back to the model", texts["what goes back"]))
+            back.append(f'<pre class="sv-pre">{html.escape(back_text)}</pre>'
+                        f'<div class="sv-caption">{back_tokens} tokens, read again by every later call of this run</div>')
+        if compact:
+            parts = [f'<div class="sv-cols"><div>{"".join(parts + back)}</div><div>{"".join(checks)}</div></div>']
+        else:
+            parts += checks + back
         ran = [r.name for r in call.results if r.ok]
         verdict = "✗" if any(not r.ok for r in call.results) or parsed.returned_as_text else ("answer" if parsed.final else "✓")
         steps.append(ViewStep(
