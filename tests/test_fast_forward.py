@@ -2,7 +2,8 @@
 
 Both read the same tokens in the same chunks (a prompt pass, then one token a step, as the
 decode loop does): under int8 the activations are quantized per call, so only equal chunks can
-give equal numbers. fp32 and int8 both; logits within float noise, greedy tokens identical.
+give equal numbers. fp32, bf16 (a CPU with AMX loads that) and int8; logits within float noise,
+greedy tokens identical.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from engine.model.quant import quantize_network
 
 MESSAGES = [{"role": "user", "content": "How many r are in strawberry?"}]
 # fp32 differs from transformers by summation order only; int8 may also move an activation's rounding
-TOLERANCE = {False: 1e-5, True: 1e-3}
+TOLERANCE = {"float32": 1e-5, "bfloat16": 2e-2, "int8": 1e-3}
 
 
-def network(int8: bool):
+def network(kind: str):
     model = build_tiny_network()
-    return quantize_network(model) if int8 else model
+    if kind == "bfloat16":
+        return model.to(torch.bfloat16)
+    return quantize_network(model) if kind == "int8" else model
 
 
 def chunks_through(call, ids: list[int], split: int, cache) -> torch.Tensor:
@@ -43,9 +46,9 @@ def prompt_ids(tiny_engine):
     return render(Request(MESSAGES), tiny_engine.tokenizer).ids
 
 
-@pytest.mark.parametrize("int8", [False, True])
-def test_logits_match_transformers_over_a_prompt_and_steps(prompt_ids, int8):
-    reference, model = network(int8), network(int8)
+@pytest.mark.parametrize("kind", ["float32", "bfloat16", "int8"])
+def test_logits_match_transformers_over_a_prompt_and_steps(prompt_ids, kind):
+    reference, model = network(kind), network(kind)
     fast = build_fast_forward(model)
     ids = prompt_ids + [1000 + 37 * n for n in range(12)]
     with torch.no_grad():
@@ -55,7 +58,8 @@ def test_logits_match_transformers_over_a_prompt_and_steps(prompt_ids, int8):
         # the model's own forward, now over the fused weights, gives what it gave before
         own = chunks_through(model, ids, len(prompt_ids), DynamicCache(config=model.config))
     assert got.shape == expected.shape == (len(ids), 151936)
-    assert torch.allclose(got, expected, atol=TOLERANCE[int8], rtol=0)
+    assert got.dtype == expected.dtype
+    assert torch.allclose(got.float(), expected.float(), atol=TOLERANCE[kind], rtol=0)
     assert torch.equal(got.argmax(-1), expected.argmax(-1))
     assert torch.equal(own, expected)
 
@@ -71,7 +75,7 @@ def test_float_projections_are_stored_once():
 
 
 def test_a_whole_prompt_in_one_pass_matches_without_a_cache(prompt_ids):
-    reference, model = network(False), network(False)
+    reference, model = network("float32"), network("float32")
     fast = build_fast_forward(model)
     with torch.no_grad():
         expected = reference(input_ids=torch.tensor([prompt_ids]), logits_to_keep=3).logits
@@ -108,7 +112,7 @@ def test_decode_loop_with_prefix_reuse_gives_transformers_tokens(monkeypatch, pr
         expected = list(stream_steps(slow, ids, settings))
         assert [s.id for s in got] == [s.id for s in expected]
         for a, b in zip(got, expected, strict=True):
-            assert abs(a.p - b.p) < TOLERANCE[int8]
+            assert abs(a.p - b.p) < TOLERANCE["int8" if int8 else "float32"]
             assert [t.id for t in a.top][:2] == [t.id for t in b.top][:2]
 
 
