@@ -159,3 +159,16 @@ def test_the_cache_hands_the_prefix_cache_views_of_what_is_filled(tiny_engine, p
     assert len(pairs) == 2 and pairs[0][0].shape == (1, 2, 5, 16)
     copied = fast.new_cache(5, pairs, 3)
     assert copied.length == 3 and torch.equal(copied.data[:, :, :, :3], cache.data[:, :, :, :3])
+
+
+def test_positions_past_the_first_rotary_table_match_too():
+    from engine.model.fast_forward import _ROPE_START
+
+    reference, model = network("float32"), network("float32")
+    fast = build_fast_forward(model)
+    ids = torch.arange(_ROPE_START + 100).remainder(150000).unsqueeze(0)
+    with torch.no_grad():
+        expected = reference(input_ids=ids, logits_to_keep=2).logits
+        got = fast(input_ids=ids, logits_to_keep=2).logits
+    assert fast.rotary_rows(1)[0].shape[0] >= _ROPE_START + 100
+    assert torch.allclose(got, expected, atol=1e-4, rtol=0)

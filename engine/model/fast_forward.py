@@ -138,7 +138,7 @@ class FastQwen3:
         rotary = model.model.rotary_emb
         self.inv_freq = rotary.inv_freq.detach().float().clone()
         self.rope_scaling = float(rotary.attention_scaling)
-        self.cos = self.sin = torch.empty(0)
+        self._rope = (torch.empty(0), torch.empty(0))  # (cos, sin), replaced whole so a reader never mixes two tables
         self._rope_lock = threading.Lock()
         self.rotary_rows(_ROPE_START)
 
@@ -147,10 +147,13 @@ class FastQwen3:
         """cos and sign-folded sin for positions 0 .. at least `positions` - 1, as transformers computes them.
 
         sin's first half is negated, so rotate_half(x) * sin = roll(x, half) * folded_sin, exactly."""
-        if self.cos.shape[0] >= positions:
-            return self.cos, self.sin
+        table = self._rope
+        if table[0].shape[0] >= positions:
+            return table
         with self._rope_lock:
-            rows = max(positions, 2 * self.cos.shape[0])
+            if self._rope[0].shape[0] >= positions:
+                return self._rope
+            rows = max(positions, 2 * self._rope[0].shape[0])
             # the same products as Qwen3RotaryEmbedding: position (as float) times inverse frequency
             freqs = torch.arange(rows, dtype=torch.float32)[:, None] * self.inv_freq[None, :]
             emb = torch.cat((freqs, freqs), dim=-1)
@@ -158,7 +161,7 @@ class FastQwen3:
             sin = (emb.sin() * self.rope_scaling).to(self.dtype)
             half = self.head_dim // 2
             sin = torch.cat((-sin[:, :half], sin[:, half:]), dim=-1)
-            self.cos, self.sin = cos, sin
+            self._rope = (cos, sin)
         return cos, sin
 
     def new_cache(self, capacity: int, layers=None, length: int = 0) -> KVCache:
