@@ -282,7 +282,8 @@ def stream_steps(
         except Exception as error:  # the lock is released already; this run's cache is dropped with it
             raise GenerationFailed(failure_message(error, index, engine.info)) from error
         logits = out.logits[0, -1].float().cpu()
-        if torch.isnan(logits[:REAL_VOCAB]).any():
+        # a sum is NaN when some logit is (or both infinities are there): one reduction, then the exact check
+        if torch.isnan(logits[:REAL_VOCAB].sum()) and torch.isnan(logits[:REAL_VOCAB]).any():
             raise GenerationFailed(failure_message(None, index, engine.info))
         # the padding rows are not tokens: never shown, never chosen
         logits[REAL_VOCAB:] = float("-inf")
@@ -292,7 +293,8 @@ def stream_steps(
         greedy = settings.temperature == 0
         unmasked = None
         if mask is None:
-            probs = torch.softmax(logits / scale, dim=-1)
+            # x / 1.0 is x to the bit: no pass over the vocabulary for it
+            probs = torch.softmax(logits if scale == 1.0 else logits / scale, dim=-1)
             allowed = None
             chosen = pick_token(probs, settings, generator)
             p = float(probs[chosen])
