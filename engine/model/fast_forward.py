@@ -1,12 +1,11 @@
-"""A compact Qwen3 forward pass for a CPU: the loaded model's own weights, a third of the eager ops.
+"""A compact Qwen3 forward pass for a CPU: the loaded model's own weights, half the eager ops.
 
-transformers' Qwen3 runs about 60 computing ops per layer and decode step (each norm is five,
-the rotary embedding a dozen, the KV cache a concatenation that copies the layer's keys and
-values at every token) and one Linear call per projection (seven per layer; under int8 each
-quantizes its input again). On a CPU, at one row per step, their dispatch and copies add up to
-a good part of a step. This module runs the same network with 19 computing ops and 4 products
-per layer (measured with torch's profiler on the tiny model), as gpt-fast's Llama and
-llama.cpp's graph do:
+transformers' Qwen3 runs 63 computing ops per layer and decode step (each norm is five, the
+rotary embedding a dozen, the KV cache a concatenation that copies the layer's keys and values
+at every token) and one Linear call per projection (seven per layer; under int8 each quantizes
+its input again). On a CPU, at one row per step, their dispatch and copies add up to a good part
+of a step. This module runs the same network with 33 computing ops and 4 products per layer
+(counted with torch's profiler on the tiny model), as gpt-fast's Llama and llama.cpp's graph do:
 
     embed -> per layer: rms_norm -> one q|k|v product -> rms_norm of q and k heads together
           -> rotary from a precomputed table -> keys and values written in place into a
@@ -20,8 +19,9 @@ model's own Linear layers then point into the fused tensor, so nothing is stored
 weights (engine/model/quant.py) keep their int8 values and their per-tensor scales, written as
 one scale per output row of the fused tensor, so each product gives the numbers the separate
 ones gave (the model's own layers become slices of the fused product, and the separate int8
-copies are freed). What differs from transformers' forward is float rounding only (a fused norm kernel,
-another summation order); tests/test_fast_forward.py compares the two, fp32 and int8.
+copies are freed). The norms are Qwen3RMSNorm's own arithmetic; what differs from transformers'
+forward is float rounding only (attention's kernel, the fused products' summation order):
+tests/test_fast_forward.py compares the two, fp32, bf16 and int8.
 
 Used by the decode loop (engine/model/decode.py) and the one-step peeks (engine/model/peek.py)
 on a CPU for Qwen3ForCausalLM; anything else (another architecture, a GPU, QWEN_FAST_DECODE=0,
