@@ -30,6 +30,9 @@ class Settings:
     quant: str = field(default_factory=lambda: (os.environ.get("QWEN_QUANT") or "auto").strip())
     # torch threads for a model on a CPU: auto (1 or torch's default, chosen by a timing at load) or a count (QWEN_THREADS)
     threads: str = field(default_factory=lambda: (os.environ.get("QWEN_THREADS") or "auto").strip())
+    # a CPU Qwen3 runs through the compact forward of engine/model/fast_forward.py; QWEN_FAST_DECODE=0 keeps
+    # transformers' own forward (read when a loaded model first runs)
+    fast_decode: bool = field(default_factory=lambda: os.environ.get("QWEN_FAST_DECODE", "1").strip() != "0")
     # an OpenAI-compatible server (vLLM, SGLang, llama.cpp) that runs the model instead of this process,
     # e.g. http://gpu-box:8000/v1 (QWEN_ENGINE_URL); None = the local model
     engine_url: str | None = field(default_factory=lambda: (os.environ.get("QWEN_ENGINE_URL") or "").strip() or None)

@@ -1,6 +1,7 @@
 """The decode loop that shows its work: one token at a time, with its probability and the alternatives.
 
-A manual loop over a KV cache (transformers' DynamicCache), the same computation as
+A manual loop over a KV cache (on a CPU Qwen3, the compact forward's preallocated one,
+engine/model/fast_forward.py; elsewhere transformers' DynamicCache), the same computation as
 `model.generate` with greedy or temperature / top-p sampling, but yielding every step as
 data, as minGPT's `encode_and_show_work` does for BPE. At each step:
 
@@ -31,6 +32,7 @@ import torch
 from ..core.generation import Alternative, DecodeStep, Generation, GenerationSettings, ModelInfo
 from ..core.tokenizer import MODEL_VOCAB, REAL_VOCAB
 from ..errors import BadInput, EngineError, GenerationFailed
+from .fast_forward import fast_forward_for
 from .loading import LoadedModel
 from .prefix_cache import prefix_cache_for
 
@@ -249,15 +251,23 @@ def stream_steps(
     model, device = engine.model, engine.device
     generator = torch.Generator(device="cpu").manual_seed(settings.seed)
     prompt_ids = list(prompt_ids)
+    # a CPU Qwen3 runs through the compact forward, with its own preallocated cache (engine/model/fast_forward.py)
+    fast = fast_forward_for(engine)
+    forward = model if fast is None else fast
+    capacity = len(prompt_ids) + settings.max_new_tokens
+    make_cache = None if fast is None else (lambda layers, length: fast.new_cache(capacity, layers, length))
     # start from a copy of the longest prompt prefix an earlier run kept, and read only the rest
     kept = prefix_cache_for(engine) if settings.reuse_prefix else None
-    cache, reused = kept.lookup(prompt_ids, model.config) if kept is not None else (DynamicCache(config=model.config), 0)
+    if kept is not None:
+        cache, reused = kept.lookup(prompt_ids, model.config, make_cache)
+    else:
+        cache, reused = (DynamicCache(config=model.config) if fast is None else fast.new_cache(capacity)), 0
     if kept is not None and reused < len(prompt_ids) - 1:
         # read the prompt but its last token and keep that: a rerun of this prompt then starts exactly
         # where this run stands, and both read the last token alone, so they give the same numbers to the bit
         try:
             with engine.lock, torch.no_grad():
-                model(input_ids=torch.tensor([prompt_ids[reused:-1]], device=device), cache=cache, logits_to_keep=1)
+                forward(input_ids=torch.tensor([prompt_ids[reused:-1]], device=device), cache=cache, logits_to_keep=1)
         except Exception as error:  # the lock is released already; this run's cache is dropped with it
             raise GenerationFailed(failure_message(error, 0, engine.info)) from error
         kept.store(prompt_ids[:-1], cache)
@@ -268,11 +278,12 @@ def stream_steps(
     for index in range(settings.max_new_tokens):
         try:
             with engine.lock, torch.no_grad():
-                out = model(input_ids=feed, cache=cache, logits_to_keep=1)
+                out = forward(input_ids=feed, cache=cache, logits_to_keep=1)
         except Exception as error:  # the lock is released already; this run's cache is dropped with it
             raise GenerationFailed(failure_message(error, index, engine.info)) from error
         logits = out.logits[0, -1].float().cpu()
-        if torch.isnan(logits[:REAL_VOCAB]).any():
+        # a sum is NaN when some logit is (or both infinities are there): one reduction, then the exact check
+        if torch.isnan(logits[:REAL_VOCAB].sum()) and torch.isnan(logits[:REAL_VOCAB]).any():
             raise GenerationFailed(failure_message(None, index, engine.info))
         # the padding rows are not tokens: never shown, never chosen
         logits[REAL_VOCAB:] = float("-inf")
@@ -282,7 +293,8 @@ def stream_steps(
         greedy = settings.temperature == 0
         unmasked = None
         if mask is None:
-            probs = torch.softmax(logits / scale, dim=-1)
+            # x / 1.0 is x to the bit: no pass over the vocabulary for it
+            probs = torch.softmax(logits if scale == 1.0 else logits / scale, dim=-1)
             allowed = None
             chosen = pick_token(probs, settings, generator)
             p = float(probs[chosen])

@@ -198,7 +198,15 @@ def tune_for_cpu(loaded: LoadedModel, quant: QuantChoice, progress: Progress | N
         apply_threads(threads)
         reasons["threads"] = threads.reason
         info = replace(info, threads=threads.threads)
-    return LoadedModel(loaded.model, loaded.tokenizer, info, reasons)
+    tuned = LoadedModel(loaded.model, loaded.tokenizer, info, reasons)
+    # the compact forward's fused products, built now rather than at the first step a learner waits for
+    from .fast_forward import fast_forward_for, forward_reason
+
+    if progress is not None:
+        progress(0, 0, "fusing the projections for the compact forward")
+    fast_forward_for(tuned)
+    reasons["forward"] = forward_reason(tuned)
+    return tuned
 
 
 def declares_random_weights(folder: Path) -> bool:

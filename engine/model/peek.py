@@ -24,6 +24,7 @@ import torch
 from ..core.generation import Alternative, DecodeStep, ModelInfo
 from ..core.tokenizer import MODEL_VOCAB, REAL_VOCAB, TOOL_CALL
 from ..errors import BadInput
+from .fast_forward import fast_forward_for
 from .loading import LoadedModel
 from .remote import RemoteEngine, first_token_remote, refuse_remote
 
@@ -34,8 +35,10 @@ def next_logits(engine: LoadedModel, ids: list[int]) -> torch.Tensor:
         raise ValueError("next_logits needs at least one token id")
     refuse_remote(engine)
     feed = torch.tensor([list(ids)], device=engine.device)
+    # the forward the decode loop runs, so a peek and a generated step give the same numbers
+    forward = fast_forward_for(engine) or engine.model
     with engine.lock, torch.no_grad():
-        out = engine.model(input_ids=feed, logits_to_keep=1)
+        out = forward(input_ids=feed, logits_to_keep=1)
     logits = out.logits[0, -1].float().cpu()
     # the padding rows are not tokens
     logits[REAL_VOCAB:] = float("-inf")
@@ -60,8 +63,9 @@ def logits_at_each_position(engine: LoadedModel, prompt_ids: list[int], reply_id
     refuse_remote(engine)
     # the last reply token's own logits (what would come after it) are not needed
     feed = torch.tensor([list(prompt_ids) + list(reply_ids[:-1])], device=engine.device)
+    forward = fast_forward_for(engine) or engine.model
     with engine.lock, torch.no_grad():
-        out = engine.model(input_ids=feed, logits_to_keep=len(reply_ids))
+        out = forward(input_ids=feed, logits_to_keep=len(reply_ids))
     logits = out.logits[0].float().cpu()
     logits[:, REAL_VOCAB:] = float("-inf")
     return logits

@@ -15,8 +15,9 @@ Rules (several sessions share one model, each run with its own cache):
   dropped first (QWEN_PREFIX_CACHE_MB sets the bytes; 0 turns the cache off);
 - one lock guards the table; copies are made outside it.
 
-Only caches made of transformers' DynamicLayer (full attention, what Qwen3 uses) are kept;
-any other kind of layer (sliding window, recurrent state) is simply not cached.
+Only caches made of transformers' DynamicLayer (full attention, what Qwen3 uses) or the compact
+forward's KVCache (engine/model/fast_forward.py, full attention too) are kept; any other kind
+of layer (sliding window, recurrent state) is simply not cached.
 """
 
 from __future__ import annotations
@@ -81,12 +82,20 @@ class PrefixCache:
             self._entries.clear()
             self.stats = PrefixStats()
 
-    def lookup(self, prompt_ids: list[int], config):
-        """(a fresh DynamicCache holding the longest kept prefix of `prompt_ids`, its length).
+    def lookup(self, prompt_ids: list[int], config, make_cache=None):
+        """(a fresh cache holding the longest kept prefix of `prompt_ids`, its length).
 
         The length is at most len(prompt_ids) - 1: the model still reads the last prompt token
-        to give the first step's logits. (an empty cache, 0) when nothing matches."""
+        to give the first step's logits. (an empty cache, 0) when nothing matches. The cache is a
+        DynamicCache, or what `make_cache(layers, length)` makes of the kept (keys, values) per
+        layer (it must copy their first `length` tokens, never keep them: engine/model/fast_forward.py)."""
         from transformers import DynamicCache
+
+        if make_cache is None:
+            def make_cache(layers, length):
+                # a copy of the shared part only: the run appends to it; the kept tensors stay as they are
+                copied = [(k[..., :length, :].clone(), v[..., :length, :].clone()) for k, v in layers]
+                return DynamicCache(ddp_cache_data=copied, config=config) if layers else DynamicCache(config=config)
 
         ids = np.asarray(prompt_ids, dtype=np.int64)
         best, length = None, 0
@@ -104,31 +113,34 @@ class PrefixCache:
             with self._lock:
                 self.stats.misses += 1
                 self.stats.last_reused = 0
-            return DynamicCache(config=config), 0
-        # a copy of the shared part only: the run appends to it; the kept tensors stay as they are
-        copied = [(k[..., :length, :].clone(), v[..., :length, :].clone()) for k, v in layers]
+            return make_cache([], 0), 0
+        cache = make_cache(layers, length)
         with self._lock:
             self.stats.hits += 1
             self.stats.reused_tokens += length
             self.stats.last_reused = length
-        return DynamicCache(ddp_cache_data=copied, config=config), length
+        return cache, length
 
     def store(self, prompt_ids: list[int], cache) -> bool:
         """Keep a copy of `cache`, which holds exactly the KV of `prompt_ids`; False when not kept
         (off, a kind of layer this cache does not handle, too large, or already covered)."""
         if not self.enabled or not prompt_ids:
             return False
-        layers = getattr(cache, "layers", None)
-        if not layers or any(type(layer).__name__ != "DynamicLayer" or layer.keys is None for layer in layers):
-            return False
-        if any(layer.keys.shape[-2] != len(prompt_ids) for layer in layers):
+        if hasattr(cache, "key_value_pairs"):  # the compact forward's KVCache: views of its filled part
+            pairs = cache.key_value_pairs()
+        else:
+            layers = getattr(cache, "layers", None)
+            if not layers or any(type(layer).__name__ != "DynamicLayer" or layer.keys is None for layer in layers):
+                return False
+            pairs = [(layer.keys, layer.values) for layer in layers]
+        if not pairs or any(keys.shape[-2] != len(prompt_ids) for keys, _ in pairs):
             return False
         ids = np.asarray(prompt_ids, dtype=np.int64)
         with self._lock:
             # a kept prompt that starts with this whole prompt already serves it
             if any(len(e.ids) >= len(ids) and _shared_length(e.ids, ids) == len(ids) for e in self._entries.values()):
                 return False
-        kept = [(layer.keys.detach().clone(), layer.values.detach().clone()) for layer in layers]
+        kept = [(keys.detach().clone(), values.detach().clone()) for keys, values in pairs]
         nbytes = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kept)
         if nbytes > self.max_bytes:
             return False

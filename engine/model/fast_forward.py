@@ -1,0 +1,382 @@
+"""A compact Qwen3 forward pass for a CPU: the loaded model's own weights, half the eager ops.
+
+transformers' Qwen3 runs 63 computing ops per layer and decode step (each norm is five, the
+rotary embedding a dozen, the KV cache a concatenation that copies the layer's keys and values
+at every token) and one Linear call per projection (seven per layer; under int8 each quantizes
+its input again). On a CPU, at one row per step, their dispatch and copies add up to a good part
+of a step. This module runs the same network with 33 computing ops and 4 products per layer
+(counted with torch's profiler on the tiny model), as gpt-fast's Llama and llama.cpp's graph do:
+
+    embed -> per layer: rms_norm -> one q|k|v product -> rms_norm of q and k heads together
+          -> rotary from a precomputed table -> keys and values written in place into a
+          preallocated cache -> scaled_dot_product_attention (the query heads of one key/value
+          head side by side, so grouped-query attention needs no copy of the keys) -> o product
+          -> residual -> rms_norm -> one gate|up product -> silu(gate) * up -> down -> residual
+    -> final norm of the kept rows -> the model's own lm_head
+
+The fused products hold exactly the loaded weights: float weights are concatenated (and the
+model's own Linear layers then point into the fused tensor, so nothing is stored twice); int8
+weights (engine/model/quant.py) keep their int8 values and their per-tensor scales, written as
+one scale per output row of the fused tensor, so each product gives the numbers the separate
+ones gave (the model's own layers become slices of the fused product, and the separate int8
+copies are freed). The norms are Qwen3RMSNorm's own arithmetic; what differs from transformers'
+forward is float rounding only (attention's kernel, the fused products' summation order):
+tests/test_fast_forward.py compares the two, fp32, bf16 and int8.
+
+Used by the decode loop (engine/model/decode.py) and the one-step peeks (engine/model/peek.py)
+on a CPU for Qwen3ForCausalLM; anything else (another architecture, a GPU, QWEN_FAST_DECODE=0,
+read when the model is first run) keeps transformers' forward.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..settings import load_settings
+
+# cache rows are allocated in steps of this many tokens (a run asks for its prompt plus its new tokens)
+_CACHE_STEP = 256
+_ROPE_START = 4096  # rotary table rows built at first; doubled when a longer sequence comes
+
+
+@dataclass
+class FastOutput:
+    """What a forward pass returns, shaped as transformers' output where the callers read it."""
+
+    logits: torch.Tensor  # (1, kept rows, vocabulary)
+
+
+class Product:
+    """One projection: x @ W.T, with W float (F.linear) or int8 (torch's dynamic quantized linear)."""
+
+    def __init__(self, weight: torch.Tensor | None = None, packed=None, reduce_range: bool = True):
+        self.weight, self.packed, self.reduce_range = weight, packed, reduce_range
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed is not None:
+            return torch.ops.quantized.linear_dynamic(x, self.packed, self.reduce_range)
+        return F.linear(x, self.weight)
+
+
+class SliceOf(torch.nn.Module):
+    """A part of a fused int8 product, standing in for the Linear it replaced in transformers' modules,
+    so the model's own forward still runs (computing the whole fused product, then its rows)."""
+
+    def __init__(self, product: Product, start: int, end: int):
+        super().__init__()
+        self.product, self.start, self.end = product, start, end
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.product(x)[..., self.start:self.end]
+
+
+@dataclass
+class FastLayer:
+    """One decoder layer's weights, as the compact forward uses them."""
+
+    input_norm: torch.Tensor
+    qkv: Product  # rows: query heads, key heads, value heads
+    qk_norm: torch.Tensor  # (query heads + key heads, head_dim): q_norm's weight per query head, k_norm's per key head
+    o: Product
+    post_norm: torch.Tensor
+    gate_up: Product  # rows: gate, then up
+    down: Product
+
+
+class KVCache:
+    """Every layer's keys and values in one preallocated tensor, written in place as a run goes.
+
+    Shape (layers, 2, key/value heads, capacity, head_dim); `length` tokens are filled. It grows
+    (one copy) when a run outlives its reservation. `key_value_pairs()` gives views of the filled
+    part per layer, which the prefix cache copies (engine/model/prefix_cache.py)."""
+
+    def __init__(self, layers: int, heads: int, head_dim: int, dtype: torch.dtype, capacity: int):
+        self.data = torch.empty(layers, 2, heads, _rounded(capacity), head_dim, dtype=dtype)
+        self.length = 0
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def reserve(self, total: int) -> None:
+        """Room for `total` tokens in all."""
+        if total > self.data.shape[3]:
+            grown = torch.empty(*self.data.shape[:3], _rounded(max(total, 2 * self.data.shape[3])), self.data.shape[4],
+                                dtype=self.data.dtype)
+            grown[:, :, :, : self.length] = self.data[:, :, :, : self.length]
+            self.data = grown
+
+    def key_value_pairs(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per layer, (keys, values) of the filled part, shaped (1, heads, length, head_dim): views, not copies."""
+        return [(layer[0, :, : self.length].unsqueeze(0), layer[1, :, : self.length].unsqueeze(0)) for layer in self.data]
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
+    """Qwen3RMSNorm's arithmetic in its order (so the same numbers to the bit), in 5 or 6 ops
+    where torch's composite rms_norm dispatches about 11 on a CPU."""
+    h = x if x.dtype == torch.float32 else x.float()
+    y = h * h.pow(2).mean(-1, keepdim=True).add_(eps).rsqrt_()
+    if y.dtype != x.dtype:
+        y = y.to(x.dtype)
+    return y if weight is None else weight * y
+
+
+def _rounded(tokens: int) -> int:
+    return max(_CACHE_STEP, -(-tokens // _CACHE_STEP) * _CACHE_STEP)
+
+
+class FastQwen3:
+    """The compact forward of one loaded Qwen3ForCausalLM; call it as the model is called by the decode loop."""
+
+    def __init__(self, model, layers: list[FastLayer]):
+        config = model.config
+        self.model = model
+        self.layers = layers
+        self.heads = config.num_attention_heads
+        self.kv_heads = config.num_key_value_heads
+        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
+        self.eps = config.rms_norm_eps
+        self.scaling = self.head_dim ** -0.5
+        self.embedding = model.model.embed_tokens.weight
+        self.final_norm = model.model.norm.weight
+        self.lm_head = model.lm_head
+        self.dtype = self.embedding.dtype
+        rotary = model.model.rotary_emb
+        self.inv_freq = rotary.inv_freq.detach().float().clone()
+        self.rope_scaling = float(rotary.attention_scaling)
+        self._rope = (torch.empty(0), torch.empty(0))  # (cos, sin), replaced whole so a reader never mixes two tables
+        self._rope_lock = threading.Lock()
+        self.rotary_rows(_ROPE_START)
+
+    # -- tables and caches --------------------------------------------------------------------
+    def rotary_rows(self, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sign-folded sin for positions 0 .. at least `positions` - 1, as transformers computes them.
+
+        sin's first half is negated, so rotate_half(x) * sin = roll(x, half) * folded_sin, exactly."""
+        table = self._rope
+        if table[0].shape[0] >= positions:
+            return table
+        with self._rope_lock:
+            if self._rope[0].shape[0] >= positions:
+                return self._rope
+            rows = max(positions, 2 * self._rope[0].shape[0])
+            # the same products as Qwen3RotaryEmbedding: position (as float) times inverse frequency
+            freqs = torch.arange(rows, dtype=torch.float32)[:, None] * self.inv_freq[None, :]
+            emb = torch.cat((freqs, freqs), dim=-1)
+            cos = (emb.cos() * self.rope_scaling).to(self.dtype)
+            sin = (emb.sin() * self.rope_scaling).to(self.dtype)
+            half = self.head_dim // 2
+            sin = torch.cat((-sin[:, :half], sin[:, half:]), dim=-1)
+            self._rope = (cos, sin)
+        return cos, sin
+
+    def new_cache(self, capacity: int, layers=None, length: int = 0) -> KVCache:
+        """A cache with room for `capacity` tokens; `layers` ((keys, values) per layer) and `length`
+        start it with a copy of their first `length` tokens (a prefix kept by an earlier run)."""
+        cache = KVCache(len(self.layers), self.kv_heads, self.head_dim, self.dtype, max(capacity, length))
+        if layers and length:
+            for slot, (keys, values) in zip(cache.data, layers, strict=True):
+                slot[0, :, :length] = keys[0, :, :length]
+                slot[1, :, :length] = values[0, :, :length]
+            cache.length = length
+        return cache
+
+    # -- the forward pass ------------------------------------------------------------------------
+    def __call__(self, input_ids: torch.Tensor, cache: KVCache | None = None, logits_to_keep: int = 0, **_) -> FastOutput:
+        """Logits of the last `logits_to_keep` positions (0: all) after reading `input_ids` (1, T) on `cache`
+        (a KVCache from new_cache; None: a throwaway one for this pass alone)."""
+        if input_ids.dim() != 2 or input_ids.shape[0] != 1:
+            raise ValueError(f"the compact forward reads one sequence at a time (shape (1, T)), not {tuple(input_ids.shape)}")
+        if cache is None:
+            cache = self.new_cache(input_ids.shape[1])
+        if not isinstance(cache, KVCache):
+            raise TypeError(f"the compact forward needs its own KVCache (FastQwen3.new_cache), not {type(cache).__name__}")
+        # inference mode skips autograd's per-op bookkeeping; the logits leave it as an ordinary
+        # tensor (a copy), since the decode loop writes into them
+        with torch.inference_mode():
+            logits = self.forward(input_ids, cache, logits_to_keep)
+        return FastOutput(logits.clone())
+
+    def forward(self, input_ids: torch.Tensor, cache: KVCache, logits_to_keep: int) -> torch.Tensor:
+        """The pass itself (in inference mode): logits as (1, kept rows, vocabulary)."""
+        count = input_ids.shape[1]
+        past = cache.length
+        cache.reserve(past + count)
+        cos, sin = self.rotary_rows(past + count)
+        cos, sin = cos[past:past + count, None, :], sin[past:past + count, None, :]
+        heads, kv_heads, d = self.heads, self.kv_heads, self.head_dim
+        group = heads // kv_heads
+        q_width, k_width = heads * d, kv_heads * d
+        mask = None
+        if count > 1:
+            # query row (r, t) of a key/value head's group sees keys 0 .. past + t
+            seen = torch.arange(past + count)[None, :] <= (past + torch.arange(count))[:, None]
+            mask = seen.repeat(group, 1)
+        hidden = F.embedding(input_ids, self.embedding)
+        total = past + count
+        for index, layer in enumerate(self.layers):
+            x = rms_norm(hidden, layer.input_norm, self.eps)
+            qkv = layer.qkv(x)
+            # q and k heads normed together, each head by its own weight, then rotated
+            qk = qkv[..., : q_width + k_width].view(1, count, heads + kv_heads, d)
+            qk = layer.qk_norm * rms_norm(qk, None, self.eps)
+            qk = qk * cos + qk.roll(d // 2, dims=-1) * sin
+            slot = cache.data[index]
+            slot[0, :, past:total] = qk[0, :, heads:].transpose(0, 1)
+            slot[1, :, past:total] = qkv[0, :, q_width + k_width:].view(count, kv_heads, d).transpose(0, 1)
+            # the query heads of one key/value head side by side: (kv heads, group * T, d), rows (r, t)
+            q = qk[0, :, :heads].transpose(0, 1).reshape(kv_heads, group * count, d)
+            attended = F.scaled_dot_product_attention(
+                q.unsqueeze(0), slot[0, :, :total].unsqueeze(0), slot[1, :, :total].unsqueeze(0),
+                attn_mask=mask, scale=self.scaling,
+            )
+            attended = attended.view(kv_heads, group, count, d).permute(2, 0, 1, 3).reshape(1, count, q_width)
+            hidden = hidden + layer.o(attended)
+            x = rms_norm(hidden, layer.post_norm, self.eps)
+            gate_up = layer.gate_up(x)
+            width = gate_up.shape[-1] // 2
+            hidden = hidden + layer.down(F.silu(gate_up[..., :width]) * gate_up[..., width:])
+        cache.length = total
+        if logits_to_keep:
+            hidden = hidden[:, -logits_to_keep:]
+        hidden = rms_norm(hidden, self.final_norm, self.eps)
+        return self.lm_head(hidden)
+
+
+# -- building it from a loaded model ------------------------------------------------------------
+def unsupported_reason(model) -> str | None:
+    """Why the compact forward cannot run `model` (None: it can): it covers Qwen3ForCausalLM on a CPU as shipped."""
+    from transformers import Qwen3ForCausalLM
+
+    if not isinstance(model, Qwen3ForCausalLM):
+        return f"{type(model).__name__} is not Qwen3ForCausalLM"
+    config = model.config
+    if model.device.type != "cpu":
+        return f"the model is on {model.device.type}, not the CPU"
+    if getattr(config, "attention_bias", False):
+        return "its attention has biases"
+    if config.hidden_act != "silu":
+        return f"its activation is {config.hidden_act}, not silu"
+    rope = getattr(config, "rope_parameters", None) or {}
+    if rope.get("rope_type", "default") != "default":
+        return f"its rotary embedding is {rope.get('rope_type')!r}, not the default"
+    if any(kind != "full_attention" for kind in getattr(config, "layer_types", None) or []):
+        return "some layers use sliding-window attention"
+    if model.training:
+        return "the model is in training mode"
+    for module in model.model.layers.modules():
+        if isinstance(module, torch.nn.Linear) and module.bias is not None:
+            return "a projection has a bias"
+    return None
+
+
+def _is_int8(module) -> bool:
+    return hasattr(module, "_packed_params")
+
+
+def fuse_products(modules: list) -> tuple[Product, list[int]]:
+    """One Product for the rows of `modules` stacked (all float nn.Linear, or all int8 dynamic Linear),
+    and the row offsets where each starts and the last ends."""
+    if all(_is_int8(m) for m in modules):
+        weights = [m.weight() for m in modules]
+        rows, scales = [], []
+        for w in weights:
+            if w.qscheme() == torch.per_tensor_affine:
+                if w.q_zero_point() != 0:
+                    raise ValueError("an int8 weight with a zero point other than 0")
+                scales.append(torch.full((w.shape[0],), w.q_scale(), dtype=torch.double))
+            elif w.qscheme() == torch.per_channel_affine and w.q_per_channel_axis() == 0:
+                if bool(w.q_per_channel_zero_points().ne(0).any()):
+                    raise ValueError("an int8 weight with a zero point other than 0")
+                scales.append(w.q_per_channel_scales().double())
+            else:
+                raise ValueError(f"an int8 weight quantized {w.qscheme()}")
+            rows.append(w.int_repr())
+        ints = torch.cat(rows)
+        # the same int8 values and scales, one scale per output row
+        fused = torch._make_per_channel_quantized_tensor(ints, torch.cat(scales), torch.zeros(ints.shape[0], dtype=torch.long), 0)
+        reduce_range = not (modules[0].version is None or modules[0].version < 4)
+        product = Product(packed=torch.ops.quantized.linear_prepack(fused, None), reduce_range=reduce_range)
+    elif all(type(m) is torch.nn.Linear for m in modules):
+        product = Product(weight=torch.cat([m.weight.detach() for m in modules]))
+    else:
+        raise ValueError("the projections mix float and int8 layers")
+    offsets = [0]
+    for m in modules:
+        offsets.append(offsets[-1] + (m.out_features if hasattr(m, "out_features") else m.weight().shape[0]))
+    return product, offsets
+
+
+def _single(module) -> Product:
+    if _is_int8(module):
+        reduce_range = not (module.version is None or module.version < 4)
+        return Product(packed=module._packed_params._packed_params, reduce_range=reduce_range)
+    return Product(weight=module.weight.detach())
+
+
+def _share(parent, names: list[str], product: Product, offsets: list[int]) -> None:
+    """Point the model's own projections into the fused one, so its weights are stored once."""
+    for name, start, end in zip(names, offsets, offsets[1:], strict=False):
+        module = getattr(parent, name)
+        if product.packed is None:
+            module.weight = torch.nn.Parameter(product.weight[start:end], requires_grad=False)
+        else:
+            setattr(parent, name, SliceOf(product, start, end))
+
+
+def build_fast_forward(model) -> FastQwen3:
+    """The compact forward over `model`'s weights (see unsupported_reason for what it covers).
+
+    The model's own q/k/v and gate/up projections then share the fused weights: transformers'
+    forward gives the same numbers as before (with int8, computing the whole fused product)."""
+    layers = []
+    with torch.no_grad():
+        for block in model.model.layers:
+            attn, mlp = block.self_attn, block.mlp
+            qkv, qkv_at = fuse_products([attn.q_proj, attn.k_proj, attn.v_proj])
+            gate_up, gate_up_at = fuse_products([mlp.gate_proj, mlp.up_proj])
+            heads = model.config.num_attention_heads
+            qk_norm = torch.cat([attn.q_norm.weight.detach().expand(heads, -1),
+                                 attn.k_norm.weight.detach().expand(model.config.num_key_value_heads, -1)])
+            layers.append(FastLayer(block.input_layernorm.weight.detach(), qkv, qk_norm, _single(attn.o_proj),
+                                    block.post_attention_layernorm.weight.detach(), gate_up, _single(mlp.down_proj)))
+            _share(attn, ["q_proj", "k_proj", "v_proj"], qkv, qkv_at)
+            _share(mlp, ["gate_proj", "up_proj"], gate_up, gate_up_at)
+    return FastQwen3(model, layers)
+
+
+# one per loaded network, built on first use; it goes when the network does. None: not covered.
+_built: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_reasons: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_built_lock = threading.Lock()
+
+
+def fast_forward_for(engine) -> FastQwen3 | None:
+    """The compact forward of a LoadedModel's network, or None where transformers' forward runs it
+    (see unsupported_reason, or QWEN_FAST_DECODE=0)."""
+    model = engine.model
+    try:
+        with _built_lock:
+            if model in _built:
+                return _built[model]
+    except TypeError:  # a stand-in that cannot be weakly referenced: transformers' forward
+        return None
+    with _built_lock:
+        if model not in _built:
+            reason = "QWEN_FAST_DECODE=0" if not load_settings().fast_decode else unsupported_reason(model)
+            _reasons[model] = reason or "a compact Qwen3 forward (engine/model/fast_forward.py)"
+            _built[model] = None if reason else build_fast_forward(model)
+        return _built[model]
+
+
+def forward_reason(engine) -> str | None:
+    """In words, which forward pass runs this model's decode (after fast_forward_for has been asked)."""
+    try:
+        with _built_lock:
+            return _reasons.get(engine.model)
+    except TypeError:
+        return None
