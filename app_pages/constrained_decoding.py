@@ -17,9 +17,10 @@ from ui.chart_words import chart_caption
 from ui.chrome import presenting
 from ui.draw import chart_layout, notice
 from ui.glossary import show_intro
-from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, draw_source, is_server, panel_source, show_engine_error, tokenizer
+from ui.numbers import format_allowed
 from ui.sections import section
+from ui.side_by_side import show_pair
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
 from ui.views.step_data import mask_run
@@ -37,7 +38,6 @@ projected = presenting()  # projected, the first screen is the mask at work: the
 st.title(text["title"])
 if not projected:
     show_intro(ID, text["intro"])
-if not projected:
     (st.warning if style() == "react" else st.caption)(text["native only"])
 elif style() == "react":  # projected: one line here, the reason on the next screen
     st.warning(text["native only (short)"])
@@ -57,10 +57,6 @@ def walked_cut(cut_text: str) -> list:
 def mask_at(prefix: str, mode: str) -> dict:
     view = inspect_mask(TOOLS, prefix, mode, sample_size=60)
     return {"allowed": view.allowed, "sample": view.sample, "reason": view.reason, "state": view.state}
-
-
-def allowed_words(n: int | None) -> str:
-    return "all" if n is None or n == REAL_VOCAB else f"{n:,}"
 
 
 def reset_step() -> None:
@@ -144,7 +140,7 @@ elif source.computes and masked_somewhere:
     except EngineError as error:  # a model server returns no whole distribution
         live_error = error
 views = [mask_at(tok.decode(ids[:n]), mode) for n in range(total)]
-step_view(mask_run(steps, views, number, REAL_VOCAB, tok.is_special, allowed_words, text["forbidden here"], recorded, mode),
+step_view(mask_run(steps, views, number, REAL_VOCAB, tok.is_special, lambda n: format_allowed(n, REAL_VOCAB), text["forbidden here"], recorded, mode),
           key="constrained_decoding_view")
 if total < len(ids):
     st.caption(f"The reply stops after token {total}: the grammar forbids what came next.")
@@ -199,32 +195,11 @@ st.header("Free and constrained, side by side")
 st.markdown(text["side by side"])
 
 
-def show_pair(turns: dict, who: str | None, limit: int) -> None:
-    """The free and the constrained turn in two columns, each with its verdict; `who` labels each reply."""
-    for column, (label, (said, finish)) in zip(st.columns(2), turns.items(), strict=True):
-        with column:
-            st.markdown(f"**{label}** ({'no grammar' if label == 'free' or mode == 'none' else 'tool_choice ' + mode})")
-            draw_reply(said, who)
-            verdict = parse_turn(said, TOOLS, "native")
-            ended = f"hit the token limit ({plural(limit, 'token')})" if finish == "length" else "stopped by itself"
-            if mode == "none" and label == "constrained":
-                st.markdown(f"tool_choice none: the reply is not read for calls; it comes back as text. It {ended}.")
-            elif verdict.final:
-                st.markdown(f"No call: a prose reply. It {ended}.")
-            else:
-                errors = "; ".join(e.error for e in verdict.errors) if verdict.errors else ""
-                st.markdown(f"Calls that pass every check: **{len(verdict.calls)}**. It {ended}." + (f" Errors: `{errors}`" if errors else ""))
-                if finish == "length" and not verdict.calls:
-                    st.warning(text["cut off in decode both"])
-    if len({said for said, _ in turns.values()}) == 1 and mode != "none":  # same seed, same tokens: say why
-        st.info(text["identical" if mode == "auto" else "identical forced"])
-
-
 pair_panel = find_panel(ID, "side-by-side", mode)
 pair = panel_source(pair_panel)
 if pair.kind == "pack":
     draw_source(pair)
-    show_pair({k: (pair.run.data[v]["text"], pair.run.data[v]["finish"]) for k, v in (("free", "unconstrained"), ("constrained", "constrained"))}, None,
+    show_pair(mode, TOOLS, text, {k: (pair.run.data[v]["text"], pair.run.data[v]["finish"]) for k, v in (("free", "unconstrained"), ("constrained", "constrained"))}, None,
               pair.run.settings["max_new_tokens"])
 elif not pair.computes:
     draw_source(pair, missing=text["side by side needs the model"])
@@ -251,7 +226,7 @@ else:
     stored = st.session_state.get("constrained_decoding_pair")
     if stored and stored[0] == engine.info.label() and stored[1] == mode:
         who = f"Tiny model, {TINY_LABEL}" if engine.info.random_weights else engine.info.label()
-        show_pair({label: (g.text, g.finish) for label, g in stored[2].items()}, who, settings.max_new_tokens)
+        show_pair(mode, TOOLS, text, {label: (g.text, g.finish) for label, g in stored[2].items()}, who, settings.max_new_tokens)
 
 section("What the grammar does not do")
 # -- what the constraint does not do ---------------------------------------------------------------

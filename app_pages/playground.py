@@ -16,8 +16,9 @@ from ui.draw import ledger_figure, notice
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
 from ui.packs import replay_episode_here
+from ui.playground_files import load_files, load_linked_files
 from ui.sections import section
-from ui.state import edits_to_url, forget, from_url, restore, style, to_url, unpack_edits
+from ui.state import edits_to_url, from_url, restore, style, to_url
 from ui.stream import TokenStream, strip_html
 from ui.views.loop_view import loop_view, run_frames
 from ui.words import lesson, words
@@ -30,32 +31,6 @@ st.title(text["title"])
 if not projected:
     st.markdown(text["intro"])
 chosen_style = style()
-
-
-def load_files(name: str) -> None:
-    """Put a scenario's files and question into the editors (a fresh start for that scenario)."""
-    scenario = load_scenario(name)
-    for key in [k for k in st.session_state if k.startswith(("playground_path_", "playground_text_"))]:
-        forget(key)
-    files = list(scenario.files.items())
-    st.session_state["playground_files"] = list(range(len(files)))
-    for n, (path, body) in enumerate(files):
-        st.session_state[f"playground_path_{n}"] = path
-        st.session_state[f"playground_text_{n}"] = body
-    st.session_state["playground_question"] = scenario.messages[-1]["content"]
-    st.session_state.pop("playground_result", None)
-
-
-def load_linked_files() -> None:
-    """A link's edited files (its `files` parameter: [[path, text], ...]) in place of the scenario's."""
-    try:
-        files = json.loads(unpack_edits(st.query_params.get("files", "")) or "null")
-    except ValueError:
-        return
-    if isinstance(files, list) and all(isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f) for f in files):
-        st.session_state["playground_files"] = list(range(len(files)))
-        for n, (path, body) in enumerate(files):
-            st.session_state[f"playground_path_{n}"], st.session_state[f"playground_text_{n}"] = path, body
 
 
 def add_file() -> None:

@@ -18,3 +18,8 @@ def format_percent(p: float) -> str:
         digits += 1
         text = f"{percent:.{digits}g}"
     return f"{text}%"
+
+
+def format_allowed(n: int | None, vocab: int) -> str:
+    """How many tokens a mask allows, as the step view says it: "all" (no mask, or every one of `vocab`), else 8 or 1,234."""
+    return "all" if n is None or n == vocab else f"{n:,}"
