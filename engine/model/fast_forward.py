@@ -278,6 +278,11 @@ def _is_int8(module) -> bool:
     return hasattr(module, "_packed_params")
 
 
+def _reduce_range(module) -> bool:
+    """Whether a dynamic int8 Linear's products reduce the input's range (as its own forward does, by its version)."""
+    return not (module.version is None or module.version < 4)
+
+
 def fuse_products(modules: list) -> tuple[Product, list[int]]:
     """One Product for the rows of `modules` stacked (all float nn.Linear, or all int8 dynamic Linear),
     and the row offsets where each starts and the last ends."""
@@ -299,8 +304,7 @@ def fuse_products(modules: list) -> tuple[Product, list[int]]:
         ints = torch.cat(rows)
         # the same int8 values and scales, one scale per output row
         fused = torch._make_per_channel_quantized_tensor(ints, torch.cat(scales), torch.zeros(ints.shape[0], dtype=torch.long), 0)
-        reduce_range = not (modules[0].version is None or modules[0].version < 4)
-        product = Product(packed=torch.ops.quantized.linear_prepack(fused, None), reduce_range=reduce_range)
+        product = Product(packed=torch.ops.quantized.linear_prepack(fused, None), reduce_range=_reduce_range(modules[0]))
     elif all(type(m) is torch.nn.Linear for m in modules):
         product = Product(weight=torch.cat([m.weight.detach() for m in modules]))
     else:
@@ -313,8 +317,7 @@ def fuse_products(modules: list) -> tuple[Product, list[int]]:
 
 def _single(module) -> Product:
     if _is_int8(module):
-        reduce_range = not (module.version is None or module.version < 4)
-        return Product(packed=module._packed_params._packed_params, reduce_range=reduce_range)
+        return Product(packed=module._packed_params._packed_params, reduce_range=_reduce_range(module))
     return Product(weight=module.weight.detach())
 
 
@@ -360,9 +363,7 @@ def fast_forward_for(engine) -> FastQwen3 | None:
     (see unsupported_reason, or QWEN_FAST_DECODE=0)."""
     model = engine.model
     try:
-        with _built_lock:
-            if model in _built:
-                return _built[model]
+        weakref.ref(model)
     except TypeError:  # a stand-in that cannot be weakly referenced: transformers' forward
         return None
     with _built_lock:
