@@ -108,8 +108,9 @@ def side_by_side(engine: LoadedModel, request: Request, tool_choice: str | dict,
     With a server (engine/model/remote.py) these are two requests: the free one, and one that carries the grammar,
     which the server applies (required or a named tool; auto's grammar cannot travel, see remote.AUTO_ON_SERVER)."""
     remote = isinstance(engine, RemoteEngine)
-    if remote and grammar_problem(engine, tool_choice):
-        raise ServerCannot(grammar_problem(engine, tool_choice))
+    problem = grammar_problem(engine, tool_choice) if remote else None
+    if problem:
+        raise ServerCannot(problem)
     constraint = make_constraint(request.tools, tool_choice, engine.tokenizer, request.enable_thinking)
     reason = constraint.reason if constraint is not None else "none: no constraint and no call"
     if remote and constraint is not None and constraint.state != "unconstrained":
