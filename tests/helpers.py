@@ -129,10 +129,23 @@ def server_env(extra: dict | None) -> dict:
 ARTIFACTS = ROOT / "artifacts" / "screenshots"
 
 
-def settle_run(page) -> None:
-    """Wait until Streamlit has finished the current run (its running indicator is gone)."""
-    page.wait_for_timeout(500)
-    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=60_000)
+FINISHED_AND_STILL = """() => { const main = document.querySelector('[data-testid="stMain"]');
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!main || !app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    const n = main.querySelectorAll('*').length + ':' + main.innerText.length;
+    const same = window.__shown === n; window.__shown = n; return same; }"""
+
+
+def settle_run(page, timeout: float = 120_000) -> None:
+    """Wait until Streamlit has finished the script run and the page has stopped changing.
+
+    Only stApp's data-test-script-state "notRunning" counts as finished: "initial" (no run yet) and
+    "rerunRequested" (a click sent, the run not started) leave the page as it was, as still as a
+    finished one. The status widget alone is not enough: on a loaded machine a run can start after
+    the first look, and a page seen then is half drawn."""
+    page.wait_for_timeout(300)
+    page.evaluate("window.__shown = undefined")
+    page.wait_for_function(FINISHED_AND_STILL, polling=700, timeout=timeout)
 
 
 def press_section_key(page, key: str = "PageDown") -> None:

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import assert_no_errors, shoot_whole_page
+from helpers import assert_no_errors, settle_run, shoot_whole_page
 
 from engine.core.prompt import Request, render
 from engine.core.tooldefs import load_tool_set
@@ -36,12 +36,8 @@ def site(chromium, streamlit_server):
 def settle(page, timeout: float = 60_000) -> None:
     """Wait until Streamlit has finished running the script (its status widget is gone)."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && document.querySelector('h1')",
-        timeout=timeout,
-    )
-    page.wait_for_load_state("networkidle", timeout=timeout)
-    page.wait_for_timeout(500)
+    page.wait_for_selector("h1", timeout=timeout)
+    settle_run(page, timeout)
 
 
 def shoot(page, name: str) -> None:

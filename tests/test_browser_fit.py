@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import press_section_key, shoot_whole_page
+from helpers import press_section_key, settle_run, shoot_whole_page
 
 from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario, run_scenario
@@ -54,21 +54,6 @@ OFFENDERS = """() => {
   if (document.documentElement.scrollWidth > window.innerWidth) out.push('the page scrolls sideways');
   return out;
 }"""
-
-
-def settle(page, timeout: float = 120_000) -> None:
-    """Wait until Streamlit has finished the script run (stApp's data-test-script-state) and the text has stopped changing.
-
-    Only "notRunning" counts as finished: "initial" (no run yet) and "rerunRequested" (a click sent,
-    the run not started) leave the page as it was, as still as a finished one."""
-    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
-    page.wait_for_function(
-        """() => { const main = document.querySelector('[data-testid="stMain"]');
-                   const app = document.querySelector('[data-testid="stApp"]');
-                   if (!main || !document.querySelector('h1') || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-                   const n = main.innerText.length, same = window.__shown === n; window.__shown = n; return same; }""",
-        polling=800, timeout=timeout,
-    )
 
 
 @contextlib.contextmanager
@@ -137,13 +122,13 @@ def test_every_page_opens_and_fits_the_screen_with_nothing_cut_off(chromium, str
         query += "&model=off" if size == "projector" else ""
         for entry in PAGES:
             page.goto(f"{streamlit_server}/{'' if entry.get('default') else entry['url_path']}?{query}")
-            settle(page)
+            settle_run(page)
             problems = check_opened_page(page, entry, size)
             if problems:
                 # seen in a parallel run: lesson 3 checked mid-redraw, then drawn whole a moment later;
                 # what is still wrong after the page has settled again is what a learner would see
                 page.wait_for_timeout(3000)
-                settle(page)
+                settle_run(page)
                 problems = check_opened_page(page, entry, size)
             if problems:
                 heading = page.locator("h1").first.inner_text() if page.locator("h1").count() else None
@@ -155,7 +140,7 @@ def test_every_page_opens_and_fits_the_screen_with_nothing_cut_off(chromium, str
 def test_presenter_mode_collapses_the_sidebar_and_a_teacher_can_reopen_it(chromium, streamlit_server):
     with open_at(chromium, "projector") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['tools-as-schemas']}?{query}")
-        settle(page)
+        settle_run(page)
         sidebar = page.get_by_test_id("stSidebar")
         assert sidebar.get_attribute("data-collapsed") == "true"
         assert page.evaluate("() => getComputedStyle(document.documentElement).fontSize") == "22px"
@@ -164,7 +149,7 @@ def test_presenter_mode_collapses_the_sidebar_and_a_teacher_can_reopen_it(chromi
         # a rerun (switching the prompt's style, in the sidebar: the page's own switch is on section 2) keeps it open
         sidebar.get_by_text("ReAct", exact=True).first.click()
         page.wait_for_url("**style=react**", timeout=30_000)
-        settle(page)
+        settle_run(page)
         assert sidebar.get_attribute("data-collapsed") == "false"
         assert page.evaluate(OFFENDERS) == [], "the reopened sidebar must fit too"
 
@@ -175,7 +160,7 @@ def test_lesson_2_prompt_box_shows_exactly_the_rendered_text(chromium, streamlit
     with open_at(chromium, "screen") as (page, query):
         for style in ("native", "react"):
             page.goto(f"{streamlit_server}/{URLS['tools-as-schemas']}?style={style}")
-            settle(page)
+            settle_run(page)
             box = page.locator(".prompt-view").first
             expected = render(Request(strawberry.messages, strawberry.tools, style)).text
             assert box.evaluate("e => e.innerText") == expected
@@ -191,7 +176,7 @@ def test_lesson_4_raw_newline_reply_keeps_its_quotes_highlight_and_indentation(c
     reply = run.messages[run.calls[1].message_index]["content"]
     with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['check-run-return']}?scenario=raw-newline&step=2")
-        settle(page)
+        settle_run(page)
         view = page.locator(".turn-view").first
         assert view.evaluate("e => e.innerText") == reply
         assert view.evaluate("e => e.querySelectorAll('p').length") == 0 and "&quot;" not in view.inner_html()
@@ -203,13 +188,13 @@ def test_lesson_4_raw_newline_reply_keeps_its_quotes_highlight_and_indentation(c
 def test_lesson_3_in_react_style_does_not_call_its_lines_special_tokens(chromium, streamlit_server):
     with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['the-model-writes-a-call']}?style=react&model=off")
-        settle(page)
+        settle_run(page)
         text = main_text(page)
         # the ReAct call is drawn, and the words beside it no longer call its lines special tokens
         assert "Thought:" in text and "Action:" in text
         assert "single special tokens" not in text and "In the ReAct style there are no special tokens" in " ".join(text.split())
         page.goto(f"{streamlit_server}/{URLS['constrained-decoding']}?style=react")
-        settle(page)
+        settle_run(page)
         assert "This lesson uses the native style only" in " ".join(main_text(page).split())
 
 
@@ -220,7 +205,7 @@ def test_lesson_4_under_vllm_says_the_run_stopped_and_shows_that_runs_cost(chrom
     stopped = run_scenario(load_scenario("mixed-turn"), "native", "vllm")
     with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['check-run-return']}?scenario=mixed-turn&policy=vllm&step=1")
-        settle(page)
+        settle_run(page)
         # (waited for, not read once: one whole-suite run read the per-block wording here while the page settled)
         main = page.get_by_test_id("stMain")
         expect(main).not_to_contain_text("exactly what the model will read")
@@ -246,13 +231,13 @@ def plotly_axes(page, key: str) -> dict:
 def test_lesson_6_shows_no_call_under_none_and_readable_charts(chromium, streamlit_server):
     with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['constrained-decoding']}?tool_choice=none")
-        settle(page)
+        settle_run(page)
         assert "all · no call" in page.locator(".sv-strip").first.inner_text()
         assert "the mask cannot show \"no call\"" in " ".join(main_text(page).split())
         axes = plotly_axes(page, "constrained_decoding_allowed_chart")
         assert set(axes["ticks"]) <= POWERS and "100,000" in axes["ticks"]
         page.goto(f"{streamlit_server}/{URLS['constrained-decoding']}?tool_choice=required&turn=prose")
-        settle(page)
+        settle_run(page)
         axes = plotly_axes(page, "constrained_decoding_allowed_chart")
         assert axes["x"][1] - axes["x"][0] >= 12  # one forbidden token is one thin bar, not the whole chart
         assert set(axes["ticks"]) <= POWERS
@@ -262,10 +247,10 @@ def test_lesson_6_shows_no_call_under_none_and_readable_charts(chromium, streaml
 def test_playground_live_run_with_the_tiny_model_is_labelled_and_bounded(chromium, streamlit_server):
     with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/{URLS['playground']}?model=tiny&mode=live")
-        settle(page)
+        settle_run(page)
         page.get_by_role("button", name="Run the episode").click()
         page.get_by_text("The ledger").first.wait_for(timeout=240_000)
-        settle(page, timeout=240_000)
+        settle_run(page, timeout=240_000)
         # each live turn is a token strip, labelled as the tiny model's, whitespace runs counted
         calls = page.get_by_text(re.compile(r"^Call \d+ · "))
         labels = page.locator('[data-testid="stCaptionContainer"]', has_text="Tiny model, random weights")
@@ -286,7 +271,7 @@ def test_home_lists_what_each_lesson_teaches_and_says_the_model_is_off(chromium,
     # (no page speaks of seeds: the walk over every page checks that, with the model on and off)
     with open_at(chromium, "screen") as (page, query):
         page.goto(f"{streamlit_server}/?model=off")
-        settle(page)
+        settle_run(page)
         text = main_text(page)
         lines = [row.split(": ", 1)[1] for row in lesson("home")["lesson lines"].splitlines() if row.startswith("- ")]
         flat = " ".join(text.split())

@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from helpers import settle_run
 
 from engine.core.tooldefs import load_tool_set
 from engine.teaching.calculator import measure_tools_cost
@@ -35,8 +36,7 @@ def page(chromium, streamlit_server):
 def settle(tab) -> None:
     """Wait until Streamlit has finished the current run."""
     tab.wait_for_selector('[data-testid="stApp"] h1', timeout=90_000)
-    tab.wait_for_timeout(400)
-    tab.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=60_000)
+    settle_run(tab)
     dialog = tab.get_by_role("dialog")  # a cold server's first deep link: "Page not found", then the page opens
     if dialog.count():
         tab.keyboard.press("Escape")

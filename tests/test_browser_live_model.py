@@ -12,6 +12,7 @@ import os
 import shutil
 
 import pytest
+from helpers import settle_run
 from local_hub import LocalHub
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -34,8 +35,7 @@ def random_folder(tiny_folder, tmp_path_factory):
 def settle(page, timeout: float = LONG) -> None:
     """Wait until the page's script has run (Streamlit's status widget is gone) and a title is drawn."""
     page.wait_for_selector("h1", timeout=timeout)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
-    page.wait_for_timeout(300)
+    settle_run(page, timeout)
 
 
 def open_page(page, url: str, path: str) -> None:
