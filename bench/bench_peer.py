@@ -115,7 +115,8 @@ def time_engine(folder: str, ids: list[int], tokens: int, runs: int, threads: in
     timings = [once() for _ in range(runs)]
     info = engine.info
     setting = "int8 weights" if info.quant == "int8" else info.dtype
-    return {"setting": setting, "threads_chosen": info.threads, "load_seconds": round(load, 2), "timings": timings}
+    return {"setting": setting, "threads_chosen": info.threads, "kv_cache": engine.reasons.get("kv_cache"),
+            "load_seconds": round(load, 2), "timings": timings}
 
 
 def run_worker(args) -> None:

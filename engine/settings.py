@@ -33,6 +33,9 @@ class Settings:
     # a CPU Qwen3 runs through the compact forward of engine/model/fast_forward.py; QWEN_FAST_DECODE=0 keeps
     # transformers' own forward (read when a loaded model first runs)
     fast_decode: bool = field(default_factory=lambda: os.environ.get("QWEN_FAST_DECODE", "1").strip() != "0")
+    # that forward's key/value cache: auto (an int8 model's in bf16 where a timing shows it pays, else the
+    # model's own dtype), float32 or bfloat16 (QWEN_KV_DTYPE)
+    kv_dtype: str = field(default_factory=lambda: (os.environ.get("QWEN_KV_DTYPE") or "auto").strip())
     # an OpenAI-compatible server (vLLM, SGLang, llama.cpp) that runs the model instead of this process,
     # e.g. http://gpu-box:8000/v1 (QWEN_ENGINE_URL); None = the local model
     engine_url: str | None = field(default_factory=lambda: (os.environ.get("QWEN_ENGINE_URL") or "").strip() or None)

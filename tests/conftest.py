@@ -16,6 +16,9 @@ os.environ.setdefault("QWEN_QUANT", "none")
 # and one fixed torch thread count: a folder's load would otherwise time 1 thread against 2 and set the
 # process-wide count while another test decodes, which moves float32's last digits between runs
 os.environ.setdefault("QWEN_THREADS", str(os.cpu_count() or 1))
+# and an int8 model's key/value cache in fp32, not chosen by a timing that could go either way between runs
+# (tests/test_attention.py asks for auto and bf16 itself)
+os.environ.setdefault("QWEN_KV_DTYPE", "float32")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -93,6 +93,8 @@ def test_the_tiny_model_in_int8_is_labelled_and_agrees_with_fp32(monkeypatch):
     engine = load_model("tiny")
     assert engine.info.quant == "int8" and "int8 weights" in engine.info.label()
     assert engine.reasons["quant"] == "QWEN_QUANT=int8"
+    # the compact forward's cache: fp32 here (tests/conftest.py pins QWEN_KV_DTYPE), said in the sidebar's words
+    assert engine.reasons["kv_cache"] == "QWEN_KV_DTYPE=float32"
     linear_kinds = {type(m).__module__ for m in engine.model.modules() if type(m).__name__ == "Linear"}
     assert linear_kinds == {"torch.ao.nn.quantized.dynamic.modules.linear"}
     request = Request([{"role": "user", "content": "How many r in strawberry?"}])

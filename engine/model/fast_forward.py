@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from ..settings import load_settings
+from .attention import attend, cache_dtype
 
 # cache rows are allocated in steps of this many tokens (a run asks for its prompt plus its new tokens)
 _CACHE_STEP = 256
@@ -145,6 +146,10 @@ class FastQwen3:
         self.final_norm = model.model.norm.weight
         self.lm_head = model.lm_head
         self.dtype = self.embedding.dtype
+        # the key/value cache: the model's dtype, or bf16 for int8 weights where a timing shows it pays
+        int8 = bool(layers) and layers[0].qkv.packed is not None
+        self.cache_choice = cache_dtype(self.dtype, int8, len(layers), self.kv_heads, self.heads // self.kv_heads, self.head_dim)
+        self.kv_dtype = self.cache_choice.dtype
         rotary = model.model.rotary_emb
         self.inv_freq = rotary.inv_freq.detach().float().clone()
         self.rope_scaling = float(rotary.attention_scaling)
@@ -177,7 +182,7 @@ class FastQwen3:
     def new_cache(self, capacity: int, layers=None, length: int = 0) -> KVCache:
         """A cache with room for `capacity` tokens; `layers` ((keys, values) per layer) and `length`
         start it with a copy of their first `length` tokens (a prefix kept by an earlier run)."""
-        cache = KVCache(len(self.layers), self.kv_heads, self.head_dim, self.dtype, max(capacity, length))
+        cache = KVCache(len(self.layers), self.kv_heads, self.head_dim, self.kv_dtype, max(capacity, length))
         if layers and length:
             for slot, (keys, values) in zip(cache.data, layers, strict=True):
                 slot[0, :, :length] = keys[0, :, :length]
@@ -230,10 +235,7 @@ class FastQwen3:
             slot[1, :, past:total] = qkv[0, :, q_width + k_width:].view(count, kv_heads, d).transpose(0, 1)
             # the query heads of one key/value head side by side: (kv heads, group * T, d), rows (r, t)
             q = qk[0, :, :heads].transpose(0, 1).reshape(kv_heads, group * count, d)
-            attended = F.scaled_dot_product_attention(
-                q.unsqueeze(0), slot[0, :, :total].unsqueeze(0), slot[1, :, :total].unsqueeze(0),
-                attn_mask=mask, scale=self.scaling,
-            )
+            attended = attend(q, slot[0, :, :total], slot[1, :, :total], self.scaling, mask)
             attended = attended.view(kv_heads, group, count, d).permute(2, 0, 1, 3).reshape(1, count, q_width)
             hidden = hidden + layer.o(attended)
             x = rms_norm(hidden, layer.post_norm, self.eps)

@@ -204,8 +204,10 @@ def tune_for_cpu(loaded: LoadedModel, quant: QuantChoice, progress: Progress | N
 
     if progress is not None:
         progress(0, 0, "fusing the projections for the compact forward")
-    fast_forward_for(tuned)
+    fast = fast_forward_for(tuned)
     reasons["forward"] = forward_reason(tuned)
+    if fast is not None:
+        reasons["kv_cache"] = fast.cache_choice.reason
     return tuned
 
 

@@ -1,0 +1,97 @@
+"""A decode step's attention on a CPU, and the dtype its key/value cache is kept in, chosen by a timing.
+
+At one new token a step, attention reads every cached key and value of every layer: at 264
+tokens of Qwen3-0.6B, 60 MB of fp32 a step, a sixth of the int8 weights' bytes, and on a
+2-core machine 8 to 14 ms of a 55 ms step. llama.cpp keeps its cache in 16-bit floats; so does
+this where it pays: for a model whose weights are int8 (already rounded far more coarsely than
+bf16 rounds a key), `cache_dtype` times one step's attention over a cache of the model's shape
+in fp32 (two batched products, the softmax in fp32) and in bf16 (torch's fused kernel, which
+widens the keys block by block), and keeps the faster. A float model keeps its own dtype, so
+its numbers stay transformers' own. QWEN_KV_DTYPE=bfloat16|float32 overrides (engine/settings.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import BadInput
+from ..settings import load_settings
+
+KV_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+# positions in the timed cache: about a lesson's prompt and its reply
+_PROBE_TOKENS = 320
+
+
+@dataclass(frozen=True)
+class CacheChoice:
+    """The key/value cache's dtype, and why (step times in milliseconds, the fastest of each)."""
+
+    dtype: torch.dtype
+    reason: str
+    step_ms: dict  # {"float32": ms, "bfloat16": ms}: empty when the setting or the weights decided
+
+
+def attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scale: float, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Attention of `q` (kv heads, rows, d) over one layer's `keys` and `values` (kv heads, length, d), as (1, kv heads, rows, d).
+
+    A step's rows with no mask (they see every key) take two plain products at fp32, with the
+    softmax in fp32 as transformers' eager attention takes it (torch's fused kernel costs about
+    0.3 ms a layer there, its blocks sized for prompts, against 0.15 for these); a bf16 cache,
+    and a prompt's rows with their causal `mask`, take the fused kernel, q in the cache's dtype."""
+    if mask is None and keys.dtype == torch.float32 and q.dtype == torch.float32:
+        scores = torch.bmm(q, keys.transpose(1, 2)).mul_(scale)
+        weights = scores.softmax(-1, dtype=torch.float32)
+        return torch.bmm(weights, values).unsqueeze(0)
+    out = F.scaled_dot_product_attention(q.unsqueeze(0).to(keys.dtype), keys.unsqueeze(0), values.unsqueeze(0),
+                                         attn_mask=mask, scale=scale)
+    return out.to(q.dtype)
+
+
+def time_step_attention(layers: int, kv_heads: int, group: int, head_dim: int, dtype: torch.dtype, repeats: int = 3) -> float:
+    """The fastest of `repeats` timings, in seconds, of one decode step's attention over `layers` layers of a cache in `dtype`.
+
+    The cache is the model's own size, larger than a CPU's last-level cache for any real model,
+    so the keys come from memory as in a real step, not from a warm cache."""
+    generator = torch.Generator().manual_seed(0)
+    cache = torch.randn(layers, 2, kv_heads, _PROBE_TOKENS, head_dim, generator=generator).to(dtype)
+    q = torch.randn(kv_heads, group, head_dim, generator=generator)
+    scale = head_dim ** -0.5
+    times = []
+    with torch.inference_mode():
+        attend(q, cache[0, 0], cache[0, 1], scale)  # the first call pays for kernel selection
+        for _ in range(repeats):
+            started = time.perf_counter()
+            for layer in cache:
+                attend(q, layer[0], layer[1], scale)
+            times.append(time.perf_counter() - started)
+    return min(times)
+
+
+@functools.lru_cache(maxsize=8)
+def _measured_choice(layers: int, kv_heads: int, group: int, head_dim: int, threads: int) -> CacheChoice:
+    fp32 = time_step_attention(layers, kv_heads, group, head_dim, torch.float32)
+    bf16 = time_step_attention(layers, kv_heads, group, head_dim, torch.bfloat16)
+    timings = {"float32": round(fp32 * 1e3, 2), "bfloat16": round(bf16 * 1e3, 2)}
+    if bf16 < fp32:
+        return CacheChoice(torch.bfloat16, f"a step's attention took {bf16 * 1e3:.1f} ms over a bf16 cache, "
+                                           f"{fp32 * 1e3:.1f} ms over fp32: keys and values kept in bf16", timings)
+    return CacheChoice(torch.float32, f"a step's attention took {fp32 * 1e3:.1f} ms over an fp32 cache, "
+                                      f"{bf16 * 1e3:.1f} ms over bf16: keys and values kept in fp32", timings)
+
+
+def cache_dtype(model_dtype: torch.dtype, int8_weights: bool, layers: int, kv_heads: int, group: int, head_dim: int) -> CacheChoice:
+    """The dtype a model's key/value cache is kept in: QWEN_KV_DTYPE when set; the model's own dtype
+    unless its weights are int8 and fp32; else the faster of fp32 and bf16 at this thread count."""
+    requested = load_settings().kv_dtype
+    if requested not in ("auto", *KV_DTYPES):
+        raise BadInput(f"QWEN_KV_DTYPE must be auto, float32 or bfloat16, not {requested!r}")
+    if requested != "auto":
+        return CacheChoice(KV_DTYPES[requested], f"QWEN_KV_DTYPE={requested}", {})
+    if not int8_weights or model_dtype != torch.float32:
+        return CacheChoice(model_dtype, f"the cache keeps the model's own dtype ({str(model_dtype).removeprefix('torch.')})", {})
+    return _measured_choice(layers, kv_heads, group, head_dim, torch.get_num_threads())
