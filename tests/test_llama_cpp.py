@@ -14,6 +14,7 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 from helpers import BOUNDED, ROOT
@@ -172,9 +173,10 @@ def test_required_and_named_tool_choice_through_llama_cpps_server_write_a_well_f
     remote = connect(llama_server, timeout=800)
     assert remote.owned_by == "me" and remote.server == "llama.cpp"  # llama-cpp-python's server; llama-server says "llamacpp"
     request = Request(REQUEST.messages, BOUNDED)
-    settings = GenerationSettings(max_new_tokens=80, top_k=3, temperature=0.0, reuse_prefix=False)
+    # the grammar is checked at every step: the turns are kept short (a call to set_light is about 25 tokens)
+    settings = GenerationSettings(max_new_tokens=48, top_k=3, temperature=0.0, reuse_prefix=False)
     # free, the tiny model's random weights write junk: no call
-    free = generate_turn(remote, request, settings)
+    free = generate_turn(remote, request, replace(settings, max_new_tokens=16))
     assert "grammar" not in free.extra and not parse_turn(free.text, BOUNDED, "native").calls
     named = generate_turn(remote, request, settings, build_constraint(remote, BOUNDED, "set_light"))
     assert named.extra["grammar"]["ran_on"] == "server" and named.extra["grammar"]["dialect"] == "gbnf"
