@@ -181,6 +181,10 @@ def shoot_whole_page(page, name: str, readme_name: str | None = None) -> None:
         page.screenshot(path=str(README_SHOTS / f"{readme_name}.png"))
     size = page.viewport_size
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+    if height <= size["height"]:
+        # it all fits (a presenter's section): the screen is the whole page, no resize and redraw to wait for
+        page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+        return
     # (capped: the longest page, lesson 7 projected at 1024 wide, is about 9,700 px)
     page.set_viewport_size({"width": size["width"], "height": min(max(height, size["height"]), 12000)})
     page.wait_for_timeout(1200)
