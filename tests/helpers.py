@@ -270,3 +270,27 @@ def report_step(at, key: str, step: int):
     """What the browser does after a pause on step `step`: report it to the page, which reruns."""
     at.session_state[key] = {"step": step}
     return at.run()
+
+
+# -- the tiny network's forward passes (the compact forward's tests) ----------------------------------------
+def tiny_network(kind: str):
+    """A fresh tiny random-weights Qwen3 network: "float32", "bfloat16" or "int8" (torch's dynamic quantization)."""
+    import torch
+
+    from engine.model.loading import build_tiny_network
+    from engine.model.quant import quantize_network
+
+    model = build_tiny_network()
+    if kind == "bfloat16":
+        return model.to(torch.bfloat16)
+    return quantize_network(model) if kind == "int8" else model
+
+
+def chunks_through(call, ids: list[int], split: int, cache):
+    """Logits of every position: the first `split` ids in one pass, then one id a call (as the decode loop reads them)."""
+    import torch
+
+    rows = [call(input_ids=torch.tensor([ids[:split]]), cache=cache, logits_to_keep=0).logits[0]]
+    for n in range(split, len(ids)):
+        rows.append(call(input_ids=torch.tensor([[ids[n]]]), cache=cache, logits_to_keep=1).logits[0])
+    return torch.cat(rows)

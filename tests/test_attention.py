@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from test_fast_forward import MESSAGES, chunks_through, network
+from helpers import chunks_through, tiny_network
 from transformers import DynamicCache
 
 from engine.core.prompt import Request, render
@@ -71,8 +71,8 @@ def test_a_timing_reads_every_layer():
 
 def test_an_int8_model_with_a_bf16_cache_stays_within_rounding_of_transformers(monkeypatch, tiny_engine):
     monkeypatch.setenv("QWEN_KV_DTYPE", "bfloat16")
-    prompt = render(Request(MESSAGES), tiny_engine.tokenizer).ids
-    reference, model = network("int8"), network("int8")
+    prompt = render(Request([{"role": "user", "content": "How many r are in strawberry?"}]), tiny_engine.tokenizer).ids
+    reference, model = tiny_network("int8"), tiny_network("int8")
     fast = build_fast_forward(model)
     assert fast.kv_dtype == torch.bfloat16 and fast.new_cache(4).data.dtype == torch.bfloat16
     ids = prompt + [1000 + 37 * n for n in range(12)]

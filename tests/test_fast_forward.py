@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import chunks_through, tiny_network
 from transformers import DynamicCache
 
 from engine.core.generation import GenerationSettings
@@ -26,21 +27,6 @@ MESSAGES = [{"role": "user", "content": "How many r are in strawberry?"}]
 TOLERANCE = {"float32": 1e-5, "bfloat16": 2e-2, "int8": 1e-3}
 
 
-def network(kind: str):
-    model = build_tiny_network()
-    if kind == "bfloat16":
-        return model.to(torch.bfloat16)
-    return quantize_network(model) if kind == "int8" else model
-
-
-def chunks_through(call, ids: list[int], split: int, cache) -> torch.Tensor:
-    """Logits of every position: the first `split` ids in one pass, then one id a call."""
-    rows = [call(input_ids=torch.tensor([ids[:split]]), cache=cache, logits_to_keep=0).logits[0]]
-    for n in range(split, len(ids)):
-        rows.append(call(input_ids=torch.tensor([[ids[n]]]), cache=cache, logits_to_keep=1).logits[0])
-    return torch.cat(rows)
-
-
 @pytest.fixture(scope="module")
 def prompt_ids(tiny_engine):
     return render(Request(MESSAGES), tiny_engine.tokenizer).ids
@@ -48,7 +34,7 @@ def prompt_ids(tiny_engine):
 
 @pytest.mark.parametrize("kind", ["float32", "bfloat16", "int8"])
 def test_logits_match_transformers_over_a_prompt_and_steps(prompt_ids, kind):
-    reference, model = network(kind), network(kind)
+    reference, model = tiny_network(kind), tiny_network(kind)
     fast = build_fast_forward(model)
     ids = prompt_ids + [1000 + 37 * n for n in range(12)]
     with torch.no_grad():
@@ -75,7 +61,7 @@ def test_float_projections_are_stored_once():
 
 
 def test_a_whole_prompt_in_one_pass_matches_without_a_cache(prompt_ids):
-    reference, model = network("float32"), network("float32")
+    reference, model = tiny_network("float32"), tiny_network("float32")
     fast = build_fast_forward(model)
     with torch.no_grad():
         expected = reference(input_ids=torch.tensor([prompt_ids]), logits_to_keep=3).logits
@@ -164,7 +150,7 @@ def test_the_cache_hands_the_prefix_cache_views_of_what_is_filled(tiny_engine, p
 def test_positions_past_the_first_rotary_table_match_too():
     from engine.model.fast_forward import _ROPE_START
 
-    reference, model = network("float32"), network("float32")
+    reference, model = tiny_network("float32"), tiny_network("float32")
     fast = build_fast_forward(model)
     ids = torch.arange(_ROPE_START + 100).remainder(150000).unsqueeze(0)
     with torch.no_grad():
