@@ -9,8 +9,9 @@ of a step. This module runs the same network with 33 computing ops and 4 product
 
     embed -> per layer: rms_norm -> one q|k|v product -> rms_norm of q and k heads together
           -> rotary from a precomputed table -> keys and values written in place into a
-          preallocated cache -> scaled_dot_product_attention (the query heads of one key/value
-          head side by side, so grouped-query attention needs no copy of the keys) -> o product
+          preallocated cache (bf16 for int8 weights where it pays: engine/model/attention.py)
+          -> attention (the query heads of one key/value head side by side, so grouped-query
+          attention needs no copy of the keys) -> o product
           -> residual -> rms_norm -> one gate|up product -> silu(gate) * up -> down -> residual
     -> final norm of the kept rows -> the model's own lm_head
 
