@@ -83,7 +83,7 @@ def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_se
     assert_clean(page)
 
     # lesson 3: the call, token by token, with each token's probability
-    expect(page.get_by_text(f"Random weights: {random_folder} (float32, cpu)").first).to_be_visible(timeout=LONG)
+    expect(page.get_by_text(f"Random weights: {random_folder} (fp32, cpu)").first).to_be_visible(timeout=LONG)
     press(page, "Generate the call", "Its probability")
     # lesson 1: both runs, streamed
     open_page(page, url, "why_call_a_tool")
@@ -113,7 +113,7 @@ def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_se
     learner = chromium.new_context(viewport={"width": 1440, "height": 900})
     page = learner.new_page()
     open_page(page, url, "")
-    expect(page.get_by_test_id("stMain").get_by_text(f"Random weights: {random_folder} (float32, cpu)")).to_be_visible(timeout=LONG)
+    expect(page.get_by_test_id("stMain").get_by_text(f"Random weights: {random_folder} (fp32, cpu)")).to_be_visible(timeout=LONG)
     open_page(page, url, "the_model_writes_a_call")
     expect(sidebar(page)).to_contain_text("Loaded for everyone on this site")
     expect(sidebar(page).get_by_role("button", name="Load the model")).to_have_count(0, timeout=30_000)

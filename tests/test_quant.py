@@ -95,6 +95,13 @@ def test_the_tiny_model_in_int8_is_labelled_and_agrees_with_fp32(monkeypatch):
     assert engine.reasons["quant"] == "QWEN_QUANT=int8"
     # the compact forward's cache: fp32 here (tests/conftest.py pins QWEN_KV_DTYPE), said in the sidebar's words
     assert engine.reasons["kv_cache"] == "QWEN_KV_DTYPE=float32"
+    # a random-weights folder's warning names the int8 weights as every panel's label does
+    from dataclasses import replace
+
+    from ui.models import random_label
+
+    folder = replace(engine.info, name="/models/sized-0.6b")
+    assert random_label(folder).startswith("Random weights: /models/sized-0.6b (int8 weights, cpu). Its config.json says")
     linear_kinds = {type(m).__module__ for m in engine.model.modules() if type(m).__name__ == "Linear"}
     assert linear_kinds == {"torch.ao.nn.quantized.dynamic.modules.linear"}
     request = Request([{"role": "user", "content": "How many r in strawberry?"}])

@@ -132,7 +132,7 @@ def random_label(info) -> str:
     """What a random-weights model's panel says: never "Live model"."""
     if info.name == TINY:
         return f"Tiny model, {TINY_LABEL}."
-    return f"Random weights: {info.name} ({info.dtype}, {info.device}). Its config.json says its weights are random: {RANDOM_LABEL}."
+    return f"Random weights: {info.name} ({info.weights()}, {info.device}). Its config.json says its weights are random: {RANDOM_LABEL}."
 
 
 def model_label(kind: str, thing) -> None:

@@ -32,13 +32,16 @@ class ModelInfo:
     threads: int | None = None  # torch threads on a CPU (engine/model/threads.py); None = not chosen here
     engine_url: str | None = None  # the OpenAI-compatible server that ran it (engine/model/remote.py); None = this process
 
+    def weights(self) -> str:
+        """How the weights are held, in a label's words: 'int8 weights', 'bf16', 'fp32'."""
+        return "int8 weights" if self.quant == "int8" else SHORT_DTYPE.get(self.dtype, self.dtype)
+
     def label(self) -> str:
         """A short name for a panel: 'Qwen/Qwen3-1.7B (bf16, cuda)', 'Qwen/Qwen3-1.7B (int8 weights, cpu)'."""
-        short = "int8 weights" if self.quant == "int8" else SHORT_DTYPE.get(self.dtype, self.dtype)
         tail = f"; {self.note}" if self.note else ""
         if self.engine_url:
             return f"{self.name} (server at {self.engine_url}{tail})"
-        return f"{self.name} ({short}, {self.device}{tail})"
+        return f"{self.name} ({self.weights()}, {self.device}{tail})"
 
     def as_json(self) -> dict:
         return asdict(self)
