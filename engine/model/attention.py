@@ -79,10 +79,10 @@ def _measured_choice(layers: int, kv_heads: int, group: int, head_dim: int, thre
     bf16 = time_step_attention(layers, kv_heads, group, head_dim, torch.bfloat16)
     timings = {"float32": round(fp32 * 1e3, 2), "bfloat16": round(bf16 * 1e3, 2)}
     if bf16 < fp32:
-        return CacheChoice(torch.bfloat16, f"a step's attention took {bf16 * 1e3:.1f} ms over a bf16 cache, "
-                                           f"{fp32 * 1e3:.1f} ms over fp32: keys and values kept in bf16", timings)
-    return CacheChoice(torch.float32, f"a step's attention took {fp32 * 1e3:.1f} ms over an fp32 cache, "
-                                      f"{bf16 * 1e3:.1f} ms over bf16: keys and values kept in fp32", timings)
+        return CacheChoice(torch.bfloat16, f"a step's attention took {bf16 * 1e3:.1f} ms over bf16 keys and values, "
+                                           f"{fp32 * 1e3:.1f} ms over fp32: kept in bf16", timings)
+    return CacheChoice(torch.float32, f"a step's attention took {fp32 * 1e3:.1f} ms over fp32 keys and values, "
+                                      f"{bf16 * 1e3:.1f} ms over bf16: kept in fp32", timings)
 
 
 def cache_dtype(model_dtype: torch.dtype, int8_weights: bool, layers: int, kv_heads: int, group: int, head_dim: int) -> CacheChoice:
