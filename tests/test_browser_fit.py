@@ -291,6 +291,16 @@ SECTION_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrol
 KEY_VISUAL = """() => !!document.querySelector('[data-testid="stMain"]').querySelector(
   '.js-plotly-plot, .tok-strip, .prompt-view, .turn-view, .wire, .checks, [class*="st-key-"][class*="_view"], [class*="st-key-"][class*="_loop"], [class*="st-key-"][class*="gallery_view"]')"""
 RAN = """() => document.querySelector('[data-testid="stApp"]').getAttribute('data-test-script-state') === 'notRunning'"""
+# the section's height, once two looks 700 ms apart agree (a code block or a view may still be settling its size)
+STEADY_HEIGHT = """() => { const h = document.querySelector('[data-testid="stMain"]').scrollHeight;
+                           const same = window.__height === h; window.__height = h; return same; }"""
+
+
+def steady_height(page) -> int:
+    page.wait_for_timeout(1200)  # charts and views draw after the run
+    page.evaluate("window.__height = undefined")
+    page.wait_for_function(STEADY_HEIGHT, polling=700, timeout=60_000)
+    return page.evaluate(SECTION_HEIGHT)
 
 
 def section_shown(page) -> tuple[int, int]:
@@ -316,8 +326,7 @@ def test_presenter_mode_shows_each_section_within_one_screen_and_pagedown_reache
             raise AssertionError(f"section 1 of {entry['id']} shows no visual (a chart, tokens, a prompt, a view)") from None
         heights = {}
         while True:
-            page.wait_for_timeout(1200)  # charts and views draw after the run
-            heights[current] = page.evaluate(SECTION_HEIGHT)
+            heights[current] = steady_height(page)
             shoot_whole_page(page, f"present-{entry['id']}-{current}")
             if current == count:
                 break
