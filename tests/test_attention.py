@@ -12,7 +12,7 @@ from transformers import DynamicCache
 
 from engine.core.prompt import Request, render
 from engine.errors import BadInput
-from engine.model.attention import CacheChoice, _measured_choice, attend, cache_dtype, time_step_attention
+from engine.model.attention import CacheChoice, _measured_choice, attend, cache_dtype
 from engine.model.fast_forward import build_fast_forward
 
 
@@ -59,14 +59,10 @@ def test_auto_times_both_for_int8_weights_and_keeps_the_faster(monkeypatch):
     _measured_choice.cache_clear()
     choice = cache_dtype(torch.float32, True, 4, 2, 2, 64)
     assert set(choice.step_ms) == {"float32", "bfloat16"} and all(ms > 0 for ms in choice.step_ms.values())
-    faster = min(choice.step_ms, key=choice.step_ms.get)
-    assert choice.dtype == {"float32": torch.float32, "bfloat16": torch.bfloat16}[faster]
-    assert choice.reason.startswith("a step's attention took") and choice.reason.endswith(f"kept in {'bf16' if faster == 'bfloat16' else 'fp32'}")
-
-
-def test_a_timing_reads_every_layer():
-    one, eight = time_step_attention(1, 2, 2, 64, torch.float32), time_step_attention(8, 2, 2, 64, torch.float32)
-    assert 0 < one < eight
+    kept, other = ("bfloat16", "float32") if choice.dtype == torch.bfloat16 else ("float32", "bfloat16")
+    # the faster kept (the figures shown are rounded: a tie there may go either way)
+    assert choice.step_ms[kept] <= choice.step_ms[other]
+    assert choice.reason.startswith("a step's attention took") and choice.reason.endswith(f"kept in {kept.replace('bfloat16', 'bf16').replace('float32', 'fp32')}")
 
 
 def test_an_int8_model_with_a_bf16_cache_stays_within_rounding_of_transformers(monkeypatch, tiny_engine):

@@ -77,7 +77,7 @@ def time_step_attention(layers: int, kv_heads: int, group: int, head_dim: int, d
 def _measured_choice(layers: int, kv_heads: int, group: int, head_dim: int, threads: int) -> CacheChoice:
     fp32 = time_step_attention(layers, kv_heads, group, head_dim, torch.float32)
     bf16 = time_step_attention(layers, kv_heads, group, head_dim, torch.bfloat16)
-    timings = {"float32": round(fp32 * 1e3, 2), "bfloat16": round(bf16 * 1e3, 2)}
+    timings = {"float32": round(fp32 * 1e3, 3), "bfloat16": round(bf16 * 1e3, 3)}
     if bf16 < fp32:
         return CacheChoice(torch.bfloat16, f"a step's attention took {bf16 * 1e3:.1f} ms over bf16 keys and values, "
                                            f"{fp32 * 1e3:.1f} ms over fp32: kept in bf16", timings)
