@@ -70,7 +70,7 @@ def test_an_int8_model_with_a_bf16_cache_stays_within_rounding_of_transformers(m
     prompt = render(Request([{"role": "user", "content": "How many r are in strawberry?"}]), tiny_engine.tokenizer).ids
     reference, model = tiny_network("int8"), tiny_network("int8")
     fast = build_fast_forward(model)
-    assert fast.kv_dtype == torch.bfloat16 and fast.new_cache(4).data.dtype == torch.bfloat16
+    assert fast.cache_choice.dtype == torch.bfloat16 and fast.new_cache(4).data.dtype == torch.bfloat16
     ids = prompt + [1000 + 37 * n for n in range(12)]
     with torch.no_grad():
         expected = chunks_through(reference, ids, len(prompt), DynamicCache(config=reference.config))

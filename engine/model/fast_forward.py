@@ -150,7 +150,6 @@ class FastQwen3:
         # the key/value cache: the model's dtype, or bf16 for int8 weights where a timing shows it pays
         int8 = bool(layers) and layers[0].qkv.packed is not None
         self.cache_choice = cache_dtype(self.dtype, int8, len(layers), self.kv_heads, self.heads // self.kv_heads, self.head_dim)
-        self.kv_dtype = self.cache_choice.dtype
         rotary = model.model.rotary_emb
         self.inv_freq = rotary.inv_freq.detach().float().clone()
         self.rope_scaling = float(rotary.attention_scaling)
@@ -183,7 +182,7 @@ class FastQwen3:
     def new_cache(self, capacity: int, layers=None, length: int = 0) -> KVCache:
         """A cache with room for `capacity` tokens; `layers` ((keys, values) per layer) and `length`
         start it with a copy of their first `length` tokens (a prefix kept by an earlier run)."""
-        cache = KVCache(len(self.layers), self.kv_heads, self.head_dim, self.kv_dtype, max(capacity, length))
+        cache = KVCache(len(self.layers), self.kv_heads, self.head_dim, self.cache_choice.dtype, max(capacity, length))
         if layers and length:
             for slot, (keys, values) in zip(cache.data, layers, strict=True):
                 slot[0, :, :length] = keys[0, :, :length]
