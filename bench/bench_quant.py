@@ -69,6 +69,17 @@ def compare(reference, quantized) -> dict:
     return {"kl": kl.tolist(), "agree": agree.tolist(), "p_ref_top": torch.softmax(reference, -1).amax(-1).tolist()}
 
 
+def compare_all(texts, references, others) -> tuple[dict, list[float], list[bool]]:
+    """Each scenario's summary, and every token's KL and top-1 agreement, of `others` against `references`."""
+    per_scenario, kls, agrees = {}, [], []
+    for (name, _, _), ref, other in zip(texts, references, others, strict=True):
+        row = compare(ref, other)
+        per_scenario[name] = summarize(row["kl"], row["agree"])
+        kls += row["kl"]
+        agrees += row["agree"]
+    return per_scenario, kls, agrees
+
+
 def summarize(kls: list[float], agrees: list[bool]) -> dict:
     ordered = sorted(kls)
     return {
@@ -122,17 +133,8 @@ def main(argv=None) -> None:
     os.environ["QWEN_KV_DTYPE"] = "bfloat16"
     compact = build_fast_forward(model)
     cached = [next_token_logprobs(compact, ids, start) for _, ids, start in texts]
-    cache_kls, cache_agrees = [], []
-    for ref, quant in zip(references, cached, strict=True):
-        row = compare(ref, quant)
-        cache_kls += row["kl"]
-        cache_agrees += row["agree"]
-    per_scenario, kls, agrees = {}, [], []
-    for (name, _, _), ref, quant in zip(texts, references, quantized, strict=True):
-        row = compare(ref, quant)
-        per_scenario[name] = summarize(row["kl"], row["agree"])
-        kls += row["kl"]
-        agrees += row["agree"]
+    per_scenario, kls, agrees = compare_all(texts, references, quantized)
+    _, cache_kls, cache_agrees = compare_all(texts, references, cached)
     tokens = sum(len(ids) for _, ids, _ in texts)
     print(json.dumps({
         "model": args.model,
