@@ -9,7 +9,7 @@ REQUIRE_BROWSER=1 (CI), where they fail.
 from __future__ import annotations
 
 import pytest
-from helpers import assert_no_errors, shoot_whole_page
+from helpers import assert_no_errors, settle_run, shoot_whole_page
 
 pytestmark = pytest.mark.browser
 
@@ -23,8 +23,7 @@ def settle(page) -> None:
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && (document.querySelector('h1') "
         "|| /Section \\d+ of \\d+/.test(document.body.innerText))", timeout=90_000,
     )
-    page.wait_for_load_state("networkidle", timeout=60_000)
-    page.wait_for_timeout(800)
+    settle_run(page)
 
 
 def check_page(page, name: str) -> None:
