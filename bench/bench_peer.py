@@ -1,6 +1,6 @@
 """This engine against llama.cpp on the same model: prefill and decode speed, 1 and 2 threads, peak memory.
 
-    python bench/bench_peer.py --arch qwen3-0.6b|qwen3-1.7b [--tokens 32] [--runs 3] [--work DIR]
+    python bench/bench_peer.py --arch qwen3-0.6b|qwen3-1.7b [--tokens 32] [--runs 3] [--work DIR] [--torch-ops]
 
 Builds the sized folder (bench/make_sized_model.py: the published architecture, random bf16
 weights) and its Q8_0 GGUF (bench/gguf_export.py) in `--work` (a temporary folder unless given;
@@ -20,6 +20,8 @@ subprocess of its own so its peak resident memory (ru_maxrss) is its own. The pr
 Per setting: prefill tokens/s (prompt tokens / prompt time) and decode tokens/s (tokens after
 the first / their time), medians over `--runs`, plus load seconds and peak RSS. `ratios` divide
 this engine's best speed (over thread counts) by llama.cpp's best: above 1 is faster.
+`--torch-ops` also times this engine with its decode steps' small operations as torch ops
+(QWEN_NATIVE_STEP=0, `engine_torch_ops`), and `ratios.decode_speed_native_step_vs_torch_ops`.
 
 The weights are random: speed and memory only, never content. Timings on a shared machine are
 noisy; `load_average` is in the output. 1.7B needs about 7 GB of RAM for the fp32 engine.
@@ -116,6 +118,7 @@ def time_engine(folder: str, ids: list[int], tokens: int, runs: int, threads: in
     info = engine.info
     setting = "int8 weights" if info.quant == "int8" else info.dtype
     return {"setting": setting, "threads_chosen": info.threads, "kv_cache": engine.reasons.get("kv_cache"),
+            "decode_step": engine.reasons.get("decode_step"),
             "load_seconds": round(load, 2), "timings": timings}
 
 
@@ -151,12 +154,12 @@ def build_models(arch: str, work: Path) -> tuple[Path, Path, dict]:
     return folder, gguf, build_folder(arch, folder, "bfloat16", 0, "q8_0")
 
 
-def measure(engine: str, model: Path, prompt: Path, tokens: int, runs: int, threads: int) -> dict:
-    """One worker subprocess's figures, or its error."""
+def measure(engine: str, model: Path, prompt: Path, tokens: int, runs: int, threads: int, env: dict | None = None) -> dict:
+    """One worker subprocess's figures, or its error (`env`: more environment for the worker)."""
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", engine, "--model", str(model), "--prompt", str(prompt),
                "--tokens", str(tokens), "--runs", str(runs), "--threads", str(threads)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=3600,
-                          env={**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONWARNINGS": "ignore"})
+                          env={**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONWARNINGS": "ignore", **(env or {})})
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -174,6 +177,8 @@ def main(argv=None) -> None:
     parser.add_argument("--runs", type=int, default=3, help="timed runs per setting, after one warm-up")
     parser.add_argument("--work", type=Path, help="where the folder and GGUF are built (default: a temporary folder)")
     parser.add_argument("--threads", type=int, nargs="*", default=list(THREADS), help="thread counts to time")
+    parser.add_argument("--torch-ops", action="store_true",
+                        help="also time this engine with its decode steps in torch ops alone (QWEN_NATIVE_STEP=0)")
     # the worker's own arguments (one engine, one thread count, in a subprocess)
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
@@ -198,11 +203,16 @@ def main(argv=None) -> None:
     ids = lesson_prompt_ids()
     prompt.write_text(json.dumps(ids))
     results: dict[str, list[dict]] = {engine: [] for engine in ENGINES}
-    # interleaved by thread count, so a burst of load from other processes falls on both engines alike
+    if args.torch_ops:
+        results["engine_torch_ops"] = []
+    # interleaved by thread count, so a burst of load from other processes falls on every engine alike
     for threads in args.threads:
         for engine in ENGINES:
             model = gguf if engine == "llama_cpp" else folder
             results[engine].append(measure(engine, model, prompt, args.tokens, args.runs, threads))
+        if args.torch_ops:
+            results["engine_torch_ops"].append(measure("engine", folder, prompt, args.tokens, args.runs, threads,
+                                                       {"QWEN_NATIVE_STEP": "0"}))
     ratios = {}
     for name, key in (("decode_speed_vs_llama_cpp_q8_0", "decode_tokens_per_s"),
                       ("prefill_speed_vs_llama_cpp_q8_0", "prefill_tokens_per_s")):
@@ -210,11 +220,14 @@ def main(argv=None) -> None:
         ratios[name] = round(ours / theirs, 3) if ours and theirs else None
     memory = best(results["engine"], "peak_rss_mb"), best(results["llama_cpp"], "peak_rss_mb")
     ratios["peak_memory_vs_llama_cpp_q8_0"] = round(memory[0] / memory[1], 2) if all(memory) else None
+    if args.torch_ops:
+        ours, ops = best(results["engine"], "decode_tokens_per_s"), best(results["engine_torch_ops"], "decode_tokens_per_s")
+        ratios["decode_speed_native_step_vs_torch_ops"] = round(ours / ops, 3) if ours and ops else None
     print(json.dumps({
         "arch": args.arch, "prompt_tokens": len(ids), "tokens": args.tokens, "runs": args.runs,
         "cpu_count": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()],
         "gguf_bytes": gguf.stat().st_size, "built": built,
-        "llama_cpp": results["llama_cpp"], "engine": results["engine"], "ratios": ratios,
+        **results, "ratios": ratios,
     }, indent=1))
     if temporary is not None:
         temporary.cleanup()

@@ -36,6 +36,9 @@ class Settings:
     # that forward's key/value cache: auto (an int8 model's in bf16 where a timing shows it pays, else the
     # model's own dtype), float32 or bfloat16 (QWEN_KV_DTYPE)
     kv_dtype: str = field(default_factory=lambda: (os.environ.get("QWEN_KV_DTYPE") or "auto").strip())
+    # that forward's decode steps run their small operations in C (engine/model/native_step.c, compiled at first
+    # use); QWEN_NATIVE_STEP=0 keeps them torch ops
+    native_step: bool = field(default_factory=lambda: os.environ.get("QWEN_NATIVE_STEP", "1").strip() != "0")
     # an OpenAI-compatible server (vLLM, SGLang, llama.cpp) that runs the model instead of this process,
     # e.g. http://gpu-box:8000/v1 (QWEN_ENGINE_URL); None = the local model
     engine_url: str | None = field(default_factory=lambda: (os.environ.get("QWEN_ENGINE_URL") or "").strip() or None)

@@ -95,6 +95,8 @@ def test_the_tiny_model_in_int8_is_labelled_and_agrees_with_fp32(monkeypatch):
     assert engine.reasons["quant"] == "QWEN_QUANT=int8"
     # the compact forward's cache: fp32 here (tests/conftest.py pins QWEN_KV_DTYPE), said in the sidebar's words
     assert engine.reasons["kv_cache"] == "QWEN_KV_DTYPE=float32"
+    # its decode steps' small operations in C (engine/model/native_step.c), said in the sidebar's words too
+    assert engine.reasons["decode_step"].startswith("norms, attention and the MLP's gate in C between torch's products")
     # a random-weights folder's warning names the int8 weights as every panel's label does
     from dataclasses import replace
 

@@ -209,6 +209,8 @@ def loaded_lines(loaded) -> None:
         st.caption(words("engines", "int8", reason=reasons.get("quant", "")), help=words("engines", "int8 help"))
     if loaded.info.threads:
         st.caption(words("engines", "threads", threads=loaded.info.threads, reason=reasons.get("threads", "")))
+    if reasons.get("decode_step"):
+        st.caption(words("engines", "decode step", reason=reasons["decode_step"]))
     if reasons.get("kv_cache"):
         st.caption(words("engines", "kv cache", reason=reasons["kv_cache"]))
     if loaded.info.random_weights:

@@ -6,7 +6,9 @@ tokens of Qwen3-0.6B, 60 MB of fp32 a step, a sixth of the int8 weights' bytes, 
 this where it pays: for a model whose weights are int8 (already rounded far more coarsely than
 bf16 rounds a key), `cache_dtype` times one step's attention over a cache of the model's shape
 in fp32 (two batched products, the softmax in fp32) and in bf16 (torch's fused kernel, which
-widens the keys block by block), and keeps the faster. A float model keeps its own dtype, so
+widens the keys block by block), and keeps the faster. Where the decode step runs in C
+(engine/model/native_step.c, which widens bf16 keys as it reads them), that step's attention
+is what is timed. A float model keeps its own dtype, so
 its numbers stay transformers' own. QWEN_KV_DTYPE=bfloat16|float32 overrides (engine/settings.py).
 """
 
@@ -21,6 +23,7 @@ import torch.nn.functional as F
 
 from ..errors import BadInput
 from ..settings import load_settings
+from .native import native_library
 
 KV_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 # positions in the timed cache: about a lesson's prompt and its reply
@@ -53,8 +56,10 @@ def attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scale: flo
     return out.to(q.dtype)
 
 
-def time_step_attention(layers: int, kv_heads: int, group: int, head_dim: int, dtype: torch.dtype, repeats: int = 3) -> float:
-    """The fastest of `repeats` timings, in seconds, of one decode step's attention over `layers` layers of a cache in `dtype`.
+def time_step_attention(layers: int, kv_heads: int, group: int, head_dim: int, dtype: torch.dtype, repeats: int = 3,
+                        native=None) -> float:
+    """The fastest of `repeats` timings, in seconds, of one decode step's attention over `layers` layers of a cache in `dtype`:
+    torch's (`attend`), or the C step's (`native`, the library of engine/model/native.py) where given.
 
     The cache is the model's own size, larger than a CPU's last-level cache for any real model,
     so the keys come from memory as in a real step, not from a warm cache."""
@@ -62,21 +67,46 @@ def time_step_attention(layers: int, kv_heads: int, group: int, head_dim: int, d
     cache = torch.randn(layers, 2, kv_heads, _PROBE_TOKENS, head_dim, generator=generator).to(dtype)
     q = torch.randn(kv_heads, group, head_dim, generator=generator)
     scale = head_dim ** -0.5
+    step = _native_step(native, cache, q, scale) if native is not None else None
     times = []
     with torch.inference_mode():
-        attend(q, cache[0, 0], cache[0, 1], scale)  # the first call pays for kernel selection
+        if step is None:
+            attend(q, cache[0, 0], cache[0, 1], scale)  # the first call pays for kernel selection
         for _ in range(repeats):
             started = time.perf_counter()
-            for layer in cache:
-                attend(q, layer[0], layer[1], scale)
+            for index, layer in enumerate(cache):
+                if step is None:
+                    attend(q, layer[0], layer[1], scale)
+                else:
+                    step(index)
             times.append(time.perf_counter() - started)
     return min(times)
 
 
+def _native_step(lib, cache: torch.Tensor, q: torch.Tensor, scale: float):
+    """One layer's C attention step over `cache`, as a call of the layer's index (its token at the last position)."""
+    layers, _, kv_heads, capacity, head_dim = cache.shape
+    heads = q.numel() // head_dim
+    qkv = torch.cat([q.reshape(-1), torch.ones(2 * kv_heads * head_dim)])
+    norm, rope = torch.ones(heads + kv_heads, head_dim), torch.ones(head_dim)
+    out = torch.empty(heads * head_dim)
+    layer_bytes = cache.stride(0) * cache.element_size()
+    bf16 = int(cache.dtype == torch.bfloat16)
+    threads = torch.get_num_threads()
+
+    def step(index: int) -> None:
+        lib.attend_step(qkv.data_ptr(), norm.data_ptr(), rope.data_ptr(), rope.data_ptr(),
+                        cache.data_ptr() + index * layer_bytes, bf16, capacity, capacity - 1, heads, kv_heads, head_dim,
+                        1e-6, scale, out.data_ptr(), threads)
+
+    return step
+
+
 @functools.lru_cache(maxsize=8)
-def _measured_choice(layers: int, kv_heads: int, group: int, head_dim: int, threads: int) -> CacheChoice:
-    fp32 = time_step_attention(layers, kv_heads, group, head_dim, torch.float32)
-    bf16 = time_step_attention(layers, kv_heads, group, head_dim, torch.bfloat16)
+def _measured_choice(layers: int, kv_heads: int, group: int, head_dim: int, threads: int, native: bool) -> CacheChoice:
+    lib = native_library().lib if native else None
+    fp32 = time_step_attention(layers, kv_heads, group, head_dim, torch.float32, native=lib)
+    bf16 = time_step_attention(layers, kv_heads, group, head_dim, torch.bfloat16, native=lib)
     timings = {"float32": round(fp32 * 1e3, 3), "bfloat16": round(bf16 * 1e3, 3)}
     if bf16 < fp32:
         return CacheChoice(torch.bfloat16, f"a step's attention took {bf16 * 1e3:.1f} ms over bf16 keys and values, "
@@ -85,9 +115,11 @@ def _measured_choice(layers: int, kv_heads: int, group: int, head_dim: int, thre
                                       f"{bf16 * 1e3:.1f} ms over bf16: kept in fp32", timings)
 
 
-def cache_dtype(model_dtype: torch.dtype, int8_weights: bool, layers: int, kv_heads: int, group: int, head_dim: int) -> CacheChoice:
+def cache_dtype(model_dtype: torch.dtype, int8_weights: bool, layers: int, kv_heads: int, group: int, head_dim: int,
+                native: bool = False) -> CacheChoice:
     """The dtype a model's key/value cache is kept in: QWEN_KV_DTYPE when set; the model's own dtype
-    unless its weights are int8 and fp32; else the faster of fp32 and bf16 at this thread count."""
+    unless its weights are int8 and fp32; else the faster of fp32 and bf16 at this thread count
+    (timing the C step's attention where `native`, the decode steps then running in C)."""
     requested = load_settings().kv_dtype
     if requested not in ("auto", *KV_DTYPES):
         raise BadInput(f"QWEN_KV_DTYPE must be auto, float32 or bfloat16, not {requested!r}")
@@ -95,4 +127,4 @@ def cache_dtype(model_dtype: torch.dtype, int8_weights: bool, layers: int, kv_he
         return CacheChoice(KV_DTYPES[requested], f"QWEN_KV_DTYPE={requested}", {})
     if not int8_weights or model_dtype != torch.float32:
         return CacheChoice(model_dtype, f"the cache keeps the model's own dtype ({str(model_dtype).removeprefix('torch.')})", {})
-    return _measured_choice(layers, kv_heads, group, head_dim, torch.get_num_threads())
+    return _measured_choice(layers, kv_heads, group, head_dim, torch.get_num_threads(), native)

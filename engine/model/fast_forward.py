@@ -15,6 +15,12 @@ of a step. This module runs the same network with 33 computing ops and 4 product
           -> residual -> rms_norm -> one gate|up product -> silu(gate) * up -> down -> residual
     -> final norm of the kept rows -> the model's own lm_head
 
+At one token a step (the decode loop's every step after the prompt), a model with fp32
+activations (fp32 or int8 weights) runs the same network through `native_step`: the products
+stay torch's, and between them the norms, rotary embedding, cache write, attention and the MLP's
+gate are four C calls a layer (engine/model/native_step.c, compiled at first use by
+engine/model/native.py) in place of about forty torch ops; QWEN_NATIVE_STEP=0 keeps the ops.
+
 The fused products hold exactly the loaded weights: float weights are concatenated (and the
 model's own Linear layers then point into the fused tensor, so nothing is stored twice); int8
 weights (engine/model/quant.py) keep their int8 values and their per-tensor scales, written as
@@ -40,6 +46,7 @@ import torch.nn.functional as F
 
 from ..settings import load_settings
 from .attention import attend, cache_dtype
+from .native import native_library
 
 # cache rows are allocated in steps of this many tokens (a run asks for its prompt plus its new tokens)
 _CACHE_STEP = 256
@@ -147,15 +154,22 @@ class FastQwen3:
         self.final_norm = model.model.norm.weight
         self.lm_head = model.lm_head
         self.dtype = self.embedding.dtype
-        # the key/value cache: the model's dtype, or bf16 for int8 weights where a timing shows it pays
-        int8 = bool(layers) and layers[0].qkv.packed is not None
-        self.cache_choice = cache_dtype(self.dtype, int8, len(layers), self.kv_heads, self.heads // self.kv_heads, self.head_dim)
         rotary = model.model.rotary_emb
         self.inv_freq = rotary.inv_freq.detach().float().clone()
         self.rope_scaling = float(rotary.attention_scaling)
         self._rope = (torch.empty(0), torch.empty(0))  # (cos, sin), replaced whole so a reader never mixes two tables
         self._rope_lock = threading.Lock()
         self.rotary_rows(_ROPE_START)
+        # a decode step's small operations in C where they can run there (fp32 activations; engine/model/native.py)
+        self.native, why = None, f"the model's activations are {str(self.dtype).removeprefix('torch.')}; the C step reads fp32"
+        if self.dtype == torch.float32:
+            built = native_library()
+            self.native, why = built.lib, built.reason
+        self.native_reason = why if self.native is not None else f"torch ops throughout ({why})"
+        # the key/value cache: the model's dtype, or bf16 for int8 weights where a timing shows it pays
+        int8 = bool(layers) and layers[0].qkv.packed is not None
+        self.cache_choice = cache_dtype(self.dtype, int8, len(layers), self.kv_heads, self.heads // self.kv_heads, self.head_dim,
+                                        native=self.native is not None)
 
     # -- tables and caches --------------------------------------------------------------------
     def rotary_rows(self, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -209,6 +223,8 @@ class FastQwen3:
     def forward(self, input_ids: torch.Tensor, cache: KVCache, logits_to_keep: int) -> torch.Tensor:
         """The pass itself (in inference mode): logits as (1, kept rows, vocabulary)."""
         count = input_ids.shape[1]
+        if count == 1 and self.native is not None:
+            return self.native_step(input_ids, cache)
         past = cache.length
         cache.reserve(past + count)
         cos, sin = self.rotary_rows(past + count)
@@ -247,6 +263,44 @@ class FastQwen3:
             hidden = hidden[:, -logits_to_keep:]
         hidden = rms_norm(hidden, self.final_norm, self.eps)
         return self.lm_head(hidden)
+
+    def native_step(self, input_ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """One token's pass with its small operations in C (engine/model/native_step.c): the same network
+        as `forward`, the products still torch's, and per layer four C calls in place of about forty ops."""
+        lib = self.native
+        past = cache.length
+        cache.reserve(past + 1)
+        cos, sin = self.rotary_rows(past + 1)
+        heads, kv_heads, d = self.heads, self.kv_heads, self.head_dim
+        row_bytes = d * cos.element_size()
+        cos_row, sin_row = cos.data_ptr() + past * row_bytes, sin.data_ptr() + past * row_bytes
+        data = cache.data
+        layer_bytes = data.stride(0) * data.element_size()
+        bf16 = int(data.dtype == torch.bfloat16)
+        capacity, threads, eps = data.shape[3], torch.get_num_threads(), self.eps
+        hidden = F.embedding(input_ids, self.embedding).contiguous()
+        x = torch.empty_like(hidden)
+        attended = torch.empty(1, 1, heads * d)
+        delta = None  # what the last product adds to the residual stream, before the next norm
+        for index, layer in enumerate(self.layers):
+            lib.add_norm(hidden.data_ptr(), delta, layer.input_norm.data_ptr(), x.data_ptr(), hidden.shape[-1], eps)
+            qkv = layer.qkv(x)
+            failed = lib.attend_step(qkv.data_ptr(), layer.qk_norm.data_ptr(), cos_row, sin_row,
+                                     data.data_ptr() + index * layer_bytes, bf16, capacity, past, heads, kv_heads, d,
+                                     eps, self.scaling, attended.data_ptr(), threads)
+            if failed:
+                raise MemoryError(f"the native decode step could not allocate its attention buffers at {past + 1} tokens")
+            o = layer.o(attended)
+            lib.add_norm(hidden.data_ptr(), o.data_ptr(), layer.post_norm.data_ptr(), x.data_ptr(), hidden.shape[-1], eps)
+            gate_up = layer.gate_up(x)
+            width = gate_up.shape[-1] // 2
+            act = torch.empty(1, 1, width)
+            lib.silu_mul(gate_up.data_ptr(), act.data_ptr(), width)
+            down = layer.down(act)
+            delta = down.data_ptr()
+        lib.add_norm(hidden.data_ptr(), delta, self.final_norm.data_ptr(), x.data_ptr(), hidden.shape[-1], eps)
+        cache.length = past + 1
+        return self.lm_head(x)
 
 
 # -- building it from a loaded model ------------------------------------------------------------

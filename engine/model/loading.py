@@ -207,6 +207,7 @@ def tune_for_cpu(loaded: LoadedModel, quant: QuantChoice, progress: Progress | N
     fast = fast_forward_for(tuned)
     reasons["forward"] = forward_reason(tuned)
     if fast is not None:
+        reasons["decode_step"] = fast.native_reason
         reasons["kv_cache"] = fast.cache_choice.reason
     return tuned
 
