@@ -115,3 +115,81 @@ def test_the_tiny_model_in_int8_is_labelled_and_agrees_with_fp32(monkeypatch):
         assert 0 < a.p <= 1 and abs(a.p - b.p) < 1e-3 * b.p + 1e-7
     assert int8.model.as_json()["quant"] == "int8"
     assert torch.get_num_threads() >= 1
+
+
+# -- int8 from a 16-bit checkpoint: read in its own dtype, widened one Linear at a time -----------------
+def int8_state(model) -> dict:
+    """Every quantized Linear's int8 values and scales, and every float parameter, by name."""
+    import torch
+
+    state = {}
+    for name, module in model.named_modules():
+        if isinstance(module, torch.ao.nn.quantized.dynamic.Linear):
+            weight = module.weight()
+            state[name] = (weight.int_repr(), torch.tensor(weight.q_scale()))
+    state.update({name: (param.detach(),) for name, param in model.named_parameters()})
+    return state
+
+
+def test_a_bf16_checkpoint_read_as_bf16_quantizes_to_the_same_int8_as_an_fp32_read(tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from engine.model.loading import build_tiny_network
+
+    build_tiny_network().to(torch.bfloat16).save_pretrained(tmp_path)
+    wide = quant.quantize_network(AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32).eval())
+    narrow = quant.quantize_network(AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.bfloat16).eval())
+    expected, got = int8_state(wide), int8_state(narrow)
+    assert expected.keys() == got.keys() and len([k for k in got if k.endswith("proj")]) == 14
+    for name in expected:
+        assert all(torch.equal(a, b) for a, b in zip(expected[name], got[name], strict=True)), name
+    assert {p.dtype for p in narrow.parameters()} == {torch.float32}
+    # the tied embedding stays the embedding: widened, not dropped with lm_head's float weight
+    assert narrow.get_input_embeddings().weight.shape == (151936, 64)
+    ids = torch.tensor([[1000, 2000, 3000]])
+    with torch.no_grad():
+        assert torch.equal(wide(input_ids=ids).logits, narrow(input_ids=ids).logits)
+
+
+def test_the_stored_dtype_is_read_from_the_safetensors_headers(tmp_path):
+    import json
+    import struct
+
+    from engine.model.weights import stored_dtype
+
+    def write(name: str, header: dict | bytes) -> None:
+        raw = header if isinstance(header, bytes) else json.dumps(header).encode()
+        (tmp_path / name).write_bytes(struct.pack("<Q", len(raw)) + raw)
+
+    assert stored_dtype(tmp_path) is None  # no safetensors file
+    write("a.safetensors", {"__metadata__": {"format": "pt"}, "w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]},
+                            "ids": {"dtype": "I64", "shape": [1], "data_offsets": [4, 12]}})
+    assert stored_dtype(tmp_path) == "bfloat16"
+    write("b.safetensors", {"w2": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}})
+    assert stored_dtype(tmp_path) == "bfloat16"  # shards agree
+    write("b.safetensors", {"w2": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})
+    assert stored_dtype(tmp_path) is None  # shards mix dtypes: read as asked
+    for bad in (b"not json", b"[1, 2]", {"w": {"dtype": "F8_E4M3", "shape": [1], "data_offsets": [0, 1]}}):
+        write("b.safetensors", bad)
+        assert stored_dtype(tmp_path) is None
+    (tmp_path / "b.safetensors").write_bytes(struct.pack("<Q", 2**40))  # a header length past any real one
+    assert stored_dtype(tmp_path) is None
+    (tmp_path / "b.safetensors").unlink()
+    write("a.safetensors", {"w": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}})
+    assert stored_dtype(tmp_path) == "float16"
+
+
+def test_an_int8_load_of_a_bf16_folder_reads_it_in_bf16(tmp_path, monkeypatch):
+    import torch
+
+    from engine.model.loading import build_tiny_network, load_weights
+
+    build_tiny_network().to(torch.bfloat16).save_pretrained(tmp_path)
+    monkeypatch.setenv("QWEN_QUANT", "int8")
+    stages = []
+    engine = load_weights(str(tmp_path), progress=lambda done, total, desc: stages.append(desc))
+    assert f"loading {tmp_path} into memory (bfloat16, cpu)" in stages
+    assert engine.info.quant == "int8" and engine.info.dtype == "float32"
+    assert {p.dtype for p in engine.model.parameters()} == {torch.float32}
+    assert engine.reasons["decode_step"].startswith("norms, attention and the MLP's gate in C")

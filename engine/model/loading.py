@@ -34,6 +34,7 @@ from .weights import (
     hub_reachable,
     locate_weights,
     revision_of,
+    stored_dtype,
 )
 
 if TYPE_CHECKING:
@@ -145,10 +146,13 @@ def load_weights(name: str, device: str | None = None, dtype: str | None = None,
     # int8 quantizes fp32 Linear layers; the rest of the network (embedding, norms) stays fp32
     dtype = "float32" if quant.quant == "int8" else choose_dtype(device, dtype)
     folder, source = locate_weights(name, progress)
+    # int8 reads the checkpoint in its own 16-bit dtype and widens one Linear at a time as it quantizes
+    # (engine/model/quant.py): the same int8 values as an fp32 load, without an fp32 copy of the whole model
+    read_as = (stored_dtype(folder) or dtype) if quant.quant == "int8" else dtype
     if progress is not None:
-        progress(0, 0, f"loading {name} into memory ({dtype}, {device})")
+        progress(0, 0, f"loading {name} into memory ({read_as}, {device})")
     try:
-        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, dtype), local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, read_as), local_files_only=True)
         model = model.to(device).eval()
     except Exception as error:
         raise ModelUnavailable(f"the weights in {folder} could not be loaded: {type(error).__name__}: {first_line(error)}") from error

@@ -90,7 +90,12 @@ def choose_quant(device: str, dtype: str | None = None, requested: str | None = 
 
 
 def quantize_network(model):
-    """`model` with every nn.Linear's weight in int8 (torch's dynamic quantization); the model must be fp32 on the CPU."""
+    """`model` with every nn.Linear's weight in int8 (torch's dynamic quantization) and the rest in fp32, on the CPU.
+
+    A model loaded in its checkpoint's bf16 or fp16 (engine/model/loading.py does, for int8) is
+    widened one Linear at a time, just before that Linear is quantized: the int8 values are those
+    of an fp32 load (widening a bf16 or fp16 number is exact), and the fp32 copy of the whole
+    model (7 GB for Qwen3-1.7B) never exists at once. The embedding and norms are then widened."""
     import torch
 
     with warnings.catch_warnings():
@@ -102,5 +107,19 @@ def quantize_network(model):
             torch.backends.quantized.engine = "x86"
         elif "qnnpack" in engines:
             torch.backends.quantized.engine = "qnnpack"
-        # in place: a copy of a 1.7B fp32 model would double the memory at load
-        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+        if all(p.dtype == torch.float32 for p in model.parameters()):
+            # in place: a copy of a 1.7B fp32 model would double the memory at load
+            return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+        embedding = model.get_input_embeddings().weight
+        for parent in list(model.modules()):
+            for name, child in list(parent.named_children()):
+                if type(child) is torch.nn.Linear:
+                    # the one Linear in a holder of its own, since quantize_dynamic swaps children, not its argument
+                    holder = torch.nn.Sequential(child.float())
+                    torch.ao.quantization.quantize_dynamic(holder, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+                    setattr(parent, name, holder[0])
+                    # the float weight goes now (the swap leaves the old Linear in a reference cycle the
+                    # collector frees only later), unless it is the embedding's own (tied to lm_head)
+                    if child.weight is not embedding:
+                        child.weight = None
+        return model.float()

@@ -13,6 +13,7 @@ stage that has no byte count.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import socket
@@ -191,6 +192,34 @@ def explain_unavailable(model_id: str, what_failed: str) -> str:
 def first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0] if text else ""
+
+
+# safetensors' names of the float dtypes a checkpoint is stored in; a header larger than this is not read
+_FLOAT_DTYPES = {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}
+_HEADER_LIMIT = 64 * 1024 * 1024
+
+
+def stored_dtype(folder: Path) -> str | None:
+    """The one float dtype every floating tensor of the folder's safetensors files is stored in
+    ("bfloat16", "float16" or "float32"), read from their headers; None when they mix dtypes, a
+    header cannot be read, or there are no safetensors files."""
+    found = set()
+    files = sorted(Path(folder).glob("*.safetensors"))
+    for file in files:
+        try:
+            with open(file, "rb") as handle:
+                size = int.from_bytes(handle.read(8), "little")
+                if not 0 < size <= _HEADER_LIMIT:
+                    return None
+                header = json.loads(handle.read(size))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(header, dict):
+            return None
+        for name, entry in header.items():
+            if name != "__metadata__" and isinstance(entry, dict) and str(entry.get("dtype", "")).startswith(("F", "BF")):
+                found.add(_FLOAT_DTYPES.get(entry["dtype"], entry["dtype"]))
+    return found.pop() if files and len(found) == 1 and next(iter(found)) in _FLOAT_DTYPES.values() else None
 
 
 def revision_of(folder: Path) -> str | None:
