@@ -236,6 +236,22 @@ def test_llama_cpp_reads_the_gbnf_of_every_shipped_tool_set_and_of_a_schema_full
                                                        or f.startswith(("<tool_call>", "<think>"))) for f in firsts), firsts
 
 
+
+def test_llama_cpp_reads_the_gbnf_written_from_random_hostile_schemas(tiny_gguf):
+    from hostile_schemas import hostile_grammars
+
+    # 200 seeds: 335 grammars (65 more refused, as a visitor's would be), a few seconds in llama.cpp
+    grammars, refused = hostile_grammars(range(200), "gbnf")
+    assert len(grammars) > 250 and refused > 0
+    done = subprocess.run([sys.executable, "-c", GRAMMAR_CHECK, tiny_gguf[1]], input=json.dumps(grammars),
+                          capture_output=True, text=True, timeout=600)
+    # a grammar llama.cpp could not read would have ended the process (or raised): every one was read
+    assert done.returncode == 0, done.stderr[-2000:]
+    firsts = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(firsts) == len(grammars)
+    assert all(f and ("<tool_call>".startswith(f) or "<think>".startswith(f) or f.startswith(("<tool_call>", "<think>")))
+               for f in firsts), firsts
+
 @pytest.mark.slow
 def test_lesson_3_shows_each_tokens_probability_from_llama_cpps_server(llama_server, monkeypatch):
     from helpers import open_page, view_data

@@ -84,3 +84,13 @@ def test_a_schema_the_grammar_cannot_hold_is_refused_as_locally():
         build_server_grammar([function("find", {"q": {"type": "string", "pattern": "^a"}})], "required", "gbnf")
     with pytest.raises(ValueError, match="names no tool"):
         build_server_grammar(STRAWBERRY, "missing", "xgrammar")
+
+
+def test_vllms_grammar_compiles_in_xgrammar_for_random_hostile_schemas():
+    import xgrammar as xgr
+    from hostile_schemas import hostile_grammars
+
+    grammars, refused = hostile_grammars(range(200), "xgrammar")
+    assert len(grammars) > 250 and refused > 0
+    for text in grammars:
+        xgr.Grammar.from_ebnf(text)  # raises on a grammar vLLM's backend could not read
