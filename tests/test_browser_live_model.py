@@ -80,6 +80,8 @@ def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_se
     load_from_sidebar(page, "Load the model")
     expect(sidebar(page)).to_contain_text(f"Loaded for everyone on this site: {random_folder} (fp32, cpu; random weights")
     expect(sidebar(page)).to_contain_text("Random weights:")
+    # the decode step's small operations in C (engine/model/native_step.c), said as the other engine lines are
+    expect(sidebar(page)).to_contain_text("Decode steps: norms, attention and the MLP's gate in C between torch's products")
     assert_clean(page)
 
     # lesson 3: the call, token by token, with each token's probability
