@@ -133,8 +133,11 @@ def int8_state(model) -> dict:
 
 def test_a_bf16_checkpoint_read_as_bf16_quantizes_to_the_same_int8_as_an_fp32_read(tmp_path):
     import torch
+    from helpers import chunks_through
     from transformers import AutoModelForCausalLM
 
+    from engine.model.embedding import WideningEmbedding
+    from engine.model.fast_forward import build_fast_forward
     from engine.model.loading import build_tiny_network
 
     build_tiny_network().to(torch.bfloat16).save_pretrained(tmp_path)
@@ -143,13 +146,18 @@ def test_a_bf16_checkpoint_read_as_bf16_quantizes_to_the_same_int8_as_an_fp32_re
     expected, got = int8_state(wide), int8_state(narrow)
     assert expected.keys() == got.keys() and len([k for k in got if k.endswith("proj")]) == 14
     for name in expected:
-        assert all(torch.equal(a, b) for a, b in zip(expected[name], got[name], strict=True)), name
-    assert {p.dtype for p in narrow.parameters()} == {torch.float32}
-    # the tied embedding stays the embedding: widened, not dropped with lm_head's float weight
-    assert narrow.get_input_embeddings().weight.shape == (151936, 64)
-    ids = torch.tensor([[1000, 2000, 3000]])
+        assert all(torch.equal(a, b.float()) for a, b in zip(expected[name], got[name], strict=True)), name
+    # the embedding stays bf16 (half the bytes, its rows widened as read); lm_head's int8 came from the same values
+    embed = narrow.get_input_embeddings()
+    assert isinstance(embed, WideningEmbedding) and embed.weight.dtype == torch.bfloat16 and embed.weight.shape == (151936, 64)
+    assert {p.dtype for n, p in narrow.named_parameters() if "embed_tokens" not in n} == {torch.float32}
+    ids = [1000, 2000, 3000, 4000, 5000]
     with torch.no_grad():
-        assert torch.equal(wide(input_ids=ids).logits, narrow(input_ids=ids).logits)
+        assert torch.equal(wide(input_ids=torch.tensor([ids])).logits, narrow(input_ids=torch.tensor([ids])).logits)
+        fast_wide, fast_narrow = build_fast_forward(wide), build_fast_forward(narrow)
+        assert fast_narrow.dtype == torch.float32 and fast_narrow.native is not None
+        assert torch.equal(chunks_through(fast_wide, ids, 3, fast_wide.new_cache(8)),
+                           chunks_through(fast_narrow, ids, 3, fast_narrow.new_cache(8)))
 
 
 def test_the_stored_dtype_is_read_from_the_safetensors_headers(tmp_path):
@@ -191,5 +199,6 @@ def test_an_int8_load_of_a_bf16_folder_reads_it_in_bf16(tmp_path, monkeypatch):
     engine = load_weights(str(tmp_path), progress=lambda done, total, desc: stages.append(desc))
     assert f"loading {tmp_path} into memory (bfloat16, cpu)" in stages
     assert engine.info.quant == "int8" and engine.info.dtype == "float32"
-    assert {p.dtype for p in engine.model.parameters()} == {torch.float32}
+    assert {p.dtype for n, p in engine.model.named_parameters() if "embed_tokens" not in n} == {torch.float32}
+    assert engine.model.get_input_embeddings().weight.dtype == torch.bfloat16
     assert engine.reasons["decode_step"].startswith("norms, attention and the MLP's gate in C")

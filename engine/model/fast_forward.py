@@ -150,10 +150,10 @@ class FastQwen3:
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
         self.eps = config.rms_norm_eps
         self.scaling = self.head_dim ** -0.5
-        self.embedding = model.model.embed_tokens.weight
+        self.embedding = model.model.embed_tokens.weight  # 16-bit under int8 from a 16-bit checkpoint: rows widened on lookup
         self.final_norm = model.model.norm.weight
         self.lm_head = model.lm_head
-        self.dtype = self.embedding.dtype
+        self.dtype = self.final_norm.dtype
         rotary = model.model.rotary_emb
         self.inv_freq = rotary.inv_freq.detach().float().clone()
         self.rope_scaling = float(rotary.attention_scaling)
@@ -237,7 +237,7 @@ class FastQwen3:
             # query row (r, t) of a key/value head's group sees keys 0 .. past + t
             seen = torch.arange(past + count)[None, :] <= (past + torch.arange(count))[:, None]
             mask = seen.repeat(group, 1)
-        hidden = F.embedding(input_ids, self.embedding)
+        hidden = F.embedding(input_ids, self.embedding).to(self.dtype)
         total = past + count
         for index, layer in enumerate(self.layers):
             x = rms_norm(hidden, layer.input_norm, self.eps)
@@ -278,7 +278,7 @@ class FastQwen3:
         layer_bytes = data.stride(0) * data.element_size()
         bf16 = int(data.dtype == torch.bfloat16)
         capacity, threads, eps = data.shape[3], torch.get_num_threads(), self.eps
-        hidden = F.embedding(input_ids, self.embedding).contiguous()
+        hidden = F.embedding(input_ids, self.embedding).to(self.dtype).contiguous()
         x = torch.empty_like(hidden)
         attended = torch.empty(1, 1, heads * d)
         delta = None  # what the last product adds to the residual stream, before the next norm

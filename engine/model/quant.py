@@ -95,8 +95,11 @@ def quantize_network(model):
     A model loaded in its checkpoint's bf16 or fp16 (engine/model/loading.py does, for int8) is
     widened one Linear at a time, just before that Linear is quantized: the int8 values are those
     of an fp32 load (widening a bf16 or fp16 number is exact), and the fp32 copy of the whole
-    model (7 GB for Qwen3-1.7B) never exists at once. The embedding and norms are then widened."""
+    model (7 GB for Qwen3-1.7B) never exists at once. The norms are then widened; the embedding
+    stays 16-bit and gives fp32 rows (engine/model/embedding.py), the same numbers in half the bytes."""
     import torch
+
+    from .embedding import WideningEmbedding
 
     with warnings.catch_warnings():
         # torch >= 2.10 says eager quantization moves to torchao; the kernels are the same and still shipped
@@ -110,7 +113,10 @@ def quantize_network(model):
         if all(p.dtype == torch.float32 for p in model.parameters()):
             # in place: a copy of a 1.7B fp32 model would double the memory at load
             return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
-        embedding = model.get_input_embeddings().weight
+        embed, lm_head = model.get_input_embeddings(), model.get_output_embeddings()
+        if lm_head is not None and lm_head.weight is embed.weight:
+            # tied: lm_head gets its own Parameter over the same values, so widening it leaves the embedding 16-bit
+            lm_head.weight = torch.nn.Parameter(embed.weight.detach(), requires_grad=False)
         for parent in list(model.modules()):
             for name, child in list(parent.named_children()):
                 if type(child) is torch.nn.Linear:
@@ -118,8 +124,12 @@ def quantize_network(model):
                     holder = torch.nn.Sequential(child.float())
                     torch.ao.quantization.quantize_dynamic(holder, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
                     setattr(parent, name, holder[0])
-                    # the float weight goes now (the swap leaves the old Linear in a reference cycle the
-                    # collector frees only later), unless it is the embedding's own (tied to lm_head)
-                    if child.weight is not embedding:
-                        child.weight = None
-        return model.float()
+                    # the float weight goes now: the swap leaves the old Linear in a reference cycle the collector frees later
+                    child.weight = None
+        # the norms (and any other float) widened; the embedding kept 16-bit, its rows widened as they are read
+        model.set_input_embeddings(torch.nn.Identity())
+        model.float()
+        # a copy of its own: a view into the checkpoint's mapped file would keep the whole file mapped
+        embed.weight.data = embed.weight.data.clone()
+        model.set_input_embeddings(WideningEmbedding(embed))
+        return model
