@@ -23,7 +23,7 @@ import torch.nn.functional as F
 
 from ..errors import BadInput
 from ..settings import load_settings
-from .native import native_library
+from .native import attend_layer, native_library
 
 KV_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 # positions in the timed cache: about a lesson's prompt and its reply
@@ -67,39 +67,33 @@ def time_step_attention(layers: int, kv_heads: int, group: int, head_dim: int, d
     cache = torch.randn(layers, 2, kv_heads, _PROBE_TOKENS, head_dim, generator=generator).to(dtype)
     q = torch.randn(kv_heads, group, head_dim, generator=generator)
     scale = head_dim ** -0.5
-    step = _native_step(native, cache, q, scale) if native is not None else None
+    step = _native_step(native, cache, q, scale) if native is not None else _torch_step(cache, q, scale)
     times = []
     with torch.inference_mode():
-        if step is None:
-            attend(q, cache[0, 0], cache[0, 1], scale)  # the first call pays for kernel selection
+        step(0)  # the first call pays for kernel selection
         for _ in range(repeats):
             started = time.perf_counter()
-            for index, layer in enumerate(cache):
-                if step is None:
-                    attend(q, layer[0], layer[1], scale)
-                else:
-                    step(index)
+            for index in range(layers):
+                step(index)
             times.append(time.perf_counter() - started)
     return min(times)
 
 
+def _torch_step(cache: torch.Tensor, q: torch.Tensor, scale: float):
+    """One layer's torch attention over `cache`, as a call of the layer's index."""
+    return lambda index: attend(q, cache[index, 0], cache[index, 1], scale)
+
+
 def _native_step(lib, cache: torch.Tensor, q: torch.Tensor, scale: float):
     """One layer's C attention step over `cache`, as a call of the layer's index (its token at the last position)."""
-    layers, _, kv_heads, capacity, head_dim = cache.shape
+    _, _, kv_heads, capacity, head_dim = cache.shape
     heads = q.numel() // head_dim
     qkv = torch.cat([q.reshape(-1), torch.ones(2 * kv_heads * head_dim)])
     norm, rope = torch.ones(heads + kv_heads, head_dim), torch.ones(head_dim)
     out = torch.empty(heads * head_dim)
-    layer_bytes = cache.stride(0) * cache.element_size()
-    bf16 = int(cache.dtype == torch.bfloat16)
     threads = torch.get_num_threads()
-
-    def step(index: int) -> None:
-        lib.attend_step(qkv.data_ptr(), norm.data_ptr(), rope.data_ptr(), rope.data_ptr(),
-                        cache.data_ptr() + index * layer_bytes, bf16, capacity, capacity - 1, heads, kv_heads, head_dim,
-                        1e-6, scale, out.data_ptr(), threads)
-
-    return step
+    return lambda index: attend_layer(lib, qkv, norm, rope.data_ptr(), rope.data_ptr(), cache, index, capacity - 1, heads,
+                                      1e-6, scale, out, threads)
 
 
 @functools.lru_cache(maxsize=8)

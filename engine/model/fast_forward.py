@@ -46,7 +46,7 @@ import torch.nn.functional as F
 
 from ..settings import load_settings
 from .attention import attend, cache_dtype
-from .native import native_library
+from .native import attend_layer, native_library
 
 # cache rows are allocated in steps of this many tokens (a run asks for its prompt plus its new tokens)
 _CACHE_STEP = 256
@@ -271,13 +271,10 @@ class FastQwen3:
         past = cache.length
         cache.reserve(past + 1)
         cos, sin = self.rotary_rows(past + 1)
-        heads, kv_heads, d = self.heads, self.kv_heads, self.head_dim
+        heads, d = self.heads, self.head_dim
         row_bytes = d * cos.element_size()
         cos_row, sin_row = cos.data_ptr() + past * row_bytes, sin.data_ptr() + past * row_bytes
-        data = cache.data
-        layer_bytes = data.stride(0) * data.element_size()
-        bf16 = int(data.dtype == torch.bfloat16)
-        capacity, threads, eps = data.shape[3], torch.get_num_threads(), self.eps
+        threads, eps = torch.get_num_threads(), self.eps
         hidden = F.embedding(input_ids, self.embedding).to(self.dtype).contiguous()
         x = torch.empty_like(hidden)
         attended = torch.empty(1, 1, heads * d)
@@ -285,11 +282,8 @@ class FastQwen3:
         for index, layer in enumerate(self.layers):
             lib.add_norm(hidden.data_ptr(), delta, layer.input_norm.data_ptr(), x.data_ptr(), hidden.shape[-1], eps)
             qkv = layer.qkv(x)
-            failed = lib.attend_step(qkv.data_ptr(), layer.qk_norm.data_ptr(), cos_row, sin_row,
-                                     data.data_ptr() + index * layer_bytes, bf16, capacity, past, heads, kv_heads, d,
-                                     eps, self.scaling, attended.data_ptr(), threads)
-            if failed:
-                raise MemoryError(f"the native decode step could not allocate its attention buffers at {past + 1} tokens")
+            attend_layer(lib, qkv, layer.qk_norm, cos_row, sin_row, cache.data, index, past, heads, eps, self.scaling,
+                         attended, threads)
             o = layer.o(attended)
             lib.add_norm(hidden.data_ptr(), o.data_ptr(), layer.post_norm.data_ptr(), x.data_ptr(), hidden.shape[-1], eps)
             gate_up = layer.gate_up(x)

@@ -26,6 +26,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from ..settings import load_settings
 
 SOURCE = Path(__file__).with_name("native_step.c")
@@ -62,8 +64,6 @@ def cpu_flags() -> set[str]:
 
 def torch_openmp() -> Path | None:
     """The OpenMP runtime shipped inside torch's wheel (libgomp-*.so*), None where torch brings none."""
-    import torch
-
     folder = Path(torch.__file__).parent / "lib"
     found = sorted(folder.glob("libgomp*.so*"))
     return found[0] if found else None
@@ -92,8 +92,6 @@ def build_commands(cc: str, openmp: Path | None, output: Path) -> list[list[str]
 
 
 def _key(commands: list[list[str]]) -> str:
-    import torch
-
     digest = hashlib.sha256(SOURCE.read_bytes())
     digest.update(repr(commands).encode())
     digest.update(torch.__version__.encode())
@@ -154,3 +152,14 @@ def native_library() -> NativeLibrary:
     """The native step library of this process, built or found on first call (one build at a time)."""
     with _build_lock:
         return build_library()
+
+
+def attend_layer(lib: ctypes.CDLL, qkv: torch.Tensor, qk_norm: torch.Tensor, cos_row: int, sin_row: int, cache: torch.Tensor,
+                 layer: int, past: int, heads: int, eps: float, scale: float, out: torch.Tensor, threads: int) -> None:
+    """native_step.c's attend_step for `layer` of `cache` (layers, 2, kv heads, capacity, head_dim; fp32 or bf16),
+    the new token at `past`; `cos_row` and `sin_row` are the addresses of the rotary table's rows for it."""
+    _, _, kv_heads, capacity, head_dim = cache.shape
+    address = cache.data_ptr() + layer * cache.stride(0) * cache.element_size()
+    if lib.attend_step(qkv.data_ptr(), qk_norm.data_ptr(), cos_row, sin_row, address, int(cache.dtype == torch.bfloat16),
+                       capacity, past, heads, kv_heads, head_dim, eps, scale, out.data_ptr(), threads):
+        raise MemoryError(f"the native decode step could not allocate its attention buffers at {past + 1} tokens")
