@@ -143,7 +143,7 @@ def load_weights(name: str, device: str | None = None, dtype: str | None = None,
 
     device = choose_device(device)
     quant = quant or choose_quant(device, dtype or load_settings().dtype)
-    # int8 quantizes fp32 Linear layers; the rest of the network (embedding, norms) stays fp32
+    # int8 quantizes fp32 Linear layers; the norms stay fp32, the embedding fp32 or its checkpoint's 16 bits
     dtype = "float32" if quant.quant == "int8" else choose_dtype(device, dtype)
     folder, source = locate_weights(name, progress)
     # int8 reads the checkpoint in its own 16-bit dtype and widens one Linear at a time as it quantizes

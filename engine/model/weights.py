@@ -218,8 +218,9 @@ def stored_dtype(folder: Path) -> str | None:
             return None
         for name, entry in header.items():
             if name != "__metadata__" and isinstance(entry, dict) and str(entry.get("dtype", "")).startswith(("F", "BF")):
-                found.add(_FLOAT_DTYPES.get(entry["dtype"], entry["dtype"]))
-    return found.pop() if files and len(found) == 1 and next(iter(found)) in _FLOAT_DTYPES.values() else None
+                found.add(entry["dtype"])
+    # one float dtype in all, and one torch loads as it is (not an 8-bit float)
+    return _FLOAT_DTYPES.get(found.pop()) if files and len(found) == 1 else None
 
 
 def revision_of(folder: Path) -> str | None:
