@@ -13,6 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # tests compare a loaded folder's probabilities with the tiny model's exactly: fp32 unless a test asks for int8
 # (tests/test_quant.py sets QWEN_QUANT itself)
 os.environ.setdefault("QWEN_QUANT", "none")
+# and float32 weights: on a CPU that runs bf16 natively, auto would load a float folder in bf16 (engine/model/cpu_speed.py)
+# (tests/test_cpu_speed.py clears it where it tests auto)
+os.environ.setdefault("QWEN_DTYPE", "float32")
 # and one fixed torch thread count: a folder's load would otherwise time 1 thread against 2 and set the
 # process-wide count while another test decodes, which moves float32's last digits between runs
 os.environ.setdefault("QWEN_THREADS", str(os.cpu_count() or 1))
