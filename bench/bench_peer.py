@@ -1,6 +1,7 @@
 """This engine against llama.cpp on the same model: prefill and decode speed, 1 and 2 threads, peak memory.
 
     python bench/bench_peer.py --arch qwen3-0.6b|qwen3-1.7b [--tokens 32] [--runs 3] [--work DIR] [--torch-ops]
+                               [--transformers-load]
 
 Builds the sized folder (bench/make_sized_model.py: the published architecture, random bf16
 weights) and its Q8_0 GGUF (bench/gguf_export.py) in `--work` (a temporary folder unless given;
@@ -22,6 +23,9 @@ the first / their time), medians over `--runs`, plus load seconds and peak RSS. 
 this engine's best speed (over thread counts) by llama.cpp's best: above 1 is faster.
 `--torch-ops` also times this engine with its decode steps' small operations as torch ops
 (QWEN_NATIVE_STEP=0, `engine_torch_ops`), and `ratios.decode_speed_native_step_vs_torch_ops`.
+`--transformers-load` also times this engine loaded the way an int8 model was before
+engine/model/int8_load.py (transformers' from_pretrained in the checkpoint's dtype, then each
+Linear quantized: `engine_transformers_load`), and `ratios.peak_memory_int8_read_vs_transformers_load`.
 
 The weights are random: speed and memory only, never content. Timings on a shared machine are
 noisy; `load_average` is in the output. 1.7B needs about 7 GB of RAM for the fp32 engine.
@@ -47,6 +51,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 ENGINES = ("llama_cpp", "engine")
 THREADS = (1, 2)
+# set by --transformers-load for its worker: the int8 load goes through transformers, not the tensor-by-tensor reader
+TRANSFORMERS_LOAD = "BENCH_TRANSFORMERS_LOAD"
 
 
 def lesson_prompt_ids() -> list[int]:
@@ -92,10 +98,13 @@ def time_llama_cpp(gguf: str, ids: list[int], tokens: int, runs: int, threads: i
 def time_engine(folder: str, ids: list[int], tokens: int, runs: int, threads: int) -> dict:
     """Prefill and decode through this engine's own loop, at the setting its probes choose, `runs` times after one warm-up."""
     os.environ["QWEN_THREADS"] = str(threads)
+    import engine.model.loading as loading
     from engine.core.generation import GenerationSettings
     from engine.model.decode import stream_steps
     from engine.model.loading import load_model
 
+    if os.environ.get(TRANSFORMERS_LOAD) == "1":
+        loading.read_int8_if_plain = lambda folder, progress=None: None
     started = time.perf_counter()
     engine = load_model(folder)
     load = time.perf_counter() - started
@@ -179,6 +188,8 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, nargs="*", default=list(THREADS), help="thread counts to time")
     parser.add_argument("--torch-ops", action="store_true",
                         help="also time this engine with its decode steps in torch ops alone (QWEN_NATIVE_STEP=0)")
+    parser.add_argument("--transformers-load", action="store_true",
+                        help="also time this engine with its int8 model loaded through transformers' from_pretrained")
     # the worker's own arguments (one engine, one thread count, in a subprocess)
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
@@ -205,6 +216,8 @@ def main(argv=None) -> None:
     results: dict[str, list[dict]] = {engine: [] for engine in ENGINES}
     if args.torch_ops:
         results["engine_torch_ops"] = []
+    if args.transformers_load:
+        results["engine_transformers_load"] = []
     # interleaved by thread count, so a burst of load from other processes falls on every engine alike
     for threads in args.threads:
         for engine in ENGINES:
@@ -213,6 +226,9 @@ def main(argv=None) -> None:
         if args.torch_ops:
             results["engine_torch_ops"].append(measure("engine", folder, prompt, args.tokens, args.runs, threads,
                                                        {"QWEN_NATIVE_STEP": "0"}))
+        if args.transformers_load:
+            results["engine_transformers_load"].append(measure("engine", folder, prompt, args.tokens, args.runs, threads,
+                                                               {TRANSFORMERS_LOAD: "1"}))
     ratios = {}
     for name, key in (("decode_speed_vs_llama_cpp_q8_0", "decode_tokens_per_s"),
                       ("prefill_speed_vs_llama_cpp_q8_0", "prefill_tokens_per_s")):
@@ -223,6 +239,9 @@ def main(argv=None) -> None:
     if args.torch_ops:
         ours, ops = best(results["engine"], "decode_tokens_per_s"), best(results["engine_torch_ops"], "decode_tokens_per_s")
         ratios["decode_speed_native_step_vs_torch_ops"] = round(ours / ops, 3) if ours and ops else None
+    if args.transformers_load:
+        before = best(results["engine_transformers_load"], "peak_rss_mb")
+        ratios["peak_memory_int8_read_vs_transformers_load"] = round(memory[0] / before, 2) if memory[0] and before else None
     print(json.dumps({
         "arch": args.arch, "prompt_tokens": len(ids), "tokens": args.tokens, "runs": args.runs,
         "cpu_count": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()],

@@ -294,3 +294,16 @@ def chunks_through(call, ids: list[int], split: int, cache):
     for n in range(split, len(ids)):
         rows.append(call(input_ids=torch.tensor([[ids[n]]]), cache=cache, logits_to_keep=1).logits[0])
     return torch.cat(rows)
+
+
+def int8_state(model) -> dict:
+    """Every quantized Linear's int8 values and scales, and every float parameter, by name."""
+    import torch
+
+    state = {}
+    for name, module in model.named_modules():
+        if isinstance(module, torch.ao.nn.quantized.dynamic.Linear):
+            weight = module.weight()
+            state[name] = (weight.int_repr(), torch.tensor(weight.q_scale()))
+    state.update({name: (param.detach(),) for name, param in model.named_parameters()})
+    return state

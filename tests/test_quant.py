@@ -118,22 +118,9 @@ def test_the_tiny_model_in_int8_is_labelled_and_agrees_with_fp32(monkeypatch):
 
 
 # -- int8 from a 16-bit checkpoint: read in its own dtype, widened one Linear at a time -----------------
-def int8_state(model) -> dict:
-    """Every quantized Linear's int8 values and scales, and every float parameter, by name."""
-    import torch
-
-    state = {}
-    for name, module in model.named_modules():
-        if isinstance(module, torch.ao.nn.quantized.dynamic.Linear):
-            weight = module.weight()
-            state[name] = (weight.int_repr(), torch.tensor(weight.q_scale()))
-    state.update({name: (param.detach(),) for name, param in model.named_parameters()})
-    return state
-
-
 def test_a_bf16_checkpoint_read_as_bf16_quantizes_to_the_same_int8_as_an_fp32_read(tmp_path):
     import torch
-    from helpers import chunks_through
+    from helpers import chunks_through, int8_state
     from transformers import AutoModelForCausalLM
 
     from engine.model.embedding import WideningEmbedding

@@ -146,14 +146,18 @@ def load_weights(name: str, device: str | None = None, dtype: str | None = None,
     # int8 quantizes fp32 Linear layers; the norms stay fp32, the embedding fp32 or its checkpoint's 16 bits
     dtype = "float32" if quant.quant == "int8" else choose_dtype(device, dtype)
     folder, source = locate_weights(name, progress)
-    # int8 reads the checkpoint in its own 16-bit dtype and widens one Linear at a time as it quantizes
-    # (engine/model/quant.py): the same int8 values as an fp32 load, without an fp32 copy of the whole model
+    # int8 reads the checkpoint in its own 16-bit dtype and widens one Linear (or a slice of one) at a time as it
+    # quantizes: the same int8 values as an fp32 load, without an fp32 copy of the whole model
     read_as = (stored_dtype(folder) or dtype) if quant.quant == "int8" else dtype
     if progress is not None:
         progress(0, 0, f"loading {name} into memory ({read_as}, {device})")
+    # an int8 model on a CPU is read tensor by tensor where the checkpoint's layout allows (engine/model/int8_load.py)
+    model = read_int8_if_plain(folder, progress) if quant.quant == "int8" and device == "cpu" else None
+    quantized = model is not None
     try:
-        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, read_as), local_files_only=True)
-        model = model.to(device).eval()
+        if model is None:
+            model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, read_as), local_files_only=True)
+            model = model.to(device).eval()
     except Exception as error:
         raise ModelUnavailable(f"the weights in {folder} could not be loaded: {type(error).__name__}: {first_line(error)}") from error
     try:
@@ -167,15 +171,31 @@ def load_weights(name: str, device: str | None = None, dtype: str | None = None,
         parameters=sum(p.numel() for p in model.parameters()),
         random_weights=random_weights, note=RANDOM_FOLDER_NOTE if random_weights else None,
     )
-    return tune_for_cpu(LoadedModel(model, tokenizer, info), quant, progress)
+    return tune_for_cpu(LoadedModel(model, tokenizer, info), quant, progress, quantized=quantized)
+
+
+def read_int8_if_plain(folder: Path, progress: Progress | None = None):
+    """The folder's model in int8 read tensor by tensor, or None where its checkpoint is not a plain layout."""
+    from .int8_load import NotPlainLayout, read_int8_model
+
+    try:
+        model = read_int8_model(folder)
+    except (NotPlainLayout, OSError) as why:
+        if progress is not None:
+            progress(0, 0, f"loading through transformers ({why})")
+        return None
+    if progress is not None:
+        progress(0, 0, "quantized the weights to int8 as they were read")
+    return model
 
 
 def tune_for_cpu(loaded: LoadedModel, quant: QuantChoice, progress: Progress | None = None,
-                 choose_threads_now: bool = True) -> LoadedModel:
+                 choose_threads_now: bool = True, quantized: bool = False) -> LoadedModel:
     """`loaded` with int8 weights where `quant` says so, and torch's thread count chosen for it (CPU only).
 
     Threads are timed on the layer kind the model runs (engine/model/threads.py); with
-    `choose_threads_now` False (the tiny model) only an explicit QWEN_THREADS applies."""
+    `choose_threads_now` False (the tiny model) only an explicit QWEN_THREADS applies. `quantized`:
+    the weights were made int8 as they were read (engine/model/int8_load.py)."""
     from dataclasses import replace
 
     from .threads import apply_threads, choose_threads, requested_threads
@@ -185,11 +205,12 @@ def tune_for_cpu(loaded: LoadedModel, quant: QuantChoice, progress: Progress | N
     reasons = {"quant": quant.reason}
     info = loaded.info
     if quant.quant == "int8":
-        if progress is not None:
-            progress(0, 0, "quantizing the weights to int8")
-        from .quant import quantize_network
+        if not quantized:
+            if progress is not None:
+                progress(0, 0, "quantizing the weights to int8")
+            from .quant import quantize_network
 
-        quantize_network(loaded.model)
+            quantize_network(loaded.model)
         info = replace(info, quant="int8")
     if choose_threads_now or requested_threads() is not None:
         from .probe import decode_layer

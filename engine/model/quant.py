@@ -89,6 +89,17 @@ def choose_quant(device: str, dtype: str | None = None, requested: str | None = 
     return cpu_quant()
 
 
+def select_quantized_engine() -> None:
+    """torch's x86 engine (fbgemm with onednn) for the int8 kernels where torch has it; qnnpack on ARM."""
+    import torch
+
+    engines = torch.backends.quantized.supported_engines
+    if "x86" in engines:
+        torch.backends.quantized.engine = "x86"
+    elif "qnnpack" in engines:
+        torch.backends.quantized.engine = "qnnpack"
+
+
 def quantize_network(model):
     """`model` with every nn.Linear's weight in int8 (torch's dynamic quantization) and the rest in fp32, on the CPU.
 
@@ -104,12 +115,7 @@ def quantize_network(model):
     with warnings.catch_warnings():
         # torch >= 2.10 says eager quantization moves to torchao; the kernels are the same and still shipped
         warnings.simplefilter("ignore")
-        # the x86 engine (fbgemm with onednn) where torch has it; qnnpack on ARM
-        engines = torch.backends.quantized.supported_engines
-        if "x86" in engines:
-            torch.backends.quantized.engine = "x86"
-        elif "qnnpack" in engines:
-            torch.backends.quantized.engine = "qnnpack"
+        select_quantized_engine()
         if all(p.dtype == torch.float32 for p in model.parameters()):
             # in place: a copy of a 1.7B fp32 model would double the memory at load
             return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)

@@ -199,6 +199,22 @@ _FLOAT_DTYPES = {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}
 _HEADER_LIMIT = 64 * 1024 * 1024
 
 
+def read_safetensors_header(file: Path) -> tuple[dict, int]:
+    """A safetensors file's header (tensor name -> dtype, shape, data_offsets) and the byte offset its data starts at;
+    ValueError for a header that is not one."""
+    with open(file, "rb") as handle:
+        size = int.from_bytes(handle.read(8), "little")
+        if not 0 < size <= _HEADER_LIMIT:
+            raise ValueError(f"{file.name}: a safetensors header of {size} bytes")
+        try:
+            header = json.loads(handle.read(size))
+        except ValueError as error:
+            raise ValueError(f"{file.name}: its safetensors header is not JSON ({error})") from error
+    if not isinstance(header, dict):
+        raise ValueError(f"{file.name}: its safetensors header is not a JSON object")
+    return header, 8 + size
+
+
 def stored_dtype(folder: Path) -> str | None:
     """The one float dtype every floating tensor of the folder's safetensors files is stored in
     ("bfloat16", "float16" or "float32"), read from their headers; None when they mix dtypes, a
@@ -207,14 +223,8 @@ def stored_dtype(folder: Path) -> str | None:
     files = sorted(Path(folder).glob("*.safetensors"))
     for file in files:
         try:
-            with open(file, "rb") as handle:
-                size = int.from_bytes(handle.read(8), "little")
-                if not 0 < size <= _HEADER_LIMIT:
-                    return None
-                header = json.loads(handle.read(size))
+            header, _ = read_safetensors_header(file)
         except (OSError, ValueError):
-            return None
-        if not isinstance(header, dict):
             return None
         for name, entry in header.items():
             if name != "__metadata__" and isinstance(entry, dict) and str(entry.get("dtype", "")).startswith(("F", "BF")):

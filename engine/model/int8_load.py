@@ -1,0 +1,192 @@
+"""An int8 model read from its safetensors files one tensor at a time, never the whole checkpoint in memory.
+
+transformers' from_pretrained builds the whole model in the checkpoint's dtype (and maps its
+files) before engine/model/quant.py quantizes it: for Qwen3-1.7B a 6.4 GB peak for a model
+that then holds 3.1 GB. Here the model is built without storage (torch's meta device) and
+each tensor is read from its file with plain reads (no mapping: the page cache is not the
+process's memory) into the module that holds it. A Linear's weight is quantized as it is read:
+its range over slices of rows first, then each slice quantized, so not even one large matrix
+exists in fp32; the norms are widened to fp32 and the embedding keeps its 16 bits (its rows
+widened as they are looked up, engine/model/embedding.py). The int8 values and scales are
+those quantize_dynamic gives an fp32 load, bit for bit (tests/test_int8_load.py).
+
+A checkpoint of any other layout (a tensor the model lacks or has not, a dtype other than F32,
+BF16 and F16, a module with buffers other than the rotary table) is not read here: the caller
+loads it through transformers as before.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .weights import read_safetensors_header
+
+# safetensors' dtype names read here
+_DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
+# rows of a weight widened to fp32 at a time (4 MB of fp32 at Qwen3-1.7B's width)
+_SLICE_ELEMENTS = 1 << 20
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    """Where one tensor lies in a safetensors file."""
+    file: Path
+    start: int  # byte offset in the file
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+
+
+class NotPlainLayout(Exception):
+    """The checkpoint is not one this reader takes as it is: load it through transformers."""
+
+
+def index_checkpoint(folder: Path) -> dict[str, StoredTensor]:
+    """Every tensor of the folder's safetensors files by name, from their headers."""
+    tensors: dict[str, StoredTensor] = {}
+    files = sorted(Path(folder).glob("*.safetensors"))
+    if not files:
+        raise NotPlainLayout("no safetensors files")
+    for file in files:
+        try:
+            header, data_start = read_safetensors_header(file)
+        except (OSError, ValueError) as error:
+            raise NotPlainLayout(str(error)) from error
+        file_size = file.stat().st_size
+        for name, entry in header.items():
+            if name == "__metadata__":
+                continue
+            try:
+                dtype = _DTYPES[entry["dtype"]]
+                shape = tuple(int(n) for n in entry["shape"])
+                begin, end = (int(n) for n in entry["data_offsets"])
+            except (KeyError, TypeError, ValueError) as error:
+                raise NotPlainLayout(f"{name}: an entry this reader does not take ({type(error).__name__}: {error})") from error
+            start = data_start + begin
+            count = 1
+            for n in shape:
+                count *= n
+            # a header that does not match its own bytes (or the file's length) is not read on trust
+            if end - begin != count * dtype.itemsize or start + (end - begin) > file_size or name in tensors:
+                raise NotPlainLayout(f"{name}: its offsets do not match its shape")
+            tensors[name] = StoredTensor(file, start, dtype, shape)
+    return tensors
+
+
+def read_tensor(stored: StoredTensor) -> torch.Tensor:
+    """The tensor's values in its stored dtype, read with plain file reads into memory of its own."""
+    count = 1
+    for n in stored.shape:
+        count *= n
+    raw = torch.empty(count * stored.dtype.itemsize, dtype=torch.uint8)
+    with open(stored.file, "rb") as handle:
+        handle.seek(stored.start)
+        view = memoryview(raw.numpy())
+        done = 0
+        while done < len(view):
+            got = handle.readinto(view[done:])
+            if not got:
+                raise NotPlainLayout(f"{stored.file.name} ends before its tensors do")
+            done += got
+    return raw.view(stored.dtype).reshape(stored.shape)
+
+
+def quantize_weight(weight: torch.Tensor, bias: torch.Tensor | None):
+    """torch's dynamic int8 Linear for `weight` (any float dtype), widened to fp32 a slice of rows at a time.
+
+    The same observer as quantize_dynamic's sees every slice (a running min and max is the
+    whole tensor's), then each slice is quantized with the one scale: an elementwise step, so
+    the int8 values are those of the whole fp32 matrix."""
+    from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
+    from torch.ao.quantization.qconfig import default_dynamic_qconfig
+
+    rows = max(1, _SLICE_ELEMENTS // max(1, weight.shape[1]))
+    observer = default_dynamic_qconfig.weight()
+    for begin in range(0, weight.shape[0], rows):
+        observer(weight[begin:begin + rows].float())
+    scale, zero_point = observer.calculate_qparams()
+    scale, zero_point = float(scale), int(zero_point)
+    ints = torch.empty(weight.shape, dtype=torch.int8)
+    for begin in range(0, weight.shape[0], rows):
+        part = torch.quantize_per_tensor(weight[begin:begin + rows].float(), scale, zero_point, torch.qint8)
+        ints[begin:begin + rows] = part.int_repr()
+    qweight = torch._make_per_tensor_quantized_tensor(ints, scale, zero_point)
+    # built at 1x1 and then given its weight: built at full size it would pack a placeholder matrix as large
+    linear = DynamicLinear(1, 1, dtype=torch.qint8)
+    linear.set_weight_bias(qweight, None if bias is None else bias.float())
+    linear.in_features, linear.out_features = weight.shape[1], weight.shape[0]
+    return linear
+
+
+def read_int8_model(folder: Path):
+    """The folder's causal LM with int8 Linears, fp32 norms and its embedding in its stored dtype, read tensor by
+    tensor; raises NotPlainLayout for a checkpoint this reader does not take (load it through transformers)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from .embedding import WideningEmbedding
+    from .quant import select_quantized_engine
+
+    stored = index_checkpoint(folder)
+    try:
+        config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    except Exception as error:
+        # transformers' own load says it better (an unknown model type, a config it cannot read)
+        raise NotPlainLayout(f"its config builds no model here: {type(error).__name__}") from error
+    model.eval()
+    embed, lm_head = model.get_input_embeddings(), model.get_output_embeddings()
+    embed_name = next(name for name, module in model.named_modules() if module is embed) + ".weight"
+    lm_head_name = next((name for name, module in model.named_modules() if module is lm_head), None)
+    tied = lm_head is not None and bool(getattr(config, "tie_word_embeddings", False))
+    expected = {name for name, _ in model.named_parameters(remove_duplicate=False)}
+    optional = {f"{lm_head_name}.weight"} if tied else set()
+    missing, extra = expected - optional - set(stored), set(stored) - expected
+    if missing:
+        raise NotPlainLayout(f"the checkpoint lacks {', '.join(sorted(missing)[:3])}")
+    if extra:
+        raise NotPlainLayout(f"the checkpoint holds {', '.join(sorted(extra)[:3])}, which the model has not")
+    if type(embed) is not torch.nn.Embedding:
+        raise NotPlainLayout(f"an input embedding of type {type(embed).__name__}")
+
+    with warnings.catch_warnings():
+        # torch >= 2.10 says eager quantization moves to torchao; the kernels are the same and still shipped
+        warnings.simplefilter("ignore")
+        select_quantized_engine()
+        embedding = read_tensor(stored[embed_name])
+        for parent_name, parent in list(model.named_modules()):
+            prefix = f"{parent_name}." if parent_name else ""
+            for name, child in list(parent.named_children()):
+                full = prefix + name
+                if type(child) is torch.nn.Linear:
+                    weight = embedding if tied and child is lm_head else read_tensor(stored[f"{full}.weight"])
+                    bias = read_tensor(stored[f"{full}.bias"]) if child.bias is not None else None
+                    setattr(parent, name, quantize_weight(weight, bias))
+                elif child is embed:
+                    embed.weight = torch.nn.Parameter(embedding, requires_grad=False)
+                else:
+                    for key, _ in list(child.named_parameters(recurse=False)):
+                        value = read_tensor(stored[f"{full}.{key}"]).float()
+                        setattr(child, key, torch.nn.Parameter(value, requires_grad=False))
+    if embedding.dtype != torch.float32:
+        model.set_input_embeddings(WideningEmbedding(embed))
+    rebuild_rotary_tables(model, config)
+    left = [name for name, tensor in [*model.named_parameters(), *model.named_buffers()] if tensor.is_meta]
+    if left:
+        raise NotPlainLayout(f"nothing in the checkpoint fills {left[:3]}")
+    return model
+
+
+def rebuild_rotary_tables(model, config) -> None:
+    """The rotary embedding's tables, computed from the config (they are not in a checkpoint); any other module
+    whose buffers are still empty is a layout this reader does not know."""
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if not any(buffer.is_meta for buffer in child.buffers(recurse=False)):
+                continue
+            if not type(child).__name__.endswith("RotaryEmbedding") or any(True for _ in child.parameters()):
+                raise NotPlainLayout(f"buffers of {type(child).__name__} that a checkpoint does not hold")
+            setattr(parent, name, type(child)(config=config))
