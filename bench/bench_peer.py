@@ -65,7 +65,16 @@ def lesson_prompt_ids() -> list[int]:
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident memory (Linux reports ru_maxrss in KiB)."""
+    """This process's peak resident memory: VmHWM, whose count starts afresh at exec, where Linux has it.
+
+    Not ru_maxrss: Linux carries it over from the forking parent through exec, so a worker started
+    by a run that had just built the sized folder reported the builder's peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
