@@ -12,7 +12,7 @@ import os
 import shutil
 
 import pytest
-from helpers import settle_run
+from helpers import save_shot, settle_run
 from local_hub import LocalHub
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -182,3 +182,32 @@ def test_two_sessions_share_one_download_one_draws_the_bar_the_other_waits_then_
         assert hub.requests.count(f"GET /{REPO}/resolve/0123456789abcdef0123456789abcdef01234567/model.safetensors") == 1
         for context in contexts:
             context.close()
+
+
+def test_a_bf16_folder_loaded_in_int8_with_the_sidebar_button_writes_a_call(chromium, serve_app, tmp_path):
+    # as a published Qwen3 is stored (bf16) on a laptop's CPU (int8): read tensor by tensor (engine/model/int8_load.py)
+    import torch
+    from playwright.sync_api import expect
+
+    from engine.model.loading import build_tiny_network
+    from engine.settings import VENDORED_TOKENIZER
+
+    folder = tmp_path / "qwen3-bf16"
+    build_tiny_network().to(torch.bfloat16).save_pretrained(folder)
+    for path in VENDORED_TOKENIZER.iterdir():
+        if path.is_file():
+            shutil.copy(path, folder / path.name)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "random_weights": True}))
+    url = serve_app({"QWEN_MODEL": str(folder), "QWEN_QUANT": "int8"}, "streamlit-server-int8.log")
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    open_page(page, url, "the_model_writes_a_call")
+    load_from_sidebar(page, "Load the model")
+    expect(sidebar(page)).to_contain_text(f"Loaded for everyone on this site: {folder} (int8 weights, cpu; random weights")
+    expect(sidebar(page)).to_contain_text("int8 weights: QWEN_QUANT=int8")
+    expect(sidebar(page)).to_contain_text("Decode steps: norms, attention and the MLP's gate in C between torch's products")
+    press(page, "Generate the call", "Its probability")
+    expect(page.get_by_text(f"Random weights: {folder} (int8 weights, cpu)").first).to_be_visible()
+    save_shot(page, "int8-folder-lesson-3")
+    context.close()
