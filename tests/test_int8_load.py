@@ -16,7 +16,7 @@ from transformers import AutoModelForCausalLM
 import engine.model.int8_load as int8_load
 from engine.model.embedding import WideningEmbedding
 from engine.model.fast_forward import build_fast_forward
-from engine.model.int8_load import NotPlainLayout, index_checkpoint, quantize_weight, read_int8_model
+from engine.model.int8_load import READ_STAGE, NotPlainLayout, index_checkpoint, quantize_weight, read_int8_model
 from engine.model.loading import build_tiny_network, load_weights
 from engine.model.quant import quantize_network
 
@@ -162,12 +162,19 @@ def test_an_int8_load_reads_a_plain_folder_tensor_by_tensor_and_another_through_
     stages, engines = {}, {}
     for folder in (plain, other):
         stages[folder] = []
-        engine = engines[folder] = load_weights(str(folder), progress=lambda done, total, desc, seen=stages[folder]: seen.append(desc))
+        engine = engines[folder] = load_weights(str(folder), progress=lambda *event, seen=stages[folder]: seen.append(event))
         assert engine.info.quant == "int8" and engine.info.dtype == "float32"
         assert engine.model.get_input_embeddings().weight.dtype == torch.bfloat16
         assert engine.reasons["decode_step"].startswith("norms, attention and the MLP's gate in C")
     # (each already runs its compact forward, built at load)
     assert_same_model(engines[other].model, engines[plain].model, fast=False)
-    assert "quantized the weights to int8 as they were read" in stages[plain] and "quantizing the weights to int8" not in stages[plain]
-    assert any(s.startswith("loading through transformers (the checkpoint holds model.extra.weight") for s in stages[other])
-    assert "quantizing the weights to int8" in stages[other]
+    said = {folder: [desc for _, _, desc in events] for folder, events in stages.items()}
+    assert "quantized the weights to int8 as they were read" in said[plain] and "quantizing the weights to int8" not in said[plain]
+    assert any(s.startswith("loading through transformers (the checkpoint holds model.extra.weight") for s in said[other])
+    assert "quantizing the weights to int8" in said[other] and READ_STAGE not in said[other]
+    # the read's progress bar: bytes read of every byte of tensor data in the file, in 24 steps (one per tensor)
+    reads = [(done, total) for done, total, desc in stages[plain] if desc == READ_STAGE]
+    file = plain / "model.safetensors"
+    data_bytes = file.stat().st_size - 8 - int.from_bytes(file.read_bytes()[:8], "little")
+    assert len(reads) == 24 and {total for _, total in reads} == {data_bytes}
+    assert [done for done, _ in reads] == sorted({done for done, _ in reads}) and reads[-1][0] == data_bytes

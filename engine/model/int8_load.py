@@ -23,10 +23,12 @@ from pathlib import Path
 
 import torch
 
-from .weights import read_safetensors_header
+from .weights import Progress, read_safetensors_header
 
 # safetensors' dtype names read here
 _DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
+# the load's progress line while it reads (a bar of bytes read)
+READ_STAGE = "reading the weights into int8, one tensor at a time"
 # rows of a weight widened to fp32 at a time (4 MB of fp32 at Qwen3-1.7B's width)
 _SLICE_ELEMENTS = 1 << 20
 
@@ -38,6 +40,13 @@ class StoredTensor:
     start: int  # byte offset in the file
     dtype: torch.dtype
     shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        count = 1
+        for n in self.shape:
+            count *= n
+        return count * self.dtype.itemsize
 
 
 class NotPlainLayout(Exception):
@@ -66,22 +75,17 @@ def index_checkpoint(folder: Path) -> dict[str, StoredTensor]:
             except (KeyError, TypeError, ValueError) as error:
                 raise NotPlainLayout(f"{name}: an entry this reader does not take ({type(error).__name__}: {error})") from error
             start = data_start + begin
-            count = 1
-            for n in shape:
-                count *= n
+            stored = StoredTensor(file, start, dtype, shape)
             # a header that does not match its own bytes (or the file's length) is not read on trust
-            if end - begin != count * dtype.itemsize or start + (end - begin) > file_size or name in tensors:
+            if end - begin != stored.nbytes or start + (end - begin) > file_size or name in tensors:
                 raise NotPlainLayout(f"{name}: its offsets do not match its shape")
-            tensors[name] = StoredTensor(file, start, dtype, shape)
+            tensors[name] = stored
     return tensors
 
 
 def read_tensor(stored: StoredTensor) -> torch.Tensor:
     """The tensor's values in its stored dtype, read with plain file reads into memory of its own."""
-    count = 1
-    for n in stored.shape:
-        count *= n
-    raw = torch.empty(count * stored.dtype.itemsize, dtype=torch.uint8)
+    raw = torch.empty(stored.nbytes, dtype=torch.uint8)
     with open(stored.file, "rb") as handle:
         handle.seek(stored.start)
         view = memoryview(raw.numpy())
@@ -121,9 +125,10 @@ def quantize_weight(weight: torch.Tensor, bias: torch.Tensor | None):
     return linear
 
 
-def read_int8_model(folder: Path):
+def read_int8_model(folder: Path, progress: Progress | None = None):
     """The folder's causal LM with int8 Linears, fp32 norms and its embedding in its stored dtype, read tensor by
-    tensor; raises NotPlainLayout for a checkpoint this reader does not take (load it through transformers)."""
+    tensor (`progress` hears the bytes read so far of all it reads); raises NotPlainLayout for a checkpoint this
+    reader does not take (load it through transformers)."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from .embedding import WideningEmbedding
@@ -151,25 +156,34 @@ def read_int8_model(folder: Path):
         raise NotPlainLayout(f"the checkpoint holds {', '.join(sorted(extra)[:3])}, which the model has not")
     if type(embed) is not torch.nn.Embedding:
         raise NotPlainLayout(f"an input embedding of type {type(embed).__name__}")
+    total, done = sum(stored[name].nbytes for name in expected - optional), 0
+
+    def read(name: str) -> torch.Tensor:
+        nonlocal done
+        tensor = read_tensor(stored[name])
+        done += stored[name].nbytes
+        if progress is not None:
+            progress(done, total, READ_STAGE)
+        return tensor
 
     with warnings.catch_warnings():
         # torch >= 2.10 says eager quantization moves to torchao; the kernels are the same and still shipped
         warnings.simplefilter("ignore")
         select_quantized_engine()
-        embedding = read_tensor(stored[embed_name])
+        embedding = read(embed_name)
         for parent_name, parent in list(model.named_modules()):
             prefix = f"{parent_name}." if parent_name else ""
             for name, child in list(parent.named_children()):
                 full = prefix + name
                 if type(child) is torch.nn.Linear:
-                    weight = embedding if tied and child is lm_head else read_tensor(stored[f"{full}.weight"])
-                    bias = read_tensor(stored[f"{full}.bias"]) if child.bias is not None else None
+                    weight = embedding if tied and child is lm_head else read(f"{full}.weight")
+                    bias = read(f"{full}.bias") if child.bias is not None else None
                     setattr(parent, name, quantize_weight(weight, bias))
                 elif child is embed:
                     embed.weight = torch.nn.Parameter(embedding, requires_grad=False)
                 else:
                     for key, _ in list(child.named_parameters(recurse=False)):
-                        value = read_tensor(stored[f"{full}.{key}"]).float()
+                        value = read(f"{full}.{key}").float()
                         setattr(child, key, torch.nn.Parameter(value, requires_grad=False))
     if embedding.dtype != torch.float32:
         model.set_input_embeddings(WideningEmbedding(embed))

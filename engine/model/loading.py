@@ -179,7 +179,7 @@ def read_int8_if_plain(folder: Path, progress: Progress | None = None):
     from .int8_load import NotPlainLayout, read_int8_model
 
     try:
-        model = read_int8_model(folder)
+        model = read_int8_model(folder, progress)
     except (NotPlainLayout, OSError) as why:
         if progress is not None:
             progress(0, 0, f"loading through transformers ({why})")
