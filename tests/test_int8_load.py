@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM
 
-import engine.model.int8_load as int8_load
+import engine.model.quant as quant
 from engine.model.embedding import WideningEmbedding
 from engine.model.fast_forward import build_fast_forward
-from engine.model.int8_load import READ_STAGE, NotPlainLayout, index_checkpoint, quantize_weight, read_int8_model
+from engine.model.int8_load import READ_STAGE, NotPlainLayout, index_checkpoint, read_int8_model
 from engine.model.loading import build_tiny_network, load_weights
-from engine.model.quant import quantize_network
+from engine.model.quant import quantize_network, quantize_weight
 
 IDS = [1000, 2000, 3000, 4000, 5000, 151643]
 
@@ -87,12 +87,12 @@ def test_a_weight_quantized_a_slice_of_rows_at_a_time_equals_the_whole_quantized
         whole[0].weight.copy_(weight.float())
         whole[0].bias.copy_(bias)
     torch.ao.quantization.quantize_dynamic(whole, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
-    original = int8_load._SLICE_ELEMENTS
-    int8_load._SLICE_ELEMENTS = slice_elements
+    original = quant._SLICE_ELEMENTS
+    quant._SLICE_ELEMENTS = slice_elements
     try:
         sliced = quantize_weight(weight, bias)
     finally:
-        int8_load._SLICE_ELEMENTS = original
+        quant._SLICE_ELEMENTS = original
     want, have = whole[0].weight(), sliced.weight()
     assert torch.equal(want.int_repr(), have.int_repr()) and want.q_scale() == have.q_scale()
     assert want.q_zero_point() == have.q_zero_point()

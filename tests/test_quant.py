@@ -117,7 +117,7 @@ def test_the_tiny_model_in_int8_is_labelled_and_agrees_with_fp32(monkeypatch):
     assert torch.get_num_threads() >= 1
 
 
-# -- int8 from a 16-bit checkpoint: read in its own dtype, widened one Linear at a time -----------------
+# -- int8 from a 16-bit checkpoint: read in its own dtype, widened a slice of rows at a time ------------
 def test_a_bf16_checkpoint_read_as_bf16_quantizes_to_the_same_int8_as_an_fp32_read(tmp_path):
     import torch
     from helpers import chunks_through, int8_state

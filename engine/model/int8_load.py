@@ -17,6 +17,7 @@ loads it through transformers as before.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +30,6 @@ from .weights import Progress, read_safetensors_header
 _DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
 # the load's progress line while it reads (a bar of bytes read)
 READ_STAGE = "reading the weights into int8, one tensor at a time"
-# rows of a weight widened to fp32 at a time (4 MB of fp32 at Qwen3-1.7B's width)
-_SLICE_ELEMENTS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -43,10 +42,7 @@ class StoredTensor:
 
     @property
     def nbytes(self) -> int:
-        count = 1
-        for n in self.shape:
-            count *= n
-        return count * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
 
 class NotPlainLayout(Exception):
@@ -98,33 +94,6 @@ def read_tensor(stored: StoredTensor) -> torch.Tensor:
     return raw.view(stored.dtype).reshape(stored.shape)
 
 
-def quantize_weight(weight: torch.Tensor, bias: torch.Tensor | None):
-    """torch's dynamic int8 Linear for `weight` (any float dtype), widened to fp32 a slice of rows at a time.
-
-    The same observer as quantize_dynamic's sees every slice (a running min and max is the
-    whole tensor's), then each slice is quantized with the one scale: an elementwise step, so
-    the int8 values are those of the whole fp32 matrix."""
-    from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
-    from torch.ao.quantization.qconfig import default_dynamic_qconfig
-
-    rows = max(1, _SLICE_ELEMENTS // max(1, weight.shape[1]))
-    observer = default_dynamic_qconfig.weight()
-    for begin in range(0, weight.shape[0], rows):
-        observer(weight[begin:begin + rows].float())
-    scale, zero_point = observer.calculate_qparams()
-    scale, zero_point = float(scale), int(zero_point)
-    ints = torch.empty(weight.shape, dtype=torch.int8)
-    for begin in range(0, weight.shape[0], rows):
-        part = torch.quantize_per_tensor(weight[begin:begin + rows].float(), scale, zero_point, torch.qint8)
-        ints[begin:begin + rows] = part.int_repr()
-    qweight = torch._make_per_tensor_quantized_tensor(ints, scale, zero_point)
-    # built at 1x1 and then given its weight: built at full size it would pack a placeholder matrix as large
-    linear = DynamicLinear(1, 1, dtype=torch.qint8)
-    linear.set_weight_bias(qweight, None if bias is None else bias.float())
-    linear.in_features, linear.out_features = weight.shape[1], weight.shape[0]
-    return linear
-
-
 def read_int8_model(folder: Path, progress: Progress | None = None):
     """The folder's causal LM with int8 Linears, fp32 norms and its embedding in its stored dtype, read tensor by
     tensor (`progress` hears the bytes read so far of all it reads); raises NotPlainLayout for a checkpoint this
@@ -132,7 +101,7 @@ def read_int8_model(folder: Path, progress: Progress | None = None):
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from .embedding import WideningEmbedding
-    from .quant import select_quantized_engine
+    from .quant import quantize_weight, select_quantized_engine
 
     stored = index_checkpoint(folder)
     try:

@@ -146,8 +146,8 @@ def load_weights(name: str, device: str | None = None, dtype: str | None = None,
     # int8 quantizes fp32 Linear layers; the norms stay fp32, the embedding fp32 or its checkpoint's 16 bits
     dtype = "float32" if quant.quant == "int8" else choose_dtype(device, dtype)
     folder, source = locate_weights(name, progress)
-    # int8 reads the checkpoint in its own 16-bit dtype and widens one Linear (or a slice of one) at a time as it
-    # quantizes: the same int8 values as an fp32 load, without an fp32 copy of the whole model
+    # int8 reads the checkpoint in its own 16-bit dtype and widens a slice of one Linear at a time as it
+    # quantizes (quant.quantize_weight): the same int8 values as an fp32 load, without an fp32 copy of the model
     read_as = (stored_dtype(folder) or dtype) if quant.quant == "int8" else dtype
     if progress is not None:
         progress(0, 0, f"loading {name} into memory ({read_as}, {device})")

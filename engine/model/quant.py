@@ -25,6 +25,8 @@ from .probe import decode_layer, one_thread, time_layer
 QUANTS = ("auto", "int8", "none")
 # int8 must make that product at least this much faster (it reads a quarter of the bytes: about 0.3-0.5 here)
 _INT8_RATIO = 0.8
+# rows of a weight widened to fp32 at a time when it is quantized (4 MB of fp32 at Qwen3-1.7B's width)
+_SLICE_ELEMENTS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -100,13 +102,42 @@ def select_quantized_engine() -> None:
         torch.backends.quantized.engine = "qnnpack"
 
 
+def quantize_weight(weight, bias):
+    """torch's dynamic int8 Linear for `weight` (any float dtype), widened to fp32 a slice of rows at a time.
+
+    The same observer as quantize_dynamic's sees every slice (a running min and max is the
+    whole tensor's), then each slice is quantized with the one scale: an elementwise step, so
+    the int8 values are those of the whole fp32 matrix."""
+    import torch
+    from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
+    from torch.ao.quantization.qconfig import default_dynamic_qconfig
+
+    rows = max(1, _SLICE_ELEMENTS // max(1, weight.shape[1]))
+    observer = default_dynamic_qconfig.weight()
+    for begin in range(0, weight.shape[0], rows):
+        observer(weight[begin:begin + rows].float())
+    scale, zero_point = observer.calculate_qparams()
+    scale, zero_point = float(scale), int(zero_point)
+    ints = torch.empty(weight.shape, dtype=torch.int8)
+    for begin in range(0, weight.shape[0], rows):
+        part = torch.quantize_per_tensor(weight[begin:begin + rows].float(), scale, zero_point, torch.qint8)
+        ints[begin:begin + rows] = part.int_repr()
+    qweight = torch._make_per_tensor_quantized_tensor(ints, scale, zero_point)
+    # built at 1x1 and then given its weight: built at full size it would pack a placeholder matrix as large
+    linear = DynamicLinear(1, 1, dtype=torch.qint8)
+    linear.set_weight_bias(qweight, None if bias is None else bias.float())
+    linear.in_features, linear.out_features = weight.shape[1], weight.shape[0]
+    return linear
+
+
 def quantize_network(model):
     """`model` with every nn.Linear's weight in int8 (torch's dynamic quantization) and the rest in fp32, on the CPU.
 
-    A model loaded in its checkpoint's bf16 or fp16 (engine/model/loading.py does, for int8) is
-    widened one Linear at a time, just before that Linear is quantized: the int8 values are those
-    of an fp32 load (widening a bf16 or fp16 number is exact), and the fp32 copy of the whole
-    model (7 GB for Qwen3-1.7B) never exists at once. The norms are then widened; the embedding
+    A model loaded in its checkpoint's bf16 or fp16 (through transformers, where
+    engine/model/int8_load.py does not read the checkpoint itself) has each Linear quantized by
+    quantize_weight, a slice of rows widened at a time: the int8 values are those of an fp32 load
+    (widening a bf16 or fp16 number is exact), and no fp32 copy of the model, nor of one of its
+    matrices, exists at once. The norms are then widened; the embedding
     stays 16-bit and gives fp32 rows (engine/model/embedding.py), the same numbers in half the bytes."""
     import torch
 
@@ -119,18 +150,13 @@ def quantize_network(model):
         if all(p.dtype == torch.float32 for p in model.parameters()):
             # in place: a copy of a 1.7B fp32 model would double the memory at load
             return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
-        embed, lm_head = model.get_input_embeddings(), model.get_output_embeddings()
-        if lm_head is not None and lm_head.weight is embed.weight:
-            # tied: lm_head gets its own Parameter over the same values, so widening it leaves the embedding 16-bit
-            lm_head.weight = torch.nn.Parameter(embed.weight.detach(), requires_grad=False)
+        embed = model.get_input_embeddings()
         for parent in list(model.modules()):
             for name, child in list(parent.named_children()):
                 if type(child) is torch.nn.Linear:
-                    # the one Linear in a holder of its own, since quantize_dynamic swaps children, not its argument
-                    holder = torch.nn.Sequential(child.float())
-                    torch.ao.quantization.quantize_dynamic(holder, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
-                    setattr(parent, name, holder[0])
-                    # the float weight goes now: the swap leaves the old Linear in a reference cycle the collector frees later
+                    bias = None if child.bias is None else child.bias.detach()
+                    setattr(parent, name, quantize_weight(child.weight.detach(), bias))
+                    # the 16-bit weight goes now, not when the collector finds the old Linear
                     child.weight = None
         # the norms (and any other float) widened; the embedding kept 16-bit, its rows widened as they are read
         model.set_input_embeddings(torch.nn.Identity())
