@@ -1,0 +1,229 @@
+"""Train the shipped model (engine/train holds its data and measure): a small Qwen3 with Qwen3's tokenizer, on engine/train/data.py's samples, on a CPU.
+
+The network is Qwen3ForCausalLM itself (Qwen3's architecture and vocabulary of 151,936 rows, the
+embedding tied to the output layer as in Qwen3-0.6B), so every path of the site (int8, the C decode
+step, the grammar's masks, the GGUF export, llama.cpp's server) runs it with no special case.
+
+What keeps a CPU run to about an hour: the output layer (151,936 × hidden) is applied only where
+the loss needs it, at the turn's own tokens, never at the prompt's; samples of about one length
+are batched together (right padding needs no attention mask: a causal model never looks ahead);
+and where the processor runs bfloat16 natively the forward runs under bf16 autocast. Seeded, on
+one thread count and one machine, a run is deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from ..core.tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB, QwenTokenizer, load_tokenizer
+from ..train.data import Sample, build_samples, spelling_candidates
+
+
+@dataclass
+class TrainConfig:
+    """One training run's settings; every field is written into the model's provenance."""
+
+    # the network: Qwen3's layout at a small size (the embedding's 151,936 rows dominate its size)
+    hidden: int = 128
+    layers: int = 4
+    intermediate: int = 512
+    heads: int = 4
+    kv_heads: int = 2
+    head_dim: int = 32
+    # the run
+    steps: int = 3000
+    batch_tokens: int = 12_000  # padded tokens in one batch
+    pool: int = 768  # samples drawn at a time, sorted by length and cut into batches
+    lr: float = 3e-3
+    min_lr_ratio: float = 0.1  # the cosine schedule ends at lr × this
+    warmup: int = 150
+    weight_decay: float = 0.01
+    clip: float = 1.0
+    drill_share: float = 0.25  # share of samples that are spelling drills
+    seed: int = 0
+    threads: int = 2
+    # "bf16": the forward and the loss under bf16 autocast (the output layer's logits in bf16 halve its cost
+    # even where the CPU has no native bf16), "auto": bf16 only where it runs natively, "off": fp32
+    autocast: str = "bf16"
+    log_every: int = 25
+
+
+@dataclass
+class TrainResult:
+    """What a run made and measured: the folder, the loss curve, the time."""
+
+    out: str
+    config: dict
+    steps: int
+    seconds: float
+    parameters: int
+    autocast: str
+    curve: list[dict] = field(default_factory=list)  # {"step", "loss", "drill_loss", "chat_loss", "seconds"}
+
+
+def build_network(config: TrainConfig) -> torch.nn.Module:
+    """A freshly initialised small Qwen3 (weights from the run's seed)."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    qwen = Qwen3Config(
+        vocab_size=MODEL_VOCAB,
+        hidden_size=config.hidden,
+        intermediate_size=config.intermediate,
+        num_hidden_layers=config.layers,
+        num_attention_heads=config.heads,
+        num_key_value_heads=config.kv_heads,
+        head_dim=config.head_dim,
+        tie_word_embeddings=True,
+        max_position_embeddings=8192,
+        rope_theta=1_000_000.0,
+        eos_token_id=IM_END,
+        pad_token_id=END_OF_TEXT,
+        bos_token_id=END_OF_TEXT,
+    )
+    torch.manual_seed(config.seed)
+    return Qwen3ForCausalLM(qwen)
+
+
+def batches(samples: list[Sample], budget: int, rng: random.Random) -> list[list[Sample]]:
+    """Samples of about one length grouped so each batch pads to at most `budget` tokens, in a shuffled order."""
+    ordered = sorted(samples, key=lambda s: len(s.ids))
+    out, current = [], []
+    for sample in ordered:
+        longest = max([len(sample.ids), *(len(s.ids) for s in current)])
+        if current and longest * (len(current) + 1) > budget:
+            out.append(current)
+            current = []
+        current.append(sample)
+    if current:
+        out.append(current)
+    rng.shuffle(out)
+    return out
+
+
+def batch_loss(
+    network: torch.nn.Module, batch: list[Sample], autocast: bool, candidates: torch.Tensor
+) -> tuple[torch.Tensor, dict]:
+    """Mean cross-entropy over the batch's target tokens, with the output layer applied at those positions only.
+
+    A conversation's target is scored against all 151,936 rows; a drill's against `candidates`
+    (the pieces a spelling can be made of, engine/train/data.py), ten times fewer.
+    """
+    width = max(len(s.ids) for s in batch)
+    ids = torch.full((len(batch), width), END_OF_TEXT, dtype=torch.long)
+    wanted = torch.zeros((len(batch), width), dtype=torch.bool)
+    for row, sample in enumerate(batch):
+        ids[row, : len(sample.ids)] = torch.tensor(sample.ids)
+        wanted[row, : len(sample.ids)] = torch.tensor(sample.targets)
+    drill_rows = torch.tensor([s.kind == "drill" for s in batch])[:, None]
+    # position i's hidden state predicts token i+1: the states before each target
+    chat = wanted[:, 1:] & ~drill_rows
+    drill = wanted[:, 1:] & drill_rows
+    weight = network.model.embed_tokens.weight
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        states = network.model(input_ids=ids).last_hidden_state[:, :-1]
+        chat_losses = torch.nn.functional.cross_entropy(states[chat] @ weight.T, ids[:, 1:][chat], reduction="none")
+        # a drill's targets, renumbered as places in the candidate list
+        drill_targets = torch.searchsorted(candidates, ids[:, 1:][drill])
+        drill_losses = torch.nn.functional.cross_entropy(
+            states[drill] @ weight[candidates].T, drill_targets, reduction="none"
+        )
+    losses = torch.cat([chat_losses.float(), drill_losses.float()])
+    parts = {
+        "drill": (float(drill_losses.detach().float().sum()), int(drill.sum())),
+        "chat": (float(chat_losses.detach().float().sum()), int(chat.sum())),
+    }
+    return losses.mean(), parts
+
+
+def schedule(step: int, config: TrainConfig) -> float:
+    if step < config.warmup:
+        return config.lr * (step + 1) / config.warmup
+    progress = (step - config.warmup) / max(1, config.steps - config.warmup)
+    return config.lr * (config.min_lr_ratio + (1 - config.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def choose_autocast(config: TrainConfig) -> bool:
+    if config.autocast == "auto":
+        from .cpu_speed import cpu_dtype
+
+        return cpu_dtype().dtype == "bfloat16"
+    return config.autocast == "bf16"
+
+
+def train(config: TrainConfig, out: Path, tok: QwenTokenizer | None = None, progress=None) -> TrainResult:
+    """Train a network per `config` and save it (bf16 safetensors, config.json, training.json) in `out`."""
+    tok = tok or load_tokenizer()
+    torch.set_num_threads(config.threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    network = build_network(config)
+    network.train()
+    autocast = choose_autocast(config)
+    decay = [p for n, p in network.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in network.named_parameters() if p.ndim < 2]
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=config.lr,
+        betas=(0.9, 0.95),
+    )
+    rng = random.Random(config.seed)
+    candidates = torch.tensor(spelling_candidates(tok))
+    queue: list[list[Sample]] = []
+    curve: list[dict] = []
+    window = {"loss": 0.0, "n": 0, "drill": [0.0, 0], "chat": [0.0, 0]}
+    started = time.perf_counter()
+    for step in range(config.steps):
+        if not queue:
+            pool = build_samples(config.pool, rng.randrange(2**31), tok, config.drill_share)
+            queue = batches(pool, config.batch_tokens, rng)
+        batch = queue.pop()
+        for group in optimizer.param_groups:
+            group["lr"] = schedule(step, config)
+        loss, parts = batch_loss(network, batch, autocast, candidates)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(network.parameters(), config.clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        window["loss"] += float(loss.detach())
+        window["n"] += 1
+        for kind in ("drill", "chat"):
+            window[kind][0] += parts[kind][0]
+            window[kind][1] += parts[kind][1]
+        if (step + 1) % config.log_every == 0 or step + 1 == config.steps:
+            point = {
+                "step": step + 1,
+                "loss": round(window["loss"] / window["n"], 4),
+                "drill_loss": round(window["drill"][0] / max(1, window["drill"][1]), 4),
+                "chat_loss": round(window["chat"][0] / max(1, window["chat"][1]), 4),
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+            curve.append(point)
+            window = {"loss": 0.0, "n": 0, "drill": [0.0, 0], "chat": [0.0, 0]}
+            if progress is not None:
+                progress(point)
+    seconds = time.perf_counter() - started
+    result = TrainResult(
+        str(out),
+        asdict(config),
+        config.steps,
+        round(seconds, 1),
+        sum(p.numel() for p in network.parameters()),
+        "bf16" if autocast else "off",
+        curve,
+    )
+    save(network, out, result)
+    return result
+
+
+def save(network: torch.nn.Module, out: Path, result: TrainResult) -> None:
+    """The folder a Qwen3 loader reads (config.json, model.safetensors in bf16), with training.json beside it."""
+    out.mkdir(parents=True, exist_ok=True)
+    network.eval()
+    network.to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
+    (out / "training.json").write_text(json.dumps(asdict(result), indent=1) + "\n", encoding="utf-8")

@@ -1,0 +1,124 @@
+"""The shipped model's training: its samples are the site's own prompts, its held-out prompts stay out, its loss falls."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from engine.core.prompt import Request, render
+from engine.core.styles import get_style, parse_turn
+from engine.core.tokenizer import IM_END, load_tokenizer
+from engine.train import data
+
+TOK = load_tokenizer()
+
+
+def conversations(seed: int, count: int):
+    rng = random.Random(seed)
+    slots = data.Slots(rng, data.conversation_words(TOK))
+    return [data.conversation(rng, slots) for _ in range(count)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_sample_is_the_prompt_the_site_renders_then_the_turn_and_im_end_with_the_loss_on_the_turn_alone(seed):
+    for conv in conversations(seed, 40):
+        sample = data.conversation_sample(conv, TOK)
+        prompt = render(Request(conv.messages, conv.tools, conv.style), TOK).ids
+        assert sample.ids[: len(prompt)] == prompt
+        assert sample.targets == [False] * len(prompt) + [True] * (len(sample.ids) - len(prompt))
+        assert sample.ids[-1] == IM_END
+        assert TOK.decode(sample.ids[len(prompt) : -1]) == conv.turn
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_every_call_a_sample_teaches_parses_back_to_its_own_call_with_no_error(seed):
+    for conv in conversations(seed, 60):
+        parsed = parse_turn(conv.turn, conv.tools, conv.style)
+        if conv.kind == "call":
+            assert not parsed.errors, conv.turn
+            assert [(c.name, c.arguments) for c in parsed.calls] == [conv.expected]
+        else:
+            assert parsed.final and not parsed.calls and not parsed.errors, conv.turn
+
+
+def test_a_count_question_asks_for_the_word_and_letter_it_names_and_its_answer_gives_the_true_count():
+    rng = random.Random(3)
+    slots = data.Slots(rng, ["strawberry"])
+    for _ in range(30):
+        conv = data.final_conversation(rng, slots, "native")
+        name, arguments = next(
+            (
+                m
+                for m in [
+                    get_style("native").written_call(b, conv.messages[1]["content"])
+                    for b in parse_turn(conv.messages[1]["content"], conv.tools, "native").blocks
+                ]
+                if m
+            ),
+            (None, None),
+        )
+        if name != "count_letter":
+            continue
+        assert conv.messages[2]["content"] == str(arguments["word"].count(arguments["letter"]))
+        assert conv.turn == data.count_answer(arguments["word"], arguments["letter"])
+
+
+def test_no_training_conversation_names_a_held_out_word_phrasing_or_question():
+    held = data.heldout_words()
+    training = data.training_data()
+    phrasings = [p.split("{")[0] for p in training["heldout_count_phrasings"] if not p.startswith("{")]
+    facts = set(training["heldout_facts"])
+    for conv in conversations(7, 600):
+        question = conv.messages[0]["content"]
+        words = {w.strip("?.,\"'!:") for w in question.split()}
+        assert not words & held, question
+        assert not any(question.startswith(p) for p in phrasings), question
+        assert question not in facts
+
+
+def test_the_drill_spells_each_word_without_its_space_and_learns_only_the_spelling():
+    sample = data.drill_sample(random.Random(0), ["strawberry"], TOK)
+    assert len(sample.ids) == data.DRILL_TOKENS
+    first = TOK.encode(' strawberry → "strawberry"\n')
+    assert sample.ids[: len(first)] == first
+    learned = [TOK.token_text(i) for i, t in zip(sample.ids[: len(first)], sample.targets, strict=False) if t]
+    assert learned == ["str", "aw", "berry", '"\n']
+    candidates = set(data.spelling_candidates(TOK))
+    assert {TOK.encode("str")[0], TOK.encode('"\n')[0]} <= candidates
+    assert all(i in candidates for i, t in zip(sample.ids, sample.targets, strict=True) if t)
+
+
+def test_the_drill_words_are_the_vocabularys_space_words_and_include_strawberry():
+    words = data.vocabulary_words(TOK)
+    assert "strawberry" in words and len(words) > 20_000
+    assert all(TOK.encode(" " + w) == [TOK.token_id(" " + w)] or len(TOK.encode(" " + w)) == 1 for w in words[:200])
+
+
+def test_a_few_training_steps_of_a_small_network_lower_the_loss(tmp_path):
+    pytest.importorskip("torch")
+    from engine.model.training import TrainConfig, train
+
+    config = TrainConfig(
+        hidden=32,
+        layers=1,
+        intermediate=64,
+        heads=2,
+        kv_heads=1,
+        head_dim=16,
+        steps=24,
+        warmup=4,
+        batch_tokens=3000,
+        pool=64,
+        lr=1e-2,
+        log_every=6,
+        threads=1,
+        autocast="off",
+    )
+    result = train(config, tmp_path / "small", TOK)
+    first, last = result.curve[0]["loss"], result.curve[-1]["loss"]
+    assert last < first - 1.0, result.curve
+    saved = json.loads((tmp_path / "small" / "config.json").read_text())
+    assert saved["vocab_size"] == 151936 and saved["tie_word_embeddings"] is True
+    assert json.loads((tmp_path / "small" / "training.json").read_text())["steps"] == 24
