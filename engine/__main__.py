@@ -23,7 +23,7 @@ from .harness.tools import run_tool
 from .harness.workspace import Workspace
 from .model.loading import TINY, load_model
 from .model.weights import locate_weights, revision_of
-from .settings import load_settings
+from .settings import BUILTIN, load_settings
 
 
 class _Parser(argparse.ArgumentParser):
@@ -202,7 +202,7 @@ def open_engine(args):
 
         return connect(args.engine_url, args.model)
     if not args.model:
-        raise BadInput("--model is required (tiny, a hub id or a local folder), or --engine-url URL for a server")
+        raise BadInput("--model is required (builtin, tiny, a hub id or a local folder), or --engine-url URL for a server")
     return load_model(args.model, args.device, args.dtype, print_progress)
 
 
@@ -211,6 +211,8 @@ def cmd_download(args) -> dict:
     name = args.model or load_settings().model
     if name == TINY:
         raise BadInput("the tiny model is built in memory from a seed; there is nothing to download")
+    if name == BUILTIN:
+        raise BadInput("the shipped model is in the site's own folder (assets/builtin-model); there is nothing to download")
     folder, source = locate_weights(name, print_progress)
     files = sorted(p.name for p in Path(folder).iterdir() if p.is_file())
     size = sum((Path(folder) / f).stat().st_size for f in files)
@@ -233,6 +235,13 @@ def cmd_prepare(args) -> dict:
                        "Give a real model (a hub id or a folder), or pass --allow-random-weights (for tests)")
     stderr_log(f"recording a lesson pack with {model.info.label()} into {out}")
     return write_pack(model, out, stderr_log)
+
+
+def cmd_train_builtin(args) -> dict:
+    """Train the shipped model into --out, measure it on held-out prompts, and write its provenance (progress on stderr)."""
+    from .train.cli import train_builtin
+
+    return train_builtin(args)
 
 
 def cmd_openai_tokens(args) -> dict:
@@ -268,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_mask)
 
     p = sub.add_parser("generate", help="generate one turn, token by token, with top-k probabilities")
-    p.add_argument("--model", default=None, help="tiny, a hub id or a local folder (with --engine-url: the server's model)")
+    p.add_argument("--model", default=None, help="builtin (the shipped model), tiny, a hub id or a local folder (with --engine-url: the server's model)")
     p.add_argument("--engine-url", default=None, metavar="URL",
                    help="an OpenAI-compatible server (vLLM, SGLang, llama.cpp) instead of a local model, e.g. http://gpu-box:8000/v1")
     p.add_argument("--messages", required=True)
@@ -290,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_download)
 
     p = sub.add_parser("prepare", help="record a lesson pack: every run a model panel shows, to replay without the model")
-    p.add_argument("--model", default=None, help="tiny, a hub id or a local folder (with --engine-url: the server's model)")
+    p.add_argument("--model", default=None, help="builtin (the shipped model), tiny, a hub id or a local folder (with --engine-url: the server's model)")
     p.add_argument("--engine-url", default=None, metavar="URL",
                    help="record from an OpenAI-compatible server (http://host:8000/v1); the pack is labelled with its model")
     p.add_argument("--out", required=True, help="the pack's folder (created; an interrupted pack there is resumed)")
@@ -309,6 +318,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--messages", required=True)
     p.add_argument("--model", choices=["gpt-4o", "gpt-4", "gpt-4o-mini", "gpt-3.5-turbo"], default="gpt-4o")
     p.set_defaults(handler=cmd_openai_tokens)
+
+    p = sub.add_parser("train-builtin", help="train the shipped model (about an hour on a 2-core CPU), measure it, write its provenance")
+    p.add_argument("--out", required=True, help="the model's folder (assets/builtin-model is the one the site ships)")
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the shipped model's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2, help="torch threads (the run is deterministic for a given count)")
+    p.add_argument("--no-measure", action="store_true", help="skip the held-out measurement and the provenance")
+    p.set_defaults(handler=cmd_train_builtin)
 
     p = sub.add_parser("tool", help="run one tool in a workspace folder")
     p.add_argument("name")

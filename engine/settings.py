@@ -11,12 +11,16 @@ ASSETS = ROOT / "assets"
 LESSONS = ROOT / "lessons"
 VENDORED_TOKENIZER = ASSETS / "qwen3-tokenizer"
 DEFAULT_MODEL = "Qwen/Qwen3-1.7B"
+BUILTIN = "builtin"  # the model the project trains and ships (engine/train), named by --model builtin and QWEN_MODEL=builtin
+BUILTIN_FOLDER = ASSETS / "builtin-model"
 
 
 @dataclass(frozen=True)
 class Settings:
-    # hub id or local folder of the live model; QWEN_MODEL overrides the default
-    model: str = field(default_factory=lambda: os.environ.get("QWEN_MODEL", DEFAULT_MODEL))
+    # hub id or local folder of the live model (or "builtin", the shipped model); QWEN_MODEL overrides the default
+    model: str = field(default_factory=lambda: os.environ.get("QWEN_MODEL") or DEFAULT_MODEL)
+    # whether QWEN_MODEL names the model: without it, the site starts on the shipped model unless Qwen3 is cached
+    model_chosen: bool = field(default_factory=lambda: bool(os.environ.get("QWEN_MODEL")))
     # another tokenizer than the vendored copy: QWEN_TOKENIZER, else the model's own folder or cached
     # id (QWEN_MODEL); None means the vendored files (every Qwen3 size shares one tokenizer)
     tokenizer: str | None = field(
@@ -63,8 +67,8 @@ def _positive(text: str | None, default: int) -> int:
 
 
 def _model_tokenizer(model: str | None) -> str | None:
-    # the tiny model is built in memory and uses the vendored tokenizer
-    return None if model in (None, "", "tiny") else model
+    # the tiny model is built in memory, and the shipped model's folder holds no tokenizer: both use the vendored one
+    return None if model in (None, "", "tiny", BUILTIN) else model
 
 
 def load_settings() -> Settings:

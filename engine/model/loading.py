@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ..core.generation import ModelInfo
 from ..core.tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB, QwenTokenizer, load_tokenizer
 from ..errors import BadInput, EngineError, ModelUnavailable, TokenizerUnavailable
-from ..settings import VENDORED_TOKENIZER, load_settings
+from ..settings import BUILTIN, BUILTIN_FOLDER, DEFAULT_MODEL, VENDORED_TOKENIZER, load_settings
 from .quant import QuantChoice, choose_quant
 from .weights import (
     Progress,
@@ -44,6 +44,11 @@ TINY = "tiny"
 TINY_NOTE = "random weights; outputs mean nothing except as mechanics"
 RANDOM_FOLDER_NOTE = "random weights (its config.json says so); outputs mean nothing except as mechanics"
 DTYPES = ("float32", "bfloat16", "float16")
+
+
+def builtin_note(parameters: int) -> str:
+    """What the shipped model is, in the words every panel labels it with."""
+    return f"a {parameters / 1e6:.0f} M-parameter model trained by this site to write these lessons' calls; not Qwen3"
 CONFIG_LIMIT = 1_000_000  # bytes of config.json read to find the random-weights marker
 
 
@@ -166,10 +171,11 @@ def load_weights(name: str, device: str | None = None, dtype: str | None = None,
         # every Qwen3 size shares one tokenizer; a folder without its files uses the vendored copy
         tokenizer = load_tokenizer(str(VENDORED_TOKENIZER))
     random_weights = declares_random_weights(folder)
+    parameters = sum(p.numel() for p in model.parameters())
+    note = RANDOM_FOLDER_NOTE if random_weights else builtin_note(parameters) if name == BUILTIN else None
     info = ModelInfo(
         name=name, source=source, path=str(folder), revision=revision_of(folder), dtype=dtype, device=device,
-        parameters=sum(p.numel() for p in model.parameters()),
-        random_weights=random_weights, note=RANDOM_FOLDER_NOTE if random_weights else None,
+        parameters=parameters, random_weights=random_weights, note=note,
     )
     return tune_for_cpu(LoadedModel(model, tokenizer, info), quant, progress, quantized=quantized)
 
@@ -272,7 +278,16 @@ def load_model(
     """
     name = name or load_settings().model
     quant = None
-    if name != TINY:
+    if name == BUILTIN and device in (None, "auto", "cpu") and choose_device(device) == "cpu":
+        # the shipped model's 20 M weights are fast in fp32 anywhere: under auto it loads in fp32 on every CPU, so its
+        # turns are the same on every machine (QWEN_QUANT=int8 or QWEN_DTYPE still apply when set)
+        device = "cpu"
+        settings = load_settings()
+        quant = choose_quant(device, dtype or settings.dtype, None if settings.quant != "auto" else "none")
+        if quant.quant == "none" and settings.quant == "auto":
+            quant = QuantChoice("none", "the shipped model is small: fp32 on every CPU, so its turns are the same everywhere", {})
+        dtype = "float32" if quant.quant == "int8" or (dtype or settings.dtype) == "auto" else choose_dtype(device, dtype)
+    elif name != TINY:
         # "auto" and the resolved choice name the same load
         device = choose_device(device)
         quant = choose_quant(device, dtype or load_settings().dtype)
@@ -389,7 +404,7 @@ class ModelStatus:
     """Whether a model can be had now, without loading it: for a sidebar or a panel's "no model" note."""
 
     name: str
-    state: str  # "loaded", "tiny", "local folder", "cached", "downloadable" or "missing"
+    state: str  # "loaded", "tiny", "shipped", "local folder", "cached", "downloadable" or "missing"
     path: str | None
     message: str  # one line for the page; for "missing", how to get the weights
 
@@ -405,6 +420,10 @@ def check_model(name: str | None = None, probe_hub: bool = False) -> ModelStatus
         return ModelStatus(name, "loaded", None, f"{name} is loaded")
     if name == TINY:
         return ModelStatus(name, "tiny", None, f"tiny: {TINY_NOTE}")
+    if name == BUILTIN:
+        if has_weights(BUILTIN_FOLDER):
+            return ModelStatus(name, "shipped", str(BUILTIN_FOLDER), "the shipped model loads from the site's own folder")
+        return ModelStatus(name, "missing", str(BUILTIN_FOLDER), f"the shipped model's folder {BUILTIN_FOLDER} has no weights")
     path = Path(name).expanduser()
     if path.is_dir():
         if has_weights(path):
@@ -418,3 +437,12 @@ def check_model(name: str | None = None, probe_hub: bool = False) -> ModelStatus
     if probe_hub:
         return ModelStatus(name, "missing", None, explain_unavailable(name, "unreachable"))
     return ModelStatus(name, "missing", None, f"{name} is not in the local cache. {how_to_get(name)}")
+
+
+def starting_model() -> str:
+    """The model the site starts on: QWEN_MODEL when set; else Qwen3-1.7B when this machine has its weights; else the
+    shipped model, which needs no download. Never touches the network."""
+    settings = load_settings()
+    if settings.model_chosen:
+        return settings.model
+    return DEFAULT_MODEL if check_model(DEFAULT_MODEL).state in ("loaded", "cached") else BUILTIN

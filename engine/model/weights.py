@@ -23,6 +23,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ..errors import ModelUnavailable
+from ..settings import BUILTIN, BUILTIN_FOLDER
 
 Progress = Callable[[int, int, str], None]
 
@@ -155,7 +156,14 @@ def download_weights(model_id: str, progress: Progress | None = None) -> Path:
 
 
 def locate_weights(name: str, progress: Progress | None = None) -> tuple[Path, str]:
-    """The folder holding `name`'s weights and how it was found: local folder, local cache, or downloaded."""
+    """The folder holding `name`'s weights and how it was found: shipped, local folder, local cache, or downloaded."""
+    if name == BUILTIN:
+        if not has_weights(BUILTIN_FOLDER):
+            raise ModelUnavailable(
+                f"the shipped model's folder {BUILTIN_FOLDER} has no config.json and .safetensors weights (a partial "
+                "clone?). Train it again with `python -m engine train-builtin --out assets/builtin-model`."
+            )
+        return BUILTIN_FOLDER, "shipped with the site"
     path = Path(name).expanduser()
     if path.is_dir():
         if not has_weights(path):
