@@ -5,8 +5,10 @@ from pathlib import Path
 import streamlit as st
 
 from engine.harness.loop import load_scenario, run_scenario
+from engine.settings import BUILTIN
 from ui.models import current_engine, live_model_name, no_model_box, random_label, weights_on_disk
 from ui.sections import section
+from ui.shipped_model import builtin_label
 from ui.teacher import minutes_words
 from ui.views.loop_view import loop_view, run_frames
 from ui.words import ROOT, lesson, lesson_index, page_title, words
@@ -59,7 +61,9 @@ name = live_model_name()
 choice = st.session_state.get("model", "live")
 if choice == "tiny":
     st.warning("The tiny model is selected: random weights, its words and probabilities mean nothing, only the mechanics are real.")
-elif choice == "live" and (engine := current_engine()) is not None:
+elif (engine := current_engine()) is not None and engine.info.name == BUILTIN:
+    st.info(builtin_label(engine.info))
+elif choice == "live" and engine is not None:
     if engine.info.random_weights:
         st.warning(random_label(engine.info))
     else:

@@ -5,6 +5,7 @@ import streamlit as st
 from engine.core.styles import find_name_token
 from engine.core.tokenizer import IM_END
 from engine.harness.loop import load_scenario
+from engine.settings import BUILTIN
 from engine.teaching.panels import find_panel
 from ui.chrome import presenting
 from ui.draw import notice
@@ -35,7 +36,9 @@ steps = None  # rows of (id, token, p, top) when a model or a recording made the
 if source.computes:
     made = st.session_state.get("the_model_writes_a_call_generation")
     wanted = (source.label, style())
-    if st.button("Generate the call", key="the_model_writes_a_call_generate", type="primary"):
+    pressed = st.button("Generate the call", key="the_model_writes_a_call_generate", type="primary")
+    # the shipped model writes its call in well under a second: a first visit sees it without pressing anything
+    if pressed or (not (made and made["key"] == wanted) and source.engine.info.name == BUILTIN):
         from engine.model.live import generate_turn
 
         stream = TokenStream(is_special=tok.is_special)

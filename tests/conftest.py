@@ -22,6 +22,10 @@ os.environ.setdefault("QWEN_THREADS", str(os.cpu_count() or 1))
 # and an int8 model's key/value cache in fp32, not chosen by a timing that could go either way between runs
 # (tests/test_attention.py asks for auto and bf16 itself)
 os.environ.setdefault("QWEN_KV_DTYPE", "float32")
+# and the model a page starts on named: without QWEN_MODEL the site starts on the shipped model (engine/model/loading.py
+# starting_model); the suite's pages are tested with Qwen3-1.7B named and absent (no model), unless a test asks
+# for the shipped model itself (tests/test_builtin_model.py clears it)
+os.environ.setdefault("QWEN_MODEL", "Qwen/Qwen3-1.7B")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -41,6 +45,15 @@ def tiny_engine():
 def page_app():
     """`open_page` as a fixture: page_app("app_pages/tools_as_schemas.py", style="react")."""
     return open_page
+
+
+@pytest.fixture(scope="session")
+def builtin_engine():
+    """The shipped model (assets/builtin-model) as the site loads it: fp32 on the CPU. For tests of a trained model's behaviour."""
+    from engine.model.loading import load_model
+    from engine.settings import BUILTIN
+
+    return load_model(BUILTIN)
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ from ui.models import live_model_name, model_status
 from ui.next_lesson import next_lesson
 from ui.packs import pack_sidebar
 from ui.sections import finish_sections, start_sections
+from ui.shipped_model import default_model_choice
 from ui.state import MODEL_CHOICES, STYLES, keep_page_state, setup_defaults, style, to_url
 from ui.teacher import minutes_words, own_page_keys, teacher_sidebar
 from ui.words import ROOT, lesson_index, page_title
@@ -99,7 +100,8 @@ def sidebar() -> None:
         name = live_model_name()
         st.radio(
             "Model", MODEL_CHOICES, key="model",
-            format_func=lambda c: {"live": name, "tiny": "tiny (random weights)", "off": "off"}[c],
+            format_func=lambda c: {"builtin": "the shipped model (trained here; not Qwen3)", "live": name,
+                                   "tiny": "tiny (random weights)", "off": "off"}[c],
         )
         model_status(name)
         pack_sidebar()
@@ -107,4 +109,4 @@ def sidebar() -> None:
         st.toggle("Presenter mode", key="present", help="Large text and a wide page, for projecting in class.")
     if st.session_state.get("present"):
         st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
-    to_url(style=style(), present="1" if st.session_state.get("present") else None, model=None if st.session_state.model == "live" else st.session_state.model)
+    to_url(style=style(), present="1" if st.session_state.get("present") else None, model=None if st.session_state.model == default_model_choice() else st.session_state.model)

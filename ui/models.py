@@ -14,9 +14,10 @@ import streamlit as st
 from engine.core.tokenizer import load_tokenizer
 from engine.errors import EngineError
 from engine.model.loading import TINY, check_model, find_job, find_loaded, load_model, start_load
-from engine.settings import load_settings
+from engine.settings import BUILTIN, load_settings
 from engine.teaching.panel_source import PanelSource, choose_source
 from engine.teaching.panels import Panel
+from ui.shipped_model import builtin_engine, builtin_label
 from ui.words import words
 
 TINY_LABEL = "random weights: its words and probabilities mean nothing, only the mechanics are real"
@@ -37,6 +38,8 @@ def tiny_engine():
 
 def live_model_name() -> str:
     return load_settings().model
+
+
 
 
 @st.cache_data(ttl=30, show_spinner=False)
@@ -114,6 +117,8 @@ def current_engine():
     choice = st.session_state.get("model", "live")
     if choice == "tiny":
         return tiny_engine()
+    if choice == "builtin" or (choice == "live" and live_model_name() == BUILTIN and not load_settings().engine_url):
+        return builtin_engine()
     if choice == "live":
         if load_settings().engine_url:
             return server_engine()
@@ -125,7 +130,13 @@ def panel_source(panel: Panel) -> PanelSource:
     """Where `panel`'s figures come from now: the model the sidebar chose, else this session's lesson pack, else nothing."""
     from ui.packs import active_pack
 
-    return choose_source(panel, current_engine(), active_pack(), tokenizer())
+    pack = active_pack()
+    if pack is not None and st.session_state.get("model") == "builtin":
+        # a teacher's pack (recorded with Qwen3, say) comes before the shipped model; the model fills what it lacks
+        recorded = choose_source(panel, None, pack, tokenizer())
+        if recorded.kind == "pack":
+            return recorded
+    return choose_source(panel, current_engine(), pack, tokenizer())
 
 
 def random_label(info) -> str:
@@ -137,7 +148,9 @@ def random_label(info) -> str:
 
 def model_label(kind: str, thing) -> None:
     """One line above a model panel saying which model computes what follows ("live" or "random")."""
-    if kind == "live":
+    if kind == "live" and thing.info.name == BUILTIN:
+        st.info(builtin_label(thing.info))
+    elif kind == "live":
         st.success(f"Live model: {thing.info.label()}")
     elif kind in ("random", "tiny"):
         st.warning(random_label(thing.info))
@@ -174,6 +187,13 @@ def model_status(name: str) -> None:
         return
     if choice == "tiny":
         st.caption(f"Tiny model: {TINY_LABEL}.")
+        return
+    if choice == "builtin" or (name == BUILTIN and not load_settings().engine_url):
+        engine = builtin_engine()
+        if engine is not None:
+            st.caption(builtin_label(engine.info))
+        else:
+            st.error(st.session_state.get("model_error", "the shipped model could not be loaded"))
         return
     if load_settings().engine_url:
         server = server_engine()

@@ -17,7 +17,7 @@ import streamlit as st
 from engine.core.styles import style_names
 
 STYLES = style_names()
-MODEL_CHOICES = ("live", "tiny", "off")
+MODEL_CHOICES = ("builtin", "live", "tiny", "off")  # the shipped model, QWEN_MODEL (Qwen3-1.7B), tiny, none
 
 
 KEPT = "_kept_page_state"  # key -> last value of every widget a page seeded here (not a widget key itself)
@@ -97,7 +97,9 @@ def style() -> str:
 def setup_defaults() -> None:
     """Global defaults, set once per session (the URL can set style, model and presenter mode)."""
     from_url("style", "style", "native", str, STYLES)
-    from_url("model", "model", "live", str, MODEL_CHOICES)
+    from ui.shipped_model import default_model_choice
+
+    from_url("model", "model", default_model_choice(), str, MODEL_CHOICES)
     from_url("present", "present", False, lambda v: v in ("1", "true", "yes"))
 
 
