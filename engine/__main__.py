@@ -206,6 +206,28 @@ def open_engine(args):
     return load_model(args.model, args.device, args.dtype, print_progress)
 
 
+def cmd_eval(args) -> dict:
+    """A suite's tasks, once per seed: blocks, valid, unusable by kind, runs that called, tokens (progress on stderr)."""
+    from .harness.eval import EvalSettings, load_suite, run_suite
+
+    suite = load_suite(args.suite)
+    settings = EvalSettings(seeds=args.seeds, tool_choice=args.tool_choice, constrained=args.constrained,
+                            max_new_tokens=args.max_new_tokens, temperature=args.temperature, limit=args.limit)
+    # refuse a bad setting or an eval past the cap before a load that can take minutes
+    settings.check(suite)
+    from .model.live import eval_models
+
+    model = open_engine(args)
+    make_model, note = eval_models(model, settings.tool_choice, settings.constrained)
+
+    def progress(result) -> None:
+        sys.stderr.write(f"\r{args.suite} ({settings.condition}): {len(result.records)} / {result.planned} runs")
+        sys.stderr.write("\n" if len(result.records) == result.planned else "")
+        sys.stderr.flush()
+
+    return run_suite(suite, settings, make_model, model.info.as_json(), on_run=progress, note=note).as_json()
+
+
 def cmd_download(args) -> dict:
     """Fetch a model into the Hugging Face cache, progress on stderr."""
     name = args.model or load_settings().model
@@ -293,6 +315,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16")
     p.add_argument("--record", default=None, metavar="PATH", help="also write the run to a JSON trace: every step, the model, the settings, the date")
     p.set_defaults(handler=cmd_generate)
+
+    p = sub.add_parser("eval", help="run a suite of tasks and count the calls: valid, unusable by kind, runs that called")
+    p.add_argument("--model", default=None, help="builtin (the shipped model), tiny, a hub id or a local folder (with --engine-url: the server's model)")
+    p.add_argument("--engine-url", default=None, metavar="URL", help="an OpenAI-compatible server instead of a local model")
+    p.add_argument("--suite", required=True, help="a suite in lessons/suites: strawberry, harness, twelve-tools")
+    p.add_argument("--seeds", type=int, default=3, help="runs per task (seeds 0..N-1; default 3)")
+    p.add_argument("--tool-choice", choices=["auto", "required"], default="auto",
+                   help="required: a grammar forces a call on each run's first turn (later turns: auto with the grammar)")
+    p.add_argument("--constrained", action="store_true", help="auto with the grammar: free until <tool_call>, then only a well-formed call")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="new tokens a turn (default: the suite's)")
+    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7; 0 = greedy, every seed alike)")
+    p.add_argument("--limit", type=int, default=None, help="run only the suite's first N tasks")
+    p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
+    p.add_argument("--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16")
+    p.set_defaults(handler=cmd_eval)
 
     p = sub.add_parser("download", help="fetch a model into the local cache, with progress (prepare a classroom)")
     p.add_argument("--model", default=None, help="hub id (default: QWEN_MODEL or Qwen/Qwen3-1.7B)")

@@ -57,10 +57,14 @@ def generate_turn(
     return generate(engine, prompt, settings, constraint, on_step)
 
 
+SAME = object()  # LiveModel's later turns: the first turn's tool_choice
+
+
 class LiveModel:
     """The live model behind the harness's `next_turn(request) -> Turn`, in place of the scripted model.
 
-    `tool_choice` constrains every turn with the request's tools (native style only);
+    `tool_choice` constrains every turn with the request's tools (native style only), or only the
+    first when `later_tool_choice` names another for the turns after it (required, then auto);
     `on_step` sees each token as it is chosen; `generations` keeps every turn's full record.
     """
 
@@ -70,10 +74,12 @@ class LiveModel:
         settings: GenerationSettings | None = None,
         tool_choice: str | None = None,
         on_step=None,
+        later_tool_choice=SAME,
     ):
         self.engine = engine
         self.settings = settings or GenerationSettings()
         self.tool_choice = tool_choice
+        self.later_tool_choice = tool_choice if later_tool_choice is SAME else later_tool_choice
         self.on_step = on_step
         self.generations: list[Generation] = []
 
@@ -82,13 +88,36 @@ class LiveModel:
         return self.engine.info
 
     def next_turn(self, request: Request):
-        constraint = build_constraint(self.engine, request.tools, self.tool_choice, request.style, request.enable_thinking)
+        choice = self.later_tool_choice if self.generations else self.tool_choice
+        constraint = build_constraint(self.engine, request.tools, choice, request.style, request.enable_thinking)
         generation = generate_turn(self.engine, request, self.settings, constraint, self.on_step)
         self.generations.append(generation)
         return Turn(
             text=generation.text, finish=generation.finish, output_tokens=generation.output_tokens,
             steps=generation.steps,
         )
+
+
+# -- a suite's runs (engine/harness/eval.py) ---------------------------------------------------
+SERVER_LATER_TURNS = ("the server applied the grammar to each run's first turn only; its later turns were free "
+                      "(auto's grammar starts at the model's own <tool_call>, which a server request cannot carry)")
+
+
+def eval_models(engine: LoadedModel, tool_choice: str, constrained: bool):
+    """(a fresh LiveModel per run for engine/harness/eval.py, a note on what a server could not constrain, or None).
+
+    required: the first turn must call (a grammar), the later ones run under auto with the grammar, so a
+    run can still end with an answer; auto with `constrained`: the grammar on every turn; auto alone: free."""
+    first = "required" if tool_choice == "required" else ("auto" if constrained else None)
+    later = "auto" if tool_choice == "required" or constrained else None
+    note = None
+    if isinstance(engine, RemoteEngine):
+        problem = grammar_problem(engine, first)
+        if problem:
+            raise BadInput(problem)
+        if later is not None:
+            later, note = None, SERVER_LATER_TURNS
+    return (lambda settings: LiveModel(engine, settings, first, later_tool_choice=later)), note
 
 
 # -- constrained and unconstrained, side by side --------------------------------------------
