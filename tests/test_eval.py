@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import COUNT_CALL
 
 from engine.__main__ import main
 from engine.core.parse import MAX_CALLS
@@ -25,7 +26,6 @@ from engine.harness.eval import (
     suite_names,
 )
 from engine.harness.loop import ScriptedModel, Turn
-from tests.helpers import COUNT_CALL
 
 STRAWBERRY = load_tool_set("strawberry")
 

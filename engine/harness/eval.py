@@ -32,6 +32,7 @@ import io
 import json
 import re
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -448,3 +449,37 @@ def run_suite(
             if on_run is not None:
                 on_run(result)
     return result
+
+
+# -- one experiment at a time on a model, and the published figures beside it -------------------------
+_locks_guard = threading.Lock()
+_model_locks: dict[int, threading.Lock] = {}
+
+
+def model_lock(engine: object) -> threading.Lock:
+    """The lock an experiment holds on `engine` while it runs: a second experiment on the same model waits for it."""
+    with _locks_guard:
+        return _model_locks.setdefault(id(engine), threading.Lock())
+
+
+@dataclass(frozen=True)
+class Published:
+    """A measurement a source document reports, quoted (never run here)."""
+
+    source: str  # a key of lessons/sources.json
+    model: str
+    suite: str  # the suite here that is closest to what it ran
+    condition: str  # free or grammar
+    setting: str
+    quote: str  # the figures in the source's own terms
+    runs: int | None = None
+    blocks: int | None = None
+    valid: int | None = None
+    unusable: dict = field(default_factory=dict)
+    runs_with_call: int | None = None
+
+
+@cache
+def published_figures() -> tuple[Published, ...]:
+    rows = json.loads((LESSONS / "published-figures.json").read_text(encoding="utf-8"))
+    return tuple(Published(**row) for row in rows)

@@ -1,0 +1,85 @@
+"""Measure it: run a suite with the model in use, free and constrained, beside the published figures."""
+
+import streamlit as st
+
+from engine.errors import EngineError
+from engine.harness.eval import load_suite, published_figures, suite_names
+from ui.chart_words import chart_caption
+from ui.draw import notice
+from ui.experiments import CONDITIONS, downloads, published_rows, results_figure, run_conditions, totals_table
+from ui.models import current_engine, random_label
+from ui.state import from_url, to_url
+from ui.words import lesson
+
+ID = "experiments"
+text = lesson(ID)
+st.title(text["title"])
+st.markdown(text["intro"])
+
+names = suite_names()
+suite_name = from_url("experiments_suite", "suite", "strawberry", str, names)
+to_url(suite=suite_name)
+published = [p for p in published_figures() if p.suite == suite_name]
+
+st.header("Suite")
+st.markdown(text["suite"])
+st.selectbox("Suite", names, key="experiments_suite", format_func=lambda n: f"{n}: {load_suite(n).title}")
+suite = load_suite(suite_name)
+st.caption(f"{suite.about} {len(suite.tasks)} tasks, at most {suite.max_turns} turns a run.")
+with st.expander("The tasks, and what a right answer is"):
+    st.dataframe(
+        [{"task": t.id, "asks": t.messages[-1]["content"][:120], "right": t.right} for t in suite.tasks],
+        hide_index=True,
+    )
+st.markdown(text["conditions"])
+left, middle, right = st.columns(3)
+conditions = left.multiselect("Conditions", list(CONDITIONS), default=["free", "grammar"], key="experiments_conditions")
+seeds = middle.number_input("Seeds (runs per task)", 1, 5, 1, key="experiments_seeds")
+tokens = right.number_input(
+    "New tokens a turn", 8, 1024, suite.max_new_tokens, step=8, key=f"experiments_tokens_{suite_name}"
+)
+
+if published:
+    st.subheader("Published")
+    st.markdown(text["published"])
+    st.dataframe(published_rows(published), hide_index=True)
+
+engine = current_engine()
+if engine is None:
+    st.info(text["no model"])
+    st.stop()
+if engine.info.random_weights:
+    st.warning(random_label(engine.info))
+else:
+    st.caption(f"Model: {engine.info.label()}")
+
+run, stop = st.columns([1, 4])
+pressed = run.button("Run the experiment", type="primary", key="experiments_run", disabled=not conditions)
+if stop.button("Stop", key="experiments_stop"):
+    # a press ends the run in progress; the runs that finished stay
+    partial = st.session_state.pop("experiments_partial", None)
+    if partial is not None:
+        partial.stopped = True
+        st.session_state.setdefault("experiments_results", []).append(partial)
+if pressed:
+    try:
+        st.session_state["experiments_suite_run"] = suite_name
+        run_conditions(engine, suite, conditions, int(seeds), int(tokens))
+    except EngineError as error:
+        st.error(str(error))
+
+results = st.session_state.get("experiments_results") or []
+if results:
+    ran = st.session_state.get("experiments_suite_run", suite_name)
+    st.header("Results")
+    st.markdown(text["results"])
+    st.caption(f"Suite {ran}, model {results[0].model.get('name')}; " + "; ".join(r.note for r in results if r.note))
+    st.dataframe(totals_table(results), hide_index=True)
+    st.subheader("Chart")
+    st.markdown(text["chart"])
+    figure = results_figure(results, [p for p in published_figures() if p.suite == ran])
+    st.plotly_chart(figure, key="experiments_chart")
+    chart_caption(figure)
+    downloads(results, ran)
+
+notice(text["what to notice"])

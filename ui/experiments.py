@@ -1,0 +1,199 @@
+"""The experiments page's parts: run a suite under each condition with a progress bar, the table, the chart.
+
+The runs and every count are engine/harness/eval.py's; this module only waits for the model, draws
+the progress, and lays the results and the published figures (quoted, named by source) side by side.
+"""
+
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+from engine.harness.eval import KINDS, EvalResult, EvalSettings, Published, csv_text, model_lock, run_suite
+from ui.sources import load_sources
+from ui.words import words
+
+ID = "experiments"
+CONDITIONS = {"free": ("auto", False), "grammar": ("auto", True), "required": ("required", False)}
+KIND_COLOURS = {"bad_json": "#d62728", "unknown_tool": "#9467bd", "bad_arguments": "#ff7f0e", "cut_off": "#7f7f7f"}
+
+
+def source_title(key: str) -> str:
+    return load_sources()[key].title
+
+
+def published_rows(published: list[Published]) -> list[dict]:
+    """The published figures as table rows, each with its source's title."""
+    return [
+        {
+            "source": source_title(p.source),
+            "model": p.model,
+            "condition": p.condition,
+            "setting": p.setting,
+            "figures": p.quote,
+        }
+        for p in published
+    ]
+
+
+def run_conditions(engine, suite, conditions: list[str], seeds: int, max_new_tokens: int | None) -> list[EvalResult]:
+    """Each condition's eval in turn, on the model's lock (a busy model is waited for, and said to be);
+    the finished runs are kept in the session as they come, so a stop keeps them."""
+    from engine.model.live import eval_models
+
+    lock = model_lock(engine)
+    if not lock.acquire(blocking=False):
+        waiting = st.info(words(ID, "busy"))
+        while not lock.acquire(timeout=0.5):
+            st.session_state.setdefault("experiments_waited", True)  # (an st call: a Stop press ends the wait)
+        waiting.empty()
+    try:
+        settings = [
+            EvalSettings(
+                seeds=seeds, tool_choice=CONDITIONS[c][0], constrained=CONDITIONS[c][1], max_new_tokens=max_new_tokens
+            )
+            for c in conditions
+        ]
+        for setting in settings:
+            setting.check(suite)
+        total = sum(s.runs(suite) for s in settings)
+        bar = st.progress(0.0, text=f"0 of {total} runs")
+        done: list[EvalResult] = []
+        st.session_state["experiments_results"] = done
+        for setting in settings:
+            make_model, note = eval_models(engine, setting.tool_choice, setting.constrained)
+
+            def progress(result: EvalResult, setting=setting) -> None:
+                ran = sum(len(r.records) for r in done) + len(result.records)
+                bar.progress(ran / total, text=f"{ran} of {total} runs ({setting.condition})")
+                st.session_state["experiments_partial"] = result
+
+            result = run_suite(suite, setting, make_model, engine.info.as_json(), on_run=progress, note=note)
+            st.session_state.pop("experiments_partial", None)
+            done.append(result)
+        bar.empty()
+        return done
+    finally:
+        lock.release()
+
+
+def totals_table(results: list[EvalResult]) -> list[dict]:
+    """One row per condition: the command line's figures."""
+    rows = []
+    for result in results:
+        data = result.as_json()
+        rows.append(
+            {
+                "condition": result.settings.condition,
+                "runs": data["runs"],
+                "blocks": data["blocks"],
+                "valid": data["valid"],
+                **data["unusable"],
+                "runs with a call": data["runs_with_call"],
+                "right": data["right"],
+                "tokens in": data["tokens"]["in"],
+                "tokens out": data["tokens"]["out"],
+                "seconds": data["seconds"],
+                **({"stopped": True} if result.stopped else {}),
+            }
+        )
+    return rows
+
+
+def results_figure(results: list[EvalResult], published: list[Published]) -> go.Figure:
+    """Three panels: the share of blocks valid and unusable by kind (each condition, then the published runs),
+    runs that called, tokens."""
+    figure = make_subplots(
+        rows=1,
+        cols=3,
+        column_widths=[0.5, 0.25, 0.25],
+        subplot_titles=("blocks: valid and unusable, by kind", "runs that called", "tokens"),
+    )
+    labels = [r.settings.condition for r in results]
+    tallies = [r.total() for r in results]
+    quoted = [p for p in published if p.blocks]
+    quoted_labels = [f"{p.model.split(' ')[0]}, {p.condition} (published)" for p in quoted]
+    kinds = list(KINDS) + sorted(
+        {k for t in tallies for k in t.unusable if k not in KINDS}
+        | {k for p in quoted for k in p.unusable if k not in KINDS}
+    )
+
+    def share(count: int | None, blocks: int | None) -> float:
+        return (count or 0) / blocks if blocks else 0.0
+
+    rows = [("valid", [t.valid for t in tallies], [p.valid for p in quoted], "#2ca02c")]
+    rows += [
+        (
+            k,
+            [t.unusable.get(k, 0) for t in tallies],
+            [p.unusable.get(k) for p in quoted],
+            KIND_COLOURS.get(k, "#bcbd22"),
+        )
+        for k in kinds
+    ]
+    blocks = [t.blocks for t in tallies] + [p.blocks for p in quoted]
+    for name, ours, theirs, colour in rows:
+        counts = ours + theirs
+        figure.add_trace(
+            go.Bar(
+                name=name,
+                x=labels + quoted_labels,
+                y=[share(c, b) for c, b in zip(counts, blocks, strict=True)],
+                marker_color=colour,
+                text=[f"{c} of {b}" if c is not None and b else "" for c, b in zip(counts, blocks, strict=True)],
+                textposition="inside",
+            ),
+            row=1,
+            col=1,
+        )
+    called = [(label, t.runs_with_call, t.runs) for label, t in zip(labels, tallies, strict=True)]
+    called += [(f"{p.model.split(' ')[0]} (published)", p.runs_with_call, p.runs) for p in published if p.runs]
+    figure.add_trace(
+        go.Bar(
+            name="runs with a call",
+            x=[c[0] for c in called],
+            y=[c[1] for c in called],
+            marker_color="#1f77b4",
+            text=[f"{c[1]} of {c[2]}" for c in called],
+            textposition="auto",
+            showlegend=False,
+        ),
+        row=1,
+        col=2,
+    )
+    spent = [
+        (f"{label} {way}", n)
+        for label, t in zip(labels, tallies, strict=True)
+        for way, n in (("in", t.tokens_in), ("out", t.tokens_out))
+    ]
+    figure.add_trace(
+        go.Bar(
+            name="tokens", x=[s[0] for s in spent], y=[s[1] for s in spent], marker_color="#17becf", showlegend=False
+        ),
+        row=1,
+        col=3,
+    )
+    # the blocks panel stacks its kinds; the other two have one trace each
+    figure.update_layout(barmode="stack", height=380, margin=dict(t=40, b=40, l=40, r=10), legend_orientation="h")
+    figure.update_yaxes(tickformat=".0%", range=[0, 1], row=1, col=1)
+    figure.update_xaxes(type="category")
+    return figure
+
+
+def downloads(results: list[EvalResult], suite: str) -> None:
+    """CSV (one row per condition and task) and JSON (the command line's object per condition, and every run)."""
+    left, right = st.columns(2)
+    left.download_button(
+        "Download CSV", csv_text(results), file_name=f"{suite}-eval.csv", mime="text/csv", key="experiments_csv"
+    )
+    body = [{**r.as_json(), "run_records": r.runs_json()} for r in results]
+    right.download_button(
+        "Download JSON",
+        json.dumps(body, ensure_ascii=False, indent=1),
+        file_name=f"{suite}-eval.json",
+        mime="application/json",
+        key="experiments_json",
+    )
