@@ -1,0 +1,40 @@
+"""The "Measure it" page in Chromium with the shipped model: a suite run free and constrained, its table and chart.
+
+Slow (a server of its own, the shipped model loaded once, 20 short runs on a loaded 2-core machine): the server
+runs as the README's quick start does, with no QWEN_MODEL, offline, with an empty Hugging Face cache.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import assert_no_errors, save_shot, settle_run
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+LONG = 600_000  # ms: the shipped model's load and 20 runs of one short turn each
+
+
+def test_the_shipped_model_runs_a_suite_free_and_constrained_and_the_chart_shows(chromium, serve_app, tmp_path):
+    from playwright.sync_api import expect
+
+    url = serve_app({"QWEN_MODEL": None, "HF_HUB_CACHE": str(tmp_path)}, "streamlit-server-experiments.log")
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(f"{url}/experiments?suite=twelve-tools")
+    page.wait_for_selector("h1", timeout=LONG)
+    settle_run(page, LONG)
+    main = page.get_by_test_id("stMain")
+    expect(main).to_contain_text("Tool calls that can't come out malformed")  # the published figures, by source
+    tokens = main.get_by_label("New tokens a turn")
+    tokens.fill("48")
+    tokens.press("Enter")
+    settle_run(page, LONG)
+    main.get_by_role("button", name="Run the experiment").click()
+    settle_run(page, LONG)
+    expect(main.get_by_role("heading", name="Results")).to_be_visible(timeout=LONG)
+    expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=LONG)
+    expect(main).to_contain_text("(published)")
+    expect(main.get_by_text("In words:").first).to_be_visible()
+    assert_no_errors(page)
+    save_shot(page, "experiments-shipped-model")
+    context.close()
