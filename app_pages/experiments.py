@@ -4,9 +4,18 @@ import streamlit as st
 
 from engine.errors import EngineError
 from engine.harness.eval import load_suite, published_figures, suite_names
+from engine.teaching.stop_words import load_stop_scenes
 from ui.chart_words import chart_caption
 from ui.draw import notice
-from ui.experiments import CONDITIONS, downloads, published_rows, results_figure, run_conditions, totals_table
+from ui.experiments import (
+    CONDITIONS,
+    downloads,
+    published_rows,
+    results_figure,
+    run_conditions,
+    stop_word_scene,
+    totals_table,
+)
 from ui.models import current_engine, random_label
 from ui.state import from_url, to_url
 from ui.words import lesson
@@ -44,6 +53,12 @@ if published:
     st.markdown(text["published"])
     st.dataframe(published_rows(published), hide_index=True)
 
+st.header("Stop words")
+st.markdown(text["stop words"])
+for scene in load_stop_scenes():
+    stop_word_scene(scene)
+
+st.header("Run it")
 engine = current_engine()
 if engine is None:
     st.info(text["no model"])

@@ -88,3 +88,13 @@ class _Empty:
 
     def progress(self, *args, **kwargs):
         pass
+
+
+def test_the_stop_word_scenes_need_no_model_and_follow_their_toggle():
+    at = open_page(PAGE)
+    assert "Nothing stops the turn" in page_text(at) and "Observation: 2" in page_text(at)
+    at.toggle(key="experiments_stop_thinking-cut-mid-thought").set_value(True).run()
+    assert any("mid-thought" in e.value for e in at.error)
+    at.toggle(key="experiments_stop_react-writes-its-own-observation").set_value(True).run()
+    assert any("the call is what is left" in s.value for s in at.success)
+    assert "calls count_letter" in page_text(at)

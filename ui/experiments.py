@@ -197,3 +197,28 @@ def downloads(results: list[EvalResult], suite: str) -> None:
         mime="application/json",
         key="experiments_json",
     )
+
+
+def stop_word_scene(scene) -> None:
+    """One scripted stop-word scene: the turn as written, with or without the stop word, and what the harness reads."""
+    from engine.teaching.stop_words import cut_turn
+
+    st.subheader(scene.title)
+    st.caption(f"Scripted turn (no model); question: {scene.question}" + ("; thinking on" if scene.thinking else ""))
+    use = st.toggle(f"Stop word `{scene.stop}`", key=f"experiments_stop_{scene.id}")
+    cut = cut_turn(scene, use)
+    st.code(cut.kept if use else cut.written, language=None, wrap_lines=True)
+    if not use:
+        st.warning(
+            f"Nothing stops the turn: the model writes {cut.past_stop_tokens} more tokens from `{scene.stop}` on, "
+            "and the harness receives all of it."
+        )
+    elif cut.inside_thinking:
+        st.error(f"Cut inside <think>, mid-thought: {cut.past_stop_tokens} tokens never written, and no call.")
+    else:
+        st.success(f"Cut at the stop word: {cut.past_stop_tokens} tokens never written; the call is what is left.")
+    calls = ", ".join(c.name for c in cut.parse.calls) or "none"
+    st.caption(
+        f"The harness reads: calls {calls}" + (f"; error: {cut.parse.errors[0].error}" if cut.parse.errors else "")
+    )
+    st.markdown(scene.lesson)
