@@ -3,12 +3,19 @@
 Each C call against its torch twin over shapes and values a hypothesis draws; the bf16 cache
 writes against torch's own rounding, bit for bit; the whole tiny model with and without it; and
 the build: cached by a hash of the source, rebuilt when it changes, refused in words when there is
-no compiler, the compiler fails, or QWEN_NATIVE_STEP=0.
+no compiler, the compiler fails, or QWEN_NATIVE_STEP=0; and the cache: another user's folder, a
+folder open to all or a symlink refused, a library planted under the cache's name never loaded.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
+import stat
 import struct
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -237,3 +244,71 @@ def test_the_build_names_only_the_instruction_sets_the_cpu_lists(monkeypatch):
     compile_, link = native.build_commands("cc", None, native.SOURCE.with_name("x.so"))
     assert "-mavx2" in compile_ and "-mfma" not in compile_ and "-march=native" not in compile_
     assert "-fopenmp-simd" in compile_ and "-fopenmp" not in link
+
+
+# -- the cache is the server's own: another user's folder, a symlink, or a planted library are never loaded --
+PLANTED_C = '#include <stdio.h>\n__attribute__((constructor)) static void planted(void) {\n' \
+            '    FILE *f = fopen("%s", "w"); if (f) { fputs("ran", f); fclose(f); }\n}\n'
+
+
+def planted_library(tmp_path, marker):
+    """A library whose constructor writes `marker`: what another user would leave at the cache's name."""
+    source = tmp_path / "planted.c"
+    source.write_text(PLANTED_C % marker)
+    built = tmp_path / "planted.so"
+    subprocess.run([native.compiler(), "-shared", "-fPIC", str(source), "-o", str(built)], check=True, timeout=120)
+    return built.read_bytes()
+
+
+def expected_name() -> str:
+    cc, openmp = native.compiler(), native.torch_openmp()
+    return f"native_step-{native._key(native.build_commands(cc, openmp, Path('native_step.so')))}.so"
+
+
+def other_users(folder: Path) -> None:
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, 12345, 12345, follow_symlinks=False)
+
+
+CACHE_ATTACKS = {
+    # the folder another user made at the predictable path, with their library in it
+    "another user's folder": ("belongs to another user (uid 12345)", lambda cache, lib: other_users(cache.parent)),
+    # a folder any user may write: anyone could have put the library there
+    "a folder open to all": ("may be written by other users (mode 777)", lambda cache, lib: cache.chmod(0o777)),
+    # the cache folder is a symlink to a folder of another user's choosing
+    "a symlinked folder": ("is a symlink or not a folder", lambda cache, lib: (
+        shutil.move(cache, cache.with_name("elsewhere")), cache.symlink_to(cache.with_name("elsewhere")))),
+}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a folder another user's needs root")
+@pytest.mark.parametrize("case", CACHE_ATTACKS)
+def test_a_cache_that_is_not_the_servers_own_is_refused(monkeypatch, tmp_path, case):
+    said, spoil = CACHE_ATTACKS[case]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    marker = tmp_path / "constructor-ran"
+    cache = native.cache_folder()
+    cache.mkdir(parents=True)
+    (cache / expected_name()).write_bytes(planted_library(tmp_path, marker))
+    (cache / (expected_name() + ".sha256")).write_text(hashlib.sha256((cache / expected_name()).read_bytes()).hexdigest())
+    spoil(cache, cache / expected_name())
+    built = native.build_library()
+    assert built.lib is None and said in built.reason, built.reason
+    assert not marker.exists()  # the planted constructor never ran
+
+
+def test_a_library_planted_in_the_servers_own_folder_is_built_over(monkeypatch, tmp_path):
+    """At the right name with no record, or a record that does not match: built again from the shipped source."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    marker = tmp_path / "constructor-ran"
+    cache = native.cache_folder()
+    cache.mkdir(parents=True, mode=0o700)
+    (cache / expected_name()).write_bytes(planted_library(tmp_path, marker))
+    (cache / (expected_name() + ".sha256")).write_text("0" * 64)
+    built = native.build_library()
+    assert built.lib is not None, built.reason
+    assert not marker.exists()
+    data = (cache / expected_name()).read_bytes()
+    assert (cache / (expected_name() + ".sha256")).read_text() == hashlib.sha256(data).hexdigest()
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700 and stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
+    assert not [p for p in cache.iterdir() if p.name.startswith(".partial")]
