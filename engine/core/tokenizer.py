@@ -103,6 +103,10 @@ class QwenTokenizer:
     def _added_tokens(self):
         return [_Added(int(i), t.content, t.special) for i, t in self._tok.get_added_tokens_decoder().items()]
 
+    def control_texts(self) -> list[str]:
+        """The text of every added token: each is one id wherever a text holds it (engine.core.control_text)."""
+        return [t.content for t in self._added_tokens()]
+
     # -- ids ------------------------------------------------------------------------------
     def encode(self, text: str) -> list[int]:
         """The token ids of `text`; special tokens written in the text are single ids."""

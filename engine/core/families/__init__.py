@@ -52,6 +52,8 @@ def family_prompt_ids(family: Family, messages: list[dict], tools: list[dict]) -
 def render_family(name: str, messages: list[dict], tools: list[dict]) -> Rendering:
     """The prompt as the family's renderer makes it, with its token texts and labelled spans."""
     family = get_family(name)
+    # escaped here as the renderer escapes them, so that the tools' spans are found in the text
+    messages, tools = family.escape_outside_text(messages, tools)
     ids = family_prompt_ids(family, messages, tools)
     text, tokens, starts = decode_pieces(family, ids)
     spans = count_spans(label_spans(text, family.tool_spans(text, tools) if tools else []), starts)

@@ -63,8 +63,16 @@ class TemplateFamily(Family):
         )
         return rendered[0]
 
+    @functools.cached_property
+    def _control_texts(self) -> tuple[str, ...]:
+        return tuple(t.content for t in self._tok.get_added_tokens_decoder().values())
+
+    def control_texts(self) -> list[str]:
+        return list(self._control_texts)
+
     def prompt_ids(self, messages: list[dict], tools: list[dict]) -> list[int]:
-        return self.encode(self.render_text(messages, tools))
+        # one pass of the tokenizer over the whole text: a control token pasted in a message would be one id
+        return self.encode(self.render_text(*self.escape_outside_text(messages, tools)))
 
     def encode(self, text: str) -> list[int]:
         return self._tok.encode(text, add_special_tokens=False).ids
