@@ -84,7 +84,7 @@ def test_scenario_under_vllm_policy(name, style):
 def test_fixing_scenario_really_fixes_the_workspace():
     run = run_scenario(load_scenario("missing-brace"))
     tests = run.calls[5].results[0]
-    assert tests.name == "run_tests" and tests.ok and tests.text.endswith("Ran 2 tests\n\nOK")
+    assert tests.name == "run_tests" and tests.ok and tests.text.endswith("| Ran 2 tests\n|\n| OK\n[run_tests: end of the tests' output; exit code 0 (passed)]")
     before = run.calls[2].results[0].text
     assert "return a - b" in before
 

@@ -36,6 +36,7 @@ from engine.harness.workspace import Limits, Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMITS = Limits()
+PASSED = "| Ran 1 tests\n|\n| OK\n[run_tests: end of the tests' output; exit code 0 (passed)]"  # how a run of one passing test ends
 
 
 # -- the escapes a test file may try from inside run_tests ------------------------------------------
@@ -301,6 +302,7 @@ TILDE = "error: paths are relative to the workspace; '~' is not allowed"
 NUL = "error: the path contains a NUL byte"
 TOO_LONG = f"error: the path is longer than {LIMITS.path_chars} characters"
 ran = re.compile  # a pattern the whole text must match (re.fullmatch, DOTALL)
+END_FAILED = r"\n\[run_tests: end of the tests' output; exit code 1 \(failed\)\]"  # the harness's last line
 
 KILLED = "error: the tests did not finish within 2 s and were killed (every process they started went with them)"
 NEEDS_CONFINEMENT = pytest.mark.skipif(
@@ -397,23 +399,25 @@ HOSTILE = [
     ("tests-write-100mb-files", "run_tests", {"pattern": "t_write_100mb_files.py"}, {},
      ran(r".*(No space left on device|may make at most 256 new files and folders).*FAILED \(errors=1\).*")),
     ("tests-write-100mb-one", "run_tests", {"pattern": "t_write_100mb_one.py"}, {},
-     ran(r".*File too large.*FAILED \(errors=1\)\n\n\(run_tests gives the tests 8,388,608 bytes of disk, 65,536 bytes per file\)")),
+     ran(r".*File too large.*FAILED \(errors=1\)\n\(run_tests gives the tests 8,388,608 bytes of disk, 65,536 bytes per "
+         r"file, 256 new files and folders\)\n\[run_tests: end of the tests' output; exit code 1 \(failed\)\]")),
     ("tests-20000-folders", "run_tests", {"pattern": "t_folders.py"}, {},
-     ran(r".*PermissionError: run_tests may make at most 256 new files and folders.*FAILED \(errors=1\)")),
+     ran(r".*PermissionError: run_tests may make at most 256 new files and folders.*FAILED \(errors=1\)" + END_FAILED)),
     # reading outside: no such file under bubblewrap, denied by Landlock
     *[
         pytest.param(f"tests-read-{name[2:-3]}", "run_tests", {"pattern": name}, {},
-                     ran(r".*(FileNotFoundError|PermissionError).*FAILED \(errors=1\)"), marks=NEEDS_CONFINEMENT)
+                     ran(r".*(FileNotFoundError|PermissionError).*FAILED \(errors=1\)" + END_FAILED), marks=NEEDS_CONFINEMENT)
         for name in READS
     ],
     ("tests-flood-output", "run_tests", {"pattern": "t_flood.py"}, {},
-     ran(r"\[run_tests: stopped for printing too much; the tests' own output follows\]\n"
-         r"x{8192}\n\.\.\. output cut; the tests were stopped for printing too much")),
-    ("tests-memory", "run_tests", {"pattern": "t_memory.py"}, {}, ran(r".*MemoryError.*FAILED \(errors=1\)")),
+     ran(r"\[run_tests: stopped for printing too much; the tests' own output follows, each line marked '\| '\]\n"
+         r"\| x{8190}\n\.\.\. output cut; the tests were stopped for printing too much\n"
+         r"\[run_tests: end of the tests' output; stopped for printing too much\]")),
+    ("tests-memory", "run_tests", {"pattern": "t_memory.py"}, {}, ran(r".*MemoryError.*FAILED \(errors=1\)" + END_FAILED)),
     *[
         (f"tests-{name[2:-3]}", "run_tests", {"pattern": name}, {},
          # under bubblewrap the folder outside is not there at all, and the kernel may answer first
-         ran(rf".*(PermissionError: run_tests {re.escape(said)}|FileNotFoundError: \[Errno 2\] No such file or directory: '[^']*/outside[/']).*FAILED \(errors=1\)"))
+         ran(rf".*(PermissionError: run_tests {re.escape(said)}|FileNotFoundError: \[Errno 2\] No such file or directory: '[^']*/outside[/']).*FAILED \(errors=1\)" + END_FAILED))
         for name, said in HOOK_SAYS.items()
     ],
 ]
@@ -445,7 +449,7 @@ def test_hostile_call_is_refused(arena, tool, arguments, limits, expected):
         assert outcome.error == expected and outcome.result is None
     # short enough to send back to a model, and within the run's own limit (runs yield the CPU to
     # everything else, so on a busy machine they take longer: only the limit itself is a bound)
-    assert len(outcome.text) <= LIMITS.test_output_bytes + 200  # the cap, the harness's own line and the note
+    assert len(outcome.text) <= LIMITS.test_output_bytes + 300  # the cap, the harness's first and last lines, the note
     assert seconds < LIMITS.test_seconds + 5
 
 
@@ -553,10 +557,11 @@ def test_each_sandbox_layer_holds_on_its_own(open_folder, server, decoy, one_mod
     for name in escapes:
         outcome = run_tool("run_tests", {"pattern": name}, ws)
         # the attempt failed inside the test (refused, or denied by the kernel)
-        assert outcome.error is None and re.search(r"FAILED \((errors|failures)=1\)|\nOK$", outcome.result), outcome.result
+        assert outcome.error is None and re.search(r"FAILED \((errors|failures)=1\)|\n\| OK\n", outcome.result), outcome.result
         assert "AssertionError: got through" not in outcome.result, (name, outcome.result)
         if name in READS:
-            assert re.search(r"(FileNotFoundError|PermissionError).*FAILED \(errors=1\)$", outcome.result, re.DOTALL), outcome.result
+            assert re.search(r"(FileNotFoundError|PermissionError).*FAILED \(errors=1\)\n\[run_tests: end", outcome.result,
+                             re.DOTALL), outcome.result
         if layers == ("hook",):
             assert f"PermissionError: run_tests {HOOK_SAYS[name]}" in outcome.result, (name, outcome.result)
         assert arena.state()["outside"] == arena.before["outside"], name
@@ -607,7 +612,7 @@ def test_ordinary_tests_pass_in_every_mode(tmp_path, one_mode, mode, layers):
     one_mode(mode, layers)
     (tmp_path / "test_ordinary.py").write_text(ORDINARY_TEST)
     outcome = run_tool("run_tests", {}, Workspace(tmp_path))
-    assert outcome.result is not None and outcome.result.endswith("Ran 1 tests\n\nOK"), outcome.text
+    assert outcome.result is not None and outcome.result.endswith(PASSED), outcome.text
     # the tests ran on a copy
     assert sorted(p.name for p in tmp_path.iterdir()) == ["test_ordinary.py"]
 
@@ -621,7 +626,7 @@ def test_run_tests_refuses_without_confinement(tmp_path, monkeypatch):
     monkeypatch.delenv("QWEN_SANDBOX_WEAK", raising=False)
     assert run_tool("run_tests", {}, ws).error == sandbox.REFUSED
     monkeypatch.setenv("QWEN_SANDBOX_WEAK", "1")
-    assert run_tool("run_tests", {}, ws).result.endswith("Ran 1 tests\n\nOK")
+    assert run_tool("run_tests", {}, ws).result.endswith(PASSED)
 
 
 VIEW_TEST = """
@@ -654,7 +659,7 @@ def test_bubblewrap_shows_the_test_only_python_and_its_workspace(tmp_path, one_m
     source = VIEW_TEST.replace("SERVER", str(os.getpid()))
     (tmp_path / "ws" / "test_view.py").write_text(source)
     outcome = run_tool("run_tests", {}, Workspace(tmp_path / "ws"))
-    assert outcome.result is not None and outcome.result.endswith("Ran 1 tests\n\nOK"), outcome.text
+    assert outcome.result is not None and outcome.result.endswith(PASSED), outcome.text
 
 
 @NEEDS_CONFINEMENT

@@ -279,14 +279,16 @@ def run_tests(ws: Workspace, pattern: str = "test_*.py") -> str:
     # keep the output the same on every machine and run: no folder names, no timings
     text = hide_server_paths(text.replace(str(ws.root) + os.sep, ""))
     text = re2.sub(r"Ran (\d+) tests? in [0-9.]+s", r"Ran \1 tests", text)
-    if run.stopped == "output" or len(text) > limits.test_output_bytes:
-        text = text[: limits.test_output_bytes] + "\n... output cut"
-        if run.stopped == "output":
-            text += "; the tests were stopped for printing too much"
-    elif "No space left on device" in text or "[Errno 27] File too large" in text:
-        text += (f"\n(run_tests gives the tests {limits.test_write_bytes:,} bytes of disk, "
-                 f"{limits.write_bytes:,} bytes per file)")
-    return frame_test_output(text.strip(), None if run.stopped == "output" else run.returncode, run.waited)
+    # the tests' lines marked as theirs, then cut to the cap; the harness's notes come after them
+    body = quote_output(text.strip())
+    notes = []
+    if run.stopped == "output" or len(body) > limits.test_output_bytes:
+        body = body[: limits.test_output_bytes]
+        notes.append("... output cut" + ("; the tests were stopped for printing too much" if run.stopped == "output" else ""))
+    elif any(words in text for words in ("No space left on device", "[Errno 27] File too large", "database or disk is full")):
+        notes.append(f"(run_tests gives the tests {limits.test_write_bytes:,} bytes of disk, "
+                     f"{limits.write_bytes:,} bytes per file, {limits.test_new_entries} new files and folders)")
+    return frame_test_output(body, None if run.stopped == "output" else run.returncode, run.waited, notes)
 
 
 def hide_server_paths(text: str) -> str:
@@ -303,18 +305,24 @@ def hide_server_paths(text: str) -> str:
 VERDICTS = {0: "passed", 1: "failed", 5: "no tests found"}
 
 
-def frame_test_output(text: str, returncode: int | None, waited: bool) -> str:
-    """The harness's own line first (the exit code, which the output cannot change), then the tests' output.
+def quote_output(text: str) -> str:
+    """The tests' output with every line marked "| ": nothing a test prints can pass for the harness's lines."""
+    return "\n".join(f"| {line}" if line else "|" for line in text.splitlines())
 
-    Whatever the tests printed ("Ran 3 tests OK" included) comes after that line, as their own words."""
+
+def frame_test_output(body: str, returncode: int | None, waited: bool, notes: list[str] | tuple = ()) -> str:
+    """The harness's verdict (the exit code, which the output cannot change) on the first line and the last;
+    between them the tests' output as `quote_output` marked it ("Ran 3 tests OK" a test printed is among
+    its own lines), then the harness's notes."""
     if returncode is None:  # killed for printing too much
-        head = "[run_tests: stopped for printing too much"
+        verdict = "stopped for printing too much"
     else:
-        head = f"[run_tests: exit code {returncode} ({VERDICTS.get(returncode, 'ended abnormally')})"
-    if waited:
-        head += ", after waiting for a free slot"
-    head += "; the tests' own output follows]"
-    return f"{head}\n{text}" if text else head
+        verdict = f"exit code {returncode} ({VERDICTS.get(returncode, 'ended abnormally')})"
+    head = f"[run_tests: {verdict}" + (", after waiting for a free slot" if waited else "")
+    if not body:
+        return "\n".join([head + "; the tests printed nothing]", *notes])
+    return "\n".join([head + "; the tests' own output follows, each line marked '| ']", body, *notes,
+                      f"[run_tests: end of the tests' output; {verdict}]"])
 
 
 FILE_TOOLS = {
