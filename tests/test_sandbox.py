@@ -677,3 +677,34 @@ def test_a_killed_run_leaves_no_process_behind(tmp_path, body):
     assert outcome.error == KILLED
     assert seconds < 2.0 + 2.0
     assert sandbox.processes_with(marker) == []
+
+
+# -- the host hidden where a namespace can hide it ---------------------------------------------------------
+HOST_TEST = """
+import os
+import socket
+import time
+import unittest
+
+
+class Host(unittest.TestCase):
+    def test_host(self):
+        self.assertEqual(socket.gethostname(), "sandbox")  # a UTS namespace of its own
+        # a time namespace: the clocks start with the run, so the host's uptime and boot time are not seen
+        self.assertLess(time.clock_gettime(time.CLOCK_BOOTTIME), 60)
+        self.assertLess(time.monotonic(), 60)
+        with self.assertRaises(PermissionError):
+            os.statvfs("/usr")  # the host's disks' sizes (statfs), refused by the filter
+"""
+
+
+@pytest.mark.parametrize("mode", [
+    pytest.param("bwrap", marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here")),
+    pytest.param("landlock", marks=pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock")),
+])
+def test_the_host_s_name_clocks_and_disks_are_hidden(tmp_path, one_mode, mode):
+    one_mode(mode, sandbox.LAYERS)
+    (tmp_path / "test_host.py").write_text(HOST_TEST)
+    outcome = run_tool("run_tests", {}, Workspace(tmp_path))
+    assert outcome.result is not None and outcome.result.endswith(PASSED), outcome.text
+

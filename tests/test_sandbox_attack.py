@@ -232,24 +232,45 @@ SECCOMP_REFUSES = {
     "clone with a new namespace": "call(56, 0x20000000 | 17, 0, 0, 0, 0)",
     "TIOCSTI": "call(16, 0, 0x5412, 0)",
     "FS_IOC_SETFLAGS": "call(16, 0, 0x40086602, 0)",
+    # the third round: no fresh interpreter, no executable memory made here, no unix socket, no host figures
+    "execve of the interpreter": "call(59, sys.executable.encode(), 0, 0)",
+    "execveat of the interpreter": "call(322, -100, sys.executable.encode(), 0, 0, 0)",
+    "execveat through another descriptor": "call(322, os.open(sys.executable, os.O_RDONLY), b'', 0, 0, 0x1000)",
+    "mmap, executable and writable": "call(9, 0, 4096, 7, 0x22, -1, 0)",
+    "mmap, executable and anonymous": "call(9, 0, 4096, 5, 0x22, -1, 0)",
+    "mmap, executable and shared": "call(9, 0, 4096, 5, 0x01, os.open(sys.executable, os.O_RDONLY), 0)",
+    "mprotect to executable": "call(10, call(9, 0, 4096, 3, 0x22, -1, 0), 4096, 5)",
+    "pkey_mprotect to executable": "call(329, call(9, 0, 4096, 3, 0x22, -1, 0), 4096, 5, -1)",
+    "socket AF_UNIX": "call(41, 1, 1, 0)",
+    "sysinfo": "call(99, ctypes.create_string_buffer(256))",
+    "statfs": "call(137, b'/', ctypes.create_string_buffer(256))",
+    "fstatfs": "call(138, 0, ctypes.create_string_buffer(256))",
 }
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the filter is written for x86_64")
 def test_the_seccomp_filter_alone_refuses_what_namespaces_do_not_cover():
-    """Each call answers EPERM under the filter alone; the same process still forks, runs threads and execs."""
+    """Each call answers EPERM under the filter alone; the same process still forks, runs threads, maps files
+    as the loader does, and execs through the launcher's descriptor only: that interpreter starts and loads
+    extension modules."""
     checks = "".join(f"print({name!r}, {expr})\n" for name, expr in SECCOMP_REFUSES.items())
+    exec_fd = sandbox_launch.EXEC_FD
     code = (f"PARENT = {os.getpid()}\n" + checks +
             "import threading\nt = threading.Thread(target=lambda: None); t.start(); t.join()\n"
             "pid = os.fork()\nif pid == 0:\n    os._exit(7)\nprint('fork', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
             "print('own prlimit', call(302, 0, 0, 0, 0))\n"
-            "sys.stdout.flush()\nos.execv(sys.executable, [sys.executable, '-c', 'print(\"exec ok\")'])\n")
+            "print('file mapping, executable', call(9, 0, 4096, 5, 0x02, os.open(sys.executable, os.O_RDONLY), 0) > 0)\n"
+            "try:\n    os.execv(sys.executable, [sys.executable, '-c', 'print(1)'])\nexcept PermissionError:\n"
+            "    print('plain exec refused')\n"
+            f"os.dup2(os.open(sys.executable, os.O_RDONLY), {exec_fd}, inheritable=False)\n"
+            "sys.stdout.flush()\n"
+            f"os.execve({exec_fd}, [sys.executable, '-c', 'import sqlite3, _decimal; print(\"exec ok\")'], dict(os.environ))\n")
     child = seccomp_child(code)
     assert child.returncode == 0, child.stderr
     lines = child.stdout.splitlines()
     for name in SECCOMP_REFUSES:
         assert f"{name} {-errno.EPERM}" in lines, (name, child.stdout)
-    assert lines[-3:] == ["fork 7", "own prlimit 0", "exec ok"]
+    assert lines[-5:] == ["fork 7", "own prlimit 0", "file mapping, executable True", "plain exec refused", "exec ok"]
 
 
 @pytest.mark.parametrize("machine", sorted(sandbox_launch.SYSCALL_TABLES))
@@ -267,12 +288,14 @@ def test_the_filter_is_a_valid_program_with_every_jump_inside_it(machine):
 def test_every_architecture_numbers_every_refused_call_once_and_no_call_a_test_needs():
     assert sandbox.SECCOMP_MACHINES == tuple(sandbox_launch.SYSCALL_TABLES)
     # calls every interpreter makes (asm-generic numbers on arm64, syscall_64.tbl on x86_64)
-    needed = {"x86_64": {"read": 0, "write": 1, "openat": 257, "mmap": 9, "execve": 59, "exit_group": 231, "wait4": 61},
-              "aarch64": {"read": 63, "write": 64, "openat": 56, "mmap": 222, "execve": 221, "exit_group": 94, "wait4": 260}}
+    # (execve is refused whole now: the launcher's one exec is an execveat, through its own descriptor)
+    needed = {"x86_64": {"read": 0, "write": 1, "openat": 257, "mmap": 9, "execveat": 322, "exit_group": 231, "wait4": 61},
+              "aarch64": {"read": 63, "write": 64, "openat": 56, "mmap": 222, "execveat": 281, "exit_group": 94, "wait4": 260}}
     for machine, table in sandbox_launch.SYSCALL_TABLES.items():
         refused = [table.numbers[name] for name in sandbox_launch.DENIED_NAMES if table.numbers[name] is not None]
         assert len(refused) == len(set(refused)), machine  # no two names on one number
-        special = [table.numbers[name] for name in ("clone", "clone3", "ioctl", *sandbox_launch.SELF_ONLY)]
+        special = [table.numbers[name] for name in ("clone3", "ioctl", "execveat", "mmap", *sandbox_launch.SELF_ONLY,
+                                                    *sandbox_launch.REFUSED_BITS, *sandbox_launch.REFUSED_VALUES)]
         assert not set(special) & set(refused), machine
         assert not set(needed[machine].values()) & set(refused), machine
     assert sandbox_launch.SYSCALL_TABLES["aarch64"].numbers["iopl"] is None  # arm64 has no port I/O calls

@@ -4,8 +4,8 @@ The strongest confinement this machine offers is chosen once and kept, and
 `describe_confinement` says which, and why a stronger one was not:
 - `bwrap` (bubblewrap, https://github.com/containers/bubblewrap): new mount, PID, network,
   IPC and UTS namespaces; the filesystem holds Python's own folders read-only and a tmpfs of a
-  fixed size holding a copy of the workspace; no /proc of the host, no other process to see,
-  signal or trace.
+  fixed size and number of files, noexec, holding a copy of the workspace; no /proc of the host,
+  no other process to see, signal or trace.
 - `landlock`: new PID, IPC, mount, network and UTS namespaces made by `unshare` (where the
   machine allows it), the whole filesystem read-only but for the copy on a sized tmpfs, and
   Landlock rules that allow reads of Python's files and the copy only, writes to the copy only.
@@ -111,18 +111,22 @@ def python_folders() -> list[str]:
     return sorted(f for f in folders if not any(f != g and f.startswith(g + os.sep) for g in folders))
 
 
-def build_bwrap_argv(ws_root: str, tmpfs_bytes: int) -> list[str]:
-    """The bubblewrap prefix: a tmpfs of `tmpfs_bytes` at the workspace's own path, Python read-only, nothing else.
+def build_bwrap_argv(ws_root: str) -> list[str]:
+    """The bubblewrap prefix: Python read-only, an empty folder at the workspace's own path, nothing else.
 
-    Run as root, bubblewrap makes no user namespace (the launcher becomes the slot's own uid, and
-    needs CAP_SETUID, CAP_SETGID and CAP_CHOWN for that, then loses every capability when it does);
-    otherwise it maps the server's uid into a user namespace of its own, with no capabilities."""
+    The launcher inside mounts the copy's tmpfs on that folder itself (bubblewrap's own tmpfs takes a
+    size, but no cap on files and no noexec) and starts a time namespace. Run as root, bubblewrap makes
+    no user namespace: the launcher needs CAP_SYS_ADMIN and CAP_SYS_TIME for those, and CAP_SETUID,
+    CAP_SETGID and CAP_CHOWN to become the slot's own uid, and loses every capability when it does.
+    Otherwise bubblewrap maps the server's uid into a user namespace of its own, with no capabilities,
+    and the launcher makes a user namespace nested in it, where it may build the test's filesystem."""
     if running_as_root():
         command = ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts",
-                   "--unshare-cgroup-try", "--cap-drop", "ALL",
+                   "--unshare-cgroup-try", "--hostname", "sandbox", "--cap-drop", "ALL",
+                   "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SYS_TIME",
                    "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_CHOWN"]
     else:
-        command = ["bwrap", "--unshare-all", "--cap-drop", "ALL"]
+        command = ["bwrap", "--unshare-all", "--hostname", "sandbox", "--cap-drop", "ALL"]
     command += ["--die-with-parent", "--new-session",
                 "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
                 # the dynamic linker's list of library folders (sqlite3 and others live in multiarch folders)
@@ -146,7 +150,7 @@ def build_bwrap_argv(ws_root: str, tmpfs_bytes: int) -> list[str]:
                     command += ["--perms", "0755", "--dir", above]
             command += ["--ro-bind", folder, folder]
     command += ["--perms", "0755", "--dir", "/run", "--ro-bind", str(GUARD), GUARD_INSIDE, "--ro-bind", str(LAUNCHER), LAUNCHER_INSIDE,
-                "--ro-bind", ws_root, SOURCE_INSIDE, "--size", str(tmpfs_bytes), "--tmpfs", ws_root,
+                "--ro-bind", ws_root, SOURCE_INSIDE, "--perms", "0755", "--dir", ws_root,
                 # the root bubblewrap builds is a tmpfs of its own, with no size: make it read-only
                 "--remount-ro", "/", "--chdir", "/"]
     return command
@@ -162,7 +166,7 @@ def probe_bwrap() -> str | None:
     if shutil.which("bwrap") is None:
         return "bubblewrap is not installed (apt-get install bubblewrap)"
     with tempfile.TemporaryDirectory(prefix="bwrap-probe-") as folder:
-        command = [*build_bwrap_argv(folder, 1 << 20), resolved_python(), "-I", "-c", "print('ok')"]
+        command = [*build_bwrap_argv(folder), resolved_python(), "-I", "-c", "print('ok')"]
         try:
             probe = subprocess.run(command, capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired) as error:
@@ -465,7 +469,6 @@ def build_launch(ws: Workspace, confinement: Confinement, layers: tuple[str, ...
     python = resolved_python()
     guard_settings = {"pattern": pattern, "layers": list(layers), "max_new_entries": limits.test_new_entries}
     env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "LANG": "C.UTF-8"}
-    tmpfs = limits.workspace_bytes + limits.test_write_bytes
     inner = {
         "layers": list(layers), "python": python, "python_folders": python_folders(), "env": env,
         "copy_budget": {"bytes": limits.workspace_bytes, "entries": limits.workspace_entries},
@@ -475,16 +478,20 @@ def build_launch(ws: Workspace, confinement: Confinement, layers: tuple[str, ...
         "landlock_required": confinement.mode == "landlock", "seccomp_required": "seccomp" in layers and (confinement.mode != "weak" or has_seccomp_filter()),
         "guard_settings": guard_settings,
     }
+    # the copy's tmpfs: its bytes, and as many files as a full workspace and the new ones (cut to the copy's
+    # own count plus the new ones once it is made)
+    inner.update(tmpfs_bytes=limits.workspace_bytes + limits.test_write_bytes,
+                 tmpfs_inodes=limits.workspace_entries + limits.test_new_entries + 16)
     if confinement.mode == "bwrap":
         work = str(ws.root)
-        inner.update(work=work, source=SOURCE_INSIDE, guard=GUARD_INSIDE)
-        argv = [*build_bwrap_argv(work, tmpfs), python, "-I", LAUNCHER_INSIDE, "inner", json.dumps(inner)]
+        inner.update(work=work, source=SOURCE_INSIDE, guard=GUARD_INSIDE, remount=True, expose_python=False,
+                     nested_user=uid is None)
+        argv = [*build_bwrap_argv(work), python, "-I", LAUNCHER_INSIDE, "inner", json.dumps(inner)]
     else:
         work = os.path.join(scratch, "work")
         os.mkdir(work)
         namespaced = bool(confinement.network_prefix)
         inner.update(work=work, source=str(ws.root), guard=str(GUARD), remount=namespaced,
-                     tmpfs_bytes=tmpfs, tmpfs_inodes=limits.workspace_entries + limits.test_new_entries + 16,
                      nested_user=namespaced and uid is None)
         argv = [*confinement.network_prefix, python, "-I", str(LAUNCHER), "inner", json.dumps(inner)]
         if argv[0] == "unshare":
