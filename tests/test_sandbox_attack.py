@@ -1,11 +1,11 @@
-"""The second round of escapes from inside `run_tests`: each mode must refuse every row, with the server unchanged.
+"""The second and third rounds of escapes from inside `run_tests`: each mode must refuse every row, with the server unchanged.
 
 Each row of ATTACKS is the body of one unittest method, run in a test file of a visitor's
 workspace. SERVER is this test process's pid (what the server would be), DECOY a process of
-the server's that no test may touch, OUT a folder outside that every user may write (so only
-the sandbox stands in the way). After every row the server's limits, priority and CPU
-affinity, the decoy and the outside folder must be as they were; a row whose attempt got
-through fails with "got through". Then the same rows run per layer: the seccomp filter alone
+the server's that no test may touch, OUT a folder outside that every user may write, with a
+service listening on a unix socket in it (so only the sandbox stands in the way). After every
+row the server's limits, priority and CPU affinity, the decoy, the service and the outside
+folder must be as they were; a row whose attempt got through fails with "got through". Then the same rows run per layer: the seccomp filter alone
 (in its own process, on the system calls the rows make), the audit hook alone against the
 native-code rows, and a run through a virtualenv reached by a symlink.
 """
@@ -18,6 +18,7 @@ import os
 import re
 import resource
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -105,13 +106,68 @@ ATTACKS = {
         finally:
             if made > 260:
                 self.fail(f"got through: {made} files")""",
+    # -- the third round ----------------------------------------------------------------------------
+    # code-object surgery: bytecode the compiler never checked (an out-of-range LOAD_CONST reads and writes memory)
+    "a_code_replace.py": """
+        f = lambda: None
+        f.__code__ = f.__code__.replace(co_consts=())""",
+    "a_code_new.py": """
+        c = (lambda: 0).__code__
+        type(c)(c.co_argcount, c.co_posonlyargcount, c.co_kwonlyargcount, c.co_nlocals, c.co_stacksize, c.co_flags,
+                c.co_code, c.co_consts, c.co_names, c.co_varnames, c.co_filename, c.co_name, c.co_qualname,
+                c.co_firstlineno, c.co_linetable, c.co_exceptiontable)""",
+    "a_marshal_code.py": """
+        import marshal
+        marshal.loads(marshal.dumps((lambda: 0).__code__))""",
+    "a_pyc_import.py": """
+        import importlib.util, marshal
+        with open("planted_module.pyc", "wb") as f:
+            f.write(importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(compile("X = 1", "planted", "exec")))
+        import planted_module""",
+    # executable memory the test made: anonymous, or from a file it wrote (the kernel's noexec, the filter)
+    "a_exec_mapping.py": """
+        import mmap
+        mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)""",
+    "a_exec_file_mapping.py": """
+        import mmap
+        with open("code.bin", "wb") as f:
+            f.write(bytes([0xC3]) * 4096)
+        with open("code.bin", "rb") as f:
+            mmap.mmap(f.fileno(), 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC)""",
+    # a unix socket of the host's (a service listening outside)
+    "a_unix_socket.py": """
+        import socket
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(OUT + "/service.sock")
+        s.sendall(b"gotcha")""",
+    # files the hook does not see one by one: sqlite's own journals (and the databases themselves)
+    "a_sqlite_files.py": """
+        import sqlite3
+        os.mkdir("dbs")
+        try:
+            for i in range(3000):
+                db = sqlite3.connect(f"dbs/{i}.db")
+                db.execute("pragma journal_mode=persist")
+                db.execute("create table t (x)")
+                db.commit()
+                db.close()
+        finally:
+            made = len(os.listdir("dbs"))
+            if made > 260:
+                self.fail(f"got through: {made} files")""",
+    # a forged verdict: "OK" printed, then the process ended with exit code 0 before unittest could say otherwise
+    "a_forged_exit.py": """
+        print("Ran 3 tests\\n\\nOK", flush=True)
+        os._exit(0)""",
 }
-NOT_IN_HOOK_ALONE = {"a_many_processes.py", "a_setpriority_group.py", "a_nice_up.py", "a_fifo.py",
+NOT_IN_HOOK_ALONE = {"a_exec_mapping.py", "a_exec_file_mapping.py", "a_many_processes.py", "a_setpriority_group.py", "a_nice_up.py", "a_fifo.py",
                      "a_back_to_other.py", "a_setuid.py", "a_chown_own.py", "a_affinity.py", "a_prlimit_cpu.py",
                      "a_prlimit_parent.py", "a_prlimit_fsize.py", "a_setpriority.py", "a_sched_idle.py",
                      "a_immutable.py", "a_sqlite_attach.py"}
 # rows the hook alone need not answer: nothing there to refuse, or a Python built without sqlite extensions
 OTHER_ANSWER = {"a_ctypes_leftover.py": "PermissionError: no ctypes",
+                # the hook counts the databases; their journals, the tmpfs's cap on files
+                "a_sqlite_files.py": "sqlite3.OperationalError",
                 "a_sqlite_extension.py": "no attribute 'enable_load_extension'"}
 SO_NAME = EXTENSION.name if EXTENSION else "missing.so"
 
@@ -142,9 +198,18 @@ def outside_state(out: Path) -> dict:
     return {p.name: (p.stat().st_mode, p.read_bytes() if p.is_file() else None) for p in sorted(out.iterdir())}
 
 
+def service_was_reached(service: socket.socket) -> bool:
+    try:
+        service.accept()[0].close()
+        return True
+    except BlockingIOError:
+        return False
+
+
 @pytest.fixture
 def world(tmp_path):
-    """A workspace holding every attack, and an outside folder under /tmp that every user may write."""
+    """A workspace holding every attack, an outside folder under /tmp that every user may write, and a service
+    listening on a unix socket there."""
     base = Path(tempfile.mkdtemp(prefix="sandbox-attack-"))
     os.chmod(base, 0o755)
     out = base / "outside"
@@ -153,13 +218,21 @@ def world(tmp_path):
     (out / "canary.txt").write_text("the canary\n")
     os.chmod(out / "canary.txt", 0o666)
     decoy = subprocess.Popen(["sleep", "600"])
+    # a host service on a unix socket that every user may connect to
+    service = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    service.bind(str(out / "service.sock"))
+    os.chmod(out / "service.sock", 0o777)
+    service.listen(8)
+    service.setblocking(False)
     ws = tmp_path / "ws"
     ws.mkdir()
     for name, body in ATTACKS.items():
         (ws / name).write_text(attack_source(body, out, decoy.pid))
     if EXTENSION:
         shutil.copy(EXTENSION, ws / SO_NAME)
-    yield Workspace(ws), out, decoy
+    yield Workspace(ws), out, decoy, service
+    assert not service_was_reached(service)
+    service.close()
     decoy.kill()
     decoy.wait()
     shutil.rmtree(base, ignore_errors=True)
@@ -181,7 +254,7 @@ MODES = [
 def test_every_mode_refuses_every_attack(world, one_mode, mode, layers):
     """Each row fails inside the test (refused, or denied by the kernel); the server and the outside are unchanged."""
     one_mode(mode, layers)
-    ws, out, decoy = world
+    ws, out, decoy, service = world
     before, outside = server_state(), outside_state(out)
     names = [n for n in ATTACKS if layers != ("hook",) or n not in NOT_IN_HOOK_ALONE]
     if not EXTENSION:
@@ -194,6 +267,7 @@ def test_every_mode_refuses_every_attack(world, one_mode, mode, layers):
         assert server_state() == before, name
         assert outside_state(out) == outside, name
         assert decoy.poll() is None, name
+        assert not service_was_reached(service), name
         if layers == ("hook",):
             assert "PermissionError: run_tests may not" in text or OTHER_ANSWER.get(name, "-") in text, (name, text)
     assert sorted(p.name for p in ws.root.iterdir()) == sorted([*ATTACKS, *([SO_NAME] if EXTENSION else [])])
@@ -362,7 +436,7 @@ def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root to start a server as another user")
 def test_a_server_that_is_not_root_refuses_every_attack_too(world):
     """The server as uid 1000 (a user namespace maps it): runs get a nested user namespace, not a slot uid."""
-    ws, out, decoy = world
+    ws, out, decoy, service = world
     names = [n for n in ATTACKS if EXTENSION or ("extension" not in n and "dynamic" not in n)]
     script = textwrap.dedent(f"""
         import json, os, sys
@@ -386,6 +460,7 @@ def test_a_server_that_is_not_root_refuses_every_attack_too(world):
         assert "got through" not in text, (name, text)
         assert re.search(r"FAILED \((errors|failures)=1\)", text), (name, text)
     assert server_state() == before and outside_state(out) == outside and decoy.poll() is None
+    assert not service_was_reached(service)
 
 
 def test_the_report_names_the_mode_and_why_not_a_stronger_one(monkeypatch):

@@ -8,10 +8,13 @@ ctypes, which the launcher needed, was never loaded here.
 
 This is the innermost layer: an audit hook (PEP 578) refusing the network, child processes,
 native code (ctypes, extension modules that were not loaded before the hook, sqlite
-extensions and ATTACH), signals, device nodes, writes outside (dir_fd included), and more than
-a set number of new files and folders. Audit hooks are not a sandbox on their own (code that
-patches the standard library can get past them), so its state lives in a closure, not in
-globals a test can reassign, and it also refuses the known ways round it.
+extensions and ATTACH), code objects made from parts or bytes (code.replace and CodeType raise
+code.__new__, marshal and a planted .pyc raise marshal.loads: bytecode the compiler never
+checked reads and writes memory), signals, device nodes, writes outside (dir_fd included), and
+more than a set number of new files and folders (sqlite's databases too). Audit hooks are not a
+sandbox on their own (code that patches the standard library can get past them), so its state
+lives in a closure, not in globals a test can reassign, and it also refuses the known ways round
+it. The exit code is unittest's verdict, given here: a test may not end the process itself.
 """
 
 import json
@@ -40,9 +43,14 @@ def install_audit_hook(root, max_new_entries):
         "os.lchflags", "os.setxattr", "os.removexattr", "shutil.copytree", "shutil.chown", "shutil.make_archive",
         "shutil.unpack_archive"))
     creations = frozenset(("os.mkdir", "os.symlink", "os.link"))
+    # code objects made from parts (code.replace raises code.__new__ too) or from bytes: bytecode the compiler
+    # never checked, whose LOAD_CONST may read past its constants (memory read and write, then native code)
+    code_surgery = frozenset(("code.__new__", "marshal.loads", "marshal.load"))
     # modules that hold what the guard replaced below: a fresh import would bring the originals back
     fresh_imports = frozenset(("_posixsubprocess", "_ctypes", "_winapi", "posix", "_signal", "_imp"))
     created = [0]
+    from urllib.parse import unquote
+
     path_and_dir_fd = dict(PATH_AND_DIR_FD)  # a copy in this closure: a test may rewrite the module's globals
 
     def inside(p):
@@ -78,6 +86,15 @@ def install_audit_hook(root, max_new_entries):
         if text.startswith(sep):
             return inside(text)
         return inside(text) and all(inside(join(base, text)) for base in open_folders())
+
+    def sqlite_path(target):
+        """The file a sqlite3.connect() argument opens: a plain path, or the path of a file: URI."""
+        if not target.startswith("file:"):
+            return target
+        path = target[5:].split("?", 1)[0].split("#", 1)[0]
+        if path.startswith("//"):  # file://host/path: the path after the authority
+            path = "/" + path[2:].partition("/")[2]
+        return unquote(path)
 
     def count_new(p, dir_fd=None):
         text = fsdecode(p)
@@ -118,9 +135,14 @@ def install_audit_hook(root, max_new_entries):
         elif event == "import" and args[0] in fresh_imports:
             raise PermissionError("run_tests may not start processes or load native code")
         elif event == "sqlite3.connect":
-            target = fsdecode(args[0]) if args and args[0] is not None else ""
-            if target not in ("", ":memory:") and not inside(target):
-                raise PermissionError("run_tests may not write outside the workspace")
+            target = sqlite_path(fsdecode(args[0]) if args and args[0] is not None else "")
+            if target not in ("", ":memory:"):
+                if not inside(target):
+                    raise PermissionError("run_tests may not write outside the workspace")
+                count_new(target)
+        elif event in code_surgery:
+            raise PermissionError("run_tests may not make code objects from parts or bytes (code.replace, "
+                                  "CodeType, marshal): compile source instead")
         elif event in changes:
             # each path argument, read from the folder its dir_fd= names (an open descriptor) when one is given
             pairs = dict(path_and_dir_fd.get(event, ()))
@@ -196,6 +218,9 @@ def install_audit_hook(root, max_new_entries):
     preload_extensions()
     _imp.create_dynamic = no_processes
     refuse_sqlite_attach()
+    # imports compile from source from now on: a cached .pyc would be loaded through marshal, refused above
+    # (and a test could write one whose bytecode the compiler never made)
+    sys.pycache_prefix = "/dev/null/no-bytecode-cache"  # a path no one can make
     sys.addaudithook(guard)
 
 
