@@ -11,6 +11,7 @@ Where this machine lacks bubblewrap or Landlock, the rows and tests that need th
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -32,7 +34,7 @@ import pytest
 from engine.errors import BadInput
 from engine.harness import filetools, sandbox
 from engine.harness.tools import run_tool
-from engine.harness.workspace import Limits, Workspace
+from engine.harness.workspace import Limits, ToolRefusal, Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMITS = Limits()
@@ -708,3 +710,74 @@ def test_the_host_s_name_clocks_and_disks_are_hidden(tmp_path, one_mode, mode):
     outcome = run_tool("run_tests", {}, Workspace(tmp_path))
     assert outcome.result is not None and outcome.result.endswith(PASSED), outcome.text
 
+
+# -- the slots: a share per visitor, a bounded wait ---------------------------------------------------------
+@pytest.fixture
+def four_slots(monkeypatch):
+    slots = sandbox._Slots(4)
+    monkeypatch.setattr(sandbox, "_SLOTS", [slots])
+    return slots
+
+
+def test_one_visitor_holds_at_most_half_the_slots_and_a_wait_ends_with_a_message(four_slots):
+    with contextlib.ExitStack() as held:
+        assert [held.enter_context(sandbox.take_slot("a", 0.1))[1] for _ in range(2)] == [False, False]
+        # a's third run waits, then is refused in words; b's runs start at once
+        with pytest.raises(ToolRefusal, match="you already have 2 run_tests going, the most one visitor may have"):
+            held.enter_context(sandbox.take_slot("a", 0.2))
+        assert [held.enter_context(sandbox.take_slot("b", 0.1))[1] for _ in range(2)] == [False, False]
+        started = time.monotonic()
+        with pytest.raises(ToolRefusal, match=r"all 4 run_tests slots stayed busy for 0.3 s"):
+            held.enter_context(sandbox.take_slot("c", 0.3))
+        assert 0.3 <= time.monotonic() - started < 2
+        assert sandbox.slot_status() == sandbox.SlotStatus(4, 4, 0)
+    assert sorted(four_slots.free) == [0, 1, 2, 3] and four_slots.held == {}
+
+
+def test_a_freed_slot_goes_to_the_first_visitor_under_their_share(four_slots):
+    got = []
+    a_held, b_held = contextlib.ExitStack(), contextlib.ExitStack()
+    for stack, visitor in ((a_held, "a"), (a_held, "a"), (b_held, "b"), (b_held, "b")):
+        stack.enter_context(sandbox.take_slot(visitor, 0.1))
+
+    def wait_for(visitor):
+        with sandbox.take_slot(visitor, 10) as (_slot, waited):
+            got.append((visitor, waited))
+            time.sleep(0.5)
+
+    waiters = [threading.Thread(target=wait_for, args=(v,)) for v in ("a", "c")]
+    for thread in waiters:
+        thread.start()
+        time.sleep(0.2)  # a queues first, then c
+    assert sandbox.slot_status().waiting == 2
+    b_held.close()  # two slots free; a, first in line, still holds its two: c goes first, a keeps waiting
+    time.sleep(0.3)
+    assert got == [("c", True)] and sandbox.slot_status().waiting == 1
+    a_held.close()
+    for thread in waiters:
+        thread.join(10)
+    assert got == [("c", True), ("a", True)]
+
+
+@NEEDS_CONFINEMENT
+def test_one_visitor_s_long_runs_do_not_hold_up_another_visitor_s_test(tmp_path, monkeypatch):
+    """Two slots: visitor a's sleeping test holds one (its share), and b's one-line test runs beside it at once."""
+    monkeypatch.setattr(sandbox, "_SLOTS", [sandbox._Slots(2)])
+    (tmp_path / "slow").mkdir()
+    (tmp_path / "slow" / "test_slow.py").write_text(
+        "import time, unittest\nclass T(unittest.TestCase):\n    def test_slow(self):\n        time.sleep(6)\n")
+    (tmp_path / "quick").mkdir()
+    (tmp_path / "quick" / "test_quick.py").write_text(
+        "import unittest\nclass T(unittest.TestCase):\n    def test_quick(self):\n        pass\n")
+    limits = replace(LIMITS, slot_wait_seconds=1.0)
+    slow = threading.Thread(target=run_tool, args=("run_tests", {}, Workspace(tmp_path / "slow", limits, visitor="a")))
+    slow.start()
+    time.sleep(1.0)
+    second = run_tool("run_tests", {}, Workspace(tmp_path / "slow", limits, visitor="a"))
+    assert second.error == "error: you already have 1 run_tests going, the most one visitor may have at once (1 of 2); " \
+                           "run this again when one has finished"
+    started = time.monotonic()
+    quick = run_tool("run_tests", {}, Workspace(tmp_path / "quick", limits, visitor="b"))
+    assert quick.result is not None and quick.result.endswith(PASSED) and "after waiting" not in quick.result
+    assert slow.is_alive() and time.monotonic() - started < 6
+    slow.join(30)

@@ -91,11 +91,14 @@ def check_files(entries: list[tuple[str, str]], limits: Limits | None = None) ->
 
 
 @contextmanager
-def fresh_workspace(files: dict[str, str], limits: Limits | None = None) -> Iterator[Workspace]:
-    """A new temporary workspace holding `files` (already checked), removed when the block ends."""
+def fresh_workspace(files: dict[str, str], limits: Limits | None = None, visitor: str | None = None) -> Iterator[Workspace]:
+    """A new temporary workspace holding `files` (already checked), removed when the block ends.
+
+    `visitor` names who runs it (a page session's id), so that their run_tests get a fair share of the slots."""
     with tempfile.TemporaryDirectory(prefix="playground-") as folder:
         workspace = make_workspace(files, folder)
         workspace.limits = limits or workspace.limits
+        workspace.visitor = visitor
         yield workspace
 
 

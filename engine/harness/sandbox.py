@@ -17,7 +17,8 @@ per slot when the server is root), under a seccomp filter, yielding the CPU to t
 (nice 10 on its own autogroup, nice 19 inside it), with its memory and processes capped for the whole
 run (a cgroup where one is delegated, else per-process limits and a per-user process count),
 behind the guard's audit hook (engine/harness/sandbox_guard.py) in an interpreter that never loaded
-ctypes. At most `sandbox_slots` runs go at once; the others wait for a free slot. The whole
+ctypes. At most `sandbox_slots` runs go at once, and one visitor's runs at most half of them; the
+others wait for a free slot, a bounded time (`Limits.slot_wait_seconds`), then are refused with a message. The whole
 run is killed at the time limit, whatever the test did with its output. What the tests write
 stays in the copy, which is dropped.
 """
@@ -288,7 +289,8 @@ def describe_confinement() -> ConfinementReport:
                        f"{os.uname().machine}" + ("" if chosen.mode == "weak" else "; every run is refused (QWEN_SANDBOX_WEAK=1 "
                                                   "runs them without it, for trusted visitors only)"))
     seccomp = "a seccomp filter" if has_seccomp_filter() else "no seccomp filter"
-    limits = (f"Each run: {who}, no capabilities, {seccomp}, nice 10 on its own autogroup; at most {slot_count()} at once; "
+    limits = (f"Each run: {who}, no capabilities, {seccomp}, nice 10 on its own autogroup; at most {slot_count()} at once, "
+              f"{visitor_share(slot_count())} per visitor; "
               + (f"memory {RUN_MEMORY_BYTES >> 20} MiB and {RUN_PROCESSES} processes for the whole run ({cgroup_reason})"
                  if cgroup_reason.startswith("cgroup") else
                  f"{MEMORY_BYTES >> 20} MiB per process and {RUN_PROCESSES} processes ({cgroup_reason})"))
@@ -310,7 +312,7 @@ def cgroup_status() -> str:
     return _CGROUP_STATUS[0]
 
 
-# -- the slots: at most a few runs at once, server-wide ------------------------------------------------
+# -- the slots: at most a few runs at once, server-wide, and a share of them per visitor ----------------
 @dataclass
 class SlotStatus:
     total: int
@@ -324,15 +326,27 @@ class SlotStatus:
         return text + "."
 
 
+def visitor_share(total: int) -> int:
+    """How many slots one visitor may hold at once: half of them, rounded up (one of one)."""
+    return max(1, (total + 1) // 2)
+
+
 @dataclass
 class _Slots:
     total: int
     free: list[int] = field(default_factory=list)
-    waiting: int = 0
+    held: dict[str, int] = field(default_factory=dict)  # slots each visitor holds now
+    queue: list[tuple[object, str | None]] = field(default_factory=list)  # (ticket, visitor), first come first
     condition: threading.Condition = field(default_factory=threading.Condition)
 
     def __post_init__(self):
         self.free = list(range(self.total))
+
+    def next_in_line(self) -> object | None:
+        """The first waiting ticket whose visitor is under their share (an unnamed visitor always is)."""
+        share = visitor_share(self.total)
+        return next((ticket for ticket, visitor in self.queue
+                     if visitor is None or self.held.get(visitor, 0) < share), None)
 
 
 _SLOTS: list[_Slots] = []
@@ -354,26 +368,54 @@ def slot_status() -> SlotStatus:
     """How many runs go now and how many wait for a free slot (for the playground to show)."""
     slots = _slots()
     with slots.condition:
-        return SlotStatus(slots.total, slots.total - len(slots.free), slots.waiting)
+        return SlotStatus(slots.total, slots.total - len(slots.free), len(slots.queue))
 
 
 @contextlib.contextmanager
-def take_slot():
-    """A free slot's number (waiting for one if all are busy), and whether it waited."""
+def take_slot(visitor: str | None = None, wait_seconds: float = 10.0):
+    """A free slot's number and whether it waited for one; a ToolRefusal after `wait_seconds` without one.
+
+    A visitor (a page session's id; None: unnamed) holds at most `visitor_share` slots at once, so one
+    visitor's runs never hold them all; the waiting runs are served first come, first served among
+    those whose visitor is under the share."""
     slots = _slots()
+    ticket = object()
     with slots.condition:
-        waited = not slots.free
-        slots.waiting += 1
-        while not slots.free:
-            slots.condition.wait()
-        slots.waiting -= 1
+        slots.queue.append((ticket, visitor))
+        deadline = time.monotonic() + wait_seconds
+        waited = False
+        try:
+            while not (slots.free and slots.next_in_line() is ticket):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ToolRefusal(_busy_words(slots, visitor, wait_seconds))
+                waited = True
+                slots.condition.wait(left)
+        finally:
+            slots.queue.remove(next(entry for entry in slots.queue if entry[0] is ticket))
+            slots.condition.notify_all()  # the runs behind this one may be next in line now
         slot = slots.free.pop(0)
+        if visitor is not None:
+            slots.held[visitor] = slots.held.get(visitor, 0) + 1
     try:
         yield slot, waited
     finally:
         with slots.condition:
             slots.free.append(slot)
-            slots.condition.notify()
+            if visitor is not None:
+                slots.held[visitor] -= 1
+                if not slots.held[visitor]:
+                    del slots.held[visitor]
+            slots.condition.notify_all()
+
+
+def _busy_words(slots: _Slots, visitor: str | None, wait_seconds: float) -> str:
+    share = visitor_share(slots.total)
+    if visitor is not None and slots.held.get(visitor, 0) >= share:
+        return (f"error: you already have {share} run_tests going, the most one visitor may have at once "
+                f"({share} of {slots.total}); run this again when one has finished")
+    return (f"error: all {slots.total} run_tests slots stayed busy for {wait_seconds:g} s (other visitors' tests); "
+            "run it again in a moment")
 
 
 def processes_with(marker: str) -> list[int]:
@@ -506,7 +548,7 @@ def run_confined(ws: Workspace, pattern: str, layers: tuple[str, ...] | None = N
     """Run the workspace's tests matching `pattern` in a confined copy of it, once a slot is free."""
     confinement = confinement or choose_confinement()
     layers = LAYERS if layers is None else layers
-    with take_slot() as (slot, waited):
+    with take_slot(ws.visitor, ws.limits.slot_wait_seconds) as (slot, waited):
         started = time.monotonic()
         output, returncode, stopped = _run_in_slot(ws, pattern, layers, confinement, slot)
         return ChildRun(output, returncode, stopped, time.monotonic() - started, confinement.mode, waited)
