@@ -160,15 +160,32 @@ ATTACKS = {
         print("Ran 3 tests\\n\\nOK", flush=True)
         os._exit(0)""",
 }
-NOT_IN_HOOK_ALONE = {"a_exec_mapping.py", "a_exec_file_mapping.py", "a_many_processes.py", "a_setpriority_group.py", "a_nice_up.py", "a_fifo.py",
-                     "a_back_to_other.py", "a_setuid.py", "a_chown_own.py", "a_affinity.py", "a_prlimit_cpu.py",
-                     "a_prlimit_parent.py", "a_prlimit_fsize.py", "a_setpriority.py", "a_sched_idle.py",
-                     "a_immutable.py", "a_sqlite_attach.py"}
+NOT_IN_HOOK_ALONE = {
+    "a_exec_mapping.py",
+    "a_exec_file_mapping.py",
+    "a_many_processes.py",
+    "a_setpriority_group.py",
+    "a_nice_up.py",
+    "a_fifo.py",
+    "a_back_to_other.py",
+    "a_setuid.py",
+    "a_chown_own.py",
+    "a_affinity.py",
+    "a_prlimit_cpu.py",
+    "a_prlimit_parent.py",
+    "a_prlimit_fsize.py",
+    "a_setpriority.py",
+    "a_sched_idle.py",
+    "a_immutable.py",
+    "a_sqlite_attach.py",
+}
 # rows the hook alone need not answer: nothing there to refuse, or a Python built without sqlite extensions
-OTHER_ANSWER = {"a_ctypes_leftover.py": "PermissionError: no ctypes",
-                # the hook counts the databases; their journals, the tmpfs's cap on files
-                "a_sqlite_files.py": "sqlite3.OperationalError",
-                "a_sqlite_extension.py": "no attribute 'enable_load_extension'"}
+OTHER_ANSWER = {
+    "a_ctypes_leftover.py": "PermissionError: no ctypes",
+    # the hook counts the databases; their journals, the tmpfs's cap on files
+    "a_sqlite_files.py": "sqlite3.OperationalError",
+    "a_sqlite_extension.py": "no attribute 'enable_load_extension'",
+}
 SO_NAME = EXTENSION.name if EXTENSION else "missing.so"
 
 
@@ -177,7 +194,8 @@ def attack_source(body: str, out: Path, decoy: int) -> str:
         f"import os\nimport resource\nimport sys\nimport unittest\nOUT = {str(out)!r}\nDECOY = {decoy}\n"
         f"SERVER = {os.getpid()}\nSERVER_GROUP = {os.getpgrp()}\nSO_NAME = {SO_NAME!r}\n\n\n"
         "class Attack(unittest.TestCase):\n    def test_attack(self):\n"
-        + textwrap.indent(textwrap.dedent(body).strip(), "        ") + "\n"
+        + textwrap.indent(textwrap.dedent(body).strip(), "        ")
+        + "\n"
         + '        self.fail("got through")\n'
     )
 
@@ -185,8 +203,10 @@ def attack_source(body: str, out: Path, decoy: int) -> str:
 def server_state() -> dict:
     me = os.getpid()
     return {
-        "limits": {name: resource.prlimit(me, getattr(resource, name))
-                   for name in ("RLIMIT_CPU", "RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_AS", "RLIMIT_NPROC")},
+        "limits": {
+            name: resource.prlimit(me, getattr(resource, name))
+            for name in ("RLIMIT_CPU", "RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_AS", "RLIMIT_NPROC")
+        },
         "nice": os.getpriority(os.PRIO_PROCESS, me),
         "group_nice": os.getpriority(os.PRIO_PGRP, 0),
         "affinity": os.sched_getaffinity(me),
@@ -241,10 +261,18 @@ def world(tmp_path):
 HAS_BWRAP = sandbox.bwrap_works()
 LANDLOCK = sandbox.landlock_abi()
 MODES = [
-    pytest.param("bwrap", sandbox.LAYERS, id="bubblewrap",
-                 marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here")),
-    pytest.param("landlock", sandbox.LAYERS, id="landlock",
-                 marks=pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock")),
+    pytest.param(
+        "bwrap",
+        sandbox.LAYERS,
+        id="bubblewrap",
+        marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here"),
+    ),
+    pytest.param(
+        "landlock",
+        sandbox.LAYERS,
+        id="landlock",
+        marks=pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock"),
+    ),
     pytest.param("weak", ("seccomp", "hook"), id="weak"),
     pytest.param("weak", ("hook",), id="audit-hook-only"),
 ]
@@ -275,10 +303,12 @@ def test_every_mode_refuses_every_attack(world, one_mode, mode, layers):
 
 def seccomp_child(code: str) -> subprocess.CompletedProcess:
     """Run `code` in a fresh interpreter after the launcher's filter is installed (nothing else confines it)."""
-    prelude = (f"import ctypes, errno, os, sys\nsys.path.insert(0, {str(ROOT / 'engine' / 'harness')!r})\n"
-               "import sandbox_launch\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
-               "assert sandbox_launch.install_seccomp(libc, ctypes)\n"
-               "def call(*args):\n    r = libc.syscall(*args)\n    return r if r >= 0 else -ctypes.get_errno()\n")
+    prelude = (
+        f"import ctypes, errno, os, sys\nsys.path.insert(0, {str(ROOT / 'engine' / 'harness')!r})\n"
+        "import sandbox_launch\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
+        "assert sandbox_launch.install_seccomp(libc, ctypes)\n"
+        "def call(*args):\n    r = libc.syscall(*args)\n    return r if r >= 0 else -ctypes.get_errno()\n"
+    )
     return subprocess.run([sys.executable, "-I", "-c", prelude + code], capture_output=True, text=True, timeout=60)
 
 
@@ -329,16 +359,19 @@ def test_the_seccomp_filter_alone_refuses_what_namespaces_do_not_cover():
     extension modules."""
     checks = "".join(f"print({name!r}, {expr})\n" for name, expr in SECCOMP_REFUSES.items())
     exec_fd = sandbox_launch.EXEC_FD
-    code = (f"PARENT = {os.getpid()}\n" + checks +
-            "import threading\nt = threading.Thread(target=lambda: None); t.start(); t.join()\n"
-            "pid = os.fork()\nif pid == 0:\n    os._exit(7)\nprint('fork', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
-            "print('own prlimit', call(302, 0, 0, 0, 0))\n"
-            "print('file mapping, executable', call(9, 0, 4096, 5, 0x02, os.open(sys.executable, os.O_RDONLY), 0) > 0)\n"
-            "try:\n    os.execv(sys.executable, [sys.executable, '-c', 'print(1)'])\nexcept PermissionError:\n"
-            "    print('plain exec refused')\n"
-            f"os.dup2(os.open(sys.executable, os.O_RDONLY), {exec_fd}, inheritable=False)\n"
-            "sys.stdout.flush()\n"
-            f"os.execve({exec_fd}, [sys.executable, '-c', 'import sqlite3, _decimal; print(\"exec ok\")'], dict(os.environ))\n")
+    code = (
+        f"PARENT = {os.getpid()}\n"
+        + checks
+        + "import threading\nt = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+        "pid = os.fork()\nif pid == 0:\n    os._exit(7)\nprint('fork', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
+        "print('own prlimit', call(302, 0, 0, 0, 0))\n"
+        "print('file mapping, executable', call(9, 0, 4096, 5, 0x02, os.open(sys.executable, os.O_RDONLY), 0) > 0)\n"
+        "try:\n    os.execv(sys.executable, [sys.executable, '-c', 'print(1)'])\nexcept PermissionError:\n"
+        "    print('plain exec refused')\n"
+        f"os.dup2(os.open(sys.executable, os.O_RDONLY), {exec_fd}, inheritable=False)\n"
+        "sys.stdout.flush()\n"
+        f"os.execve({exec_fd}, [sys.executable, '-c', 'import sqlite3, _decimal; print(\"exec ok\")'], dict(os.environ))\n"
+    )
     child = seccomp_child(code)
     assert child.returncode == 0, child.stderr
     lines = child.stdout.splitlines()
@@ -363,13 +396,33 @@ def test_every_architecture_numbers_every_refused_call_once_and_no_call_a_test_n
     assert sandbox.SECCOMP_MACHINES == tuple(sandbox_launch.SYSCALL_TABLES)
     # calls every interpreter makes (asm-generic numbers on arm64, syscall_64.tbl on x86_64)
     # (execve is refused whole now: the launcher's one exec is an execveat, through its own descriptor)
-    needed = {"x86_64": {"read": 0, "write": 1, "openat": 257, "mmap": 9, "execveat": 322, "exit_group": 231, "wait4": 61},
-              "aarch64": {"read": 63, "write": 64, "openat": 56, "mmap": 222, "execveat": 281, "exit_group": 94, "wait4": 260}}
+    needed = {
+        "x86_64": {"read": 0, "write": 1, "openat": 257, "mmap": 9, "execveat": 322, "exit_group": 231, "wait4": 61},
+        "aarch64": {
+            "read": 63,
+            "write": 64,
+            "openat": 56,
+            "mmap": 222,
+            "execveat": 281,
+            "exit_group": 94,
+            "wait4": 260,
+        },
+    }
     for machine, table in sandbox_launch.SYSCALL_TABLES.items():
         refused = [table.numbers[name] for name in sandbox_launch.DENIED_NAMES if table.numbers[name] is not None]
         assert len(refused) == len(set(refused)), machine  # no two names on one number
-        special = [table.numbers[name] for name in ("clone3", "ioctl", "execveat", "mmap", *sandbox_launch.SELF_ONLY,
-                                                    *sandbox_launch.REFUSED_BITS, *sandbox_launch.REFUSED_VALUES)]
+        special = [
+            table.numbers[name]
+            for name in (
+                "clone3",
+                "ioctl",
+                "execveat",
+                "mmap",
+                *sandbox_launch.SELF_ONLY,
+                *sandbox_launch.REFUSED_BITS,
+                *sandbox_launch.REFUSED_VALUES,
+            )
+        ]
         assert not set(special) & set(refused), machine
         assert not set(needed[machine].values()) & set(refused), machine
     assert sandbox_launch.SYSCALL_TABLES["aarch64"].numbers["iopl"] is None  # arm64 has no port I/O calls
@@ -377,8 +430,9 @@ def test_every_architecture_numbers_every_refused_call_once_and_no_call_a_test_n
 
 def test_a_machine_without_a_filter_is_named_and_refused_unless_weak(monkeypatch, tmp_path):
     real = os.uname()
-    monkeypatch.setattr(os, "uname", lambda: os.uname_result((real.sysname, real.nodename, real.release, real.version,
-                                                              "riscv64")))
+    monkeypatch.setattr(
+        os, "uname", lambda: os.uname_result((real.sysname, real.nodename, real.release, real.version, "riscv64"))
+    )
     assert sandbox_launch.install_seccomp(None, None) is False  # nothing is installed for another machine's numbers
     assert not sandbox.has_seccomp_filter()
     monkeypatch.setattr(sandbox, "_CHOSEN", {})
@@ -401,8 +455,11 @@ def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
     """The site's interpreter is a venv's python behind a symlinked folder: bubblewrap is chosen and holds."""
     base = Path(tempfile.mkdtemp(prefix="sandbox-venv-"))
     try:
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(base / "real")],
-                       check=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(base / "real")],
+            check=True,
+            timeout=120,
+        )
         (base / "link").symlink_to(base / "real")
         ws = tmp_path / "ws"
         ws.mkdir()
@@ -419,8 +476,9 @@ def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
             print(json.dumps({{"mode": report.mode, "why_not": report.why_not, "results": results,
                                "executable": sys.executable}}))
         """)
-        child = subprocess.run([str(base / "link" / "bin" / "python"), "-c", script], capture_output=True,
-                               text=True, timeout=120, cwd=ROOT)
+        child = subprocess.run(
+            [str(base / "link" / "bin" / "python"), "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT
+        )
         assert child.returncode == 0, child.stderr
         import json
 
@@ -433,7 +491,9 @@ def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root to start a server as another user")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root to start a server as another user"
+)
 def test_a_server_that_is_not_root_refuses_every_attack_too(world):
     """The server as uid 1000 (a user namespace maps it): runs get a nested user namespace, not a slot uid."""
     ws, out, decoy, service = world
@@ -450,8 +510,13 @@ def test_a_server_that_is_not_root_refuses_every_attack_too(world):
         print(json.dumps({{"euid": os.geteuid(), "mode": report.mode, "limits": report.limits, "texts": texts}}))
     """)
     before, outside = server_state(), outside_state(out)
-    child = subprocess.run(["unshare", "--user", "--map-user=1000", "--map-group=1000", sys.executable, "-c", script],
-                           capture_output=True, text=True, timeout=600, cwd=ROOT)
+    child = subprocess.run(
+        ["unshare", "--user", "--map-user=1000", "--map-group=1000", sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert child.returncode == 0, child.stderr
     found = json.loads(child.stdout.strip().splitlines()[-1])
     assert found["euid"] == 1000 and "an unprivileged user in a user namespace" in found["limits"]

@@ -61,6 +61,10 @@ def escape_outside_text(messages: list, tools: list, pattern: re.Pattern | None)
     """The messages (the user's and system ones) and the tools, escaped."""
     if pattern is None:
         return messages, tools
-    shown = [m if not isinstance(m, dict) or m.get("role") in OWN_ROLES else
-             {k: (v if k == "role" else escape_value(v, pattern)) for k, v in m.items()} for m in messages]
+    shown = [
+        m
+        if not isinstance(m, dict) or m.get("role") in OWN_ROLES
+        else {k: (v if k == "role" else escape_value(v, pattern)) for k, v in m.items()}
+        for m in messages
+    ]
     return shown, escape_value(tools, pattern)

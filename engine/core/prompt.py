@@ -94,9 +94,7 @@ def _count_spans(style: str, text: str, spans: list[Span], tok: QwenTokenizer) -
             which += 1
         owners.append(which)
         counts[which] += 1
-    counted = [
-        Span(s.label, s.kind, s.start, s.end, counts[i], s.message_index) for i, s in enumerate(spans)
-    ]
+    counted = [Span(s.label, s.kind, s.start, s.end, counts[i], s.message_index) for i, s in enumerate(spans)]
     return Prompt(style, text, [p.id for p in pieces], pieces, counted, owners)
 
 

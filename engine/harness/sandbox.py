@@ -62,8 +62,19 @@ RUN_PROCESSES = 32  # the whole run's processes and threads
 SLOT_UID_BASE = 1_990_000_000  # a server run as root runs its slots' tests from this uid up (no account has these)
 SLOT_UIDS_PER_SERVER = 16  # each server process (a test worker too) has its own block of uids, by its pid
 # the namespaces unshare makes for the landlock and weak modes (its own /proc, the mounts private)
-UNSHARE = ("unshare", "--pid", "--fork", "--kill-child", "--ipc", "--mount", "--net", "--uts",
-           "--mount-proc", "--propagation", "private")
+UNSHARE = (
+    "unshare",
+    "--pid",
+    "--fork",
+    "--kill-child",
+    "--ipc",
+    "--mount",
+    "--net",
+    "--uts",
+    "--mount-proc",
+    "--propagation",
+    "private",
+)
 
 
 def resolved_python() -> str:
@@ -122,16 +133,49 @@ def build_bwrap_argv(ws_root: str) -> list[str]:
     Otherwise bubblewrap maps the server's uid into a user namespace of its own, with no capabilities,
     and the launcher makes a user namespace nested in it, where it may build the test's filesystem."""
     if running_as_root():
-        command = ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts",
-                   "--unshare-cgroup-try", "--hostname", "sandbox", "--cap-drop", "ALL",
-                   "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SYS_TIME",
-                   "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_CHOWN"]
+        command = [
+            "bwrap",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--hostname",
+            "sandbox",
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SYS_ADMIN",
+            "--cap-add",
+            "CAP_SYS_TIME",
+            "--cap-add",
+            "CAP_SETUID",
+            "--cap-add",
+            "CAP_SETGID",
+            "--cap-add",
+            "CAP_CHOWN",
+        ]
     else:
         command = ["bwrap", "--unshare-all", "--hostname", "sandbox", "--cap-drop", "ALL"]
-    command += ["--die-with-parent", "--new-session",
-                "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
-                # the dynamic linker's list of library folders (sqlite3 and others live in multiarch folders)
-                "--perms", "0755", "--dir", "/etc", "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    command += [
+        "--die-with-parent",
+        "--new-session",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        # the dynamic linker's list of library folders (sqlite3 and others live in multiarch folders)
+        "--perms",
+        "0755",
+        "--dir",
+        "/etc",
+        "--ro-bind-try",
+        "/etc/ld.so.cache",
+        "/etc/ld.so.cache",
+    ]
     # Debian's merged /usr: the top-level names are symlinks into it
     for name in ("bin", "lib", "lib64", "lib32", "sbin"):
         top = Path("/") / name
@@ -150,10 +194,30 @@ def build_bwrap_argv(ws_root: str) -> list[str]:
                     made.add(above)
                     command += ["--perms", "0755", "--dir", above]
             command += ["--ro-bind", folder, folder]
-    command += ["--perms", "0755", "--dir", "/run", "--ro-bind", str(GUARD), GUARD_INSIDE, "--ro-bind", str(LAUNCHER), LAUNCHER_INSIDE,
-                "--ro-bind", ws_root, SOURCE_INSIDE, "--perms", "0755", "--dir", ws_root,
-                # the root bubblewrap builds is a tmpfs of its own, with no size: make it read-only
-                "--remount-ro", "/", "--chdir", "/"]
+    command += [
+        "--perms",
+        "0755",
+        "--dir",
+        "/run",
+        "--ro-bind",
+        str(GUARD),
+        GUARD_INSIDE,
+        "--ro-bind",
+        str(LAUNCHER),
+        LAUNCHER_INSIDE,
+        "--ro-bind",
+        ws_root,
+        SOURCE_INSIDE,
+        "--perms",
+        "0755",
+        "--dir",
+        ws_root,
+        # the root bubblewrap builds is a tmpfs of its own, with no size: make it read-only
+        "--remount-ro",
+        "/",
+        "--chdir",
+        "/",
+    ]
     return command
 
 
@@ -244,7 +308,9 @@ def choose_confinement(modes: tuple[str, ...] | None = None, allow_weak: bool | 
             if abi >= 1:
                 found = Confinement("landlock", _network_isolation(), tuple(why_not))
             else:
-                why_not.append("not Landlock: this kernel has none (Linux 5.13 or later, with landlock in its LSM list)")
+                why_not.append(
+                    "not Landlock: this kernel has none (Linux 5.13 or later, with landlock in its LSM list)"
+                )
         for line in why_not:
             LOG.warning("run_tests: %s", line)
         _CHOSEN[modes] = found
@@ -275,25 +341,40 @@ def describe_confinement() -> ConfinementReport:
     try:
         chosen = choose_confinement()
     except ToolRefusal:
-        return ConfinementReport("off", "run_tests is switched off: " + REFUSED.split(": ", 2)[-1],
-                                 _WHY_NOT.get(MODES, ()), "")
+        return ConfinementReport(
+            "off", "run_tests is switched off: " + REFUSED.split(": ", 2)[-1], _WHY_NOT.get(MODES, ()), ""
+        )
     why_not = list(chosen.why_not)
     if chosen.mode != "bwrap" and not chosen.network_prefix:
         why_not.append(f"no namespaces of its own: {probe_unshare()[1]}")
     cgroup_reason = cgroup_status()
-    who = ("a uid of its own per slot" if running_as_root() else
-           "an unprivileged user in a user namespace" if chosen.mode == "bwrap" or chosen.network_prefix else
-           "the server's own user (no user namespace here)")
+    who = (
+        "a uid of its own per slot"
+        if running_as_root()
+        else "an unprivileged user in a user namespace"
+        if chosen.mode == "bwrap" or chosen.network_prefix
+        else "the server's own user (no user namespace here)"
+    )
     if not has_seccomp_filter():
-        why_not.append(f"no seccomp filter: it is written for {' and '.join(SECCOMP_MACHINES)}, and this machine is "
-                       f"{os.uname().machine}" + ("" if chosen.mode == "weak" else "; every run is refused (QWEN_SANDBOX_WEAK=1 "
-                                                  "runs them without it, for trusted visitors only)"))
+        why_not.append(
+            f"no seccomp filter: it is written for {' and '.join(SECCOMP_MACHINES)}, and this machine is "
+            f"{os.uname().machine}"
+            + (
+                ""
+                if chosen.mode == "weak"
+                else "; every run is refused (QWEN_SANDBOX_WEAK=1 runs them without it, for trusted visitors only)"
+            )
+        )
     seccomp = "a seccomp filter" if has_seccomp_filter() else "no seccomp filter"
-    limits = (f"Each run: {who}, no capabilities, {seccomp}, nice 10 on its own autogroup; at most {slot_count()} at once, "
-              f"{visitor_share(slot_count())} per visitor; "
-              + (f"memory {RUN_MEMORY_BYTES >> 20} MiB and {RUN_PROCESSES} processes for the whole run ({cgroup_reason})"
-                 if cgroup_reason.startswith("cgroup") else
-                 f"{MEMORY_BYTES >> 20} MiB per process and {RUN_PROCESSES} processes ({cgroup_reason})"))
+    limits = (
+        f"Each run: {who}, no capabilities, {seccomp}, nice 10 on its own autogroup; at most {slot_count()} at once, "
+        f"{visitor_share(slot_count())} per visitor; "
+        + (
+            f"memory {RUN_MEMORY_BYTES >> 20} MiB and {RUN_PROCESSES} processes for the whole run ({cgroup_reason})"
+            if cgroup_reason.startswith("cgroup")
+            else f"{MEMORY_BYTES >> 20} MiB per process and {RUN_PROCESSES} processes ({cgroup_reason})"
+        )
+    )
     return ConfinementReport(chosen.mode, "run_tests runs in " + MODE_WORDS[chosen.mode], tuple(why_not), limits)
 
 
@@ -345,8 +426,9 @@ class _Slots:
     def next_in_line(self) -> object | None:
         """The first waiting ticket whose visitor is under their share (an unnamed visitor always is)."""
         share = visitor_share(self.total)
-        return next((ticket for ticket, visitor in self.queue
-                     if visitor is None or self.held.get(visitor, 0) < share), None)
+        return next(
+            (ticket for ticket, visitor in self.queue if visitor is None or self.held.get(visitor, 0) < share), None
+        )
 
 
 _SLOTS: list[_Slots] = []
@@ -412,10 +494,14 @@ def take_slot(visitor: str | None = None, wait_seconds: float = 10.0):
 def _busy_words(slots: _Slots, visitor: str | None, wait_seconds: float) -> str:
     share = visitor_share(slots.total)
     if visitor is not None and slots.held.get(visitor, 0) >= share:
-        return (f"error: you already have {share} run_tests going, the most one visitor may have at once "
-                f"({share} of {slots.total}); run this again when one has finished")
-    return (f"error: all {slots.total} run_tests slots stayed busy for {wait_seconds:g} s (other visitors' tests); "
-            "run it again in a moment")
+        return (
+            f"error: you already have {share} run_tests going, the most one visitor may have at once "
+            f"({share} of {slots.total}); run this again when one has finished"
+        )
+    return (
+        f"error: all {slots.total} run_tests slots stayed busy for {wait_seconds:g} s (other visitors' tests); "
+        "run it again in a moment"
+    )
 
 
 def processes_with(marker: str) -> list[int]:
@@ -504,37 +590,55 @@ def kill_user(uid: int) -> None:
                 break
 
 
-def build_launch(ws: Workspace, confinement: Confinement, layers: tuple[str, ...], pattern: str,
-                 scratch: str, uid: int | None) -> tuple[list[str], str]:
+def build_launch(
+    ws: Workspace, confinement: Confinement, layers: tuple[str, ...], pattern: str, scratch: str, uid: int | None
+) -> tuple[list[str], str]:
     """The command the launcher's outer stage execs, and the folder the tests run in."""
     limits = ws.limits
     python = resolved_python()
     guard_settings = {"pattern": pattern, "layers": list(layers), "max_new_entries": limits.test_new_entries}
     env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "LANG": "C.UTF-8"}
     inner = {
-        "layers": list(layers), "python": python, "python_folders": python_folders(), "env": env,
+        "layers": list(layers),
+        "python": python,
+        "python_folders": python_folders(),
+        "env": env,
         "copy_budget": {"bytes": limits.workspace_bytes, "entries": limits.workspace_entries},
-        "memory_bytes": MEMORY_BYTES, "file_bytes": limits.write_bytes, "uid": uid,
+        "memory_bytes": MEMORY_BYTES,
+        "file_bytes": limits.write_bytes,
+        "uid": uid,
         # the processes cap counts per user: the slot's own uid, or the run's user namespace
-        "processes": RUN_PROCESSES if uid is not None or confinement.mode == "bwrap" or confinement.network_prefix else 0,
-        "landlock_required": confinement.mode == "landlock", "seccomp_required": "seccomp" in layers and (confinement.mode != "weak" or has_seccomp_filter()),
+        "processes": RUN_PROCESSES
+        if uid is not None or confinement.mode == "bwrap" or confinement.network_prefix
+        else 0,
+        "landlock_required": confinement.mode == "landlock",
+        "seccomp_required": "seccomp" in layers and (confinement.mode != "weak" or has_seccomp_filter()),
         "guard_settings": guard_settings,
     }
     # the copy's tmpfs: its bytes, and as many files as a full workspace and the new ones (cut to the copy's
     # own count plus the new ones once it is made)
-    inner.update(tmpfs_bytes=limits.workspace_bytes + limits.test_write_bytes,
-                 tmpfs_inodes=limits.workspace_entries + limits.test_new_entries + 16)
+    inner.update(
+        tmpfs_bytes=limits.workspace_bytes + limits.test_write_bytes,
+        tmpfs_inodes=limits.workspace_entries + limits.test_new_entries + 16,
+    )
     if confinement.mode == "bwrap":
         work = str(ws.root)
-        inner.update(work=work, source=SOURCE_INSIDE, guard=GUARD_INSIDE, remount=True, expose_python=False,
-                     nested_user=uid is None)
+        inner.update(
+            work=work,
+            source=SOURCE_INSIDE,
+            guard=GUARD_INSIDE,
+            remount=True,
+            expose_python=False,
+            nested_user=uid is None,
+        )
         argv = [*build_bwrap_argv(work), python, "-I", LAUNCHER_INSIDE, "inner", json.dumps(inner)]
     else:
         work = os.path.join(scratch, "work")
         os.mkdir(work)
         namespaced = bool(confinement.network_prefix)
-        inner.update(work=work, source=str(ws.root), guard=str(GUARD), remount=namespaced,
-                     nested_user=namespaced and uid is None)
+        inner.update(
+            work=work, source=str(ws.root), guard=str(GUARD), remount=namespaced, nested_user=namespaced and uid is None
+        )
         argv = [*confinement.network_prefix, python, "-I", str(LAUNCHER), "inner", json.dumps(inner)]
         if argv[0] == "unshare":
             argv[0] = shutil.which("unshare") or "/usr/bin/unshare"
@@ -543,8 +647,9 @@ def build_launch(ws: Workspace, confinement: Confinement, layers: tuple[str, ...
     return argv, work
 
 
-def run_confined(ws: Workspace, pattern: str, layers: tuple[str, ...] | None = None,
-                 confinement: Confinement | None = None) -> ChildRun:
+def run_confined(
+    ws: Workspace, pattern: str, layers: tuple[str, ...] | None = None, confinement: Confinement | None = None
+) -> ChildRun:
     """Run the workspace's tests matching `pattern` in a confined copy of it, once a slot is free."""
     confinement = confinement or choose_confinement()
     layers = LAYERS if layers is None else layers
@@ -554,8 +659,9 @@ def run_confined(ws: Workspace, pattern: str, layers: tuple[str, ...] | None = N
         return ChildRun(output, returncode, stopped, time.monotonic() - started, confinement.mode, waited)
 
 
-def _run_in_slot(ws: Workspace, pattern: str, layers: tuple[str, ...], confinement: Confinement,
-                 slot: int) -> tuple[bytes, int | None, str | None]:
+def _run_in_slot(
+    ws: Workspace, pattern: str, layers: tuple[str, ...], confinement: Confinement, slot: int
+) -> tuple[bytes, int | None, str | None]:
     limits = ws.limits
     uid = slot_uid(slot) if running_as_root() else None
     scratch = tempfile.mkdtemp(prefix="run-tests-")
@@ -566,15 +672,21 @@ def _run_in_slot(ws: Workspace, pattern: str, layers: tuple[str, ...], confineme
         os.chmod(scratch, 0o711)
         argv, work = build_launch(ws, confinement, layers, pattern, scratch, uid)
         if cgroup_status().startswith("cgroup"):
-            group, _reason = open_run_cgroup(f"run-tests-{os.getpid()}-{slot}-{time.monotonic_ns()}",
-                                             RUN_MEMORY_BYTES, RUN_PROCESSES)
+            group, _reason = open_run_cgroup(
+                f"run-tests-{os.getpid()}-{slot}-{time.monotonic_ns()}", RUN_MEMORY_BYTES, RUN_PROCESSES
+            )
         # its own session and process group, killed as one; the launcher waits for its settings on
         # stdin, so that it is in the run's cgroup before it starts anything (no preexec_fn: it is
         # unsafe in a server with threads)
         proc = subprocess.Popen(
-            [resolved_python(), "-I", str(LAUNCHER), "outer"], cwd=scratch, env={"PATH": "/usr/bin:/bin"},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.PIPE,
-            start_new_session=True, close_fds=True,
+            [resolved_python(), "-I", str(LAUNCHER), "outer"],
+            cwd=scratch,
+            env={"PATH": "/usr/bin:/bin"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
         )
         try:
             if group is not None:

@@ -23,25 +23,76 @@ import sys
 
 # where each path argument's dir_fd= is, in the audit events of calls that take one (-1: none given)
 PATH_AND_DIR_FD = {
-    "os.remove": ((0, 1),), "os.rmdir": ((0, 1),), "os.mkdir": ((0, 2),), "os.chmod": ((0, 2),),
-    "os.chown": ((0, 3),), "os.utime": ((0, 3),), "os.symlink": ((1, 2),),
-    "os.link": ((0, 2), (1, 3)), "os.rename": ((0, 2), (1, 3)),
+    "os.remove": ((0, 1),),
+    "os.rmdir": ((0, 1),),
+    "os.mkdir": ((0, 2),),
+    "os.chmod": ((0, 2),),
+    "os.chown": ((0, 3),),
+    "os.utime": ((0, 3),),
+    "os.symlink": ((1, 2),),
+    "os.link": ((0, 2), (1, 3)),
+    "os.rename": ((0, 2), (1, 3)),
 }
 
 
 def install_audit_hook(root, max_new_entries):
     realpath, isdir, lexists, fsdecode, sep, join = (
-        os.path.realpath, os.path.isdir, os.path.lexists, os.fsdecode, os.sep, os.path.join)
+        os.path.realpath,
+        os.path.isdir,
+        os.path.lexists,
+        os.fsdecode,
+        os.sep,
+        os.path.join,
+    )
     listdir, readlink = os.listdir, os.readlink
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-    processes = frozenset(("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-        "sqlite3.enable_load_extension", "sqlite3.load_extension", "os.forkpty", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.startfile",
-        "gc.get_objects", "gc.get_referrers", "gc.get_referents"))
+    processes = frozenset(
+        (
+            "subprocess.Popen",
+            "os.system",
+            "os.exec",
+            "os.posix_spawn",
+            "os.spawn",
+            "os.fork",
+            "sqlite3.enable_load_extension",
+            "sqlite3.load_extension",
+            "os.forkpty",
+            "pty.spawn",
+            "ctypes.dlopen",
+            "ctypes.dlsym",
+            "ctypes.cdata",
+            "os.startfile",
+            "gc.get_objects",
+            "gc.get_referrers",
+            "gc.get_referents",
+        )
+    )
     signals = frozenset(("os.kill", "os.killpg", "signal.pthread_kill"))
-    changes = frozenset(("os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.truncate", "os.utime",
-        "shutil.rmtree", "os.symlink", "os.link", "os.rename", "shutil.copyfile", "shutil.move", "os.chflags",
-        "os.lchflags", "os.setxattr", "os.removexattr", "shutil.copytree", "shutil.chown", "shutil.make_archive",
-        "shutil.unpack_archive"))
+    changes = frozenset(
+        (
+            "os.remove",
+            "os.rmdir",
+            "os.mkdir",
+            "os.chmod",
+            "os.chown",
+            "os.truncate",
+            "os.utime",
+            "shutil.rmtree",
+            "os.symlink",
+            "os.link",
+            "os.rename",
+            "shutil.copyfile",
+            "shutil.move",
+            "os.chflags",
+            "os.lchflags",
+            "os.setxattr",
+            "os.removexattr",
+            "shutil.copytree",
+            "shutil.chown",
+            "shutil.make_archive",
+            "shutil.unpack_archive",
+        )
+    )
     creations = frozenset(("os.mkdir", "os.symlink", "os.link"))
     # code objects made from parts (code.replace raises code.__new__ too) or from bytes: bytecode the compiler
     # never checked, whose LOAD_CONST may read past its constants (memory read and write, then native code)
@@ -141,8 +192,10 @@ def install_audit_hook(root, max_new_entries):
                     raise PermissionError("run_tests may not write outside the workspace")
                 count_new(target)
         elif event in code_surgery:
-            raise PermissionError("run_tests may not make code objects from parts or bytes (code.replace, "
-                                  "CodeType, marshal): compile source instead")
+            raise PermissionError(
+                "run_tests may not make code objects from parts or bytes (code.replace, "
+                "CodeType, marshal): compile source instead"
+            )
         elif event in changes:
             # each path argument, read from the folder its dir_fd= names (an open descriptor) when one is given
             pairs = dict(path_and_dir_fd.get(event, ()))
@@ -226,10 +279,31 @@ def install_audit_hook(root, max_new_entries):
 
 # extension modules of the standard library that are not loaded for the tests: native code on demand
 # (ctypes, the C API test modules), terminals, or files outside the workspace (shared memory)
-NOT_PRELOADED = frozenset(("_ctypes", "_ctypes_test", "_testbuffer", "_testcapi", "_testclinic",
-    "_testimportmultiple", "_testinternalcapi", "_testmultiphase", "_xxsubinterpreters", "_xxtestfuzz",
-    "xxlimited", "xxlimited_35", "_tkinter", "_curses", "_curses_panel", "readline", "ossaudiodev", "nis",
-    "spwd", "_posixshmem", "_crypt"))
+NOT_PRELOADED = frozenset(
+    (
+        "_ctypes",
+        "_ctypes_test",
+        "_testbuffer",
+        "_testcapi",
+        "_testclinic",
+        "_testimportmultiple",
+        "_testinternalcapi",
+        "_testmultiphase",
+        "_xxsubinterpreters",
+        "_xxtestfuzz",
+        "xxlimited",
+        "xxlimited_35",
+        "_tkinter",
+        "_curses",
+        "_curses_panel",
+        "readline",
+        "ossaudiodev",
+        "nis",
+        "spwd",
+        "_posixshmem",
+        "_crypt",
+    )
+)
 
 
 def refuse_sqlite_attach():
@@ -272,8 +346,24 @@ def preload_extensions():
                 except Exception:
                     pass
     # the pure-Python modules over them that tests use most
-    for name in ("sqlite3", "json", "decimal", "datetime", "hashlib", "csv", "pickle", "socket", "ssl",
-                 "asyncio", "unittest", "unittest.mock", "multiprocessing", "zoneinfo", "uuid", "statistics"):
+    for name in (
+        "sqlite3",
+        "json",
+        "decimal",
+        "datetime",
+        "hashlib",
+        "csv",
+        "pickle",
+        "socket",
+        "ssl",
+        "asyncio",
+        "unittest",
+        "unittest.mock",
+        "multiprocessing",
+        "zoneinfo",
+        "uuid",
+        "statistics",
+    ):
         try:
             __import__(name)
         except Exception:

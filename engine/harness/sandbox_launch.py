@@ -33,25 +33,99 @@ from dataclasses import dataclass
 # -- the seccomp filter ---------------------------------------------------------------------------
 # The calls refused, by name; each architecture numbers them its own way (below).
 DENIED_NAMES = (
-    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "keyctl", "add_key", "request_key",
-    "mount", "umount2", "pivot_root", "chroot", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "open_tree",
-    "mount_setattr", "unshare", "setns", "personality", "shmget", "shmat", "shmctl", "semget", "semop", "semctl",
-    "semtimedop", "msgget", "msgsnd", "msgrcv", "msgctl", "sched_setscheduler", "sched_setparam", "sched_setattr",
-    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "kexec_load",
-    "kexec_file_load", "init_module", "finit_module", "delete_module", "iopl", "ioperm", "swapon", "swapoff",
-    "reboot", "syslog", "acct", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "quotactl",
-    "quotactl_fd", "open_by_handle_at", "name_to_handle_at", "fanotify_init", "lookup_dcookie", "vhangup",
-    "memfd_create", "memfd_secret", "process_madvise",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kcmp",
+    "pidfd_getfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "open_tree",
+    "mount_setattr",
+    "unshare",
+    "setns",
+    "personality",
+    "shmget",
+    "shmat",
+    "shmctl",
+    "semget",
+    "semop",
+    "semctl",
+    "semtimedop",
+    "msgget",
+    "msgsnd",
+    "msgrcv",
+    "msgctl",
+    "sched_setscheduler",
+    "sched_setparam",
+    "sched_setattr",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "iopl",
+    "ioperm",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "syslog",
+    "acct",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "quotactl",
+    "quotactl_fd",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "fanotify_init",
+    "lookup_dcookie",
+    "vhangup",
+    "memfd_create",
+    "memfd_secret",
+    "process_madvise",
     # a fresh interpreter (it would have no audit hook): the launcher's own exec goes through execveat (below)
     "execve",
     # the host: its memory, load and uptime, its disks' sizes
-    "sysinfo", "statfs", "fstatfs", "ustat",
+    "sysinfo",
+    "statfs",
+    "fstatfs",
+    "ustat",
 )
 # numbers above 423 are shared by every architecture (include/uapi/asm-generic/unistd.h)
 SHARED_NUMBERS = {
-    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429,
-    "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435, "pidfd_getfd": 438,
-    "process_madvise": 440, "mount_setattr": 442, "quotactl_fd": 443, "memfd_secret": 447,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "clone3": 435,
+    "pidfd_getfd": 438,
+    "process_madvise": 440,
+    "mount_setattr": 442,
+    "quotactl_fd": 443,
+    "memfd_secret": 447,
 }
 
 
@@ -66,37 +140,159 @@ class SyscallTable:
 
 SYSCALL_TABLES = {
     # arch/x86/entry/syscalls/syscall_64.tbl
-    "x86_64": SyscallTable(0xC000003E, {
-        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "keyctl": 250, "add_key": 248,
-        "request_key": 249, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "unshare": 272,
-        "setns": 308, "personality": 135, "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65,
-        "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71,
-        "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314, "bpf": 321, "perf_event_open": 298,
-        "userfaultfd": 323, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313,
-        "delete_module": 176, "iopl": 172, "ioperm": 173, "swapon": 167, "swapoff": 168, "reboot": 169,
-        "syslog": 103, "acct": 163, "settimeofday": 164, "clock_settime": 227, "clock_adjtime": 305,
-        "adjtimex": 159, "quotactl": 179, "open_by_handle_at": 304, "name_to_handle_at": 303,
-        "fanotify_init": 300, "lookup_dcookie": 212, "vhangup": 153, "memfd_create": 319,
-        "prlimit64": 302, "setpriority": 141, "sched_setaffinity": 203, "ioctl": 16, "clone": 56,
-        "execve": 59, "execveat": 322, "mmap": 9, "mprotect": 10, "pkey_mprotect": 329, "socket": 41,
-        "sysinfo": 99, "statfs": 137, "fstatfs": 138, "ustat": 136,
-        **SHARED_NUMBERS}, x32_bit=True),
+    "x86_64": SyscallTable(
+        0xC000003E,
+        {
+            "ptrace": 101,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "kcmp": 312,
+            "keyctl": 250,
+            "add_key": 248,
+            "request_key": 249,
+            "mount": 165,
+            "umount2": 166,
+            "pivot_root": 155,
+            "chroot": 161,
+            "unshare": 272,
+            "setns": 308,
+            "personality": 135,
+            "shmget": 29,
+            "shmat": 30,
+            "shmctl": 31,
+            "semget": 64,
+            "semop": 65,
+            "semctl": 66,
+            "semtimedop": 220,
+            "msgget": 68,
+            "msgsnd": 69,
+            "msgrcv": 70,
+            "msgctl": 71,
+            "sched_setscheduler": 144,
+            "sched_setparam": 142,
+            "sched_setattr": 314,
+            "bpf": 321,
+            "perf_event_open": 298,
+            "userfaultfd": 323,
+            "kexec_load": 246,
+            "kexec_file_load": 320,
+            "init_module": 175,
+            "finit_module": 313,
+            "delete_module": 176,
+            "iopl": 172,
+            "ioperm": 173,
+            "swapon": 167,
+            "swapoff": 168,
+            "reboot": 169,
+            "syslog": 103,
+            "acct": 163,
+            "settimeofday": 164,
+            "clock_settime": 227,
+            "clock_adjtime": 305,
+            "adjtimex": 159,
+            "quotactl": 179,
+            "open_by_handle_at": 304,
+            "name_to_handle_at": 303,
+            "fanotify_init": 300,
+            "lookup_dcookie": 212,
+            "vhangup": 153,
+            "memfd_create": 319,
+            "prlimit64": 302,
+            "setpriority": 141,
+            "sched_setaffinity": 203,
+            "ioctl": 16,
+            "clone": 56,
+            "execve": 59,
+            "execveat": 322,
+            "mmap": 9,
+            "mprotect": 10,
+            "pkey_mprotect": 329,
+            "socket": 41,
+            "sysinfo": 99,
+            "statfs": 137,
+            "fstatfs": 138,
+            "ustat": 136,
+            **SHARED_NUMBERS,
+        },
+        x32_bit=True,
+    ),
     # include/uapi/asm-generic/unistd.h, 64-bit (arm64 has no iopl or ioperm)
-    "aarch64": SyscallTable(0xC00000B7, {
-        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "keyctl": 219, "add_key": 217,
-        "request_key": 218, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "unshare": 97,
-        "setns": 268, "personality": 92, "shmget": 194, "shmat": 196, "shmctl": 195, "semget": 190, "semop": 193,
-        "semctl": 191, "semtimedop": 192, "msgget": 186, "msgsnd": 189, "msgrcv": 188, "msgctl": 187,
-        "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274, "bpf": 280, "perf_event_open": 241,
-        "userfaultfd": 282, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273,
-        "delete_module": 106, "iopl": None, "ioperm": None, "swapon": 224, "swapoff": 225, "reboot": 142,
-        "syslog": 116, "acct": 89, "settimeofday": 170, "clock_settime": 112, "clock_adjtime": 266,
-        "adjtimex": 171, "quotactl": 60, "open_by_handle_at": 265, "name_to_handle_at": 264,
-        "fanotify_init": 262, "lookup_dcookie": 18, "vhangup": 58, "memfd_create": 279,
-        "prlimit64": 261, "setpriority": 140, "sched_setaffinity": 122, "ioctl": 29, "clone": 220,
-        "execve": 221, "execveat": 281, "mmap": 222, "mprotect": 226, "pkey_mprotect": 288, "socket": 198,
-        "sysinfo": 179, "statfs": 43, "fstatfs": 44, "ustat": None,
-        **SHARED_NUMBERS}, x32_bit=False),
+    "aarch64": SyscallTable(
+        0xC00000B7,
+        {
+            "ptrace": 117,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "kcmp": 272,
+            "keyctl": 219,
+            "add_key": 217,
+            "request_key": 218,
+            "mount": 40,
+            "umount2": 39,
+            "pivot_root": 41,
+            "chroot": 51,
+            "unshare": 97,
+            "setns": 268,
+            "personality": 92,
+            "shmget": 194,
+            "shmat": 196,
+            "shmctl": 195,
+            "semget": 190,
+            "semop": 193,
+            "semctl": 191,
+            "semtimedop": 192,
+            "msgget": 186,
+            "msgsnd": 189,
+            "msgrcv": 188,
+            "msgctl": 187,
+            "sched_setscheduler": 119,
+            "sched_setparam": 118,
+            "sched_setattr": 274,
+            "bpf": 280,
+            "perf_event_open": 241,
+            "userfaultfd": 282,
+            "kexec_load": 104,
+            "kexec_file_load": 294,
+            "init_module": 105,
+            "finit_module": 273,
+            "delete_module": 106,
+            "iopl": None,
+            "ioperm": None,
+            "swapon": 224,
+            "swapoff": 225,
+            "reboot": 142,
+            "syslog": 116,
+            "acct": 89,
+            "settimeofday": 170,
+            "clock_settime": 112,
+            "clock_adjtime": 266,
+            "adjtimex": 171,
+            "quotactl": 60,
+            "open_by_handle_at": 265,
+            "name_to_handle_at": 264,
+            "fanotify_init": 262,
+            "lookup_dcookie": 18,
+            "vhangup": 58,
+            "memfd_create": 279,
+            "prlimit64": 261,
+            "setpriority": 140,
+            "sched_setaffinity": 122,
+            "ioctl": 29,
+            "clone": 220,
+            "execve": 221,
+            "execveat": 281,
+            "mmap": 222,
+            "mprotect": 226,
+            "pkey_mprotect": 288,
+            "socket": 198,
+            "sysinfo": 179,
+            "statfs": 43,
+            "fstatfs": 44,
+            "ustat": None,
+            **SHARED_NUMBERS,
+        },
+        x32_bit=False,
+    ),
 }
 # calls allowed on the process itself only: refused when this argument (a pid, or who=) is not 0
 SELF_ONLY = {"prlimit64": 0, "setpriority": 1, "sched_setaffinity": 0}
@@ -109,7 +305,8 @@ PROT_EXEC, PROT_WRITE, MAP_SHARED, MAP_ANONYMOUS = 0x4, 0x2, 0x1, 0x20
 REFUSED_BITS = {
     "clone": (0, 0x10000000 | 0x00020000 | 0x20000000 | 0x40000000 | 0x08000000 | 0x04000000 | 0x02000000),
     # no page made executable after the fact (the loader maps code from files, executable from the start)
-    "mprotect": (2, PROT_EXEC), "pkey_mprotect": (2, PROT_EXEC),
+    "mprotect": (2, PROT_EXEC),
+    "pkey_mprotect": (2, PROT_EXEC),
 }
 # calls refused when one argument is this value: (argument, value). AF_UNIX: Landlock has no rule for
 # unix sockets, and a host's socket file may be in reach
@@ -145,21 +342,48 @@ def build_seccomp_program(machine="x86_64"):
         program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 1, number), (RET, 0, 0, RET_EPERM)]
     program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 1, numbers["clone3"]), (RET, 0, 0, RET_ENOSYS)]
     for name, index in SELF_ONLY.items():
-        program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 3, numbers[name]), (LD_ABS, 0, 0, arg_offset(index)),
-                    (JEQ, 1, 0, 0), (RET, 0, 0, RET_EPERM)]
-    program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 3, numbers["execveat"]), (LD_ABS, 0, 0, arg_offset(0)),
-                (JEQ, 1, 0, EXEC_FD), (RET, 0, 0, RET_EPERM)]
+        program += [
+            (LD_ABS, 0, 0, NR),
+            (JEQ, 0, 3, numbers[name]),
+            (LD_ABS, 0, 0, arg_offset(index)),
+            (JEQ, 1, 0, 0),
+            (RET, 0, 0, RET_EPERM),
+        ]
+    program += [
+        (LD_ABS, 0, 0, NR),
+        (JEQ, 0, 3, numbers["execveat"]),
+        (LD_ABS, 0, 0, arg_offset(0)),
+        (JEQ, 1, 0, EXEC_FD),
+        (RET, 0, 0, RET_EPERM),
+    ]
     for name, (index, bits) in REFUSED_BITS.items():
-        program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 3, numbers[name]), (LD_ABS, 0, 0, arg_offset(index)),
-                    (JSET, 0, 1, bits), (RET, 0, 0, RET_EPERM)]
+        program += [
+            (LD_ABS, 0, 0, NR),
+            (JEQ, 0, 3, numbers[name]),
+            (LD_ABS, 0, 0, arg_offset(index)),
+            (JSET, 0, 1, bits),
+            (RET, 0, 0, RET_EPERM),
+        ]
     for name, (index, value) in REFUSED_VALUES.items():
-        program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 3, numbers[name]), (LD_ABS, 0, 0, arg_offset(index)),
-                    (JEQ, 0, 1, value), (RET, 0, 0, RET_EPERM)]
+        program += [
+            (LD_ABS, 0, 0, NR),
+            (JEQ, 0, 3, numbers[name]),
+            (LD_ABS, 0, 0, arg_offset(index)),
+            (JEQ, 0, 1, value),
+            (RET, 0, 0, RET_EPERM),
+        ]
     # mmap: executable and writable, or executable and anonymous or shared, is refused (code could be
     # written into it); the loader's mappings of library files, executable and read-only, go through
-    program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 6, numbers["mmap"]), (LD_ABS, 0, 0, arg_offset(2)),
-                (JSET, 0, 4, PROT_EXEC), (JSET, 2, 0, PROT_WRITE), (LD_ABS, 0, 0, arg_offset(3)),
-                (JSET, 0, 1, MAP_ANONYMOUS | MAP_SHARED), (RET, 0, 0, RET_EPERM)]
+    program += [
+        (LD_ABS, 0, 0, NR),
+        (JEQ, 0, 6, numbers["mmap"]),
+        (LD_ABS, 0, 0, arg_offset(2)),
+        (JSET, 0, 4, PROT_EXEC),
+        (JSET, 2, 0, PROT_WRITE),
+        (LD_ABS, 0, 0, arg_offset(3)),
+        (JSET, 0, 1, MAP_ANONYMOUS | MAP_SHARED),
+        (RET, 0, 0, RET_EPERM),
+    ]
     # ioctl: one comparison per request, each jumping to the shared refusal at the block's end
     block = [(LD_ABS, 0, 0, NR), (JEQ, 0, len(DENIED_IOCTLS) + 3, numbers["ioctl"]), (LD_ABS, 0, 0, arg_offset(1))]
     for position, request in enumerate(DENIED_IOCTLS):
@@ -234,8 +458,12 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4
 
 
 def mount(libc, ctypes, source, target, kind, flags, data=None):
-    if libc.mount(source.encode(), target.encode(), kind.encode() if kind else None, flags,
-                  data.encode() if data else None) != 0:
+    if (
+        libc.mount(
+            source.encode(), target.encode(), kind.encode() if kind else None, flags, data.encode() if data else None
+        )
+        != 0
+    ):
         raise OSError(ctypes.get_errno(), f"mount {kind or 'bind'} on {target}: {os.strerror(ctypes.get_errno())}")
 
 
@@ -249,8 +477,15 @@ def make_filesystem_read_only(libc, ctypes):
 
 def mount_work(libc, ctypes, work, settings):
     """The copy's own tmpfs: sized, no programs run or mapped from it, its files counted by the kernel."""
-    mount(libc, ctypes, "tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-          f"size={settings['tmpfs_bytes']},nr_inodes={settings['tmpfs_inodes']},mode=0700")
+    mount(
+        libc,
+        ctypes,
+        "tmpfs",
+        work,
+        "tmpfs",
+        MS_NOSUID | MS_NODEV | MS_NOEXEC,
+        f"size={settings['tmpfs_bytes']},nr_inodes={settings['tmpfs_inodes']},mode=0700",
+    )
 
 
 def cap_new_files(libc, ctypes, work, new_entries):
@@ -258,8 +493,15 @@ def cap_new_files(libc, ctypes, work, new_entries):
     (the audit hook sees open() and mkdir; sqlite's own files and a test's native code it does not)."""
     info = os.statvfs(work)
     used = info.f_files - info.f_ffree
-    mount(libc, ctypes, "tmpfs", work, None, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-          f"nr_inodes={used + new_entries}")
+    mount(
+        libc,
+        ctypes,
+        "tmpfs",
+        work,
+        None,
+        MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+        f"nr_inodes={used + new_entries}",
+    )
 
 
 def hide_the_host(libc, ctypes):
@@ -468,8 +710,17 @@ def run_inner(settings):
         print(f"run_tests: {note}", flush=True)
     limit_resources(settings)
     if "landlock" in settings["layers"]:
-        readable = settings["python_folders"] + [settings["guard"], "/usr/lib", "/usr/lib64", "/lib", "/lib64", "/etc/ld.so.cache",
-                                                 "/dev/null", "/dev/urandom", "/proc/self/fd"]
+        readable = settings["python_folders"] + [
+            settings["guard"],
+            "/usr/lib",
+            "/usr/lib64",
+            "/lib",
+            "/lib64",
+            "/etc/ld.so.cache",
+            "/dev/null",
+            "/dev/urandom",
+            "/proc/self/fd",
+        ]
         try:
             abi = restrict_with_landlock(libc, ctypes, os.path.realpath(work), readable)
         except OSError:
@@ -485,17 +736,24 @@ def run_inner(settings):
     if "seccomp" in settings["layers"] and not install_seccomp(libc, ctypes):
         if settings.get("seccomp_required"):
             machine = os.uname().machine
-            fail("the seccomp filter could not be installed" + (
-                "" if machine in SYSCALL_TABLES else
-                f": it is written for {' and '.join(SYSCALL_TABLES)}, and this machine is {machine}; run the site on "
-                "one of those, or set QWEN_SANDBOX_WEAK=1 to run tests under the audit hook alone (trusted visitors only)"))
+            fail(
+                "the seccomp filter could not be installed"
+                + (
+                    ""
+                    if machine in SYSCALL_TABLES
+                    else f": it is written for {' and '.join(SYSCALL_TABLES)}, and this machine is {machine}; run the site on "
+                    "one of those, or set QWEN_SANDBOX_WEAK=1 to run tests under the audit hook alone (trusted visitors only)"
+                )
+            )
     guard = settings["guard"]
     try:
         # through the descriptor: the filter refuses every other exec
         os.execve(EXEC_FD, [settings["python"], "-I", guard, json.dumps(settings["guard_settings"])], settings["env"])
     except OSError as error:
-        fail(f"the interpreter could not be started as the test's user ({error.strerror}: without a mount "
-             "namespace, a user of its own cannot reach a Python installed in a private folder)")
+        fail(
+            f"the interpreter could not be started as the test's user ({error.strerror}: without a mount "
+            "namespace, a user of its own cannot reach a Python installed in a private folder)"
+        )
 
 
 if __name__ == "__main__":

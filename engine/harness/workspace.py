@@ -167,8 +167,10 @@ class Workspace:
             return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
         except OSError as error:
             if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT, errno.EISDIR):
-                raise ToolRefusal(f"error: the path {self.relative(target)!r} changed while it was being opened "
-                                  "(a folder or file was replaced); try again") from None
+                raise ToolRefusal(
+                    f"error: the path {self.relative(target)!r} changed while it was being opened "
+                    "(a folder or file was replaced); try again"
+                ) from None
             raise
         finally:
             os.close(folder)

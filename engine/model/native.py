@@ -123,8 +123,13 @@ def open_private_folder(parent: int, path: Path) -> int:
             raise UnsafeCache(error.errno, f"{path} is a symlink or not a folder; remove it") from None
         raise
     info = os.fstat(fd)
-    problem = (f"belongs to another user (uid {info.st_uid})" if info.st_uid != os.geteuid() else
-               f"may be written by other users (mode {stat.S_IMODE(info.st_mode):o})" if info.st_mode & 0o022 else None)
+    problem = (
+        f"belongs to another user (uid {info.st_uid})"
+        if info.st_uid != os.geteuid()
+        else f"may be written by other users (mode {stat.S_IMODE(info.st_mode):o})"
+        if info.st_mode & 0o022
+        else None
+    )
     if problem:
         os.close(fd)
         raise UnsafeCache(errno.EPERM, f"{path} {problem}; remove it, or set XDG_CACHE_HOME to a folder of your own")
@@ -224,8 +229,11 @@ def build_library() -> NativeLibrary:
         return NativeLibrary(None, lib)
     _declare(lib)
     runtime = "" if openmp is not None else "; on one thread: torch ships no OpenMP runtime here"
-    return NativeLibrary(lib, f"norms, attention and the MLP's gate in C between torch's products ({SOURCE.name}, "
-                              f"built on this machine{runtime})")
+    return NativeLibrary(
+        lib,
+        f"norms, attention and the MLP's gate in C between torch's products ({SOURCE.name}, "
+        f"built on this machine{runtime})",
+    )
 
 
 def _load_checked(folder: int, name: str, sha256: str) -> ctypes.CDLL | str:
@@ -270,12 +278,40 @@ def native_library() -> NativeLibrary:
         return build_library()
 
 
-def attend_layer(lib: ctypes.CDLL, qkv: torch.Tensor, qk_norm: torch.Tensor, cos_row: int, sin_row: int, cache: torch.Tensor,
-                 layer: int, past: int, heads: int, eps: float, scale: float, out: torch.Tensor, threads: int) -> None:
+def attend_layer(
+    lib: ctypes.CDLL,
+    qkv: torch.Tensor,
+    qk_norm: torch.Tensor,
+    cos_row: int,
+    sin_row: int,
+    cache: torch.Tensor,
+    layer: int,
+    past: int,
+    heads: int,
+    eps: float,
+    scale: float,
+    out: torch.Tensor,
+    threads: int,
+) -> None:
     """native_step.c's attend_step for `layer` of `cache` (layers, 2, kv heads, capacity, head_dim; fp32 or bf16),
     the new token at `past`; `cos_row` and `sin_row` are the addresses of the rotary table's rows for it."""
     _, _, kv_heads, capacity, head_dim = cache.shape
     address = cache.data_ptr() + layer * cache.stride(0) * cache.element_size()
-    if lib.attend_step(qkv.data_ptr(), qk_norm.data_ptr(), cos_row, sin_row, address, int(cache.dtype == torch.bfloat16),
-                       capacity, past, heads, kv_heads, head_dim, eps, scale, out.data_ptr(), threads):
+    if lib.attend_step(
+        qkv.data_ptr(),
+        qk_norm.data_ptr(),
+        cos_row,
+        sin_row,
+        address,
+        int(cache.dtype == torch.bfloat16),
+        capacity,
+        past,
+        heads,
+        kv_heads,
+        head_dim,
+        eps,
+        scale,
+        out.data_ptr(),
+        threads,
+    ):
         raise MemoryError(f"the native decode step could not allocate its attention buffers at {past + 1} tokens")

@@ -83,5 +83,18 @@ def parse_family(name: str, text: str, tools: list[dict]) -> ParseResult:
 
 register_package_plugins(__name__, __path__, "FAMILY", Family, register_family)
 
-__all__ = ["DEFAULT_FAMILY", "FAMILIES", "Family", "Opener", "Rendering", "ToolsPrice", "call_tokens", "family_names",
-           "get_family", "parse_family", "price_tools", "register_family", "render_family"]
+__all__ = [
+    "DEFAULT_FAMILY",
+    "FAMILIES",
+    "Family",
+    "Opener",
+    "Rendering",
+    "ToolsPrice",
+    "call_tokens",
+    "family_names",
+    "get_family",
+    "parse_family",
+    "price_tools",
+    "register_family",
+    "render_family",
+]

@@ -58,8 +58,12 @@ class TemplateFamily(Family):
 
         shown, given = self.template_messages(messages, tools)
         rendered, _ = render_jinja_template(
-            conversations=[shown], tools=given, chat_template=self.chat_template, add_generation_prompt=True,
-            bos_token=self._token_name("bos_token"), eos_token=self._token_name("eos_token"),
+            conversations=[shown],
+            tools=given,
+            chat_template=self.chat_template,
+            add_generation_prompt=True,
+            bos_token=self._token_name("bos_token"),
+            eos_token=self._token_name("eos_token"),
         )
         return rendered[0]
 
