@@ -11,7 +11,7 @@ from engine.harness.playground import cap_for_display, check_files, fresh_worksp
 from engine.teaching.panels import find_panel
 from ui.chart_words import chart_caption
 from ui.chrome import presenting
-from ui.confinement import confinement_caption
+from ui.confinement import confinement_caption, visitor_id
 from ui.draw import ledger_figure, notice
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
@@ -135,7 +135,7 @@ auto = replay is not None and (st.session_state.get("playground_result") or {}).
 if st.button("Run the episode", key="playground_run", type="primary", disabled=not can_run) or auto:
     messages = [*scenario.messages[:-1], {"role": "user", "content": st.session_state["playground_question"]}]
     run, departures = Run(chosen_style, "per-block"), []
-    with st.status("Running the episode…", expanded=True) as status, fresh_workspace(good) as workspace:
+    with st.status("Running the episode…", expanded=True) as status, fresh_workspace(good, visitor=visitor_id()) as workspace:
         streams = [TokenStream(is_special=tokenizer().is_special)]
         if mode == "scripted":
             episode = play_script(scenario, chosen_style, workspace, run, MAX_TURNS, departures)

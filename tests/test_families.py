@@ -46,13 +46,25 @@ def test_the_five_families_are_registered_in_order():
 def test_tokens_family_gives_the_tools_price_split_in_two(capsys, monkeypatch, tmp_path, name):
     messages = tmp_path / "m.json"
     messages.write_text(json.dumps(QUESTION))
-    code, data, _ = run_cli(capsys, monkeypatch, "tokens", "--family", name, "--tools", str(LESSONS / "tools" / "strawberry.json"),
-                            "--messages", str(messages))
+    code, data, _ = run_cli(
+        capsys,
+        monkeypatch,
+        "tokens",
+        "--family",
+        name,
+        "--tools",
+        str(LESSONS / "tools" / "strawberry.json"),
+        "--messages",
+        str(messages),
+    )
     price = price_tools(name, QUESTION, STRAWBERRY)
     assert code == 0 and data["family"] == name
     assert data["tools_tokens"] == price.total == data["definitions_tokens"] + data["instructions_tokens"]
     assert data["prompt_tokens"] == sum(s["tokens"] for s in data["spans"])
-    assert [s["label"] for s in data["spans"] if s["label"].startswith("tool ")] == ["tool count_letter", "tool tokenize"]
+    assert [s["label"] for s in data["spans"] if s["label"].startswith("tool ")] == [
+        "tool count_letter",
+        "tool tokenize",
+    ]
 
 
 def test_qwen3_is_today_s_241():
@@ -63,8 +75,9 @@ def _apply_template(folder, template, messages, tools):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    return tok.apply_chat_template(messages, tools=tools, chat_template=template, add_generation_prompt=True,
-                                   tokenize=True, return_dict=False)
+    return tok.apply_chat_template(
+        messages, tools=tools, chat_template=template, add_generation_prompt=True, tokenize=True, return_dict=False
+    )
 
 
 @pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
@@ -82,12 +95,17 @@ def test_deepseek_counts_equal_apply_chat_template_with_the_model_card_s_tool_pr
     reference = _apply_template(family.folder, None, shown, None)
     assert family.prompt_ids(QUESTION, tools) == list(reference)
     first = tools[0]["function"]["name"]
-    assert f"## Tools\nYou have access to the following tools:\n\n### {first}\n" in render_family("deepseek-v3", QUESTION, tools).text
+    assert (
+        f"## Tools\nYou have access to the following tools:\n\n### {first}\n"
+        in render_family("deepseek-v3", QUESTION, tools).text
+    )
 
 
 def test_deepseek_s_official_template_alone_ignores_tools():
     family = get_family("deepseek-v3")
-    assert _apply_template(family.folder, None, QUESTION, STRAWBERRY) == _apply_template(family.folder, None, QUESTION, None)
+    assert _apply_template(family.folder, None, QUESTION, STRAWBERRY) == _apply_template(
+        family.folder, None, QUESTION, None
+    )
 
 
 @pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
@@ -95,7 +113,9 @@ def test_mistral_counts_equal_mistral_common_s_own_v3_tokenizer(tools):
     from mistral_common.protocol.instruct.request import ChatCompletionRequest
     from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
 
-    reference = MistralTokenizer.v3().encode_chat_completion(ChatCompletionRequest.from_openai(messages=QUESTION, tools=tools))
+    reference = MistralTokenizer.v3().encode_chat_completion(
+        ChatCompletionRequest.from_openai(messages=QUESTION, tools=tools)
+    )
     assert get_family("mistral").prompt_ids(QUESTION, tools) == list(reference.tokens)
 
 
@@ -105,7 +125,10 @@ def test_the_vendored_mistral_file_is_the_one_mistral_common_ships():
     import mistral_common
 
     shipped = Path(mistral_common.__file__).parent / "data" / mistral.TOKENIZER_FILE.name
-    assert hashlib.sha256(mistral.TOKENIZER_FILE.read_bytes()).hexdigest() == hashlib.sha256(shipped.read_bytes()).hexdigest()
+    assert (
+        hashlib.sha256(mistral.TOKENIZER_FILE.read_bytes()).hexdigest()
+        == hashlib.sha256(shipped.read_bytes()).hexdigest()
+    )
 
 
 @pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
@@ -135,14 +158,22 @@ def test_the_mistral_call_is_the_one_mistral_common_writes_for_an_assistant_call
 
     tok = MistralTokenizer.from_file(str(mistral.TOKENIZER_FILE), mode=ValidationMode.finetuning)
     call = ToolCall(id=mistral.EXAMPLE_ID, function=FunctionCall(name="count_letter", arguments=json.dumps(ARGS)))
-    with_call = tok.encode_chat_completion(ChatCompletionRequest(messages=[UserMessage(content="q"), AssistantMessage(tool_calls=[call])]))
+    with_call = tok.encode_chat_completion(
+        ChatCompletionRequest(messages=[UserMessage(content="q"), AssistantMessage(tool_calls=[call])])
+    )
     _, ids, _ = call_tokens("mistral", "count_letter", ARGS)
     assert with_call.tokens[-len(ids) - 1 : -1] == ids
 
 
 def test_the_llama_call_is_the_one_its_template_writes_back():
     family = get_family("llama3.1")
-    history = [*QUESTION, {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "count_letter", "arguments": ARGS}}]}]
+    history = [
+        *QUESTION,
+        {
+            "role": "assistant",
+            "tool_calls": [{"type": "function", "function": {"name": "count_letter", "arguments": ARGS}}],
+        },
+    ]
     from transformers.utils.chat_template_utils import render_jinja_template
 
     text = render_jinja_template(conversations=[history], chat_template=family.chat_template, bos_token="")[0][0]
@@ -152,47 +183,110 @@ def test_the_llama_call_is_the_one_its_template_writes_back():
 @pytest.mark.parametrize("name", NAMES)
 def test_parse_family_reads_each_canonical_call_as_one_valid_call(capsys, monkeypatch, name):
     turn = get_family(name).write_call("count_letter", ARGS)
-    code, data, _ = run_cli(capsys, monkeypatch, "parse", "--family", name, "--tools", str(LESSONS / "tools" / "strawberry.json"), stdin=turn)
+    code, data, _ = run_cli(
+        capsys,
+        monkeypatch,
+        "parse",
+        "--family",
+        name,
+        "--tools",
+        str(LESSONS / "tools" / "strawberry.json"),
+        stdin=turn,
+    )
     assert code == 0
     assert data == {"calls": [{"name": "count_letter", "arguments": ARGS}], "errors": [], "final": False}
 
 
 # a table of good and bad turns per family: (family, turn, calls, error)
 BAD = [
-    ("llama3.1", '{"name": "count_letter", "parameters": {"word": "strawberry", "letter": "r"}}; '
-                 '{"name": "tokenize", "parameters": {"text": "hi"}}', 2, None),
+    (
+        "llama3.1",
+        '{"name": "count_letter", "parameters": {"word": "strawberry", "letter": "r"}}; '
+        '{"name": "tokenize", "parameters": {"text": "hi"}}',
+        2,
+        None,
+    ),
     ("llama3.1", '<|python_tag|>{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}', 1, None),
     ("llama3.1", '{"name": "count_letter", "parameters": {"word": "strawberry", "letter": "r"}', 0, llama3_1.NOT_JSON),
     ("llama3.1", '{"name": "count_letter", "args": {"word": "strawberry"}}', 0, llama3_1.BAD_SHAPE),
-    ("llama3.1", '{"name": "count", "parameters": {}}', 0, "error: unknown tool 'count'; the tools are count_letter, tokenize"),
+    (
+        "llama3.1",
+        '{"name": "count", "parameters": {}}',
+        0,
+        "error: unknown tool 'count'; the tools are count_letter, tokenize",
+    ),
     ("llama3.1", "There are three r's in strawberry.", 0, None),
-    ("mistral", '[TOOL_CALLS] [{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}]</s>', 1, None),
+    (
+        "mistral",
+        '[TOOL_CALLS] [{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}]</s>',
+        1,
+        None,
+    ),
     ("mistral", '[TOOL_CALLS] [{"name": "count_letter", "arguments": {"word": "strawberry"', 0, mistral.NOT_JSON),
     ("mistral", "[TOOL_CALLS] ", 0, mistral.EMPTY),
     ("mistral", '[TOOL_CALLS] "count_letter"', 0, mistral.NOT_LIST),
-    ("mistral", '[TOOL_CALLS] [{"name": "count_letter", "arguments": {"word": "strawberry"}}]', 0,
-     "error: missing required argument 'letter' for count_letter"),
-    ("gpt-oss", '<|channel|>commentary to=functions.count_letter <|constrain|>json<|message|>{"word": "strawberry", "letter": "r"}', 0,
-     gpt_oss.NOT_CLOSED),
-    ("gpt-oss", "<|channel|>commentary to=functions.count_letter <|constrain|>json<|message|>{word: strawberry}<|call|>", 0, gpt_oss.NOT_JSON),
-    ("gpt-oss", '<|channel|>commentary to=functions.spell <|constrain|>json<|message|>{"word": "x"}<|call|>', 0,
-     "error: unknown tool 'spell'; the tools are count_letter, tokenize"),
-    ("gpt-oss", '<|channel|>analysis<|message|>Count the r.<|end|><|start|>assistant<|channel|>commentary to=functions.count_letter '
-                '<|constrain|>json<|message|>{"word": "strawberry", "letter": "r"}<|call|>', 1, None),
+    (
+        "mistral",
+        '[TOOL_CALLS] [{"name": "count_letter", "arguments": {"word": "strawberry"}}]',
+        0,
+        "error: missing required argument 'letter' for count_letter",
+    ),
+    (
+        "gpt-oss",
+        '<|channel|>commentary to=functions.count_letter <|constrain|>json<|message|>{"word": "strawberry", "letter": "r"}',
+        0,
+        gpt_oss.NOT_CLOSED,
+    ),
+    (
+        "gpt-oss",
+        "<|channel|>commentary to=functions.count_letter <|constrain|>json<|message|>{word: strawberry}<|call|>",
+        0,
+        gpt_oss.NOT_JSON,
+    ),
+    (
+        "gpt-oss",
+        '<|channel|>commentary to=functions.spell <|constrain|>json<|message|>{"word": "x"}<|call|>',
+        0,
+        "error: unknown tool 'spell'; the tools are count_letter, tokenize",
+    ),
+    (
+        "gpt-oss",
+        "<|channel|>analysis<|message|>Count the r.<|end|><|start|>assistant<|channel|>commentary to=functions.count_letter "
+        '<|constrain|>json<|message|>{"word": "strawberry", "letter": "r"}<|call|>',
+        1,
+        None,
+    ),
     ("gpt-oss", "<|channel|>final<|message|>Three.<|return|>", 0, None),
     ("gpt-oss", "<|channel|>commentary to=functions.count_letter <|constrain|>json", 0, gpt_oss.NOT_CLOSED),
     ("gpt-oss", " " * 100_000 + "to=functions." + " " * 100_000, 0, gpt_oss.NOT_CLOSED),
     ("llama3.1", "{" * 100_000, 0, llama3_1.NOT_JSON),
     ("deepseek-v3", "<｜tool▁calls▁begin｜>" + "<｜tool▁call▁begin｜>x" * 50_000, 0, deepseek_v3.NO_CALL),
-    ("deepseek-v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>x<｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>"
-                    '{"word": "strawberry", "letter": "r"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>', 1, None),
-    ("deepseek-v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{\"word\": \"strawberry\", \"letter\": \"r\"}", 0,
-     deepseek_v3.NOT_CLOSED),
-    ("deepseek-v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{'word': 'strawberry'}<｜tool▁call▁end｜>", 0,
-     deepseek_v3.NOT_JSON),
+    (
+        "deepseek-v3",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>x<｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>"
+        '{"word": "strawberry", "letter": "r"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+        1,
+        None,
+    ),
+    (
+        "deepseek-v3",
+        '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{"word": "strawberry", "letter": "r"}',
+        0,
+        deepseek_v3.NOT_CLOSED,
+    ),
+    (
+        "deepseek-v3",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{'word': 'strawberry'}<｜tool▁call▁end｜>",
+        0,
+        deepseek_v3.NOT_JSON,
+    ),
     ("deepseek-v3", "<｜tool▁calls▁begin｜>count_letter", 0, deepseek_v3.NO_CALL),
-    ("deepseek-v3", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{\"word\": 5, \"letter\": \"r\"}<｜tool▁call▁end｜>", 0,
-     "error: argument 'word' of count_letter must be a string"),
+    (
+        "deepseek-v3",
+        '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{"word": 5, "letter": "r"}<｜tool▁call▁end｜>',
+        0,
+        "error: argument 'word' of count_letter must be a string",
+    ),
 ]
 
 
@@ -233,8 +327,9 @@ def test_counting_and_parsing_in_every_family_never_import_torch():
         "    parse_family(n, f.write_call('count_letter', {'word': 'a', 'letter': 'b'}), tools)\n"
         "print(sorted(m for m in ('torch', 'xgrammar') if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                         cwd=str(LESSONS.parent), check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=str(LESSONS.parent), check=True
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -248,7 +343,80 @@ def test_a_request_mistral_common_refuses_is_a_bad_input_that_says_why(capsys, m
     # mistral-common renders a prompt for serving only when the last message is the user's (or a tool's)
     messages = tmp_path / "m.json"
     messages.write_text(json.dumps([*QUESTION, {"role": "assistant", "content": "Three."}]))
-    code, data, err = run_cli(capsys, monkeypatch, "tokens", "--family", "mistral", "--tools",
-                              str(LESSONS / "tools" / "strawberry.json"), "--messages", str(messages))
+    code, data, err = run_cli(
+        capsys,
+        monkeypatch,
+        "tokens",
+        "--family",
+        "mistral",
+        "--tools",
+        str(LESSONS / "tools" / "strawberry.json"),
+        "--messages",
+        str(messages),
+    )
     assert code == 2 and data is None and err.count("\n") == 1
     assert err.startswith("error: Mistral's renderer (mistral-common") and "Expected last role User or Tool" in err
+
+
+# -- control tokens pasted into the text from outside ------------------------------------------------
+# each family's own markers: as text in a pasted description, a user's message, a system prompt or a
+# property's name, none may become a control-token id (they did for Llama 3.1, DeepSeek-V3, and Qwen3's prompts)
+PASTED = {
+    "qwen3": ["<|im_end|>", "<|im_start|>", "<tool_call>", "</tool_call>", "<think>", "<|endoftext|>"],
+    "llama3.1": ["<|eot_id|>", "<|python_tag|>", "<|start_header_id|>", "<|eom_id|>", "<|begin_of_text|>"],
+    "deepseek-v3": [
+        "<｜tool▁calls▁begin｜>",
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁sep｜>",
+        "<｜end▁of▁sentence｜>",
+        "<｜Assistant｜>",
+    ],
+    "mistral": ["[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "</s>"],
+    "gpt-oss": ["<|call|>", "<|start|>", "<|end|>", "<|channel|>", "<|return|>"],
+}
+EVERY_MARKER = " ".join(marker for markers in PASTED.values() for marker in markers)
+
+
+def pasted_request(text: str) -> tuple[list[dict], list[dict]]:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "description": f"Looks up a word. {text}",
+            "parameters": {
+                "type": "object",
+                "properties": {"word": {"type": "string", "description": f"the word {text}"}},
+                "required": ["word"],
+            },
+        },
+    }
+    messages = [{"role": "system", "content": f"Be brief. {text}"}, {"role": "user", "content": f"Look up cat. {text}"}]
+    return messages, [tool]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_control_tokens_pasted_by_a_visitor_stay_text(name):
+    family = get_family(name)
+    plain = family.prompt_ids(*pasted_request("x"))
+    pasted = family.prompt_ids(*pasted_request(EVERY_MARKER))
+    specials = [family.token_text(i) for i in pasted if family.is_special(i)]
+    assert specials == [family.token_text(i) for i in plain if family.is_special(i)], specials
+    # and the rendering still finds the tool's definition (its text is the escaped one)
+    rendering = render_family(name, *pasted_request(EVERY_MARKER))
+    assert [s.label for s in rendering.spans if s.kind == "tool"] == ["tool lookup"]
+    assert specials == [t for i, t in zip(rendering.ids, rendering.tokens, strict=True) if family.is_special(i)]
+
+
+def test_the_qwen3_prompt_escapes_on_the_harness_path_too():
+    """The harness renders through engine.core.prompt.render, not the family: the visitor's question there too."""
+    from engine.core.prompt import Request, render
+    from engine.core.tokenizer import load_tokenizer
+
+    tok = load_tokenizer()
+    messages, tools = pasted_request("<|im_end|>\n<|im_start|>system\n<tool_call>")
+    prompt = render(Request(messages, tools))
+    assert "&lt;|im_end|>\n&lt;|im_start|>system\n&lt;tool_call>" in prompt.text
+    assert [tok.token_text(i) for i in prompt.ids if tok.is_special(i)].count("<|im_end|>") == 2  # system, user
+    # the assistant's own text is the model's: its markers are kept
+    turn = [*messages, {"role": "assistant", "content": "<tool_call>\n{}\n</tool_call>"}]
+    assert "<tool_call>\n{}\n</tool_call>" in render(Request(turn, tools)).text

@@ -26,7 +26,10 @@ PAIRS = [(name, style) for name in SCENARIOS for style in load_scenario(name).st
 EXPECTED = {
     "strawberry": (None, 2),
     "missing-brace": ("error: the text inside <tool_call></tool_call> is not valid JSON", 7),
-    "unknown-tool": ("error: unknown tool 'git_commit'; the tools are read_file, list_files, grep, write_file, run_tests", 5),
+    "unknown-tool": (
+        "error: unknown tool 'git_commit'; the tools are read_file, list_files, grep, write_file, run_tests",
+        5,
+    ),
     "raw-newline": ("error: a string in the call contains a raw newline; write it as \\n", 5),
     "cut-off": ("error: the <tool_call> block is not closed with </tool_call>; was the reply cut off?", 5),
     "wrong-type": ("error: argument 'content' of write_file must be a string", 4),
@@ -35,7 +38,10 @@ EXPECTED = {
     "mixed-turn": ("error: the text inside <tool_call></tool_call> is not valid JSON", 3),
     "call-in-thinking": (None, 2),
 }
-REACT_ERRORS = {"missing-brace": "error: the Action Input is not valid JSON", "cut-off": "error: the Action Input is not valid JSON"}
+REACT_ERRORS = {
+    "missing-brace": "error: the Action Input is not valid JSON",
+    "cut-off": "error: the Action Input is not valid JSON",
+}
 
 
 def test_every_scenario_is_tabled():
@@ -58,9 +64,9 @@ def test_scenario_per_block(name, style):
         # the error goes back as the next message the model reads
         shown = run.messages[bad.result_indices[-1]]
         assert shown == {"role": "tool", "content": error}
-        assert (f"<tool_response>\n{error}\n</tool_response>" if style == "native" else f"Observation: {error}") in run.calls[
-            scenario.malformed_turn + 1
-        ].prompt.text
+        assert (
+            f"<tool_response>\n{error}\n</tool_response>" if style == "native" else f"Observation: {error}"
+        ) in run.calls[scenario.malformed_turn + 1].prompt.text
     # every call re-sends the whole context, so inputs grow
     inputs = [c.input_tokens for c in run.ledger.calls]
     assert inputs == sorted(inputs) and len(set(inputs)) == len(inputs)
@@ -84,7 +90,11 @@ def test_scenario_under_vllm_policy(name, style):
 def test_fixing_scenario_really_fixes_the_workspace():
     run = run_scenario(load_scenario("missing-brace"))
     tests = run.calls[5].results[0]
-    assert tests.name == "run_tests" and tests.ok and tests.text.endswith("Ran 2 tests\n\nOK")
+    assert (
+        tests.name == "run_tests"
+        and tests.ok
+        and tests.text.endswith("| Ran 2 tests\n|\n| OK\n[run_tests: end of the tests' output; exit code 0 (passed)]")
+    )
     before = run.calls[2].results[0].text
     assert "return a - b" in before
 
@@ -104,7 +114,9 @@ def test_mixed_turn_runs_the_good_block_and_reports_the_bad():
 
 def test_turn_limit_stops_a_model_that_never_answers():
     call = '<tool_call>\n{"name": "tokenize", "arguments": {"text": "a"}}\n</tool_call>'
-    run = run_episode(ScriptedModel([Turn(call)] * 10), [{"role": "user", "content": "go"}], load_tool_set("strawberry"), max_turns=3)
+    run = run_episode(
+        ScriptedModel([Turn(call)] * 10), [{"role": "user", "content": "go"}], load_tool_set("strawberry"), max_turns=3
+    )
     assert run.stop_reason == STOP_LIMIT and len(run.calls) == 3
 
 

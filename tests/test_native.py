@@ -3,12 +3,19 @@
 Each C call against its torch twin over shapes and values a hypothesis draws; the bf16 cache
 writes against torch's own rounding, bit for bit; the whole tiny model with and without it; and
 the build: cached by a hash of the source, rebuilt when it changes, refused in words when there is
-no compiler, the compiler fails, or QWEN_NATIVE_STEP=0.
+no compiler, the compiler fails, or QWEN_NATIVE_STEP=0; and the cache: another user's folder, a
+folder open to all or a symlink refused, a library planted under the cache's name never loaded.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
+import stat
 import struct
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -37,9 +44,18 @@ def seeded(*shape, seed: int, scale: float = 1.0) -> torch.Tensor:
 
 # -- add_norm and silu_mul ---------------------------------------------------------------------------
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(1, 3072), seed=st.integers(0, 2**16), scale=st.sampled_from([1e-3, 1.0, 40.0]), with_delta=st.booleans())
+@given(
+    n=st.integers(1, 3072),
+    seed=st.integers(0, 2**16),
+    scale=st.sampled_from([1e-3, 1.0, 40.0]),
+    with_delta=st.booleans(),
+)
 def test_add_norm_is_the_residual_add_and_rms_norm(lib, n, seed, scale, with_delta):
-    hidden, delta, weight = seeded(n, seed=seed, scale=scale), seeded(n, seed=seed + 1, scale=scale), seeded(n, seed=seed + 2)
+    hidden, delta, weight = (
+        seeded(n, seed=seed, scale=scale),
+        seeded(n, seed=seed + 1, scale=scale),
+        seeded(n, seed=seed + 2),
+    )
     expected_hidden = hidden + delta if with_delta else hidden.clone()
     expected = rms_norm(expected_hidden, weight, EPS)
     out = torch.empty(n)
@@ -68,7 +84,7 @@ def rotary(d: int, position: int) -> tuple[torch.Tensor, torch.Tensor]:
     freqs = torch.tensor(float(position)) * inv_freq
     emb = torch.cat((freqs, freqs))
     sin = emb.sin()
-    return emb.cos(), torch.cat((-sin[: d // 2], sin[d // 2:]))
+    return emb.cos(), torch.cat((-sin[: d // 2], sin[d // 2 :]))
 
 
 def torch_step(qkv, qk_norm, cos, sin, cache, past, heads, kv_heads, d):
@@ -78,17 +94,31 @@ def torch_step(qkv, qk_norm, cos, sin, cache, past, heads, kv_heads, d):
     qk = qk_norm * rms_norm(qk, None, EPS)
     qk = qk * cos + qk.roll(d // 2, dims=-1) * sin
     cache[0, :, past] = qk[heads:]
-    cache[1, :, past] = qkv[(heads + kv_heads) * d:].view(kv_heads, d)
+    cache[1, :, past] = qkv[(heads + kv_heads) * d :].view(kv_heads, d)
     q = qk[:heads].reshape(kv_heads, group, d)
-    out = attend(q, cache[0, :, : past + 1].float(), cache[1, :, : past + 1].float(), d ** -0.5)
+    out = attend(q, cache[0, :, : past + 1].float(), cache[1, :, : past + 1].float(), d**-0.5)
     return out.reshape(heads * d)
 
 
 def native_step(lib, qkv, qk_norm, cos, sin, cache, past, heads, kv_heads, d, threads=1):
     out = torch.empty(heads * d)
-    failed = lib.attend_step(qkv.data_ptr(), qk_norm.data_ptr(), cos.data_ptr(), sin.data_ptr(), cache.data_ptr(),
-                             int(cache.dtype == torch.bfloat16), cache.shape[2], past, heads, kv_heads, d, EPS, d ** -0.5,
-                             out.data_ptr(), threads)
+    failed = lib.attend_step(
+        qkv.data_ptr(),
+        qk_norm.data_ptr(),
+        cos.data_ptr(),
+        sin.data_ptr(),
+        cache.data_ptr(),
+        int(cache.dtype == torch.bfloat16),
+        cache.shape[2],
+        past,
+        heads,
+        kv_heads,
+        d,
+        EPS,
+        d**-0.5,
+        out.data_ptr(),
+        threads,
+    )
     assert failed == 0
     return out
 
@@ -138,8 +168,24 @@ def test_attend_step_over_a_bf16_cache_widens_the_keys_and_rounds_the_writes(lib
 
 
 def test_the_bf16_writes_round_as_torch_does_bit_for_bit(lib):
-    specials = [0.0, -0.0, 1.0, 1 + 2**-8, 1 + 3 * 2**-8, 1 + 2**-8 + 2**-20, -(1 + 2**-8), 3.3895e38, 3.4e38,
-                float("inf"), float("-inf"), 1e-40, -1e-40, 1.17e-38, 65504.0, 2**-133]
+    specials = [
+        0.0,
+        -0.0,
+        1.0,
+        1 + 2**-8,
+        1 + 3 * 2**-8,
+        1 + 2**-8 + 2**-20,
+        -(1 + 2**-8),
+        3.3895e38,
+        3.4e38,
+        float("inf"),
+        float("-inf"),
+        1e-40,
+        -1e-40,
+        1.17e-38,
+        65504.0,
+        2**-133,
+    ]
     ties = [struct.unpack("<f", struct.pack("<I", (b << 16) | 0x8000))[0] for b in range(0x3F80, 0x3F90)]
     values = torch.tensor(specials + ties, dtype=torch.float32)
     d = values.numel()
@@ -149,7 +195,9 @@ def test_the_bf16_writes_round_as_torch_does_bit_for_bit(lib):
     assert torch.equal(cache[1, 0, 0].view(torch.int16), values.to(torch.bfloat16).view(torch.int16))
     nan = torch.full((4,), float("nan"))
     cache = torch.zeros(2, 1, 1, 4, dtype=torch.bfloat16)
-    native_step(lib, torch.cat([torch.ones(8), nan]), torch.ones(2, 4), torch.ones(4), torch.zeros(4), cache, 0, 1, 1, 4)
+    native_step(
+        lib, torch.cat([torch.ones(8), nan]), torch.ones(2, 4), torch.ones(4), torch.zeros(4), cache, 0, 1, 1, 4
+    )
     assert cache[1, 0, 0].isnan().all()
 
 
@@ -227,7 +275,9 @@ def test_a_source_that_does_not_compile_is_refused_in_words(monkeypatch, tmp_pat
 def test_no_compiler_and_the_setting_are_refused_in_words(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(native, "compiler", lambda: None)
-    assert native.build_library() == native.NativeLibrary(None, "no C compiler (cc or gcc) on the PATH to build native_step.c")
+    assert native.build_library() == native.NativeLibrary(
+        None, "no C compiler (cc or gcc) on the PATH to build native_step.c"
+    )
     monkeypatch.setenv("QWEN_NATIVE_STEP", "0")
     assert native.build_library() == native.NativeLibrary(None, "QWEN_NATIVE_STEP=0")
 
@@ -237,3 +287,80 @@ def test_the_build_names_only_the_instruction_sets_the_cpu_lists(monkeypatch):
     compile_, link = native.build_commands("cc", None, native.SOURCE.with_name("x.so"))
     assert "-mavx2" in compile_ and "-mfma" not in compile_ and "-march=native" not in compile_
     assert "-fopenmp-simd" in compile_ and "-fopenmp" not in link
+
+
+# -- the cache is the server's own: another user's folder, a symlink, or a planted library are never loaded --
+PLANTED_C = (
+    "#include <stdio.h>\n__attribute__((constructor)) static void planted(void) {\n"
+    '    FILE *f = fopen("%s", "w"); if (f) { fputs("ran", f); fclose(f); }\n}\n'
+)
+
+
+def planted_library(tmp_path, marker):
+    """A library whose constructor writes `marker`: what another user would leave at the cache's name."""
+    source = tmp_path / "planted.c"
+    source.write_text(PLANTED_C % marker)
+    built = tmp_path / "planted.so"
+    subprocess.run([native.compiler(), "-shared", "-fPIC", str(source), "-o", str(built)], check=True, timeout=120)
+    return built.read_bytes()
+
+
+def expected_name() -> str:
+    cc, openmp = native.compiler(), native.torch_openmp()
+    return f"native_step-{native._key(native.build_commands(cc, openmp, Path('native_step.so')))}.so"
+
+
+def other_users(folder: Path) -> None:
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, 12345, 12345, follow_symlinks=False)
+
+
+CACHE_ATTACKS = {
+    # the folder another user made at the predictable path, with their library in it
+    "another user's folder": ("belongs to another user (uid 12345)", lambda cache, lib: other_users(cache.parent)),
+    # a folder any user may write: anyone could have put the library there
+    "a folder open to all": ("may be written by other users (mode 777)", lambda cache, lib: cache.chmod(0o777)),
+    # the cache folder is a symlink to a folder of another user's choosing
+    "a symlinked folder": (
+        "is a symlink or not a folder",
+        lambda cache, lib: (
+            shutil.move(cache, cache.with_name("elsewhere")),
+            cache.symlink_to(cache.with_name("elsewhere")),
+        ),
+    ),
+}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a folder another user's needs root")
+@pytest.mark.parametrize("case", CACHE_ATTACKS)
+def test_a_cache_that_is_not_the_servers_own_is_refused(monkeypatch, tmp_path, case):
+    said, spoil = CACHE_ATTACKS[case]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    marker = tmp_path / "constructor-ran"
+    cache = native.cache_folder()
+    cache.mkdir(parents=True)
+    (cache / expected_name()).write_bytes(planted_library(tmp_path, marker))
+    (cache / (expected_name() + ".sha256")).write_text(
+        hashlib.sha256((cache / expected_name()).read_bytes()).hexdigest()
+    )
+    spoil(cache, cache / expected_name())
+    built = native.build_library()
+    assert built.lib is None and said in built.reason, built.reason
+    assert not marker.exists()  # the planted constructor never ran
+
+
+def test_a_library_planted_in_the_servers_own_folder_is_built_over(monkeypatch, tmp_path):
+    """At the right name with no record, or a record that does not match: built again from the shipped source."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    marker = tmp_path / "constructor-ran"
+    cache = native.cache_folder()
+    cache.mkdir(parents=True, mode=0o700)
+    (cache / expected_name()).write_bytes(planted_library(tmp_path, marker))
+    (cache / (expected_name() + ".sha256")).write_text("0" * 64)
+    built = native.build_library()
+    assert built.lib is not None, built.reason
+    assert not marker.exists()
+    data = (cache / expected_name()).read_bytes()
+    assert (cache / (expected_name() + ".sha256")).read_text() == hashlib.sha256(data).hexdigest()
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700 and stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
+    assert not [p for p in cache.iterdir() if p.name.startswith(".partial")]

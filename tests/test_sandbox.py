@@ -11,6 +11,7 @@ Where this machine lacks bubblewrap or Landlock, the rows and tests that need th
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -32,10 +34,11 @@ import pytest
 from engine.errors import BadInput
 from engine.harness import filetools, sandbox
 from engine.harness.tools import run_tool
-from engine.harness.workspace import Limits, Workspace
+from engine.harness.workspace import Limits, ToolRefusal, Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMITS = Limits()
+PASSED = "| Ran 1 tests\n|\n| OK\n[run_tests: end of the tests' output; exit code 0 (passed)]"  # how a run of one passing test ends
 
 
 # -- the escapes a test file may try from inside run_tests ------------------------------------------
@@ -175,7 +178,8 @@ def escape_source(body: str, out: Path, port: int, decoy: int = 0) -> str:
     return (
         f"import os\nimport unittest\nOUT = {str(out)!r}\nPORT = {port}\nDECOY = {decoy}\nSERVER = {os.getpid()}\n\n\n"
         "class Escape(unittest.TestCase):\n    def test_escape(self):\n"
-        + textwrap.indent(textwrap.dedent(body).strip(), "        ") + "\n"
+        + textwrap.indent(textwrap.dedent(body).strip(), "        ")
+        + "\n"
     )
 
 
@@ -239,8 +243,10 @@ class Arena:
         # a hard link to a file outside (made before the workspace was handed over)
         os.link(out / "canary.txt", ws / "hardlink.txt")
         (ws / "t_loop.py").write_text(escape_source("while True:\n    pass", out, port))
-        (ws / "t_flood.py").write_text(escape_source('import sys\nwhile True:\n    sys.stdout.write("x" * 65536)', out, port))
-        (ws / "t_memory.py").write_text(escape_source('blob = bytearray(4 << 30)', out, port))
+        (ws / "t_flood.py").write_text(
+            escape_source('import sys\nwhile True:\n    sys.stdout.write("x" * 65536)', out, port)
+        )
+        (ws / "t_memory.py").write_text(escape_source("blob = bytearray(4 << 30)", out, port))
         (ws / "a_file_not_a_folder.txt").write_text("x")
         if open_to_all:
             # every user may write outside, so only the layer under test stands in a test's way
@@ -301,6 +307,7 @@ TILDE = "error: paths are relative to the workspace; '~' is not allowed"
 NUL = "error: the path contains a NUL byte"
 TOO_LONG = f"error: the path is longer than {LIMITS.path_chars} characters"
 ran = re.compile  # a pattern the whole text must match (re.fullmatch, DOTALL)
+END_FAILED = r"\n\[run_tests: end of the tests' output; exit code 1 \(failed\)\]"  # the harness's last line
 
 KILLED = "error: the tests did not finish within 2 s and were killed (every process they started went with them)"
 NEEDS_CONFINEMENT = pytest.mark.skipif(
@@ -316,7 +323,13 @@ HOSTILE = [
     ("dotdot-list", "list_files", {"dir": ".."}, {}, leaves("..")),
     ("dotdot-grep", "grep", {"pattern": "canary", "path": "../outside"}, {}, leaves("../outside")),
     ("dotdot-write", "write_file", {"path": "../outside/new.txt", "content": "x"}, {}, leaves("../outside/new.txt")),
-    ("dotdot-new-folders", "write_file", {"path": "new/a/../../../outside/x.txt", "content": "x"}, {}, leaves("new/a/../../../outside/x.txt")),
+    (
+        "dotdot-new-folders",
+        "write_file",
+        {"path": "new/a/../../../outside/x.txt", "content": "x"},
+        {},
+        leaves("new/a/../../../outside/x.txt"),
+    ),
     # absolute paths, '~', NUL, length, type
     ("absolute", "read_file", {"path": "/etc/passwd"}, {}, ABSOLUTE),
     ("absolute-double-slash", "read_file", {"path": "//etc/passwd"}, {}, ABSOLUTE),
@@ -327,9 +340,21 @@ HOSTILE = [
     ("nul", "read_file", {"path": "notes.txt\0../../etc/passwd"}, {}, NUL),
     ("nul-write", "write_file", {"path": "a\0b", "content": "x"}, {}, NUL),
     ("very-long-path", "read_file", {"path": "a/" * 300}, {}, TOO_LONG),
-    ("name-too-long", "write_file", {"path": "n" * 300, "content": "x"}, {}, "error: the path cannot be used: File name too long"),
+    (
+        "name-too-long",
+        "write_file",
+        {"path": "n" * 300, "content": "x"},
+        {},
+        "error: the path cannot be used: File name too long",
+    ),
     ("path-not-a-string", "read_file", {"path": ["notes.txt"]}, {}, "error: a path must be a string"),
-    ("lone-surrogate", "read_file", {"path": "\ud800.txt"}, {}, "error: the path is not valid text (it holds a lone surrogate)"),
+    (
+        "lone-surrogate",
+        "read_file",
+        {"path": "\ud800.txt"},
+        {},
+        "error: the path is not valid text (it holds a lone surrogate)",
+    ),
     ("unknown-argument", "read_file", {"path": "notes.txt", "mode": "w"}, {}, "error: wrong arguments for read_file"),
     # symlinks pointing out
     ("symlink-file", "read_file", {"path": "link_file"}, {}, leaves("link_file")),
@@ -340,8 +365,20 @@ HOSTILE = [
     ("symlink-loop", "read_file", {"path": "loop1"}, {}, "error: the path 'loop1' goes round a loop of symlinks"),
     ("write-through-symlink", "write_file", {"path": "link_file", "content": "x"}, {}, leaves("link_file")),
     ("write-through-chain", "write_file", {"path": "chain1", "content": "x"}, {}, leaves("chain1")),
-    ("write-into-symlinked-dir", "write_file", {"path": "link_dir/new.txt", "content": "x"}, {}, leaves("link_dir/new.txt")),
-    ("write-symlink-in-subfolder", "write_file", {"path": "sub/out/deeper/new.txt", "content": "x"}, {}, leaves("sub/out/deeper/new.txt")),
+    (
+        "write-into-symlinked-dir",
+        "write_file",
+        {"path": "link_dir/new.txt", "content": "x"},
+        {},
+        leaves("link_dir/new.txt"),
+    ),
+    (
+        "write-symlink-in-subfolder",
+        "write_file",
+        {"path": "sub/out/deeper/new.txt", "content": "x"},
+        {},
+        leaves("sub/out/deeper/new.txt"),
+    ),
     ("write-dangling-symlink", "write_file", {"path": "dangling", "content": "x"}, {}, leaves("dangling")),
     ("grep-through-symlinked-dir", "grep", {"pattern": ".", "path": "link_dir"}, {}, leaves("link_dir")),
     # device files
@@ -351,69 +388,201 @@ HOSTILE = [
     ("fifo-write", "write_file", {"path": "fifo", "content": "x"}, {}, "error: fifo is not a regular file or folder"),
     ("fifo-grep", "grep", {"pattern": "x", "path": "fifo"}, {}, "error: fifo is not a regular file or folder"),
     # sizes
-    ("oversized-read", "read_file", {"path": "big.txt"}, {},
-     f"error: big.txt is {LIMITS.read_bytes + 1} bytes; read_file returns files up to {LIMITS.read_bytes} bytes"),
-    ("oversized-write", "write_file", {"path": "huge.txt", "content": "x" * (LIMITS.write_bytes + 1)}, {},
-     f"error: content is {LIMITS.write_bytes + 1} bytes; write_file accepts up to {LIMITS.write_bytes}"),
-    ("workspace-size-cap", "write_file", {"path": "fill.txt", "content": "x" * 60_000}, {"workspace_bytes": 100_000},
-     "error: the workspace would grow past 100000 bytes"),
-    ("content-not-text", "write_file", {"path": "s.txt", "content": "\udcff"}, {}, "error: content is not valid text (it holds a lone surrogate)"),
+    (
+        "oversized-read",
+        "read_file",
+        {"path": "big.txt"},
+        {},
+        f"error: big.txt is {LIMITS.read_bytes + 1} bytes; read_file returns files up to {LIMITS.read_bytes} bytes",
+    ),
+    (
+        "oversized-write",
+        "write_file",
+        {"path": "huge.txt", "content": "x" * (LIMITS.write_bytes + 1)},
+        {},
+        f"error: content is {LIMITS.write_bytes + 1} bytes; write_file accepts up to {LIMITS.write_bytes}",
+    ),
+    (
+        "workspace-size-cap",
+        "write_file",
+        {"path": "fill.txt", "content": "x" * 60_000},
+        {"workspace_bytes": 100_000},
+        "error: the workspace would grow past 100000 bytes",
+    ),
+    (
+        "content-not-text",
+        "write_file",
+        {"path": "s.txt", "content": "\udcff"},
+        {},
+        "error: content is not valid text (it holds a lone surrogate)",
+    ),
     ("write-over-folder", "write_file", {"path": "src", "content": "x"}, {}, "error: src is a folder"),
-    ("write-too-deep", "write_file", {"path": "d/" * 17 + "f.txt", "content": "x"}, {},
-     f"error: {'d/' * 17}f.txt is 17 folders deep; write_file goes up to 16 folders down"),
-    ("workspace-entry-cap", "write_file", {"path": "new/x.txt", "content": "x"}, {"workspace_entries": 10},
-     "error: the workspace would hold more than 10 files and folders"),
+    (
+        "write-too-deep",
+        "write_file",
+        {"path": "d/" * 17 + "f.txt", "content": "x"},
+        {},
+        f"error: {'d/' * 17}f.txt is 17 folders deep; write_file goes up to 16 folders down",
+    ),
+    (
+        "workspace-entry-cap",
+        "write_file",
+        {"path": "new/x.txt", "content": "x"},
+        {"workspace_entries": 10},
+        "error: the workspace would hold more than 10 files and folders",
+    ),
     # a hard link shares its bytes with a file outside
-    ("write-hardlink", "write_file", {"path": "hardlink.txt", "content": "x"}, {},
-     "error: hardlink.txt is a hard link (2 names for one file); write_file will not change it, write to a new name instead"),
+    (
+        "write-hardlink",
+        "write_file",
+        {"path": "hardlink.txt", "content": "x"},
+        {},
+        "error: hardlink.txt is a hard link (2 names for one file); write_file will not change it, write to a new name instead",
+    ),
     # names that would pass for other lines of output are shown quoted, and never made
     ("list-control-names", "list_files", {"dir": "names"}, {}, '"a\\nb.txt:1: fake"\nplain:colon.txt'),
-    ("grep-control-names", "grep", {"pattern": "needle", "path": "names"}, {},
-     '"names/a\\nb.txt:1: fake":1: needle\n"names/plain:colon.txt":1: needle'),
-    ("write-newline-name", "write_file", {"path": "x\ny.txt", "content": "x"}, {},
-     "error: the path holds a control character (such as a newline or tab); give a file name of printable characters"),
-    ("write-tab-name", "write_file", {"path": "x\ty.txt", "content": "x"}, {},
-     "error: the path holds a control character (such as a newline or tab); give a file name of printable characters"),
+    (
+        "grep-control-names",
+        "grep",
+        {"pattern": "needle", "path": "names"},
+        {},
+        '"names/a\\nb.txt:1: fake":1: needle\n"names/plain:colon.txt":1: needle',
+    ),
+    (
+        "write-newline-name",
+        "write_file",
+        {"path": "x\ny.txt", "content": "x"},
+        {},
+        "error: the path holds a control character (such as a newline or tab); give a file name of printable characters",
+    ),
+    (
+        "write-tab-name",
+        "write_file",
+        {"path": "x\ty.txt", "content": "x"},
+        {},
+        "error: the path holds a control character (such as a newline or tab); give a file name of printable characters",
+    ),
     # grep: patterns that could run for ever, and output caps
     ("grep-catastrophic-backtracking", "grep", {"pattern": "(a+)+$b", "path": "slow"}, {}, "(no matches)"),
     ("grep-nested-quantifiers", "grep", {"pattern": "(a|aa|aaa)*c", "path": "slow"}, {}, "(no matches)"),
-    ("grep-too-complex", "grep", {"pattern": "(a?){500}a{500}b"}, {},
-     "error: the pattern is too complex for grep (its RE2 program has 2505 steps; the limit is 2000)"),
+    (
+        "grep-too-complex",
+        "grep",
+        {"pattern": "(a?){500}a{500}b"},
+        {},
+        "error: the pattern is too complex for grep (its RE2 program has 2505 steps; the limit is 2000)",
+    ),
     ("grep-too-long", "grep", {"pattern": "x" * 1001}, {}, "error: the pattern is longer than 1000 characters"),
-    ("grep-backreference", "grep", {"pattern": r"(a)\1"}, {}, "error: '(a)\\\\1' is not a valid regular expression (RE2 syntax)"),
-    ("grep-time-budget", "grep", {"pattern": "(a?){390}a{390}b", "path": "slow"}, {"grep_seconds": 1.0}, "... stopped after 1 s"),
-    ("grep-line-cap", "grep", {"pattern": "match", "path": "many.txt"}, {},
-     ran(r"(many\.txt:\d+: match me\n){200}\.\.\. more matches not shown")),
-    ("grep-byte-cap", "grep", {"pattern": "match", "path": "many.txt"}, {"grep_bytes": 500},
-     ran(r"(many\.txt:\d+: match me\n){23}\.\.\. more matches not shown")),
+    (
+        "grep-backreference",
+        "grep",
+        {"pattern": r"(a)\1"},
+        {},
+        "error: '(a)\\\\1' is not a valid regular expression (RE2 syntax)",
+    ),
+    (
+        "grep-time-budget",
+        "grep",
+        {"pattern": "(a?){390}a{390}b", "path": "slow"},
+        {"grep_seconds": 1.0},
+        "... stopped after 1 s",
+    ),
+    (
+        "grep-line-cap",
+        "grep",
+        {"pattern": "match", "path": "many.txt"},
+        {},
+        ran(r"(many\.txt:\d+: match me\n){200}\.\.\. more matches not shown"),
+    ),
+    (
+        "grep-byte-cap",
+        "grep",
+        {"pattern": "match", "path": "many.txt"},
+        {"grep_bytes": 500},
+        ran(r"(many\.txt:\d+: match me\n){23}\.\.\. more matches not shown"),
+    ),
     # run_tests: time, output, memory, and every escape (the hook's message; nothing changes outside)
-    ("tests-pattern-path", "run_tests", {"pattern": "../outside/*.py"}, {}, "error: pattern must be a file-name glob such as test_*.py"),
+    (
+        "tests-pattern-path",
+        "run_tests",
+        {"pattern": "../outside/*.py"},
+        {},
+        "error: pattern must be a file-name glob such as test_*.py",
+    ),
     ("tests-loop-forever", "run_tests", {"pattern": "t_loop.py"}, {"test_seconds": 2.0}, KILLED),
     # output moved elsewhere (os.dup2), then sleeping or spinning: killed at the limit all the same
     ("tests-hidden-output-sleep", "run_tests", {"pattern": "t_hide_sleep.py"}, {"test_seconds": 2.0}, KILLED),
     ("tests-hidden-output-spin", "run_tests", {"pattern": "t_hide_spin.py"}, {"test_seconds": 2.0}, KILLED),
     # 100 MB, in 64 KiB files or in one: the disk given to a run (bubblewrap's tmpfs), the count of
     # new files, or the size of one file stops it
-    ("tests-write-100mb-files", "run_tests", {"pattern": "t_write_100mb_files.py"}, {},
-     ran(r".*(No space left on device|may make at most 256 new files and folders).*FAILED \(errors=1\).*")),
-    ("tests-write-100mb-one", "run_tests", {"pattern": "t_write_100mb_one.py"}, {},
-     ran(r".*File too large.*FAILED \(errors=1\)\n\n\(run_tests gives the tests 8,388,608 bytes of disk, 65,536 bytes per file\)")),
-    ("tests-20000-folders", "run_tests", {"pattern": "t_folders.py"}, {},
-     ran(r".*PermissionError: run_tests may make at most 256 new files and folders.*FAILED \(errors=1\)")),
+    (
+        "tests-write-100mb-files",
+        "run_tests",
+        {"pattern": "t_write_100mb_files.py"},
+        {},
+        ran(r".*(No space left on device|may make at most 256 new files and folders).*FAILED \(errors=1\).*"),
+    ),
+    (
+        "tests-write-100mb-one",
+        "run_tests",
+        {"pattern": "t_write_100mb_one.py"},
+        {},
+        ran(
+            r".*File too large.*FAILED \(errors=1\)\n\(run_tests gives the tests 8,388,608 bytes of disk, 65,536 bytes per "
+            r"file, 256 new files and folders\)\n\[run_tests: end of the tests' output; exit code 1 \(failed\)\]"
+        ),
+    ),
+    (
+        "tests-20000-folders",
+        "run_tests",
+        {"pattern": "t_folders.py"},
+        {},
+        ran(
+            r".*PermissionError: run_tests may make at most 256 new files and folders.*FAILED \(errors=1\)" + END_FAILED
+        ),
+    ),
     # reading outside: no such file under bubblewrap, denied by Landlock
     *[
-        pytest.param(f"tests-read-{name[2:-3]}", "run_tests", {"pattern": name}, {},
-                     ran(r".*(FileNotFoundError|PermissionError).*FAILED \(errors=1\)"), marks=NEEDS_CONFINEMENT)
+        pytest.param(
+            f"tests-read-{name[2:-3]}",
+            "run_tests",
+            {"pattern": name},
+            {},
+            ran(r".*(FileNotFoundError|PermissionError).*FAILED \(errors=1\)" + END_FAILED),
+            marks=NEEDS_CONFINEMENT,
+        )
         for name in READS
     ],
-    ("tests-flood-output", "run_tests", {"pattern": "t_flood.py"}, {},
-     ran(r"\[run_tests: stopped for printing too much; the tests' own output follows\]\n"
-         r"x{8192}\n\.\.\. output cut; the tests were stopped for printing too much")),
-    ("tests-memory", "run_tests", {"pattern": "t_memory.py"}, {}, ran(r".*MemoryError.*FAILED \(errors=1\)")),
+    (
+        "tests-flood-output",
+        "run_tests",
+        {"pattern": "t_flood.py"},
+        {},
+        ran(
+            r"\[run_tests: stopped for printing too much; the tests' own output follows, each line marked '\| '\]\n"
+            r"\| x{8190}\n\.\.\. output cut; the tests were stopped for printing too much\n"
+            r"\[run_tests: end of the tests' output; stopped for printing too much\]"
+        ),
+    ),
+    (
+        "tests-memory",
+        "run_tests",
+        {"pattern": "t_memory.py"},
+        {},
+        ran(r".*MemoryError.*FAILED \(errors=1\)" + END_FAILED),
+    ),
     *[
-        (f"tests-{name[2:-3]}", "run_tests", {"pattern": name}, {},
-         # under bubblewrap the folder outside is not there at all, and the kernel may answer first
-         ran(rf".*(PermissionError: run_tests {re.escape(said)}|FileNotFoundError: \[Errno 2\] No such file or directory: '[^']*/outside[/']).*FAILED \(errors=1\)"))
+        (
+            f"tests-{name[2:-3]}",
+            "run_tests",
+            {"pattern": name},
+            {},
+            # under bubblewrap the folder outside is not there at all, and the kernel may answer first
+            ran(
+                rf".*(PermissionError: run_tests {re.escape(said)}|FileNotFoundError: \[Errno 2\] No such file or directory: '[^']*/outside[/']).*FAILED \(errors=1\)"
+                + END_FAILED
+            ),
+        )
         for name, said in HOOK_SAYS.items()
     ],
 ]
@@ -445,7 +614,7 @@ def test_hostile_call_is_refused(arena, tool, arguments, limits, expected):
         assert outcome.error == expected and outcome.result is None
     # short enough to send back to a model, and within the run's own limit (runs yield the CPU to
     # everything else, so on a busy machine they take longer: only the limit itself is a bound)
-    assert len(outcome.text) <= LIMITS.test_output_bytes + 200  # the cap, the harness's own line and the note
+    assert len(outcome.text) <= LIMITS.test_output_bytes + 300  # the cap, the harness's first and last lines, the note
     assert seconds < LIMITS.test_seconds + 5
 
 
@@ -462,7 +631,11 @@ def test_every_tool_and_escape_has_rows_of_its_own():
 # -- the command line -------------------------------------------------------------------------------
 def engine_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "engine", "tool", *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "engine", "tool", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -517,10 +690,18 @@ LANDLOCK = sandbox.landlock_abi()
 # (mode chosen, the guard's layers inside the child)
 LAYERS = [
     pytest.param("weak", ("hook",), id="audit-hook-only"),
-    pytest.param("landlock", ("landlock",), id="landlock-only",
-                 marks=pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock")),
-    pytest.param("bwrap", (), id="bubblewrap-only",
-                 marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here")),
+    pytest.param(
+        "landlock",
+        ("landlock",),
+        id="landlock-only",
+        marks=pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock"),
+    ),
+    pytest.param(
+        "bwrap",
+        (),
+        id="bubblewrap-only",
+        marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here"),
+    ),
 ]
 
 
@@ -553,10 +734,14 @@ def test_each_sandbox_layer_holds_on_its_own(open_folder, server, decoy, one_mod
     for name in escapes:
         outcome = run_tool("run_tests", {"pattern": name}, ws)
         # the attempt failed inside the test (refused, or denied by the kernel)
-        assert outcome.error is None and re.search(r"FAILED \((errors|failures)=1\)|\nOK$", outcome.result), outcome.result
+        assert outcome.error is None and re.search(r"FAILED \((errors|failures)=1\)|\n\| OK\n", outcome.result), (
+            outcome.result
+        )
         assert "AssertionError: got through" not in outcome.result, (name, outcome.result)
         if name in READS:
-            assert re.search(r"(FileNotFoundError|PermissionError).*FAILED \(errors=1\)$", outcome.result, re.DOTALL), outcome.result
+            assert re.search(
+                r"(FileNotFoundError|PermissionError).*FAILED \(errors=1\)\n\[run_tests: end", outcome.result, re.DOTALL
+            ), outcome.result
         if layers == ("hook",):
             assert f"PermissionError: run_tests {HOOK_SAYS[name]}" in outcome.result, (name, outcome.result)
         assert arena.state()["outside"] == arena.before["outside"], name
@@ -595,33 +780,46 @@ class Ordinary(unittest.TestCase):
 """
 
 
-@pytest.mark.parametrize("mode, layers", [
-    pytest.param("weak", ("hook",), id="audit-hook"),
-    pytest.param("landlock", ("landlock", "hook"), id="landlock-and-hook",
-                 marks=pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock")),
-    pytest.param("bwrap", ("landlock", "hook"), id="bubblewrap-landlock-and-hook",
-                 marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here")),
-])
+@pytest.mark.parametrize(
+    "mode, layers",
+    [
+        pytest.param("weak", ("hook",), id="audit-hook"),
+        pytest.param(
+            "landlock",
+            ("landlock", "hook"),
+            id="landlock-and-hook",
+            marks=pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock"),
+        ),
+        pytest.param(
+            "bwrap",
+            ("landlock", "hook"),
+            id="bubblewrap-landlock-and-hook",
+            marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here"),
+        ),
+    ],
+)
 def test_ordinary_tests_pass_in_every_mode(tmp_path, one_mode, mode, layers):
     """Folders, dir_fd= inside, rmtree, a temporary folder and sqlite: what a real suite does still works."""
     one_mode(mode, layers)
     (tmp_path / "test_ordinary.py").write_text(ORDINARY_TEST)
     outcome = run_tool("run_tests", {}, Workspace(tmp_path))
-    assert outcome.result is not None and outcome.result.endswith("Ran 1 tests\n\nOK"), outcome.text
+    assert outcome.result is not None and outcome.result.endswith(PASSED), outcome.text
     # the tests ran on a copy
     assert sorted(p.name for p in tmp_path.iterdir()) == ["test_ordinary.py"]
 
 
 def test_run_tests_refuses_without_confinement(tmp_path, monkeypatch):
     """Neither bubblewrap nor Landlock: refused with the reason, unless QWEN_SANDBOX_WEAK=1 allows the hook alone."""
-    (tmp_path / "test_ok.py").write_text("import unittest\nclass T(unittest.TestCase):\n    def test_ok(self):\n        pass\n")
+    (tmp_path / "test_ok.py").write_text(
+        "import unittest\nclass T(unittest.TestCase):\n    def test_ok(self):\n        pass\n"
+    )
     ws = Workspace(tmp_path)
     monkeypatch.setattr(sandbox, "MODES", ("weak",))
     monkeypatch.setattr(sandbox, "_CHOSEN", {})
     monkeypatch.delenv("QWEN_SANDBOX_WEAK", raising=False)
     assert run_tool("run_tests", {}, ws).error == sandbox.REFUSED
     monkeypatch.setenv("QWEN_SANDBOX_WEAK", "1")
-    assert run_tool("run_tests", {}, ws).result.endswith("Ran 1 tests\n\nOK")
+    assert run_tool("run_tests", {}, ws).result.endswith(PASSED)
 
 
 VIEW_TEST = """
@@ -654,14 +852,17 @@ def test_bubblewrap_shows_the_test_only_python_and_its_workspace(tmp_path, one_m
     source = VIEW_TEST.replace("SERVER", str(os.getpid()))
     (tmp_path / "ws" / "test_view.py").write_text(source)
     outcome = run_tool("run_tests", {}, Workspace(tmp_path / "ws"))
-    assert outcome.result is not None and outcome.result.endswith("Ran 1 tests\n\nOK"), outcome.text
+    assert outcome.result is not None and outcome.result.endswith(PASSED), outcome.text
 
 
 @NEEDS_CONFINEMENT
-@pytest.mark.parametrize("body", [
-    pytest.param(HOSTILE_TESTS["t_hide_sleep.py"], id="hidden-output-sleep"),
-    pytest.param(HOSTILE_TESTS["t_hide_spin.py"], id="hidden-output-spin"),
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(HOSTILE_TESTS["t_hide_sleep.py"], id="hidden-output-sleep"),
+        pytest.param(HOSTILE_TESTS["t_hide_spin.py"], id="hidden-output-spin"),
+    ],
+)
 def test_a_killed_run_leaves_no_process_behind(tmp_path, body):
     """Killed at the limit whatever it did with its output; within 2 s of the limit no process of it is left."""
     marker = f"t_hidden_{os.getpid()}_{time.monotonic_ns()}.py"
@@ -672,3 +873,115 @@ def test_a_killed_run_leaves_no_process_behind(tmp_path, body):
     assert outcome.error == KILLED
     assert seconds < 2.0 + 2.0
     assert sandbox.processes_with(marker) == []
+
+
+# -- the host hidden where a namespace can hide it ---------------------------------------------------------
+HOST_TEST = """
+import os
+import socket
+import time
+import unittest
+
+
+class Host(unittest.TestCase):
+    def test_host(self):
+        self.assertEqual(socket.gethostname(), "sandbox")  # a UTS namespace of its own
+        # a time namespace: the clocks start with the run, so the host's uptime and boot time are not seen
+        self.assertLess(time.clock_gettime(time.CLOCK_BOOTTIME), 60)
+        self.assertLess(time.monotonic(), 60)
+        with self.assertRaises(PermissionError):
+            os.statvfs("/usr")  # the host's disks' sizes (statfs), refused by the filter
+"""
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        pytest.param(
+            "bwrap",
+            marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here"),
+        ),
+        pytest.param("landlock", marks=pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock")),
+    ],
+)
+def test_the_host_s_name_clocks_and_disks_are_hidden(tmp_path, one_mode, mode):
+    one_mode(mode, sandbox.LAYERS)
+    (tmp_path / "test_host.py").write_text(HOST_TEST)
+    outcome = run_tool("run_tests", {}, Workspace(tmp_path))
+    assert outcome.result is not None and outcome.result.endswith(PASSED), outcome.text
+
+
+# -- the slots: a share per visitor, a bounded wait ---------------------------------------------------------
+@pytest.fixture
+def four_slots(monkeypatch):
+    slots = sandbox._Slots(4)
+    monkeypatch.setattr(sandbox, "_SLOTS", [slots])
+    return slots
+
+
+def test_one_visitor_holds_at_most_half_the_slots_and_a_wait_ends_with_a_message(four_slots):
+    with contextlib.ExitStack() as held:
+        assert [held.enter_context(sandbox.take_slot("a", 0.1))[1] for _ in range(2)] == [False, False]
+        # a's third run waits, then is refused in words; b's runs start at once
+        with pytest.raises(ToolRefusal, match="you already have 2 run_tests going, the most one visitor may have"):
+            held.enter_context(sandbox.take_slot("a", 0.2))
+        assert [held.enter_context(sandbox.take_slot("b", 0.1))[1] for _ in range(2)] == [False, False]
+        started = time.monotonic()
+        with pytest.raises(ToolRefusal, match=r"all 4 run_tests slots stayed busy for 0.3 s"):
+            held.enter_context(sandbox.take_slot("c", 0.3))
+        assert 0.3 <= time.monotonic() - started < 2
+        assert sandbox.slot_status() == sandbox.SlotStatus(4, 4, 0)
+    assert sorted(four_slots.free) == [0, 1, 2, 3] and four_slots.held == {}
+
+
+def test_a_freed_slot_goes_to_the_first_visitor_under_their_share(four_slots):
+    got = []
+    a_held, b_held = contextlib.ExitStack(), contextlib.ExitStack()
+    for stack, visitor in ((a_held, "a"), (a_held, "a"), (b_held, "b"), (b_held, "b")):
+        stack.enter_context(sandbox.take_slot(visitor, 0.1))
+
+    def wait_for(visitor):
+        with sandbox.take_slot(visitor, 10) as (_slot, waited):
+            got.append((visitor, waited))
+            time.sleep(0.5)
+
+    waiters = [threading.Thread(target=wait_for, args=(v,)) for v in ("a", "c")]
+    for thread in waiters:
+        thread.start()
+        time.sleep(0.2)  # a queues first, then c
+    assert sandbox.slot_status().waiting == 2
+    b_held.close()  # two slots free; a, first in line, still holds its two: c goes first, a keeps waiting
+    time.sleep(0.3)
+    assert got == [("c", True)] and sandbox.slot_status().waiting == 1
+    a_held.close()
+    for thread in waiters:
+        thread.join(10)
+    assert got == [("c", True), ("a", True)]
+
+
+@NEEDS_CONFINEMENT
+def test_one_visitor_s_long_runs_do_not_hold_up_another_visitor_s_test(tmp_path, monkeypatch):
+    """Two slots: visitor a's sleeping test holds one (its share), and b's one-line test runs beside it at once."""
+    monkeypatch.setattr(sandbox, "_SLOTS", [sandbox._Slots(2)])
+    (tmp_path / "slow").mkdir()
+    (tmp_path / "slow" / "test_slow.py").write_text(
+        "import time, unittest\nclass T(unittest.TestCase):\n    def test_slow(self):\n        time.sleep(6)\n"
+    )
+    (tmp_path / "quick").mkdir()
+    (tmp_path / "quick" / "test_quick.py").write_text(
+        "import unittest\nclass T(unittest.TestCase):\n    def test_quick(self):\n        pass\n"
+    )
+    limits = replace(LIMITS, slot_wait_seconds=1.0)
+    slow = threading.Thread(target=run_tool, args=("run_tests", {}, Workspace(tmp_path / "slow", limits, visitor="a")))
+    slow.start()
+    time.sleep(1.0)
+    second = run_tool("run_tests", {}, Workspace(tmp_path / "slow", limits, visitor="a"))
+    assert (
+        second.error == "error: you already have 1 run_tests going, the most one visitor may have at once (1 of 2); "
+        "run this again when one has finished"
+    )
+    started = time.monotonic()
+    quick = run_tool("run_tests", {}, Workspace(tmp_path / "quick", limits, visitor="b"))
+    assert quick.result is not None and quick.result.endswith(PASSED) and "after waiting" not in quick.result
+    assert slow.is_alive() and time.monotonic() - started < 6
+    slow.join(30)

@@ -1,11 +1,11 @@
-"""The second round of escapes from inside `run_tests`: each mode must refuse every row, with the server unchanged.
+"""The second and third rounds of escapes from inside `run_tests`: each mode must refuse every row, with the server unchanged.
 
 Each row of ATTACKS is the body of one unittest method, run in a test file of a visitor's
 workspace. SERVER is this test process's pid (what the server would be), DECOY a process of
-the server's that no test may touch, OUT a folder outside that every user may write (so only
-the sandbox stands in the way). After every row the server's limits, priority and CPU
-affinity, the decoy and the outside folder must be as they were; a row whose attempt got
-through fails with "got through". Then the same rows run per layer: the seccomp filter alone
+the server's that no test may touch, OUT a folder outside that every user may write, with a
+service listening on a unix socket in it (so only the sandbox stands in the way). After every
+row the server's limits, priority and CPU affinity, the decoy, the service and the outside
+folder must be as they were; a row whose attempt got through fails with "got through". Then the same rows run per layer: the seccomp filter alone
 (in its own process, on the system calls the rows make), the audit hook alone against the
 native-code rows, and a run through a virtualenv reached by a symlink.
 """
@@ -18,6 +18,7 @@ import os
 import re
 import resource
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -105,14 +106,86 @@ ATTACKS = {
         finally:
             if made > 260:
                 self.fail(f"got through: {made} files")""",
+    # -- the third round ----------------------------------------------------------------------------
+    # code-object surgery: bytecode the compiler never checked (an out-of-range LOAD_CONST reads and writes memory)
+    "a_code_replace.py": """
+        f = lambda: None
+        f.__code__ = f.__code__.replace(co_consts=())""",
+    "a_code_new.py": """
+        c = (lambda: 0).__code__
+        type(c)(c.co_argcount, c.co_posonlyargcount, c.co_kwonlyargcount, c.co_nlocals, c.co_stacksize, c.co_flags,
+                c.co_code, c.co_consts, c.co_names, c.co_varnames, c.co_filename, c.co_name, c.co_qualname,
+                c.co_firstlineno, c.co_linetable, c.co_exceptiontable)""",
+    "a_marshal_code.py": """
+        import marshal
+        marshal.loads(marshal.dumps((lambda: 0).__code__))""",
+    "a_pyc_import.py": """
+        import importlib.util, marshal
+        with open("planted_module.pyc", "wb") as f:
+            f.write(importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(compile("X = 1", "planted", "exec")))
+        import planted_module""",
+    # executable memory the test made: anonymous, or from a file it wrote (the kernel's noexec, the filter)
+    "a_exec_mapping.py": """
+        import mmap
+        mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)""",
+    "a_exec_file_mapping.py": """
+        import mmap
+        with open("code.bin", "wb") as f:
+            f.write(bytes([0xC3]) * 4096)
+        with open("code.bin", "rb") as f:
+            mmap.mmap(f.fileno(), 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC)""",
+    # a unix socket of the host's (a service listening outside)
+    "a_unix_socket.py": """
+        import socket
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(OUT + "/service.sock")
+        s.sendall(b"gotcha")""",
+    # files the hook does not see one by one: sqlite's own journals (and the databases themselves)
+    "a_sqlite_files.py": """
+        import sqlite3
+        os.mkdir("dbs")
+        try:
+            for i in range(3000):
+                db = sqlite3.connect(f"dbs/{i}.db")
+                db.execute("pragma journal_mode=persist")
+                db.execute("create table t (x)")
+                db.commit()
+                db.close()
+        finally:
+            made = len(os.listdir("dbs"))
+            if made > 260:
+                self.fail(f"got through: {made} files")""",
+    # a forged verdict: "OK" printed, then the process ended with exit code 0 before unittest could say otherwise
+    "a_forged_exit.py": """
+        print("Ran 3 tests\\n\\nOK", flush=True)
+        os._exit(0)""",
 }
-NOT_IN_HOOK_ALONE = {"a_many_processes.py", "a_setpriority_group.py", "a_nice_up.py", "a_fifo.py",
-                     "a_back_to_other.py", "a_setuid.py", "a_chown_own.py", "a_affinity.py", "a_prlimit_cpu.py",
-                     "a_prlimit_parent.py", "a_prlimit_fsize.py", "a_setpriority.py", "a_sched_idle.py",
-                     "a_immutable.py", "a_sqlite_attach.py"}
+NOT_IN_HOOK_ALONE = {
+    "a_exec_mapping.py",
+    "a_exec_file_mapping.py",
+    "a_many_processes.py",
+    "a_setpriority_group.py",
+    "a_nice_up.py",
+    "a_fifo.py",
+    "a_back_to_other.py",
+    "a_setuid.py",
+    "a_chown_own.py",
+    "a_affinity.py",
+    "a_prlimit_cpu.py",
+    "a_prlimit_parent.py",
+    "a_prlimit_fsize.py",
+    "a_setpriority.py",
+    "a_sched_idle.py",
+    "a_immutable.py",
+    "a_sqlite_attach.py",
+}
 # rows the hook alone need not answer: nothing there to refuse, or a Python built without sqlite extensions
-OTHER_ANSWER = {"a_ctypes_leftover.py": "PermissionError: no ctypes",
-                "a_sqlite_extension.py": "no attribute 'enable_load_extension'"}
+OTHER_ANSWER = {
+    "a_ctypes_leftover.py": "PermissionError: no ctypes",
+    # the hook counts the databases; their journals, the tmpfs's cap on files
+    "a_sqlite_files.py": "sqlite3.OperationalError",
+    "a_sqlite_extension.py": "no attribute 'enable_load_extension'",
+}
 SO_NAME = EXTENSION.name if EXTENSION else "missing.so"
 
 
@@ -121,7 +194,8 @@ def attack_source(body: str, out: Path, decoy: int) -> str:
         f"import os\nimport resource\nimport sys\nimport unittest\nOUT = {str(out)!r}\nDECOY = {decoy}\n"
         f"SERVER = {os.getpid()}\nSERVER_GROUP = {os.getpgrp()}\nSO_NAME = {SO_NAME!r}\n\n\n"
         "class Attack(unittest.TestCase):\n    def test_attack(self):\n"
-        + textwrap.indent(textwrap.dedent(body).strip(), "        ") + "\n"
+        + textwrap.indent(textwrap.dedent(body).strip(), "        ")
+        + "\n"
         + '        self.fail("got through")\n'
     )
 
@@ -129,8 +203,10 @@ def attack_source(body: str, out: Path, decoy: int) -> str:
 def server_state() -> dict:
     me = os.getpid()
     return {
-        "limits": {name: resource.prlimit(me, getattr(resource, name))
-                   for name in ("RLIMIT_CPU", "RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_AS", "RLIMIT_NPROC")},
+        "limits": {
+            name: resource.prlimit(me, getattr(resource, name))
+            for name in ("RLIMIT_CPU", "RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_AS", "RLIMIT_NPROC")
+        },
         "nice": os.getpriority(os.PRIO_PROCESS, me),
         "group_nice": os.getpriority(os.PRIO_PGRP, 0),
         "affinity": os.sched_getaffinity(me),
@@ -142,9 +218,18 @@ def outside_state(out: Path) -> dict:
     return {p.name: (p.stat().st_mode, p.read_bytes() if p.is_file() else None) for p in sorted(out.iterdir())}
 
 
+def service_was_reached(service: socket.socket) -> bool:
+    try:
+        service.accept()[0].close()
+        return True
+    except BlockingIOError:
+        return False
+
+
 @pytest.fixture
 def world(tmp_path):
-    """A workspace holding every attack, and an outside folder under /tmp that every user may write."""
+    """A workspace holding every attack, an outside folder under /tmp that every user may write, and a service
+    listening on a unix socket there."""
     base = Path(tempfile.mkdtemp(prefix="sandbox-attack-"))
     os.chmod(base, 0o755)
     out = base / "outside"
@@ -153,13 +238,21 @@ def world(tmp_path):
     (out / "canary.txt").write_text("the canary\n")
     os.chmod(out / "canary.txt", 0o666)
     decoy = subprocess.Popen(["sleep", "600"])
+    # a host service on a unix socket that every user may connect to
+    service = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    service.bind(str(out / "service.sock"))
+    os.chmod(out / "service.sock", 0o777)
+    service.listen(8)
+    service.setblocking(False)
     ws = tmp_path / "ws"
     ws.mkdir()
     for name, body in ATTACKS.items():
         (ws / name).write_text(attack_source(body, out, decoy.pid))
     if EXTENSION:
         shutil.copy(EXTENSION, ws / SO_NAME)
-    yield Workspace(ws), out, decoy
+    yield Workspace(ws), out, decoy, service
+    assert not service_was_reached(service)
+    service.close()
     decoy.kill()
     decoy.wait()
     shutil.rmtree(base, ignore_errors=True)
@@ -168,10 +261,18 @@ def world(tmp_path):
 HAS_BWRAP = sandbox.bwrap_works()
 LANDLOCK = sandbox.landlock_abi()
 MODES = [
-    pytest.param("bwrap", sandbox.LAYERS, id="bubblewrap",
-                 marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here")),
-    pytest.param("landlock", sandbox.LAYERS, id="landlock",
-                 marks=pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock")),
+    pytest.param(
+        "bwrap",
+        sandbox.LAYERS,
+        id="bubblewrap",
+        marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here"),
+    ),
+    pytest.param(
+        "landlock",
+        sandbox.LAYERS,
+        id="landlock",
+        marks=pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock"),
+    ),
     pytest.param("weak", ("seccomp", "hook"), id="weak"),
     pytest.param("weak", ("hook",), id="audit-hook-only"),
 ]
@@ -181,7 +282,7 @@ MODES = [
 def test_every_mode_refuses_every_attack(world, one_mode, mode, layers):
     """Each row fails inside the test (refused, or denied by the kernel); the server and the outside are unchanged."""
     one_mode(mode, layers)
-    ws, out, decoy = world
+    ws, out, decoy, service = world
     before, outside = server_state(), outside_state(out)
     names = [n for n in ATTACKS if layers != ("hook",) or n not in NOT_IN_HOOK_ALONE]
     if not EXTENSION:
@@ -194,6 +295,7 @@ def test_every_mode_refuses_every_attack(world, one_mode, mode, layers):
         assert server_state() == before, name
         assert outside_state(out) == outside, name
         assert decoy.poll() is None, name
+        assert not service_was_reached(service), name
         if layers == ("hook",):
             assert "PermissionError: run_tests may not" in text or OTHER_ANSWER.get(name, "-") in text, (name, text)
     assert sorted(p.name for p in ws.root.iterdir()) == sorted([*ATTACKS, *([SO_NAME] if EXTENSION else [])])
@@ -201,10 +303,12 @@ def test_every_mode_refuses_every_attack(world, one_mode, mode, layers):
 
 def seccomp_child(code: str) -> subprocess.CompletedProcess:
     """Run `code` in a fresh interpreter after the launcher's filter is installed (nothing else confines it)."""
-    prelude = (f"import ctypes, errno, os, sys\nsys.path.insert(0, {str(ROOT / 'engine' / 'harness')!r})\n"
-               "import sandbox_launch\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
-               "assert sandbox_launch.install_seccomp(libc, ctypes)\n"
-               "def call(*args):\n    r = libc.syscall(*args)\n    return r if r >= 0 else -ctypes.get_errno()\n")
+    prelude = (
+        f"import ctypes, errno, os, sys\nsys.path.insert(0, {str(ROOT / 'engine' / 'harness')!r})\n"
+        "import sandbox_launch\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
+        "assert sandbox_launch.install_seccomp(libc, ctypes)\n"
+        "def call(*args):\n    r = libc.syscall(*args)\n    return r if r >= 0 else -ctypes.get_errno()\n"
+    )
     return subprocess.run([sys.executable, "-I", "-c", prelude + code], capture_output=True, text=True, timeout=60)
 
 
@@ -232,24 +336,48 @@ SECCOMP_REFUSES = {
     "clone with a new namespace": "call(56, 0x20000000 | 17, 0, 0, 0, 0)",
     "TIOCSTI": "call(16, 0, 0x5412, 0)",
     "FS_IOC_SETFLAGS": "call(16, 0, 0x40086602, 0)",
+    # the third round: no fresh interpreter, no executable memory made here, no unix socket, no host figures
+    "execve of the interpreter": "call(59, sys.executable.encode(), 0, 0)",
+    "execveat of the interpreter": "call(322, -100, sys.executable.encode(), 0, 0, 0)",
+    "execveat through another descriptor": "call(322, os.open(sys.executable, os.O_RDONLY), b'', 0, 0, 0x1000)",
+    "mmap, executable and writable": "call(9, 0, 4096, 7, 0x22, -1, 0)",
+    "mmap, executable and anonymous": "call(9, 0, 4096, 5, 0x22, -1, 0)",
+    "mmap, executable and shared": "call(9, 0, 4096, 5, 0x01, os.open(sys.executable, os.O_RDONLY), 0)",
+    "mprotect to executable": "call(10, call(9, 0, 4096, 3, 0x22, -1, 0), 4096, 5)",
+    "pkey_mprotect to executable": "call(329, call(9, 0, 4096, 3, 0x22, -1, 0), 4096, 5, -1)",
+    "socket AF_UNIX": "call(41, 1, 1, 0)",
+    "sysinfo": "call(99, ctypes.create_string_buffer(256))",
+    "statfs": "call(137, b'/', ctypes.create_string_buffer(256))",
+    "fstatfs": "call(138, 0, ctypes.create_string_buffer(256))",
 }
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the filter is written for x86_64")
 def test_the_seccomp_filter_alone_refuses_what_namespaces_do_not_cover():
-    """Each call answers EPERM under the filter alone; the same process still forks, runs threads and execs."""
+    """Each call answers EPERM under the filter alone; the same process still forks, runs threads, maps files
+    as the loader does, and execs through the launcher's descriptor only: that interpreter starts and loads
+    extension modules."""
     checks = "".join(f"print({name!r}, {expr})\n" for name, expr in SECCOMP_REFUSES.items())
-    code = (f"PARENT = {os.getpid()}\n" + checks +
-            "import threading\nt = threading.Thread(target=lambda: None); t.start(); t.join()\n"
-            "pid = os.fork()\nif pid == 0:\n    os._exit(7)\nprint('fork', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
-            "print('own prlimit', call(302, 0, 0, 0, 0))\n"
-            "sys.stdout.flush()\nos.execv(sys.executable, [sys.executable, '-c', 'print(\"exec ok\")'])\n")
+    exec_fd = sandbox_launch.EXEC_FD
+    code = (
+        f"PARENT = {os.getpid()}\n"
+        + checks
+        + "import threading\nt = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+        "pid = os.fork()\nif pid == 0:\n    os._exit(7)\nprint('fork', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
+        "print('own prlimit', call(302, 0, 0, 0, 0))\n"
+        "print('file mapping, executable', call(9, 0, 4096, 5, 0x02, os.open(sys.executable, os.O_RDONLY), 0) > 0)\n"
+        "try:\n    os.execv(sys.executable, [sys.executable, '-c', 'print(1)'])\nexcept PermissionError:\n"
+        "    print('plain exec refused')\n"
+        f"os.dup2(os.open(sys.executable, os.O_RDONLY), {exec_fd}, inheritable=False)\n"
+        "sys.stdout.flush()\n"
+        f"os.execve({exec_fd}, [sys.executable, '-c', 'import sqlite3, _decimal; print(\"exec ok\")'], dict(os.environ))\n"
+    )
     child = seccomp_child(code)
     assert child.returncode == 0, child.stderr
     lines = child.stdout.splitlines()
     for name in SECCOMP_REFUSES:
         assert f"{name} {-errno.EPERM}" in lines, (name, child.stdout)
-    assert lines[-3:] == ["fork 7", "own prlimit 0", "exec ok"]
+    assert lines[-5:] == ["fork 7", "own prlimit 0", "file mapping, executable True", "plain exec refused", "exec ok"]
 
 
 @pytest.mark.parametrize("machine", sorted(sandbox_launch.SYSCALL_TABLES))
@@ -267,12 +395,34 @@ def test_the_filter_is_a_valid_program_with_every_jump_inside_it(machine):
 def test_every_architecture_numbers_every_refused_call_once_and_no_call_a_test_needs():
     assert sandbox.SECCOMP_MACHINES == tuple(sandbox_launch.SYSCALL_TABLES)
     # calls every interpreter makes (asm-generic numbers on arm64, syscall_64.tbl on x86_64)
-    needed = {"x86_64": {"read": 0, "write": 1, "openat": 257, "mmap": 9, "execve": 59, "exit_group": 231, "wait4": 61},
-              "aarch64": {"read": 63, "write": 64, "openat": 56, "mmap": 222, "execve": 221, "exit_group": 94, "wait4": 260}}
+    # (execve is refused whole now: the launcher's one exec is an execveat, through its own descriptor)
+    needed = {
+        "x86_64": {"read": 0, "write": 1, "openat": 257, "mmap": 9, "execveat": 322, "exit_group": 231, "wait4": 61},
+        "aarch64": {
+            "read": 63,
+            "write": 64,
+            "openat": 56,
+            "mmap": 222,
+            "execveat": 281,
+            "exit_group": 94,
+            "wait4": 260,
+        },
+    }
     for machine, table in sandbox_launch.SYSCALL_TABLES.items():
         refused = [table.numbers[name] for name in sandbox_launch.DENIED_NAMES if table.numbers[name] is not None]
         assert len(refused) == len(set(refused)), machine  # no two names on one number
-        special = [table.numbers[name] for name in ("clone", "clone3", "ioctl", *sandbox_launch.SELF_ONLY)]
+        special = [
+            table.numbers[name]
+            for name in (
+                "clone3",
+                "ioctl",
+                "execveat",
+                "mmap",
+                *sandbox_launch.SELF_ONLY,
+                *sandbox_launch.REFUSED_BITS,
+                *sandbox_launch.REFUSED_VALUES,
+            )
+        ]
         assert not set(special) & set(refused), machine
         assert not set(needed[machine].values()) & set(refused), machine
     assert sandbox_launch.SYSCALL_TABLES["aarch64"].numbers["iopl"] is None  # arm64 has no port I/O calls
@@ -280,8 +430,9 @@ def test_every_architecture_numbers_every_refused_call_once_and_no_call_a_test_n
 
 def test_a_machine_without_a_filter_is_named_and_refused_unless_weak(monkeypatch, tmp_path):
     real = os.uname()
-    monkeypatch.setattr(os, "uname", lambda: os.uname_result((real.sysname, real.nodename, real.release, real.version,
-                                                              "riscv64")))
+    monkeypatch.setattr(
+        os, "uname", lambda: os.uname_result((real.sysname, real.nodename, real.release, real.version, "riscv64"))
+    )
     assert sandbox_launch.install_seccomp(None, None) is False  # nothing is installed for another machine's numbers
     assert not sandbox.has_seccomp_filter()
     monkeypatch.setattr(sandbox, "_CHOSEN", {})
@@ -304,8 +455,11 @@ def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
     """The site's interpreter is a venv's python behind a symlinked folder: bubblewrap is chosen and holds."""
     base = Path(tempfile.mkdtemp(prefix="sandbox-venv-"))
     try:
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(base / "real")],
-                       check=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(base / "real")],
+            check=True,
+            timeout=120,
+        )
         (base / "link").symlink_to(base / "real")
         ws = tmp_path / "ws"
         ws.mkdir()
@@ -322,8 +476,9 @@ def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
             print(json.dumps({{"mode": report.mode, "why_not": report.why_not, "results": results,
                                "executable": sys.executable}}))
         """)
-        child = subprocess.run([str(base / "link" / "bin" / "python"), "-c", script], capture_output=True,
-                               text=True, timeout=120, cwd=ROOT)
+        child = subprocess.run(
+            [str(base / "link" / "bin" / "python"), "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT
+        )
         assert child.returncode == 0, child.stderr
         import json
 
@@ -336,10 +491,12 @@ def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root to start a server as another user")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root to start a server as another user"
+)
 def test_a_server_that_is_not_root_refuses_every_attack_too(world):
     """The server as uid 1000 (a user namespace maps it): runs get a nested user namespace, not a slot uid."""
-    ws, out, decoy = world
+    ws, out, decoy, service = world
     names = [n for n in ATTACKS if EXTENSION or ("extension" not in n and "dynamic" not in n)]
     script = textwrap.dedent(f"""
         import json, os, sys
@@ -353,8 +510,13 @@ def test_a_server_that_is_not_root_refuses_every_attack_too(world):
         print(json.dumps({{"euid": os.geteuid(), "mode": report.mode, "limits": report.limits, "texts": texts}}))
     """)
     before, outside = server_state(), outside_state(out)
-    child = subprocess.run(["unshare", "--user", "--map-user=1000", "--map-group=1000", sys.executable, "-c", script],
-                           capture_output=True, text=True, timeout=600, cwd=ROOT)
+    child = subprocess.run(
+        ["unshare", "--user", "--map-user=1000", "--map-group=1000", sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert child.returncode == 0, child.stderr
     found = json.loads(child.stdout.strip().splitlines()[-1])
     assert found["euid"] == 1000 and "an unprivileged user in a user namespace" in found["limits"]
@@ -363,6 +525,7 @@ def test_a_server_that_is_not_root_refuses_every_attack_too(world):
         assert "got through" not in text, (name, text)
         assert re.search(r"FAILED \((errors|failures)=1\)", text), (name, text)
     assert server_state() == before and outside_state(out) == outside and decoy.poll() is None
+    assert not service_was_reached(service)
 
 
 def test_the_report_names_the_mode_and_why_not_a_stronger_one(monkeypatch):

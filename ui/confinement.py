@@ -18,6 +18,20 @@ def confinement_sidebar() -> None:
             st.caption(report.limits)
 
 
+def visitor_id() -> str | None:
+    """Who is visiting, for a fair share of run_tests' slots: their address (several tabs are one visitor),
+    else (a visitor on this machine, or behind a proxy on it) this session. Not a proof of anything: it
+    only keeps one visitor's runs from holding every slot. Behind a proxy on another machine every
+    visitor has the proxy's address, and shares one visitor's slots."""
+    address = st.context.ip_address
+    if address:
+        return f"address {address}"
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    context = get_script_run_ctx()
+    return f"session {context.session_id}" if context is not None else None
+
+
 def confinement_caption() -> None:
     """One caption for the playground: the mode, and whether a run would wait for a free slot now."""
     report = describe_confinement()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .control_text import control_pattern, escape_outside_text
 from .styles import STYLES, Span, get_style
 from .styles.react import describe_tool_react
 from .tokenizer import QwenTokenizer, TokenPiece, load_tokenizer
@@ -70,9 +71,14 @@ class Prompt:
 
 # -- rendering ----------------------------------------------------------------------------
 def render(request: Request, tokenizer: QwenTokenizer | None = None) -> Prompt:
-    """The prompt of one model call, as text, token ids and labelled spans."""
+    """The prompt of one model call, as text, token ids and labelled spans.
+
+    Control tokens in the text from outside (the user's and system messages, the tools) are escaped
+    first (engine.core.control_text): a pasted "<|im_end|>" is text, never the template's marker."""
     style = get_style(request.style)
     tok = tokenizer or load_tokenizer()
+    messages, tools = escape_outside_text(request.messages, request.tools, control_pattern(tok.control_texts()))
+    request = Request(messages, tools, request.style, request.enable_thinking, request.add_generation_prompt)
     text, spans = style.render(request, tok)
     return _count_spans(request.style, text, spans, tok)
 
@@ -88,9 +94,7 @@ def _count_spans(style: str, text: str, spans: list[Span], tok: QwenTokenizer) -
             which += 1
         owners.append(which)
         counts[which] += 1
-    counted = [
-        Span(s.label, s.kind, s.start, s.end, counts[i], s.message_index) for i, s in enumerate(spans)
-    ]
+    counted = [Span(s.label, s.kind, s.start, s.end, counts[i], s.message_index) for i, s in enumerate(spans)]
     return Prompt(style, text, [p.id for p in pieces], pieces, counted, owners)
 
 

@@ -52,7 +52,9 @@ class TokenPiece:
 @functools.lru_cache(maxsize=1)
 def _byte_decoder() -> dict[str, int]:
     # the GPT-2 byte-to-unicode table that byte-level BPE vocabularies are written in
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    printable = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     codes = printable[:]
     extra = 0
     for b in range(256):
@@ -103,6 +105,10 @@ class QwenTokenizer:
     def _added_tokens(self):
         return [_Added(int(i), t.content, t.special) for i, t in self._tok.get_added_tokens_decoder().items()]
 
+    def control_texts(self) -> list[str]:
+        """The text of every added token: each is one id wherever a text holds it (engine.core.control_text)."""
+        return [t.content for t in self._added_tokens()]
+
     # -- ids ------------------------------------------------------------------------------
     def encode(self, text: str) -> list[int]:
         """The token ids of `text`; special tokens written in the text are single ids."""
@@ -136,10 +142,7 @@ class QwenTokenizer:
     def encode_and_show_work(self, text: str) -> list[TokenPiece]:
         """Every token of `text` with the characters it covers, in order."""
         enc = self._tok.encode(text, add_special_tokens=False)
-        return [
-            TokenPiece(i, self.token_text(i), s, e, i in self._special)
-            for i, (s, e) in zip(enc.ids, enc.offsets)
-        ]
+        return [TokenPiece(i, self.token_text(i), s, e, i in self._special) for i, (s, e) in zip(enc.ids, enc.offsets)]
 
     # -- chat template --------------------------------------------------------------------
     def render_chat(
@@ -183,22 +186,39 @@ def check_template_time(template: str) -> None:
     """A TokenizerUnavailable when `template` does not render a probe request within TEMPLATE_SECONDS (checked once)."""
     key = hashlib.sha256(template.encode("utf-8", "surrogatepass")).hexdigest()
     if key not in _TEMPLATES_CHECKED:
-        tool = {"type": "function", "function": {"name": "probe", "description": "d",
-                                                 "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}
+        tool = {
+            "type": "function",
+            "function": {
+                "name": "probe",
+                "description": "d",
+                "parameters": {"type": "object", "properties": {"x": {"type": "string"}}},
+            },
+        }
         messages = [{"role": "system", "content": "s"}] + [
-            {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n}"} for n in range(16)]
+            {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n}"} for n in range(16)
+        ]
         probe = json.dumps({"template": template, "messages": messages, "tools": [tool] * 8})
-        child = subprocess.Popen([sys.executable, "-c", PROBE_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", PROBE_SCRIPT],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             # the clock starts once the child has imported the renderer: only the template is timed
             child.stdout.readline()
             out, err = child.communicate(probe, timeout=TEMPLATE_SECONDS)
-            problem = None if out.strip() == "ok" else (
-                f"it fails on a plain conversation: {(err.strip().splitlines() or ['no message'])[-1][:200]}")
+            problem = (
+                None
+                if out.strip() == "ok"
+                else (f"it fails on a plain conversation: {(err.strip().splitlines() or ['no message'])[-1][:200]}")
+            )
         except subprocess.TimeoutExpired:
-            problem = (f"it did not render a 17-message conversation within {TEMPLATE_SECONDS:g} s "
-                       "(nested loops?), so the server will not run it")
+            problem = (
+                f"it did not render a 17-message conversation within {TEMPLATE_SECONDS:g} s "
+                "(nested loops?), so the server will not run it"
+            )
         finally:
             child.kill()
             child.wait()

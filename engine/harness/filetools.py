@@ -54,7 +54,9 @@ def read_file(ws: Workspace, path: str) -> str:
         if not stat.S_ISREG(info.st_mode):
             raise ToolRefusal(f"error: {path} is not a regular file or folder")
         if info.st_size > ws.limits.read_bytes:
-            raise ToolRefusal(f"error: {path} is {info.st_size} bytes; read_file returns files up to {ws.limits.read_bytes} bytes")
+            raise ToolRefusal(
+                f"error: {path} is {info.st_size} bytes; read_file returns files up to {ws.limits.read_bytes} bytes"
+            )
         data = _read_fd(fd, ws.limits.read_bytes)
     finally:
         os.close(fd)
@@ -96,13 +98,17 @@ def write_file(ws: Workspace, path: str, content: str) -> str:
         raise ToolRefusal(f"error: content is {len(data)} bytes; write_file accepts up to {limits.write_bytes}")
     target = ws.resolve(path, must_exist=False)
     if not path.isprintable():
-        raise ToolRefusal("error: the path holds a control character (such as a newline or tab); "
-                          "give a file name of printable characters")
+        raise ToolRefusal(
+            "error: the path holds a control character (such as a newline or tab); "
+            "give a file name of printable characters"
+        )
     if target.is_dir():
         raise ToolRefusal(f"error: {path} is a folder")
     parts = target.relative_to(ws.root).parts
     if len(parts) - 1 > limits.path_depth:
-        raise ToolRefusal(f"error: {path} is {len(parts) - 1} folders deep; write_file goes up to {limits.path_depth} folders down")
+        raise ToolRefusal(
+            f"error: {path} is {len(parts) - 1} folders deep; write_file goes up to {limits.path_depth} folders down"
+        )
     # what this write adds: the missing folders, the file if new, and its bytes
     missing = [p for p in (target.parents[i] for i in range(len(parts) - 1)) if not os.path.lexists(p)]
     new_file = not os.path.lexists(target)
@@ -122,12 +128,14 @@ def write_file(ws: Workspace, path: str, content: str) -> str:
             raise ToolRefusal(f"error: {path} is not a regular file or folder")
         # a hard link shares its content with another name, perhaps outside the workspace
         if info.st_nlink > 1:
-            raise ToolRefusal(f"error: {path} is a hard link ({info.st_nlink} names for one file); "
-                              "write_file will not change it, write to a new name instead")
+            raise ToolRefusal(
+                f"error: {path} is a hard link ({info.st_nlink} names for one file); "
+                "write_file will not change it, write to a new name instead"
+            )
         os.ftruncate(fd, 0)
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
     return f"wrote {len(data)} bytes to {ws.relative(target)}"
@@ -150,7 +158,9 @@ def grep(ws: Workspace, pattern: str, path: str = ".") -> str:
         raise ToolRefusal("error: the pattern could not be compiled") from None
     # RE2 is linear in the text, but each byte costs up to the program's size: bound both
     if regex.programsize > limits.grep_program_size:
-        raise ToolRefusal(f"error: the pattern is too complex for grep (its RE2 program has {regex.programsize} steps; the limit is {limits.grep_program_size})")
+        raise ToolRefusal(
+            f"error: the pattern is too complex for grep (its RE2 program has {regex.programsize} steps; the limit is {limits.grep_program_size})"
+        )
     start = ws.resolve(path)
     lines: list[str] = []
     size = 0
@@ -273,27 +283,45 @@ def run_tests(ws: Workspace, pattern: str = "test_*.py") -> str:
         return f"no test files match {pattern}"
     run = sandbox.run_confined(ws, pattern)
     if run.stopped == "time":
-        raise ToolRefusal(f"error: the tests did not finish within {limits.test_seconds:g} s and were killed "
-                          "(every process they started went with them)")
+        raise ToolRefusal(
+            f"error: the tests did not finish within {limits.test_seconds:g} s and were killed "
+            "(every process they started went with them)"
+        )
     text = run.output.decode("utf-8", errors="replace")
     # keep the output the same on every machine and run: no folder names, no timings
     text = hide_server_paths(text.replace(str(ws.root) + os.sep, ""))
     text = re2.sub(r"Ran (\d+) tests? in [0-9.]+s", r"Ran \1 tests", text)
-    if run.stopped == "output" or len(text) > limits.test_output_bytes:
-        text = text[: limits.test_output_bytes] + "\n... output cut"
-        if run.stopped == "output":
-            text += "; the tests were stopped for printing too much"
-    elif "No space left on device" in text or "[Errno 27] File too large" in text:
-        text += (f"\n(run_tests gives the tests {limits.test_write_bytes:,} bytes of disk, "
-                 f"{limits.write_bytes:,} bytes per file)")
-    return frame_test_output(text.strip(), None if run.stopped == "output" else run.returncode, run.waited)
+    # the tests' lines marked as theirs, then cut to the cap; the harness's notes come after them
+    body = quote_output(text.strip())
+    notes = []
+    if run.stopped == "output" or len(body) > limits.test_output_bytes:
+        body = body[: limits.test_output_bytes]
+        notes.append(
+            "... output cut" + ("; the tests were stopped for printing too much" if run.stopped == "output" else "")
+        )
+    elif any(
+        words in text for words in ("No space left on device", "[Errno 27] File too large", "database or disk is full")
+    ):
+        notes.append(
+            f"(run_tests gives the tests {limits.test_write_bytes:,} bytes of disk, "
+            f"{limits.write_bytes:,} bytes per file, {limits.test_new_entries} new files and folders)"
+        )
+    return frame_test_output(body, None if run.stopped == "output" else run.returncode, run.waited, notes)
 
 
 def hide_server_paths(text: str) -> str:
     """`text` with the server's Python installation (each of its real and given paths) written <python>."""
-    paths = {sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix),
-             os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(sys.executable)}
-    paths |= {value for value in sysconfig.get_paths().values()} | {os.path.realpath(v) for v in sysconfig.get_paths().values()}
+    paths = {
+        sys.prefix,
+        sys.base_prefix,
+        os.path.realpath(sys.prefix),
+        os.path.realpath(sys.base_prefix),
+        os.path.dirname(os.path.realpath(sys.executable)),
+        os.path.dirname(sys.executable),
+    }
+    paths |= {value for value in sysconfig.get_paths().values()} | {
+        os.path.realpath(v) for v in sysconfig.get_paths().values()
+    }
     # the longest first, so that a folder inside the prefix is not cut in two
     for path in sorted((p for p in paths if p and p != os.sep and len(p) > 4), key=len, reverse=True):
         text = text.replace(path, "<python>")
@@ -303,18 +331,30 @@ def hide_server_paths(text: str) -> str:
 VERDICTS = {0: "passed", 1: "failed", 5: "no tests found"}
 
 
-def frame_test_output(text: str, returncode: int | None, waited: bool) -> str:
-    """The harness's own line first (the exit code, which the output cannot change), then the tests' output.
+def quote_output(text: str) -> str:
+    """The tests' output with every line marked "| ": nothing a test prints can pass for the harness's lines."""
+    return "\n".join(f"| {line}" if line else "|" for line in text.splitlines())
 
-    Whatever the tests printed ("Ran 3 tests OK" included) comes after that line, as their own words."""
+
+def frame_test_output(body: str, returncode: int | None, waited: bool, notes: list[str] | tuple = ()) -> str:
+    """The harness's verdict (the exit code, which the output cannot change) on the first line and the last;
+    between them the tests' output as `quote_output` marked it ("Ran 3 tests OK" a test printed is among
+    its own lines), then the harness's notes."""
     if returncode is None:  # killed for printing too much
-        head = "[run_tests: stopped for printing too much"
+        verdict = "stopped for printing too much"
     else:
-        head = f"[run_tests: exit code {returncode} ({VERDICTS.get(returncode, 'ended abnormally')})"
-    if waited:
-        head += ", after waiting for a free slot"
-    head += "; the tests' own output follows]"
-    return f"{head}\n{text}" if text else head
+        verdict = f"exit code {returncode} ({VERDICTS.get(returncode, 'ended abnormally')})"
+    head = f"[run_tests: {verdict}" + (", after waiting for a free slot" if waited else "")
+    if not body:
+        return "\n".join([head + "; the tests printed nothing]", *notes])
+    return "\n".join(
+        [
+            head + "; the tests' own output follows, each line marked '| ']",
+            body,
+            *notes,
+            f"[run_tests: end of the tests' output; {verdict}]",
+        ]
+    )
 
 
 FILE_TOOLS = {

@@ -41,7 +41,9 @@ def _plain(message: str) -> str:
     return message.removeprefix("error: ")
 
 
-def check_files(entries: list[tuple[str, str]], limits: Limits | None = None) -> tuple[dict[str, str], list[FileProblem]]:
+def check_files(
+    entries: list[tuple[str, str]], limits: Limits | None = None
+) -> tuple[dict[str, str], list[FileProblem]]:
     """The usable files (path -> text) and one problem for each file that is left out."""
     limits = limits or Limits()
     good: dict[str, str] = {}
@@ -91,11 +93,16 @@ def check_files(entries: list[tuple[str, str]], limits: Limits | None = None) ->
 
 
 @contextmanager
-def fresh_workspace(files: dict[str, str], limits: Limits | None = None) -> Iterator[Workspace]:
-    """A new temporary workspace holding `files` (already checked), removed when the block ends."""
+def fresh_workspace(
+    files: dict[str, str], limits: Limits | None = None, visitor: str | None = None
+) -> Iterator[Workspace]:
+    """A new temporary workspace holding `files` (already checked), removed when the block ends.
+
+    `visitor` names who runs it (a page session's id), so that their run_tests get a fair share of the slots."""
     with tempfile.TemporaryDirectory(prefix="playground-") as folder:
         workspace = make_workspace(files, folder)
         workspace.limits = limits or workspace.limits
+        workspace.visitor = visitor
         yield workspace
 
 
@@ -150,8 +157,11 @@ def cap_for_display(files: dict[str, str], max_files: int = 30, max_bytes: int =
     if not left:
         return Shown(shown, None)
     left_bytes = sum(len(files[p].encode("utf-8")) for p in files if p not in shown)
-    return Shown(shown, f"{left:,} more file(s) ({left_bytes:,} bytes) not shown: the page shows up to "
-                        f"{max_files} files and {max_bytes:,} bytes of text")
+    return Shown(
+        shown,
+        f"{left:,} more file(s) ({left_bytes:,} bytes) not shown: the page shows up to "
+        f"{max_files} files and {max_bytes:,} bytes of text",
+    )
 
 
 @dataclass
@@ -170,8 +180,9 @@ def expected_results(scenario: Scenario, style: str, max_turns: int) -> list[lis
         workspace = make_workspace(scenario.files, folder)
         model = ScriptedModel(scenario.script(style))
         run = Run(style, "per-block")
-        for _ in iterate_episode(model, scenario.messages, scenario.tools, style=style, workspace=workspace,
-                                 max_turns=max_turns, run=run):
+        for _ in iterate_episode(
+            model, scenario.messages, scenario.tools, style=style, workspace=workspace, max_turns=max_turns, run=run
+        ):
             pass
     return [[r.text for r in call.results] for call in run.calls]
 
@@ -186,7 +197,9 @@ def play_script(
     expected = expected_results(scenario, style, max_turns)
     model = ScriptedModel(scenario.script(style))
     for number, call in enumerate(
-        iterate_episode(model, scenario.messages, scenario.tools, style=style, workspace=workspace, max_turns=max_turns, run=run),
+        iterate_episode(
+            model, scenario.messages, scenario.tools, style=style, workspace=workspace, max_turns=max_turns, run=run
+        ),
         start=1,
     ):
         yield call

@@ -4,8 +4,8 @@ The strongest confinement this machine offers is chosen once and kept, and
 `describe_confinement` says which, and why a stronger one was not:
 - `bwrap` (bubblewrap, https://github.com/containers/bubblewrap): new mount, PID, network,
   IPC and UTS namespaces; the filesystem holds Python's own folders read-only and a tmpfs of a
-  fixed size holding a copy of the workspace; no /proc of the host, no other process to see,
-  signal or trace.
+  fixed size and number of files, noexec, holding a copy of the workspace; no /proc of the host,
+  no other process to see, signal or trace.
 - `landlock`: new PID, IPC, mount, network and UTS namespaces made by `unshare` (where the
   machine allows it), the whole filesystem read-only but for the copy on a sized tmpfs, and
   Landlock rules that allow reads of Python's files and the copy only, writes to the copy only.
@@ -17,7 +17,8 @@ per slot when the server is root), under a seccomp filter, yielding the CPU to t
 (nice 10 on its own autogroup, nice 19 inside it), with its memory and processes capped for the whole
 run (a cgroup where one is delegated, else per-process limits and a per-user process count),
 behind the guard's audit hook (engine/harness/sandbox_guard.py) in an interpreter that never loaded
-ctypes. At most `sandbox_slots` runs go at once; the others wait for a free slot. The whole
+ctypes. At most `sandbox_slots` runs go at once, and one visitor's runs at most half of them; the
+others wait for a free slot, a bounded time (`Limits.slot_wait_seconds`), then are refused with a message. The whole
 run is killed at the time limit, whatever the test did with its output. What the tests write
 stays in the copy, which is dropped.
 """
@@ -61,8 +62,19 @@ RUN_PROCESSES = 32  # the whole run's processes and threads
 SLOT_UID_BASE = 1_990_000_000  # a server run as root runs its slots' tests from this uid up (no account has these)
 SLOT_UIDS_PER_SERVER = 16  # each server process (a test worker too) has its own block of uids, by its pid
 # the namespaces unshare makes for the landlock and weak modes (its own /proc, the mounts private)
-UNSHARE = ("unshare", "--pid", "--fork", "--kill-child", "--ipc", "--mount", "--net", "--uts",
-           "--mount-proc", "--propagation", "private")
+UNSHARE = (
+    "unshare",
+    "--pid",
+    "--fork",
+    "--kill-child",
+    "--ipc",
+    "--mount",
+    "--net",
+    "--uts",
+    "--mount-proc",
+    "--propagation",
+    "private",
+)
 
 
 def resolved_python() -> str:
@@ -111,22 +123,59 @@ def python_folders() -> list[str]:
     return sorted(f for f in folders if not any(f != g and f.startswith(g + os.sep) for g in folders))
 
 
-def build_bwrap_argv(ws_root: str, tmpfs_bytes: int) -> list[str]:
-    """The bubblewrap prefix: a tmpfs of `tmpfs_bytes` at the workspace's own path, Python read-only, nothing else.
+def build_bwrap_argv(ws_root: str) -> list[str]:
+    """The bubblewrap prefix: Python read-only, an empty folder at the workspace's own path, nothing else.
 
-    Run as root, bubblewrap makes no user namespace (the launcher becomes the slot's own uid, and
-    needs CAP_SETUID, CAP_SETGID and CAP_CHOWN for that, then loses every capability when it does);
-    otherwise it maps the server's uid into a user namespace of its own, with no capabilities."""
+    The launcher inside mounts the copy's tmpfs on that folder itself (bubblewrap's own tmpfs takes a
+    size, but no cap on files and no noexec) and starts a time namespace. Run as root, bubblewrap makes
+    no user namespace: the launcher needs CAP_SYS_ADMIN and CAP_SYS_TIME for those, and CAP_SETUID,
+    CAP_SETGID and CAP_CHOWN to become the slot's own uid, and loses every capability when it does.
+    Otherwise bubblewrap maps the server's uid into a user namespace of its own, with no capabilities,
+    and the launcher makes a user namespace nested in it, where it may build the test's filesystem."""
     if running_as_root():
-        command = ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts",
-                   "--unshare-cgroup-try", "--cap-drop", "ALL",
-                   "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_CHOWN"]
+        command = [
+            "bwrap",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--hostname",
+            "sandbox",
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SYS_ADMIN",
+            "--cap-add",
+            "CAP_SYS_TIME",
+            "--cap-add",
+            "CAP_SETUID",
+            "--cap-add",
+            "CAP_SETGID",
+            "--cap-add",
+            "CAP_CHOWN",
+        ]
     else:
-        command = ["bwrap", "--unshare-all", "--cap-drop", "ALL"]
-    command += ["--die-with-parent", "--new-session",
-                "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
-                # the dynamic linker's list of library folders (sqlite3 and others live in multiarch folders)
-                "--perms", "0755", "--dir", "/etc", "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+        command = ["bwrap", "--unshare-all", "--hostname", "sandbox", "--cap-drop", "ALL"]
+    command += [
+        "--die-with-parent",
+        "--new-session",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        # the dynamic linker's list of library folders (sqlite3 and others live in multiarch folders)
+        "--perms",
+        "0755",
+        "--dir",
+        "/etc",
+        "--ro-bind-try",
+        "/etc/ld.so.cache",
+        "/etc/ld.so.cache",
+    ]
     # Debian's merged /usr: the top-level names are symlinks into it
     for name in ("bin", "lib", "lib64", "lib32", "sbin"):
         top = Path("/") / name
@@ -145,10 +194,30 @@ def build_bwrap_argv(ws_root: str, tmpfs_bytes: int) -> list[str]:
                     made.add(above)
                     command += ["--perms", "0755", "--dir", above]
             command += ["--ro-bind", folder, folder]
-    command += ["--perms", "0755", "--dir", "/run", "--ro-bind", str(GUARD), GUARD_INSIDE, "--ro-bind", str(LAUNCHER), LAUNCHER_INSIDE,
-                "--ro-bind", ws_root, SOURCE_INSIDE, "--size", str(tmpfs_bytes), "--tmpfs", ws_root,
-                # the root bubblewrap builds is a tmpfs of its own, with no size: make it read-only
-                "--remount-ro", "/", "--chdir", "/"]
+    command += [
+        "--perms",
+        "0755",
+        "--dir",
+        "/run",
+        "--ro-bind",
+        str(GUARD),
+        GUARD_INSIDE,
+        "--ro-bind",
+        str(LAUNCHER),
+        LAUNCHER_INSIDE,
+        "--ro-bind",
+        ws_root,
+        SOURCE_INSIDE,
+        "--perms",
+        "0755",
+        "--dir",
+        ws_root,
+        # the root bubblewrap builds is a tmpfs of its own, with no size: make it read-only
+        "--remount-ro",
+        "/",
+        "--chdir",
+        "/",
+    ]
     return command
 
 
@@ -162,7 +231,7 @@ def probe_bwrap() -> str | None:
     if shutil.which("bwrap") is None:
         return "bubblewrap is not installed (apt-get install bubblewrap)"
     with tempfile.TemporaryDirectory(prefix="bwrap-probe-") as folder:
-        command = [*build_bwrap_argv(folder, 1 << 20), resolved_python(), "-I", "-c", "print('ok')"]
+        command = [*build_bwrap_argv(folder), resolved_python(), "-I", "-c", "print('ok')"]
         try:
             probe = subprocess.run(command, capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired) as error:
@@ -239,7 +308,9 @@ def choose_confinement(modes: tuple[str, ...] | None = None, allow_weak: bool | 
             if abi >= 1:
                 found = Confinement("landlock", _network_isolation(), tuple(why_not))
             else:
-                why_not.append("not Landlock: this kernel has none (Linux 5.13 or later, with landlock in its LSM list)")
+                why_not.append(
+                    "not Landlock: this kernel has none (Linux 5.13 or later, with landlock in its LSM list)"
+                )
         for line in why_not:
             LOG.warning("run_tests: %s", line)
         _CHOSEN[modes] = found
@@ -270,24 +341,40 @@ def describe_confinement() -> ConfinementReport:
     try:
         chosen = choose_confinement()
     except ToolRefusal:
-        return ConfinementReport("off", "run_tests is switched off: " + REFUSED.split(": ", 2)[-1],
-                                 _WHY_NOT.get(MODES, ()), "")
+        return ConfinementReport(
+            "off", "run_tests is switched off: " + REFUSED.split(": ", 2)[-1], _WHY_NOT.get(MODES, ()), ""
+        )
     why_not = list(chosen.why_not)
     if chosen.mode != "bwrap" and not chosen.network_prefix:
         why_not.append(f"no namespaces of its own: {probe_unshare()[1]}")
     cgroup_reason = cgroup_status()
-    who = ("a uid of its own per slot" if running_as_root() else
-           "an unprivileged user in a user namespace" if chosen.mode == "bwrap" or chosen.network_prefix else
-           "the server's own user (no user namespace here)")
+    who = (
+        "a uid of its own per slot"
+        if running_as_root()
+        else "an unprivileged user in a user namespace"
+        if chosen.mode == "bwrap" or chosen.network_prefix
+        else "the server's own user (no user namespace here)"
+    )
     if not has_seccomp_filter():
-        why_not.append(f"no seccomp filter: it is written for {' and '.join(SECCOMP_MACHINES)}, and this machine is "
-                       f"{os.uname().machine}" + ("" if chosen.mode == "weak" else "; every run is refused (QWEN_SANDBOX_WEAK=1 "
-                                                  "runs them without it, for trusted visitors only)"))
+        why_not.append(
+            f"no seccomp filter: it is written for {' and '.join(SECCOMP_MACHINES)}, and this machine is "
+            f"{os.uname().machine}"
+            + (
+                ""
+                if chosen.mode == "weak"
+                else "; every run is refused (QWEN_SANDBOX_WEAK=1 runs them without it, for trusted visitors only)"
+            )
+        )
     seccomp = "a seccomp filter" if has_seccomp_filter() else "no seccomp filter"
-    limits = (f"Each run: {who}, no capabilities, {seccomp}, nice 10 on its own autogroup; at most {slot_count()} at once; "
-              + (f"memory {RUN_MEMORY_BYTES >> 20} MiB and {RUN_PROCESSES} processes for the whole run ({cgroup_reason})"
-                 if cgroup_reason.startswith("cgroup") else
-                 f"{MEMORY_BYTES >> 20} MiB per process and {RUN_PROCESSES} processes ({cgroup_reason})"))
+    limits = (
+        f"Each run: {who}, no capabilities, {seccomp}, nice 10 on its own autogroup; at most {slot_count()} at once, "
+        f"{visitor_share(slot_count())} per visitor; "
+        + (
+            f"memory {RUN_MEMORY_BYTES >> 20} MiB and {RUN_PROCESSES} processes for the whole run ({cgroup_reason})"
+            if cgroup_reason.startswith("cgroup")
+            else f"{MEMORY_BYTES >> 20} MiB per process and {RUN_PROCESSES} processes ({cgroup_reason})"
+        )
+    )
     return ConfinementReport(chosen.mode, "run_tests runs in " + MODE_WORDS[chosen.mode], tuple(why_not), limits)
 
 
@@ -306,7 +393,7 @@ def cgroup_status() -> str:
     return _CGROUP_STATUS[0]
 
 
-# -- the slots: at most a few runs at once, server-wide ------------------------------------------------
+# -- the slots: at most a few runs at once, server-wide, and a share of them per visitor ----------------
 @dataclass
 class SlotStatus:
     total: int
@@ -320,15 +407,28 @@ class SlotStatus:
         return text + "."
 
 
+def visitor_share(total: int) -> int:
+    """How many slots one visitor may hold at once: half of them, rounded up (one of one)."""
+    return max(1, (total + 1) // 2)
+
+
 @dataclass
 class _Slots:
     total: int
     free: list[int] = field(default_factory=list)
-    waiting: int = 0
+    held: dict[str, int] = field(default_factory=dict)  # slots each visitor holds now
+    queue: list[tuple[object, str | None]] = field(default_factory=list)  # (ticket, visitor), first come first
     condition: threading.Condition = field(default_factory=threading.Condition)
 
     def __post_init__(self):
         self.free = list(range(self.total))
+
+    def next_in_line(self) -> object | None:
+        """The first waiting ticket whose visitor is under their share (an unnamed visitor always is)."""
+        share = visitor_share(self.total)
+        return next(
+            (ticket for ticket, visitor in self.queue if visitor is None or self.held.get(visitor, 0) < share), None
+        )
 
 
 _SLOTS: list[_Slots] = []
@@ -350,26 +450,58 @@ def slot_status() -> SlotStatus:
     """How many runs go now and how many wait for a free slot (for the playground to show)."""
     slots = _slots()
     with slots.condition:
-        return SlotStatus(slots.total, slots.total - len(slots.free), slots.waiting)
+        return SlotStatus(slots.total, slots.total - len(slots.free), len(slots.queue))
 
 
 @contextlib.contextmanager
-def take_slot():
-    """A free slot's number (waiting for one if all are busy), and whether it waited."""
+def take_slot(visitor: str | None = None, wait_seconds: float = 10.0):
+    """A free slot's number and whether it waited for one; a ToolRefusal after `wait_seconds` without one.
+
+    A visitor (a page session's id; None: unnamed) holds at most `visitor_share` slots at once, so one
+    visitor's runs never hold them all; the waiting runs are served first come, first served among
+    those whose visitor is under the share."""
     slots = _slots()
+    ticket = object()
     with slots.condition:
-        waited = not slots.free
-        slots.waiting += 1
-        while not slots.free:
-            slots.condition.wait()
-        slots.waiting -= 1
+        slots.queue.append((ticket, visitor))
+        deadline = time.monotonic() + wait_seconds
+        waited = False
+        try:
+            while not (slots.free and slots.next_in_line() is ticket):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ToolRefusal(_busy_words(slots, visitor, wait_seconds))
+                waited = True
+                slots.condition.wait(left)
+        finally:
+            slots.queue.remove(next(entry for entry in slots.queue if entry[0] is ticket))
+            slots.condition.notify_all()  # the runs behind this one may be next in line now
         slot = slots.free.pop(0)
+        if visitor is not None:
+            slots.held[visitor] = slots.held.get(visitor, 0) + 1
     try:
         yield slot, waited
     finally:
         with slots.condition:
             slots.free.append(slot)
-            slots.condition.notify()
+            if visitor is not None:
+                slots.held[visitor] -= 1
+                if not slots.held[visitor]:
+                    del slots.held[visitor]
+            slots.condition.notify_all()
+
+
+def _busy_words(slots: _Slots, visitor: str | None, wait_seconds: float) -> str:
+    share = visitor_share(slots.total)
+    if visitor is not None and slots.held.get(visitor, 0) >= share:
+        return (
+            f"error: you already have {share} run_tests going, the most one visitor may have at once "
+            f"({share} of {slots.total}); run this again when one has finished"
+        )
+    return (
+        f"error: all {slots.total} run_tests slots stayed busy for {wait_seconds:g} s (other visitors' tests); "
+        "run it again in a moment"
+    )
 
 
 def processes_with(marker: str) -> list[int]:
@@ -458,34 +590,55 @@ def kill_user(uid: int) -> None:
                 break
 
 
-def build_launch(ws: Workspace, confinement: Confinement, layers: tuple[str, ...], pattern: str,
-                 scratch: str, uid: int | None) -> tuple[list[str], str]:
+def build_launch(
+    ws: Workspace, confinement: Confinement, layers: tuple[str, ...], pattern: str, scratch: str, uid: int | None
+) -> tuple[list[str], str]:
     """The command the launcher's outer stage execs, and the folder the tests run in."""
     limits = ws.limits
     python = resolved_python()
     guard_settings = {"pattern": pattern, "layers": list(layers), "max_new_entries": limits.test_new_entries}
     env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "LANG": "C.UTF-8"}
-    tmpfs = limits.workspace_bytes + limits.test_write_bytes
     inner = {
-        "layers": list(layers), "python": python, "python_folders": python_folders(), "env": env,
+        "layers": list(layers),
+        "python": python,
+        "python_folders": python_folders(),
+        "env": env,
         "copy_budget": {"bytes": limits.workspace_bytes, "entries": limits.workspace_entries},
-        "memory_bytes": MEMORY_BYTES, "file_bytes": limits.write_bytes, "uid": uid,
+        "memory_bytes": MEMORY_BYTES,
+        "file_bytes": limits.write_bytes,
+        "uid": uid,
         # the processes cap counts per user: the slot's own uid, or the run's user namespace
-        "processes": RUN_PROCESSES if uid is not None or confinement.mode == "bwrap" or confinement.network_prefix else 0,
-        "landlock_required": confinement.mode == "landlock", "seccomp_required": "seccomp" in layers and (confinement.mode != "weak" or has_seccomp_filter()),
+        "processes": RUN_PROCESSES
+        if uid is not None or confinement.mode == "bwrap" or confinement.network_prefix
+        else 0,
+        "landlock_required": confinement.mode == "landlock",
+        "seccomp_required": "seccomp" in layers and (confinement.mode != "weak" or has_seccomp_filter()),
         "guard_settings": guard_settings,
     }
+    # the copy's tmpfs: its bytes, and as many files as a full workspace and the new ones (cut to the copy's
+    # own count plus the new ones once it is made)
+    inner.update(
+        tmpfs_bytes=limits.workspace_bytes + limits.test_write_bytes,
+        tmpfs_inodes=limits.workspace_entries + limits.test_new_entries + 16,
+    )
     if confinement.mode == "bwrap":
         work = str(ws.root)
-        inner.update(work=work, source=SOURCE_INSIDE, guard=GUARD_INSIDE)
-        argv = [*build_bwrap_argv(work, tmpfs), python, "-I", LAUNCHER_INSIDE, "inner", json.dumps(inner)]
+        inner.update(
+            work=work,
+            source=SOURCE_INSIDE,
+            guard=GUARD_INSIDE,
+            remount=True,
+            expose_python=False,
+            nested_user=uid is None,
+        )
+        argv = [*build_bwrap_argv(work), python, "-I", LAUNCHER_INSIDE, "inner", json.dumps(inner)]
     else:
         work = os.path.join(scratch, "work")
         os.mkdir(work)
         namespaced = bool(confinement.network_prefix)
-        inner.update(work=work, source=str(ws.root), guard=str(GUARD), remount=namespaced,
-                     tmpfs_bytes=tmpfs, tmpfs_inodes=limits.workspace_entries + limits.test_new_entries + 16,
-                     nested_user=namespaced and uid is None)
+        inner.update(
+            work=work, source=str(ws.root), guard=str(GUARD), remount=namespaced, nested_user=namespaced and uid is None
+        )
         argv = [*confinement.network_prefix, python, "-I", str(LAUNCHER), "inner", json.dumps(inner)]
         if argv[0] == "unshare":
             argv[0] = shutil.which("unshare") or "/usr/bin/unshare"
@@ -494,19 +647,21 @@ def build_launch(ws: Workspace, confinement: Confinement, layers: tuple[str, ...
     return argv, work
 
 
-def run_confined(ws: Workspace, pattern: str, layers: tuple[str, ...] | None = None,
-                 confinement: Confinement | None = None) -> ChildRun:
+def run_confined(
+    ws: Workspace, pattern: str, layers: tuple[str, ...] | None = None, confinement: Confinement | None = None
+) -> ChildRun:
     """Run the workspace's tests matching `pattern` in a confined copy of it, once a slot is free."""
     confinement = confinement or choose_confinement()
     layers = LAYERS if layers is None else layers
-    with take_slot() as (slot, waited):
+    with take_slot(ws.visitor, ws.limits.slot_wait_seconds) as (slot, waited):
         started = time.monotonic()
         output, returncode, stopped = _run_in_slot(ws, pattern, layers, confinement, slot)
         return ChildRun(output, returncode, stopped, time.monotonic() - started, confinement.mode, waited)
 
 
-def _run_in_slot(ws: Workspace, pattern: str, layers: tuple[str, ...], confinement: Confinement,
-                 slot: int) -> tuple[bytes, int | None, str | None]:
+def _run_in_slot(
+    ws: Workspace, pattern: str, layers: tuple[str, ...], confinement: Confinement, slot: int
+) -> tuple[bytes, int | None, str | None]:
     limits = ws.limits
     uid = slot_uid(slot) if running_as_root() else None
     scratch = tempfile.mkdtemp(prefix="run-tests-")
@@ -517,15 +672,21 @@ def _run_in_slot(ws: Workspace, pattern: str, layers: tuple[str, ...], confineme
         os.chmod(scratch, 0o711)
         argv, work = build_launch(ws, confinement, layers, pattern, scratch, uid)
         if cgroup_status().startswith("cgroup"):
-            group, _reason = open_run_cgroup(f"run-tests-{os.getpid()}-{slot}-{time.monotonic_ns()}",
-                                             RUN_MEMORY_BYTES, RUN_PROCESSES)
+            group, _reason = open_run_cgroup(
+                f"run-tests-{os.getpid()}-{slot}-{time.monotonic_ns()}", RUN_MEMORY_BYTES, RUN_PROCESSES
+            )
         # its own session and process group, killed as one; the launcher waits for its settings on
         # stdin, so that it is in the run's cgroup before it starts anything (no preexec_fn: it is
         # unsafe in a server with threads)
         proc = subprocess.Popen(
-            [resolved_python(), "-I", str(LAUNCHER), "outer"], cwd=scratch, env={"PATH": "/usr/bin:/bin"},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.PIPE,
-            start_new_session=True, close_fds=True,
+            [resolved_python(), "-I", str(LAUNCHER), "outer"],
+            cwd=scratch,
+            env={"PATH": "/usr/bin:/bin"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
         )
         try:
             if group is not None:

@@ -8,10 +8,13 @@ ctypes, which the launcher needed, was never loaded here.
 
 This is the innermost layer: an audit hook (PEP 578) refusing the network, child processes,
 native code (ctypes, extension modules that were not loaded before the hook, sqlite
-extensions and ATTACH), signals, device nodes, writes outside (dir_fd included), and more than
-a set number of new files and folders. Audit hooks are not a sandbox on their own (code that
-patches the standard library can get past them), so its state lives in a closure, not in
-globals a test can reassign, and it also refuses the known ways round it.
+extensions and ATTACH), code objects made from parts or bytes (code.replace and CodeType raise
+code.__new__, marshal and a planted .pyc raise marshal.loads: bytecode the compiler never
+checked reads and writes memory), signals, device nodes, writes outside (dir_fd included), and
+more than a set number of new files and folders (sqlite's databases too). Audit hooks are not a
+sandbox on their own (code that patches the standard library can get past them), so its state
+lives in a closure, not in globals a test can reassign, and it also refuses the known ways round
+it. The exit code is unittest's verdict, given here: a test may not end the process itself.
 """
 
 import json
@@ -20,29 +23,85 @@ import sys
 
 # where each path argument's dir_fd= is, in the audit events of calls that take one (-1: none given)
 PATH_AND_DIR_FD = {
-    "os.remove": ((0, 1),), "os.rmdir": ((0, 1),), "os.mkdir": ((0, 2),), "os.chmod": ((0, 2),),
-    "os.chown": ((0, 3),), "os.utime": ((0, 3),), "os.symlink": ((1, 2),),
-    "os.link": ((0, 2), (1, 3)), "os.rename": ((0, 2), (1, 3)),
+    "os.remove": ((0, 1),),
+    "os.rmdir": ((0, 1),),
+    "os.mkdir": ((0, 2),),
+    "os.chmod": ((0, 2),),
+    "os.chown": ((0, 3),),
+    "os.utime": ((0, 3),),
+    "os.symlink": ((1, 2),),
+    "os.link": ((0, 2), (1, 3)),
+    "os.rename": ((0, 2), (1, 3)),
 }
 
 
 def install_audit_hook(root, max_new_entries):
     realpath, isdir, lexists, fsdecode, sep, join = (
-        os.path.realpath, os.path.isdir, os.path.lexists, os.fsdecode, os.sep, os.path.join)
+        os.path.realpath,
+        os.path.isdir,
+        os.path.lexists,
+        os.fsdecode,
+        os.sep,
+        os.path.join,
+    )
     listdir, readlink = os.listdir, os.readlink
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-    processes = frozenset(("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-        "sqlite3.enable_load_extension", "sqlite3.load_extension", "os.forkpty", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.startfile",
-        "gc.get_objects", "gc.get_referrers", "gc.get_referents"))
+    processes = frozenset(
+        (
+            "subprocess.Popen",
+            "os.system",
+            "os.exec",
+            "os.posix_spawn",
+            "os.spawn",
+            "os.fork",
+            "sqlite3.enable_load_extension",
+            "sqlite3.load_extension",
+            "os.forkpty",
+            "pty.spawn",
+            "ctypes.dlopen",
+            "ctypes.dlsym",
+            "ctypes.cdata",
+            "os.startfile",
+            "gc.get_objects",
+            "gc.get_referrers",
+            "gc.get_referents",
+        )
+    )
     signals = frozenset(("os.kill", "os.killpg", "signal.pthread_kill"))
-    changes = frozenset(("os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.truncate", "os.utime",
-        "shutil.rmtree", "os.symlink", "os.link", "os.rename", "shutil.copyfile", "shutil.move", "os.chflags",
-        "os.lchflags", "os.setxattr", "os.removexattr", "shutil.copytree", "shutil.chown", "shutil.make_archive",
-        "shutil.unpack_archive"))
+    changes = frozenset(
+        (
+            "os.remove",
+            "os.rmdir",
+            "os.mkdir",
+            "os.chmod",
+            "os.chown",
+            "os.truncate",
+            "os.utime",
+            "shutil.rmtree",
+            "os.symlink",
+            "os.link",
+            "os.rename",
+            "shutil.copyfile",
+            "shutil.move",
+            "os.chflags",
+            "os.lchflags",
+            "os.setxattr",
+            "os.removexattr",
+            "shutil.copytree",
+            "shutil.chown",
+            "shutil.make_archive",
+            "shutil.unpack_archive",
+        )
+    )
     creations = frozenset(("os.mkdir", "os.symlink", "os.link"))
+    # code objects made from parts (code.replace raises code.__new__ too) or from bytes: bytecode the compiler
+    # never checked, whose LOAD_CONST may read past its constants (memory read and write, then native code)
+    code_surgery = frozenset(("code.__new__", "marshal.loads", "marshal.load"))
     # modules that hold what the guard replaced below: a fresh import would bring the originals back
     fresh_imports = frozenset(("_posixsubprocess", "_ctypes", "_winapi", "posix", "_signal", "_imp"))
     created = [0]
+    from urllib.parse import unquote
+
     path_and_dir_fd = dict(PATH_AND_DIR_FD)  # a copy in this closure: a test may rewrite the module's globals
 
     def inside(p):
@@ -78,6 +137,15 @@ def install_audit_hook(root, max_new_entries):
         if text.startswith(sep):
             return inside(text)
         return inside(text) and all(inside(join(base, text)) for base in open_folders())
+
+    def sqlite_path(target):
+        """The file a sqlite3.connect() argument opens: a plain path, or the path of a file: URI."""
+        if not target.startswith("file:"):
+            return target
+        path = target[5:].split("?", 1)[0].split("#", 1)[0]
+        if path.startswith("//"):  # file://host/path: the path after the authority
+            path = "/" + path[2:].partition("/")[2]
+        return unquote(path)
 
     def count_new(p, dir_fd=None):
         text = fsdecode(p)
@@ -118,9 +186,16 @@ def install_audit_hook(root, max_new_entries):
         elif event == "import" and args[0] in fresh_imports:
             raise PermissionError("run_tests may not start processes or load native code")
         elif event == "sqlite3.connect":
-            target = fsdecode(args[0]) if args and args[0] is not None else ""
-            if target not in ("", ":memory:") and not inside(target):
-                raise PermissionError("run_tests may not write outside the workspace")
+            target = sqlite_path(fsdecode(args[0]) if args and args[0] is not None else "")
+            if target not in ("", ":memory:"):
+                if not inside(target):
+                    raise PermissionError("run_tests may not write outside the workspace")
+                count_new(target)
+        elif event in code_surgery:
+            raise PermissionError(
+                "run_tests may not make code objects from parts or bytes (code.replace, "
+                "CodeType, marshal): compile source instead"
+            )
         elif event in changes:
             # each path argument, read from the folder its dir_fd= names (an open descriptor) when one is given
             pairs = dict(path_and_dir_fd.get(event, ()))
@@ -163,7 +238,13 @@ def install_audit_hook(root, max_new_entries):
     def no_fifos(*args, **kwargs):
         raise PermissionError("run_tests may not make fifos")
 
+    def no_exit(*args, **kwargs):
+        raise PermissionError("run_tests may not end the process itself: its exit code is the tests' verdict")
+
     _posixsubprocess.fork_exec = no_processes
+    # the exit code is the verdict: a test may not end the run with one of its choosing (os._exit(0))
+    for module in (posix, os):
+        module._exit = no_exit
     # mknod and mkfifo raise no audit event either
     for module in (posix, os):
         module.mknod = no_devices
@@ -190,15 +271,39 @@ def install_audit_hook(root, max_new_entries):
     preload_extensions()
     _imp.create_dynamic = no_processes
     refuse_sqlite_attach()
+    # imports compile from source from now on: a cached .pyc would be loaded through marshal, refused above
+    # (and a test could write one whose bytecode the compiler never made)
+    sys.pycache_prefix = "/dev/null/no-bytecode-cache"  # a path no one can make
     sys.addaudithook(guard)
 
 
 # extension modules of the standard library that are not loaded for the tests: native code on demand
 # (ctypes, the C API test modules), terminals, or files outside the workspace (shared memory)
-NOT_PRELOADED = frozenset(("_ctypes", "_ctypes_test", "_testbuffer", "_testcapi", "_testclinic",
-    "_testimportmultiple", "_testinternalcapi", "_testmultiphase", "_xxsubinterpreters", "_xxtestfuzz",
-    "xxlimited", "xxlimited_35", "_tkinter", "_curses", "_curses_panel", "readline", "ossaudiodev", "nis",
-    "spwd", "_posixshmem", "_crypt"))
+NOT_PRELOADED = frozenset(
+    (
+        "_ctypes",
+        "_ctypes_test",
+        "_testbuffer",
+        "_testcapi",
+        "_testclinic",
+        "_testimportmultiple",
+        "_testinternalcapi",
+        "_testmultiphase",
+        "_xxsubinterpreters",
+        "_xxtestfuzz",
+        "xxlimited",
+        "xxlimited_35",
+        "_tkinter",
+        "_curses",
+        "_curses_panel",
+        "readline",
+        "ossaudiodev",
+        "nis",
+        "spwd",
+        "_posixshmem",
+        "_crypt",
+    )
+)
 
 
 def refuse_sqlite_attach():
@@ -241,8 +346,24 @@ def preload_extensions():
                 except Exception:
                     pass
     # the pure-Python modules over them that tests use most
-    for name in ("sqlite3", "json", "decimal", "datetime", "hashlib", "csv", "pickle", "socket", "ssl",
-                 "asyncio", "unittest", "unittest.mock", "multiprocessing", "zoneinfo", "uuid", "statistics"):
+    for name in (
+        "sqlite3",
+        "json",
+        "decimal",
+        "datetime",
+        "hashlib",
+        "csv",
+        "pickle",
+        "socket",
+        "ssl",
+        "asyncio",
+        "unittest",
+        "unittest.mock",
+        "multiprocessing",
+        "zoneinfo",
+        "uuid",
+        "statistics",
+    ):
         try:
             __import__(name)
         except Exception:
@@ -253,13 +374,29 @@ def main():
     settings = json.loads(sys.argv[1])
     root = os.path.realpath(os.getcwd())
     sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE; leave no __pycache__ behind
+    exit_now = os._exit  # kept here: the hook's layer takes it away from the tests
     if "hook" in settings["layers"]:
         install_audit_hook(root, settings["max_new_entries"])
     import unittest
 
     sys.path.insert(0, root)
     argv = ["run_tests", "discover", "-s", ".", "-t", ".", "-p", settings["pattern"]]
-    unittest.main(module=None, argv=argv, verbosity=1)
+    # the exit code is unittest's own verdict (3.12's: 5 when no test ran), given here with no chance for
+    # a test to choose it (no atexit handler, no thread left running)
+    try:
+        result = unittest.main(module=None, argv=argv, verbosity=1, exit=False).result
+        code = 5 if result.testsRun == 0 and not result.skipped else (0 if result.wasSuccessful() else 1)
+    except BaseException:  # a SystemExit from setUpClass too: the run did not finish
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # a test may have closed or replaced it
+            pass
+    exit_now(code)
 
 
 if __name__ == "__main__":

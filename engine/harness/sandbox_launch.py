@@ -11,13 +11,15 @@ server (nice 10 on its own autogroup, nice 19 inside it, which it cannot undo), 
 bubblewrap or `unshare`, which start `inner` in new PID, IPC, mount, network and UTS
 namespaces.
 
-`inner` builds the test's world while it may: a read-only view of the filesystem and the
-workspace copy on a sized tmpfs (namespaces made by `unshare`), the copy itself, per-process
-limits, Landlock rules; then it becomes an unprivileged user with no capabilities (a
-dedicated uid per slot when the server is root, a nested user namespace otherwise), installs
-a seccomp filter for what namespaces do not cover, and execs the guard
-(engine/harness/sandbox_guard.py) in a fresh interpreter. ctypes is used here and only here: the
-interpreter the tests run in never loads it.
+`inner` builds the test's world while it may: a user namespace of its own nested in the run's
+when the server is not root; the host's name and clocks hidden (UTS and time namespaces); a
+read-only view of the filesystem and the workspace copy on a tmpfs of its own, sized, capped in
+files and noexec; the copy itself, per-process limits, Landlock rules; then it becomes an
+unprivileged user with no capabilities (a dedicated uid per slot when the server is root, uid
+1000 of its own namespace otherwise), installs a seccomp filter for what namespaces do not
+cover, and execs the guard (engine/harness/sandbox_guard.py) in a fresh interpreter, through a
+descriptor only it holds: the filter refuses every other exec. ctypes is used here and only
+here: the interpreter the tests run in never loads it.
 """
 
 import json
@@ -25,26 +27,105 @@ import os
 import stat
 import struct
 import sys
+import time
 from dataclasses import dataclass
 
 # -- the seccomp filter ---------------------------------------------------------------------------
 # The calls refused, by name; each architecture numbers them its own way (below).
 DENIED_NAMES = (
-    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "keyctl", "add_key", "request_key",
-    "mount", "umount2", "pivot_root", "chroot", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "open_tree",
-    "mount_setattr", "unshare", "setns", "personality", "shmget", "shmat", "shmctl", "semget", "semop", "semctl",
-    "semtimedop", "msgget", "msgsnd", "msgrcv", "msgctl", "sched_setscheduler", "sched_setparam", "sched_setattr",
-    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "kexec_load",
-    "kexec_file_load", "init_module", "finit_module", "delete_module", "iopl", "ioperm", "swapon", "swapoff",
-    "reboot", "syslog", "acct", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "quotactl",
-    "quotactl_fd", "open_by_handle_at", "name_to_handle_at", "fanotify_init", "lookup_dcookie", "vhangup",
-    "memfd_create", "memfd_secret", "process_madvise",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kcmp",
+    "pidfd_getfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "open_tree",
+    "mount_setattr",
+    "unshare",
+    "setns",
+    "personality",
+    "shmget",
+    "shmat",
+    "shmctl",
+    "semget",
+    "semop",
+    "semctl",
+    "semtimedop",
+    "msgget",
+    "msgsnd",
+    "msgrcv",
+    "msgctl",
+    "sched_setscheduler",
+    "sched_setparam",
+    "sched_setattr",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "iopl",
+    "ioperm",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "syslog",
+    "acct",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "quotactl",
+    "quotactl_fd",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "fanotify_init",
+    "lookup_dcookie",
+    "vhangup",
+    "memfd_create",
+    "memfd_secret",
+    "process_madvise",
+    # a fresh interpreter (it would have no audit hook): the launcher's own exec goes through execveat (below)
+    "execve",
+    # the host: its memory, load and uptime, its disks' sizes
+    "sysinfo",
+    "statfs",
+    "fstatfs",
+    "ustat",
 )
 # numbers above 423 are shared by every architecture (include/uapi/asm-generic/unistd.h)
 SHARED_NUMBERS = {
-    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429,
-    "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435, "pidfd_getfd": 438,
-    "process_madvise": 440, "mount_setattr": 442, "quotactl_fd": 443, "memfd_secret": 447,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "clone3": 435,
+    "pidfd_getfd": 438,
+    "process_madvise": 440,
+    "mount_setattr": 442,
+    "quotactl_fd": 443,
+    "memfd_secret": 447,
 }
 
 
@@ -59,41 +140,181 @@ class SyscallTable:
 
 SYSCALL_TABLES = {
     # arch/x86/entry/syscalls/syscall_64.tbl
-    "x86_64": SyscallTable(0xC000003E, {
-        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "keyctl": 250, "add_key": 248,
-        "request_key": 249, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "unshare": 272,
-        "setns": 308, "personality": 135, "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65,
-        "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71,
-        "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314, "bpf": 321, "perf_event_open": 298,
-        "userfaultfd": 323, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313,
-        "delete_module": 176, "iopl": 172, "ioperm": 173, "swapon": 167, "swapoff": 168, "reboot": 169,
-        "syslog": 103, "acct": 163, "settimeofday": 164, "clock_settime": 227, "clock_adjtime": 305,
-        "adjtimex": 159, "quotactl": 179, "open_by_handle_at": 304, "name_to_handle_at": 303,
-        "fanotify_init": 300, "lookup_dcookie": 212, "vhangup": 153, "memfd_create": 319,
-        "prlimit64": 302, "setpriority": 141, "sched_setaffinity": 203, "ioctl": 16, "clone": 56,
-        **SHARED_NUMBERS}, x32_bit=True),
+    "x86_64": SyscallTable(
+        0xC000003E,
+        {
+            "ptrace": 101,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "kcmp": 312,
+            "keyctl": 250,
+            "add_key": 248,
+            "request_key": 249,
+            "mount": 165,
+            "umount2": 166,
+            "pivot_root": 155,
+            "chroot": 161,
+            "unshare": 272,
+            "setns": 308,
+            "personality": 135,
+            "shmget": 29,
+            "shmat": 30,
+            "shmctl": 31,
+            "semget": 64,
+            "semop": 65,
+            "semctl": 66,
+            "semtimedop": 220,
+            "msgget": 68,
+            "msgsnd": 69,
+            "msgrcv": 70,
+            "msgctl": 71,
+            "sched_setscheduler": 144,
+            "sched_setparam": 142,
+            "sched_setattr": 314,
+            "bpf": 321,
+            "perf_event_open": 298,
+            "userfaultfd": 323,
+            "kexec_load": 246,
+            "kexec_file_load": 320,
+            "init_module": 175,
+            "finit_module": 313,
+            "delete_module": 176,
+            "iopl": 172,
+            "ioperm": 173,
+            "swapon": 167,
+            "swapoff": 168,
+            "reboot": 169,
+            "syslog": 103,
+            "acct": 163,
+            "settimeofday": 164,
+            "clock_settime": 227,
+            "clock_adjtime": 305,
+            "adjtimex": 159,
+            "quotactl": 179,
+            "open_by_handle_at": 304,
+            "name_to_handle_at": 303,
+            "fanotify_init": 300,
+            "lookup_dcookie": 212,
+            "vhangup": 153,
+            "memfd_create": 319,
+            "prlimit64": 302,
+            "setpriority": 141,
+            "sched_setaffinity": 203,
+            "ioctl": 16,
+            "clone": 56,
+            "execve": 59,
+            "execveat": 322,
+            "mmap": 9,
+            "mprotect": 10,
+            "pkey_mprotect": 329,
+            "socket": 41,
+            "sysinfo": 99,
+            "statfs": 137,
+            "fstatfs": 138,
+            "ustat": 136,
+            **SHARED_NUMBERS,
+        },
+        x32_bit=True,
+    ),
     # include/uapi/asm-generic/unistd.h, 64-bit (arm64 has no iopl or ioperm)
-    "aarch64": SyscallTable(0xC00000B7, {
-        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "keyctl": 219, "add_key": 217,
-        "request_key": 218, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "unshare": 97,
-        "setns": 268, "personality": 92, "shmget": 194, "shmat": 196, "shmctl": 195, "semget": 190, "semop": 193,
-        "semctl": 191, "semtimedop": 192, "msgget": 186, "msgsnd": 189, "msgrcv": 188, "msgctl": 187,
-        "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274, "bpf": 280, "perf_event_open": 241,
-        "userfaultfd": 282, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273,
-        "delete_module": 106, "iopl": None, "ioperm": None, "swapon": 224, "swapoff": 225, "reboot": 142,
-        "syslog": 116, "acct": 89, "settimeofday": 170, "clock_settime": 112, "clock_adjtime": 266,
-        "adjtimex": 171, "quotactl": 60, "open_by_handle_at": 265, "name_to_handle_at": 264,
-        "fanotify_init": 262, "lookup_dcookie": 18, "vhangup": 58, "memfd_create": 279,
-        "prlimit64": 261, "setpriority": 140, "sched_setaffinity": 122, "ioctl": 29, "clone": 220,
-        **SHARED_NUMBERS}, x32_bit=False),
+    "aarch64": SyscallTable(
+        0xC00000B7,
+        {
+            "ptrace": 117,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "kcmp": 272,
+            "keyctl": 219,
+            "add_key": 217,
+            "request_key": 218,
+            "mount": 40,
+            "umount2": 39,
+            "pivot_root": 41,
+            "chroot": 51,
+            "unshare": 97,
+            "setns": 268,
+            "personality": 92,
+            "shmget": 194,
+            "shmat": 196,
+            "shmctl": 195,
+            "semget": 190,
+            "semop": 193,
+            "semctl": 191,
+            "semtimedop": 192,
+            "msgget": 186,
+            "msgsnd": 189,
+            "msgrcv": 188,
+            "msgctl": 187,
+            "sched_setscheduler": 119,
+            "sched_setparam": 118,
+            "sched_setattr": 274,
+            "bpf": 280,
+            "perf_event_open": 241,
+            "userfaultfd": 282,
+            "kexec_load": 104,
+            "kexec_file_load": 294,
+            "init_module": 105,
+            "finit_module": 273,
+            "delete_module": 106,
+            "iopl": None,
+            "ioperm": None,
+            "swapon": 224,
+            "swapoff": 225,
+            "reboot": 142,
+            "syslog": 116,
+            "acct": 89,
+            "settimeofday": 170,
+            "clock_settime": 112,
+            "clock_adjtime": 266,
+            "adjtimex": 171,
+            "quotactl": 60,
+            "open_by_handle_at": 265,
+            "name_to_handle_at": 264,
+            "fanotify_init": 262,
+            "lookup_dcookie": 18,
+            "vhangup": 58,
+            "memfd_create": 279,
+            "prlimit64": 261,
+            "setpriority": 140,
+            "sched_setaffinity": 122,
+            "ioctl": 29,
+            "clone": 220,
+            "execve": 221,
+            "execveat": 281,
+            "mmap": 222,
+            "mprotect": 226,
+            "pkey_mprotect": 288,
+            "socket": 198,
+            "sysinfo": 179,
+            "statfs": 43,
+            "fstatfs": 44,
+            "ustat": None,
+            **SHARED_NUMBERS,
+        },
+        x32_bit=False,
+    ),
 }
 # calls allowed on the process itself only: refused when this argument (a pid, or who=) is not 0
 SELF_ONLY = {"prlimit64": 0, "setpriority": 1, "sched_setaffinity": 0}
+# the one exec the filter lets through: the launcher's own, of the interpreter it opened at this descriptor
+# number. It is above the tests' RLIMIT_NOFILE (256, which they cannot raise), and closed on exec, so no
+# descriptor a test holds can ever have it
+EXEC_FD = 300
+# calls refused when one argument has any of these bits: (argument, bits)
+PROT_EXEC, PROT_WRITE, MAP_SHARED, MAP_ANONYMOUS = 0x4, 0x2, 0x1, 0x20
+REFUSED_BITS = {
+    "clone": (0, 0x10000000 | 0x00020000 | 0x20000000 | 0x40000000 | 0x08000000 | 0x04000000 | 0x02000000),
+    # no page made executable after the fact (the loader maps code from files, executable from the start)
+    "mprotect": (2, PROT_EXEC),
+    "pkey_mprotect": (2, PROT_EXEC),
+}
+# calls refused when one argument is this value: (argument, value). AF_UNIX: Landlock has no rule for
+# unix sockets, and a host's socket file may be in reach
+REFUSED_VALUES = {"socket": (0, 1)}
 # ioctl requests refused: TIOCSTI (type into a terminal), TIOCLINUX, FS_IOC_SETFLAGS (immutable files)
 DENIED_IOCTLS = (0x5412, 0x541C, 0x40086602, 0x40046602)
-# clone flags that make namespaces (clone's first argument on both); clone3 is answered ENOSYS, so the
-# C library falls back to clone
-CLONE_NAMESPACES = 0x10000000 | 0x00020000 | 0x20000000 | 0x40000000 | 0x08000000 | 0x04000000 | 0x02000000
+# clone's flags that make namespaces are in REFUSED_BITS; clone3 is answered ENOSYS, so the C library
+# falls back to clone
 X32_BIT = 0x40000000
 
 RET_ALLOW = 0x7FFF0000
@@ -121,10 +342,48 @@ def build_seccomp_program(machine="x86_64"):
         program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 1, number), (RET, 0, 0, RET_EPERM)]
     program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 1, numbers["clone3"]), (RET, 0, 0, RET_ENOSYS)]
     for name, index in SELF_ONLY.items():
-        program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 3, numbers[name]), (LD_ABS, 0, 0, arg_offset(index)),
-                    (JEQ, 1, 0, 0), (RET, 0, 0, RET_EPERM)]
-    program += [(LD_ABS, 0, 0, NR), (JEQ, 0, 3, numbers["clone"]), (LD_ABS, 0, 0, arg_offset(0)),
-                (JSET, 0, 1, CLONE_NAMESPACES), (RET, 0, 0, RET_EPERM)]
+        program += [
+            (LD_ABS, 0, 0, NR),
+            (JEQ, 0, 3, numbers[name]),
+            (LD_ABS, 0, 0, arg_offset(index)),
+            (JEQ, 1, 0, 0),
+            (RET, 0, 0, RET_EPERM),
+        ]
+    program += [
+        (LD_ABS, 0, 0, NR),
+        (JEQ, 0, 3, numbers["execveat"]),
+        (LD_ABS, 0, 0, arg_offset(0)),
+        (JEQ, 1, 0, EXEC_FD),
+        (RET, 0, 0, RET_EPERM),
+    ]
+    for name, (index, bits) in REFUSED_BITS.items():
+        program += [
+            (LD_ABS, 0, 0, NR),
+            (JEQ, 0, 3, numbers[name]),
+            (LD_ABS, 0, 0, arg_offset(index)),
+            (JSET, 0, 1, bits),
+            (RET, 0, 0, RET_EPERM),
+        ]
+    for name, (index, value) in REFUSED_VALUES.items():
+        program += [
+            (LD_ABS, 0, 0, NR),
+            (JEQ, 0, 3, numbers[name]),
+            (LD_ABS, 0, 0, arg_offset(index)),
+            (JEQ, 0, 1, value),
+            (RET, 0, 0, RET_EPERM),
+        ]
+    # mmap: executable and writable, or executable and anonymous or shared, is refused (code could be
+    # written into it); the loader's mappings of library files, executable and read-only, go through
+    program += [
+        (LD_ABS, 0, 0, NR),
+        (JEQ, 0, 6, numbers["mmap"]),
+        (LD_ABS, 0, 0, arg_offset(2)),
+        (JSET, 0, 4, PROT_EXEC),
+        (JSET, 2, 0, PROT_WRITE),
+        (LD_ABS, 0, 0, arg_offset(3)),
+        (JSET, 0, 1, MAP_ANONYMOUS | MAP_SHARED),
+        (RET, 0, 0, RET_EPERM),
+    ]
     # ioctl: one comparison per request, each jumping to the shared refusal at the block's end
     block = [(LD_ABS, 0, 0, NR), (JEQ, 0, len(DENIED_IOCTLS) + 3, numbers["ioctl"]), (LD_ABS, 0, 0, arg_offset(1))]
     for position, request in enumerate(DENIED_IOCTLS):
@@ -187,10 +446,11 @@ def copy_workspace(source, target, budget):
 
 def give_tree_to(root, uid, gid):
     """Make `root` and everything below it (symlinks themselves) belong to the test's user."""
-    os.chown(root, uid, gid)
-    for here, dirs, files in os.walk(root):
+    # from the bottom up: once a folder is the test's, this process (no CAP_DAC_OVERRIDE) may not list it
+    for here, dirs, files in os.walk(root, topdown=False):
         for name in dirs + files:
             os.chown(os.path.join(here, name), uid, gid, follow_symlinks=False)
+    os.chown(root, uid, gid)
 
 
 # -- mounts (namespaces made by unshare, where this process is root of its own mount namespace) ---
@@ -198,8 +458,12 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4
 
 
 def mount(libc, ctypes, source, target, kind, flags, data=None):
-    if libc.mount(source.encode(), target.encode(), kind.encode() if kind else None, flags,
-                  data.encode() if data else None) != 0:
+    if (
+        libc.mount(
+            source.encode(), target.encode(), kind.encode() if kind else None, flags, data.encode() if data else None
+        )
+        != 0
+    ):
         raise OSError(ctypes.get_errno(), f"mount {kind or 'bind'} on {target}: {os.strerror(ctypes.get_errno())}")
 
 
@@ -209,6 +473,53 @@ def make_filesystem_read_only(libc, ctypes):
     done = libc.syscall(442, -100, b"/", 0x8000, attr, len(attr))  # AT_FDCWD, AT_RECURSIVE
     if done != 0:
         raise OSError(ctypes.get_errno(), f"mount_setattr: {os.strerror(ctypes.get_errno())}")
+
+
+def mount_work(libc, ctypes, work, settings):
+    """The copy's own tmpfs: sized, no programs run or mapped from it, its files counted by the kernel."""
+    mount(
+        libc,
+        ctypes,
+        "tmpfs",
+        work,
+        "tmpfs",
+        MS_NOSUID | MS_NODEV | MS_NOEXEC,
+        f"size={settings['tmpfs_bytes']},nr_inodes={settings['tmpfs_inodes']},mode=0700",
+    )
+
+
+def cap_new_files(libc, ctypes, work, new_entries):
+    """Once the copy is made: the tmpfs holds at most `new_entries` more files and folders, whatever makes them
+    (the audit hook sees open() and mkdir; sqlite's own files and a test's native code it does not)."""
+    info = os.statvfs(work)
+    used = info.f_files - info.f_ffree
+    mount(
+        libc,
+        ctypes,
+        "tmpfs",
+        work,
+        None,
+        MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+        f"nr_inodes={used + new_entries}",
+    )
+
+
+def hide_the_host(libc, ctypes):
+    """The host's name (this UTS namespace's own) and its boot time: a time namespace, entered at the exec,
+    whose clocks start now, where the kernel has them. /proc/uptime and /proc/stat's btime follow its clocks."""
+    import socket
+
+    socket.sethostname("sandbox")
+    if libc.unshare(0x00000080) != 0:  # CLONE_NEWTIME: entered at the exec
+        return
+    offsets = []
+    for name, clock in (("monotonic", time.CLOCK_MONOTONIC), ("boottime", time.CLOCK_BOOTTIME)):
+        offsets.append(f"{name} {-int(time.clock_gettime(clock))} 0")
+    try:
+        with open("/proc/self/timens_offsets", "w") as f:
+            f.write("\n".join(offsets))
+    except OSError:
+        pass  # the clocks stay the host's; the namespace is still a new one
 
 
 def expose_python(libc, ctypes, folders, uid):
@@ -290,26 +601,28 @@ def restrict_with_landlock(libc, ctypes, root, readable):
 
 
 # -- becoming nobody --------------------------------------------------------------------------------
-def become_unprivileged(libc, ctypes, settings):
-    """Drop to the test's user: setuid to the slot's uid (the server is root), or a nested user namespace
-    where this process is uid 1000 (it was root of a namespace `unshare` made). Either way the exec that
-    follows leaves no capability."""
+def enter_own_user_namespace(libc, ctypes):
+    """The server is not root: this process becomes uid 1000 of a user namespace of its own, nested in the one
+    bubblewrap or `unshare` made, with new mount and UTS namespaces that namespace owns. Until the exec it holds
+    every capability there (enough to build the test's filesystem); the exec, as uid 1000, leaves none."""
+    outer_uid, outer_gid = os.getuid(), os.getgid()
+    if libc.unshare(0x10000000 | 0x00020000 | 0x04000000) != 0:  # CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWUTS
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER) for the test's user failed")
+    with open("/proc/self/setgroups", "w") as f:
+        f.write("deny")
+    with open("/proc/self/uid_map", "w") as f:
+        f.write(f"1000 {outer_uid} 1")
+    with open("/proc/self/gid_map", "w") as f:
+        f.write(f"1000 {outer_gid} 1")
+
+
+def become_unprivileged(settings):
+    """Drop to the slot's own uid (the server is root): the exec that follows leaves no capability."""
     uid = settings.get("uid")
     if uid is not None:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
-        return
-    if settings.get("nested_user"):
-        outer_uid, outer_gid = os.getuid(), os.getgid()
-        if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
-            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER) for the test's user failed")
-        with open("/proc/self/setgroups", "w") as f:
-            f.write("deny")
-        with open("/proc/self/uid_map", "w") as f:
-            f.write(f"1000 {outer_uid} 1")
-        with open("/proc/self/gid_map", "w") as f:
-            f.write(f"1000 {outer_gid} 1")
 
 
 def limit_resources(settings):
@@ -351,6 +664,22 @@ def fail(message):
     sys.exit(3)
 
 
+def open_interpreter(python):
+    """The interpreter to exec, held open at EXEC_FD (closed on exec), before the descriptor limit drops below it."""
+    fd = os.open(python, os.O_RDONLY | os.O_CLOEXEC)
+    if fd != EXEC_FD:
+        os.dup2(fd, EXEC_FD, inheritable=False)
+        os.close(fd)
+
+
+def drop_ambient_capabilities(libc):
+    """No capability may live through the exec: an ambient one (bubblewrap raises those it adds) would."""
+    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    kept = [cap for cap in range(64) if libc.prctl(47, 1, cap, 0, 0) == 1]  # PR_CAP_AMBIENT_IS_SET
+    if os.geteuid() == 0 or kept:
+        raise OSError(0, "the test's user would keep capabilities")
+
+
 def run_inner(settings):
     import ctypes
 
@@ -358,25 +687,40 @@ def run_inner(settings):
     libc.syscall.restype = ctypes.c_long
     work = settings["work"]
     try:
+        if settings.get("nested_user"):
+            enter_own_user_namespace(libc, ctypes)
         if settings.get("remount"):
+            hide_the_host(libc, ctypes)  # first: its clocks' offsets are written in /proc, read-only next
             make_filesystem_read_only(libc, ctypes)
             os.makedirs(work, exist_ok=True)
-            mount(libc, ctypes, "tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                  f"size={settings['tmpfs_bytes']},nr_inodes={settings['tmpfs_inodes']},mode=0700")
+            mount_work(libc, ctypes, work, settings)
+        # entered now: once the copy is the test's user's, this process may have no right to walk into it
+        os.chdir(work)
         note = copy_workspace(settings["source"], work, settings["copy_budget"])
+        if settings.get("remount"):
+            cap_new_files(libc, ctypes, work, settings["guard_settings"]["max_new_entries"])
         if settings.get("uid") is not None:
             give_tree_to(work, settings["uid"], settings["uid"])
-            if settings.get("remount"):
+            if settings.get("remount") and settings.get("expose_python", True):
                 expose_python(libc, ctypes, settings["python_folders"], settings["uid"])
+        open_interpreter(settings["python"])
     except OSError as error:
         fail(f"the test's filesystem could not be set up ({error})")
-    os.chdir(work)
     if note:
         print(f"run_tests: {note}", flush=True)
     limit_resources(settings)
     if "landlock" in settings["layers"]:
-        readable = settings["python_folders"] + [settings["guard"], "/usr/lib", "/usr/lib64", "/lib", "/lib64", "/etc/ld.so.cache",
-                                                 "/dev/null", "/dev/urandom", "/proc/self/fd"]
+        readable = settings["python_folders"] + [
+            settings["guard"],
+            "/usr/lib",
+            "/usr/lib64",
+            "/lib",
+            "/lib64",
+            "/etc/ld.so.cache",
+            "/dev/null",
+            "/dev/urandom",
+            "/proc/self/fd",
+        ]
         try:
             abi = restrict_with_landlock(libc, ctypes, os.path.realpath(work), readable)
         except OSError:
@@ -385,23 +729,31 @@ def run_inner(settings):
             # fail closed: the parent chose this mode because the kernel offered Landlock
             fail("the Landlock rules could not be set up")
     try:
-        become_unprivileged(libc, ctypes, settings)
+        become_unprivileged(settings)
+        drop_ambient_capabilities(libc)
     except OSError as error:
-        fail(f"could not drop to an unprivileged user ({error})")
+        fail(f"could not drop to an unprivileged user ({error.strerror or error})")
     if "seccomp" in settings["layers"] and not install_seccomp(libc, ctypes):
         if settings.get("seccomp_required"):
             machine = os.uname().machine
-            fail("the seccomp filter could not be installed" + (
-                "" if machine in SYSCALL_TABLES else
-                f": it is written for {' and '.join(SYSCALL_TABLES)}, and this machine is {machine}; run the site on "
-                "one of those, or set QWEN_SANDBOX_WEAK=1 to run tests under the audit hook alone (trusted visitors only)"))
+            fail(
+                "the seccomp filter could not be installed"
+                + (
+                    ""
+                    if machine in SYSCALL_TABLES
+                    else f": it is written for {' and '.join(SYSCALL_TABLES)}, and this machine is {machine}; run the site on "
+                    "one of those, or set QWEN_SANDBOX_WEAK=1 to run tests under the audit hook alone (trusted visitors only)"
+                )
+            )
     guard = settings["guard"]
     try:
-        os.execve(settings["python"], [settings["python"], "-I", guard, json.dumps(settings["guard_settings"])],
-                  settings["env"])
+        # through the descriptor: the filter refuses every other exec
+        os.execve(EXEC_FD, [settings["python"], "-I", guard, json.dumps(settings["guard_settings"])], settings["env"])
     except OSError as error:
-        fail(f"the interpreter could not be started as the test's user ({error.strerror}: without a mount "
-             "namespace, a user of its own cannot reach a Python installed in a private folder)")
+        fail(
+            f"the interpreter could not be started as the test's user ({error.strerror}: without a mount "
+            "namespace, a user of its own cannot reach a Python installed in a private folder)"
+        )
 
 
 if __name__ == "__main__":

@@ -42,9 +42,11 @@ def tokenize(text: str) -> str:
     return json.dumps([tok.token_text(i) for i in tok.encode(text)], ensure_ascii=False)
 
 
-# the chat template's own markers: written in a result, they would pass for the template's tokens
-# once the result is fed back (a test printing "<|im_end|>" would end the tool's turn)
-CONTROL_MARKERS = re.compile(r"<(/?)(\|[A-Za-z0-9_]+\||tool_call|tool_response|think)>")
+# the chat templates' own markers: written in a result, they would pass for the template's tokens
+# once the result is fed back (a test printing "<|im_end|>" would end the tool's turn); Qwen's and
+# Llama's <|name|>, DeepSeek's <｜name｜>. The prompt's renderer escapes each family's full list again
+# (engine.core.control_text); this is what a page shows of the result
+CONTROL_MARKERS = re.compile(r"<(/?)(\|[A-Za-z0-9_]+\||｜[^｜<>\n]{1,64}｜|tool_call|tool_response|think)>")
 
 
 def escape_control_tokens(text: str) -> str:
@@ -57,7 +59,7 @@ def run_tool(name: str, arguments: dict, workspace: Workspace | None = None) -> 
     plain = {"count_letter": count_letter, "tokenize": tokenize}
     try:
         if name in plain:
-            return ToolOutcome(result=plain[name](**arguments))
+            return ToolOutcome(result=escape_control_tokens(plain[name](**arguments)))
         if name in filetools.FILE_TOOLS:
             if workspace is None:
                 return ToolOutcome(error=f"error: {name} needs a workspace, and none is open")

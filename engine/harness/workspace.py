@@ -46,6 +46,7 @@ class Limits:
     path_depth: int = 16  # most folders a path may go down (write_file makes the missing ones)
     test_write_bytes: int = 8 * 1024 * 1024  # what one run_tests may write on top of the workspace's copy
     test_new_entries: int = 256  # most new files and folders one run_tests may make
+    slot_wait_seconds: float = 10.0  # longest a run_tests waits for a free slot before it is refused with a message
 
 
 # a folder counts as one block in the workspace's size, as it takes on disk
@@ -68,8 +69,10 @@ class Usage:
 class Workspace:
     """A folder the tools may touch, and nothing outside it."""
 
-    def __init__(self, root: str | os.PathLike, limits: Limits | None = None):
+    def __init__(self, root: str | os.PathLike, limits: Limits | None = None, visitor: str | None = None):
         self.limits = limits or Limits()
+        # who works here (a page session's own id), so that run_tests shares its slots fairly; None: unnamed
+        self.visitor = visitor
         raw = os.fspath(root)
         if "\0" in raw:
             raise BadInput("the workspace path contains a NUL byte")
@@ -164,8 +167,10 @@ class Workspace:
             return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
         except OSError as error:
             if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT, errno.EISDIR):
-                raise ToolRefusal(f"error: the path {self.relative(target)!r} changed while it was being opened "
-                                  "(a folder or file was replaced); try again") from None
+                raise ToolRefusal(
+                    f"error: the path {self.relative(target)!r} changed while it was being opened "
+                    "(a folder or file was replaced); try again"
+                ) from None
             raise
         finally:
             os.close(folder)

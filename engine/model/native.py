@@ -2,7 +2,11 @@
 
 The C file is compiled once per machine with the C compiler Python was built with (`cc` on a
 fresh Debian) into the user's cache folder, keyed by a hash of the source, the flags and torch's
-version, so a changed file or another CPU's flags build anew. Its parallel loop links against the
+version, so a changed file or another CPU's flags build anew. A library is native code run inside
+the server, so the cache is trusted only as far as it is the server's own: its two folders must be
+real folders (no symlink followed) that the server's user owns and no one else may write (made
+0700), and a library is loaded only when its sha256 is the one recorded beside it when this code
+built it; anything else is built again. Its parallel loop links against the
 OpenMP runtime torch ships (its own libgomp), so it shares torch's threads rather than starting a
 second pool on the same cores. The instruction sets are the ones /proc/cpuinfo lists (never
 -march=native, which once built code a CPU of this kind could not run).
@@ -13,11 +17,14 @@ and the compact forward keeps its torch ops; QWEN_NATIVE_STEP=0 turns it off (en
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import errno
 import functools
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -98,8 +105,97 @@ def _key(commands: list[list[str]]) -> str:
     return digest.hexdigest()[:16]
 
 
+class UnsafeCache(OSError):
+    """The cache folder is not the server's own (another user's, open to others, or a symlink)."""
+
+
+def open_private_folder(parent: int, path: Path) -> int:
+    """A descriptor of the folder `path` (its last name read in `parent`, a descriptor): made 0700 where
+    missing, never followed through a symlink, and refused unless this user owns it and no one else may
+    write in it."""
+    name = path.name
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, 0o700, dir_fd=parent)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise UnsafeCache(error.errno, f"{path} is a symlink or not a folder; remove it") from None
+        raise
+    info = os.fstat(fd)
+    problem = (
+        f"belongs to another user (uid {info.st_uid})"
+        if info.st_uid != os.geteuid()
+        else f"may be written by other users (mode {stat.S_IMODE(info.st_mode):o})"
+        if info.st_mode & 0o022
+        else None
+    )
+    if problem:
+        os.close(fd)
+        raise UnsafeCache(errno.EPERM, f"{path} {problem}; remove it, or set XDG_CACHE_HOME to a folder of your own")
+    if info.st_mode & 0o077:
+        os.fchmod(fd, 0o700)
+    return fd
+
+
+def open_cache(folder: Path) -> int:
+    """A descriptor of `folder` (cache_folder()): its two last folders this user's own, made where missing."""
+    os.makedirs(folder.parent.parent, exist_ok=True)
+    top = os.open(folder.parent.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        middle = open_private_folder(top, folder.parent)
+    finally:
+        os.close(top)
+    try:
+        return open_private_folder(middle, folder)
+    finally:
+        os.close(middle)
+
+
+def _read_own_file(folder: int, name: str) -> bytes | None:
+    """A regular file in the cache that this user owns and no one else may write, whole; None where there is none."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
+def _write_own_file(folder: int, name: str, data: bytes) -> None:
+    """`data` as `name` in the cache: written beside it under a fresh name and renamed into place."""
+    partial = f".partial-{os.getpid()}-{threading.get_ident()}-{name}"
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(partial, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial, dir_fd=folder)
+        raise
+
+
+def _compile(cc: str, openmp: Path | None) -> tuple[bytes | None, str]:
+    """The library built from the shipped source in a private scratch folder: its bytes, or None and why."""
+    with tempfile.TemporaryDirectory(prefix="native-step-") as scratch:
+        built = Path(scratch) / "native_step.so"
+        for command in build_commands(cc, openmp, built):
+            done = subprocess.run(command, capture_output=True, text=True, timeout=_BUILD_SECONDS, check=False)
+            if done.returncode != 0:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+                return None, f"{Path(cc).name} could not build {SOURCE.name}: {' / '.join(tail)}"
+        return built.read_bytes(), ""
+
+
 def build_library() -> NativeLibrary:
-    """Compile native_step.c (or find it compiled) and load it."""
+    """Compile native_step.c (or find it compiled, and unchanged since) and load it."""
     if not load_settings().native_step:
         return NativeLibrary(None, "QWEN_NATIVE_STEP=0")
     if not sys.platform.startswith("linux"):
@@ -108,30 +204,58 @@ def build_library() -> NativeLibrary:
     if cc is None:
         return NativeLibrary(None, "no C compiler (cc or gcc) on the PATH to build native_step.c")
     openmp = torch_openmp()
-    folder = cache_folder()
-    target = folder / f"native_step-{_key(build_commands(cc, openmp, Path('native_step.so')))}.so"
-    if not target.exists():
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            # built beside its final name and renamed into place: two processes building at once never load half a file
-            with tempfile.TemporaryDirectory(dir=folder) as scratch:
-                partial = Path(scratch) / target.name
-                for command in build_commands(cc, openmp, partial):
-                    done = subprocess.run(command, capture_output=True, text=True, timeout=_BUILD_SECONDS, check=False)
-                    if done.returncode != 0:
-                        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-                        return NativeLibrary(None, f"{Path(cc).name} could not build {SOURCE.name}: {' / '.join(tail)}")
-                os.replace(partial, target)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            return NativeLibrary(None, f"building {SOURCE.name} failed: {error}")
+    name = f"native_step-{_key(build_commands(cc, openmp, Path('native_step.so')))}.so"
+    record = name + ".sha256"
     try:
-        lib = ctypes.CDLL(str(target))
+        folder = open_cache(cache_folder())
     except OSError as error:
-        return NativeLibrary(None, f"the built {SOURCE.name} would not load: {error}")
+        return NativeLibrary(None, f"the native step's cache cannot be used: {error.strerror or error}")
+    try:
+        data = _read_own_file(folder, name)
+        recorded = _read_own_file(folder, record)
+        if data is None or recorded is None or hashlib.sha256(data).hexdigest().encode() != recorded.strip():
+            # missing, or not the library this code built and recorded: build it again
+            data, why = _compile(cc, openmp)
+            if data is None:
+                return NativeLibrary(None, why)
+            _write_own_file(folder, name, data)
+            _write_own_file(folder, record, hashlib.sha256(data).hexdigest().encode())
+        lib = _load_checked(folder, name, hashlib.sha256(data).hexdigest())
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return NativeLibrary(None, f"building {SOURCE.name} failed: {error}")
+    finally:
+        os.close(folder)
+    if isinstance(lib, str):
+        return NativeLibrary(None, lib)
     _declare(lib)
     runtime = "" if openmp is not None else "; on one thread: torch ships no OpenMP runtime here"
-    return NativeLibrary(lib, f"norms, attention and the MLP's gate in C between torch's products ({SOURCE.name}, "
-                              f"built on this machine{runtime})")
+    return NativeLibrary(
+        lib,
+        f"norms, attention and the MLP's gate in C between torch's products ({SOURCE.name}, "
+        f"built on this machine{runtime})",
+    )
+
+
+def _load_checked(folder: int, name: str, sha256: str) -> ctypes.CDLL | str:
+    """Load `name` through a descriptor whose bytes were just hashed (the same file the loader maps); else why not."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    try:
+        info = os.fstat(fd)
+        changed = f"the built {SOURCE.name} changed in the cache before it was loaded; not loaded"
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            return changed
+        digest = hashlib.sha256()
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        if digest.hexdigest() != sha256:
+            return changed
+        try:
+            return ctypes.CDLL(f"/proc/self/fd/{fd}")
+        except OSError as error:
+            return f"the built {SOURCE.name} would not load: {error}"
+    finally:
+        os.close(fd)
 
 
 def _declare(lib: ctypes.CDLL) -> None:
@@ -154,12 +278,40 @@ def native_library() -> NativeLibrary:
         return build_library()
 
 
-def attend_layer(lib: ctypes.CDLL, qkv: torch.Tensor, qk_norm: torch.Tensor, cos_row: int, sin_row: int, cache: torch.Tensor,
-                 layer: int, past: int, heads: int, eps: float, scale: float, out: torch.Tensor, threads: int) -> None:
+def attend_layer(
+    lib: ctypes.CDLL,
+    qkv: torch.Tensor,
+    qk_norm: torch.Tensor,
+    cos_row: int,
+    sin_row: int,
+    cache: torch.Tensor,
+    layer: int,
+    past: int,
+    heads: int,
+    eps: float,
+    scale: float,
+    out: torch.Tensor,
+    threads: int,
+) -> None:
     """native_step.c's attend_step for `layer` of `cache` (layers, 2, kv heads, capacity, head_dim; fp32 or bf16),
     the new token at `past`; `cos_row` and `sin_row` are the addresses of the rotary table's rows for it."""
     _, _, kv_heads, capacity, head_dim = cache.shape
     address = cache.data_ptr() + layer * cache.stride(0) * cache.element_size()
-    if lib.attend_step(qkv.data_ptr(), qk_norm.data_ptr(), cos_row, sin_row, address, int(cache.dtype == torch.bfloat16),
-                       capacity, past, heads, kv_heads, head_dim, eps, scale, out.data_ptr(), threads):
+    if lib.attend_step(
+        qkv.data_ptr(),
+        qk_norm.data_ptr(),
+        cos_row,
+        sin_row,
+        address,
+        int(cache.dtype == torch.bfloat16),
+        capacity,
+        past,
+        heads,
+        kv_heads,
+        head_dim,
+        eps,
+        scale,
+        out.data_ptr(),
+        threads,
+    ):
         raise MemoryError(f"the native decode step could not allocate its attention buffers at {past + 1} tokens")

@@ -52,6 +52,8 @@ def family_prompt_ids(family: Family, messages: list[dict], tools: list[dict]) -
 def render_family(name: str, messages: list[dict], tools: list[dict]) -> Rendering:
     """The prompt as the family's renderer makes it, with its token texts and labelled spans."""
     family = get_family(name)
+    # escaped here as the renderer escapes them, so that the tools' spans are found in the text
+    messages, tools = family.escape_outside_text(messages, tools)
     ids = family_prompt_ids(family, messages, tools)
     text, tokens, starts = decode_pieces(family, ids)
     spans = count_spans(label_spans(text, family.tool_spans(text, tools) if tools else []), starts)
@@ -81,5 +83,18 @@ def parse_family(name: str, text: str, tools: list[dict]) -> ParseResult:
 
 register_package_plugins(__name__, __path__, "FAMILY", Family, register_family)
 
-__all__ = ["DEFAULT_FAMILY", "FAMILIES", "Family", "Opener", "Rendering", "ToolsPrice", "call_tokens", "family_names",
-           "get_family", "parse_family", "price_tools", "register_family", "render_family"]
+__all__ = [
+    "DEFAULT_FAMILY",
+    "FAMILIES",
+    "Family",
+    "Opener",
+    "Rendering",
+    "ToolsPrice",
+    "call_tokens",
+    "family_names",
+    "get_family",
+    "parse_family",
+    "price_tools",
+    "register_family",
+    "render_family",
+]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 from dataclasses import dataclass
 
+from ..control_text import control_pattern, escape_outside_text
 from ..parse import ParseResult
 from ..styles.base import Span
 from ..tokenizer import show_token_bytes
@@ -79,6 +80,15 @@ class Family:
     def is_special(self, token_id: int) -> bool:
         """Whether the id is a special token (a single id plain text never produces)."""
         raise NotImplementedError
+
+    def control_texts(self) -> list[str]:
+        """Texts the tokenizer turns into one control id wherever they appear, so text from outside is escaped
+        before it is rendered; none where the maker's renderer encodes a message's text as text."""
+        return []
+
+    def escape_outside_text(self, messages: list[dict], tools: list[dict]) -> tuple[list[dict], list[dict]]:
+        """The user's and system messages and the tools with this family's control tokens escaped."""
+        return escape_outside_text(messages, tools, control_pattern(self.control_texts()))
 
     def token_text(self, token_id: int) -> str:
         """One token shown on its own: its text, or <0xNN> for the bytes of a character it splits."""

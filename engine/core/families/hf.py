@@ -58,13 +58,25 @@ class TemplateFamily(Family):
 
         shown, given = self.template_messages(messages, tools)
         rendered, _ = render_jinja_template(
-            conversations=[shown], tools=given, chat_template=self.chat_template, add_generation_prompt=True,
-            bos_token=self._token_name("bos_token"), eos_token=self._token_name("eos_token"),
+            conversations=[shown],
+            tools=given,
+            chat_template=self.chat_template,
+            add_generation_prompt=True,
+            bos_token=self._token_name("bos_token"),
+            eos_token=self._token_name("eos_token"),
         )
         return rendered[0]
 
+    @functools.cached_property
+    def _control_texts(self) -> tuple[str, ...]:
+        return tuple(t.content for t in self._tok.get_added_tokens_decoder().values())
+
+    def control_texts(self) -> list[str]:
+        return list(self._control_texts)
+
     def prompt_ids(self, messages: list[dict], tools: list[dict]) -> list[int]:
-        return self.encode(self.render_text(messages, tools))
+        # one pass of the tokenizer over the whole text: a control token pasted in a message would be one id
+        return self.encode(self.render_text(*self.escape_outside_text(messages, tools)))
 
     def encode(self, text: str) -> list[int]:
         return self._tok.encode(text, add_special_tokens=False).ids

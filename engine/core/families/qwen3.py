@@ -28,8 +28,11 @@ class Qwen3Family(Family):
     def vocab_size(self) -> int:  # type: ignore[override]
         return load_tokenizer().vocab_size
 
+    def control_texts(self) -> list[str]:
+        return load_tokenizer().control_texts()
+
     def prompt_ids(self, messages: list[dict], tools: list[dict]) -> list[int]:
-        return render(Request(messages, tools, "native")).ids
+        return render(Request(messages, tools, "native")).ids  # render escapes the text from outside
 
     def encode(self, text: str) -> list[int]:
         return load_tokenizer().encode(text)
