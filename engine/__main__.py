@@ -87,8 +87,15 @@ def family_tokens(family: str, messages: list[dict], tools: list[dict], style: s
         spans = [{"label": s.label, "tokens": s.tokens} for s in rendering.spans]
         count = rendering.count
     price = price_tools(family, messages, tools)
-    return {"style": style, "prompt_tokens": count, "tools_tokens": price.total, "spans": spans,
-            "family": family, "definitions_tokens": price.definitions, "instructions_tokens": price.instructions}
+    return {
+        "style": style,
+        "prompt_tokens": count,
+        "tools_tokens": price.total,
+        "spans": spans,
+        "family": family,
+        "definitions_tokens": price.definitions,
+        "instructions_tokens": price.instructions,
+    }
 
 
 def cmd_parse(args) -> dict:
@@ -116,7 +123,7 @@ def cmd_tool(args) -> dict:
     except InputProblem as problem:
         raise EngineError(f"--args {problem}") from None
     if not isinstance(arguments, dict):
-        raise EngineError("--args must be a JSON object, such as '{\"path\": \"notes.txt\"}'")
+        raise EngineError('--args must be a JSON object, such as \'{"path": "notes.txt"}\'')
     outcome = run_tool(args.name, arguments, Workspace(args.workspace))
     return {"error": outcome.error} if outcome.error is not None else {"result": outcome.result}
 
@@ -130,11 +137,19 @@ def cmd_mask(args) -> dict:
         from .constrain.families import inspect_family_mask
 
         if args.tool_choice != "auto" or args.thinking:
-            raise BadInput(f"--family {args.family} masks only under --tool-choice auto, without --thinking "
-                           "(required, a named tool and thinking are Qwen3's grammars)")
+            raise BadInput(
+                f"--family {args.family} masks only under --tool-choice auto, without --thinking "
+                "(required, a named tool and thinking are Qwen3's grammars)"
+            )
         mask = inspect_family_mask(args.family, _read_tools(args.tools), args.prefix)
-        return {"vocab": mask.vocab, "allowed": mask.allowed, "sample": mask.sample, "constrained": mask.constrained,
-                "family": mask.family, "opener": mask.opener}
+        return {
+            "vocab": mask.vocab,
+            "allowed": mask.allowed,
+            "sample": mask.sample,
+            "constrained": mask.constrained,
+            "family": mask.family,
+            "opener": mask.opener,
+        }
     view = inspect_mask(_read_tools(args.tools), args.prefix, args.tool_choice, thinking=args.thinking)
     return {
         "vocab": view.vocab,
@@ -167,8 +182,12 @@ def cmd_generate(args) -> dict:
 
     messages, tools = _read_messages(args.messages), _read_tools(args.tools)
     settings = GenerationSettings(
-        max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
-        top_k=args.top_k, seed=args.seed, enable_thinking=args.thinking,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k,
+        seed=args.seed,
+        enable_thinking=args.thinking,
         # the command line's JSON reports the model's own view under a mask (DESIGN.md's step keys)
         model_view=True,
     )
@@ -215,7 +234,12 @@ def cmd_download(args) -> dict:
     files = sorted(p.name for p in Path(folder).iterdir() if p.is_file())
     size = sum((Path(folder) / f).stat().st_size for f in files)
     return {
-        "model": name, "path": str(folder), "source": source, "revision": revision_of(folder), "files": files, "bytes": size,
+        "model": name,
+        "path": str(folder),
+        "source": source,
+        "revision": revision_of(folder),
+        "files": files,
+        "bytes": size,
     }
 
 
@@ -229,8 +253,10 @@ def cmd_prepare(args) -> dict:
     check_out_folder(out)
     model = open_engine(args)
     if model.info.random_weights and not args.allow_random_weights:
-        raise BadInput(f"{args.model} has random weights: a pack of its figures would teach nothing. "
-                       "Give a real model (a hub id or a folder), or pass --allow-random-weights (for tests)")
+        raise BadInput(
+            f"{args.model} has random weights: a pack of its figures would teach nothing. "
+            "Give a real model (a hub id or a folder), or pass --allow-random-weights (for tests)"
+        )
     stderr_log(f"recording a lesson pack with {model.info.label()} into {out}")
     return write_pack(model, out, stderr_log)
 
@@ -249,28 +275,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tools", required=True)
     p.add_argument("--messages")
     p.add_argument("--style", choices=style_names(), default="native")
-    p.add_argument("--family", choices=family_names(), default=None, help="the model family whose tokenizer and format to use (default qwen3)")
+    p.add_argument(
+        "--family",
+        choices=family_names(),
+        default=None,
+        help="the model family whose tokenizer and format to use (default qwen3)",
+    )
     p.set_defaults(handler=cmd_tokens)
 
     p = sub.add_parser("parse", help="parse one assistant turn read from stdin")
     p.add_argument("--tools", required=True)
     p.add_argument("--style", choices=style_names(), default="native")
     p.add_argument("--policy", choices=["per-block", "vllm"], default="per-block")
-    p.add_argument("--family", choices=family_names(), default=None, help="the model family whose tokenizer and format to use (default qwen3)")
+    p.add_argument(
+        "--family",
+        choices=family_names(),
+        default=None,
+        help="the model family whose tokenizer and format to use (default qwen3)",
+    )
     p.set_defaults(handler=cmd_parse)
 
     p = sub.add_parser("mask", help="the tokens a call's grammar allows after a prefix")
     p.add_argument("--tools", required=True)
     p.add_argument("--prefix", required=True)
     p.add_argument("--tool-choice", default="auto")
-    p.add_argument("--thinking", action="store_true", help="enable_thinking=True: a <think> block may come before the call")
-    p.add_argument("--family", choices=family_names(), default=None, help="the model family whose tokenizer and format to use (default qwen3)")
+    p.add_argument(
+        "--thinking", action="store_true", help="enable_thinking=True: a <think> block may come before the call"
+    )
+    p.add_argument(
+        "--family",
+        choices=family_names(),
+        default=None,
+        help="the model family whose tokenizer and format to use (default qwen3)",
+    )
     p.set_defaults(handler=cmd_mask)
 
     p = sub.add_parser("generate", help="generate one turn, token by token, with top-k probabilities")
-    p.add_argument("--model", default=None, help="tiny, a hub id or a local folder (with --engine-url: the server's model)")
-    p.add_argument("--engine-url", default=None, metavar="URL",
-                   help="an OpenAI-compatible server (vLLM, SGLang, llama.cpp) instead of a local model, e.g. http://gpu-box:8000/v1")
+    p.add_argument(
+        "--model", default=None, help="tiny, a hub id or a local folder (with --engine-url: the server's model)"
+    )
+    p.add_argument(
+        "--engine-url",
+        default=None,
+        metavar="URL",
+        help="an OpenAI-compatible server (vLLM, SGLang, llama.cpp) instead of a local model, e.g. http://gpu-box:8000/v1",
+    )
     p.add_argument("--messages", required=True)
     p.add_argument("--tools")
     p.add_argument("--tool-choice", default=None)
@@ -281,22 +330,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--thinking", action="store_true", help="enable_thinking=True")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
-    p.add_argument("--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16")
-    p.add_argument("--record", default=None, metavar="PATH", help="also write the run to a JSON trace: every step, the model, the settings, the date")
+    p.add_argument(
+        "--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16"
+    )
+    p.add_argument(
+        "--record",
+        default=None,
+        metavar="PATH",
+        help="also write the run to a JSON trace: every step, the model, the settings, the date",
+    )
     p.set_defaults(handler=cmd_generate)
 
     p = sub.add_parser("download", help="fetch a model into the local cache, with progress (prepare a classroom)")
     p.add_argument("--model", default=None, help="hub id (default: QWEN_MODEL or Qwen/Qwen3-1.7B)")
     p.set_defaults(handler=cmd_download)
 
-    p = sub.add_parser("prepare", help="record a lesson pack: every run a model panel shows, to replay without the model")
-    p.add_argument("--model", default=None, help="tiny, a hub id or a local folder (with --engine-url: the server's model)")
-    p.add_argument("--engine-url", default=None, metavar="URL",
-                   help="record from an OpenAI-compatible server (http://host:8000/v1); the pack is labelled with its model")
+    p = sub.add_parser(
+        "prepare", help="record a lesson pack: every run a model panel shows, to replay without the model"
+    )
+    p.add_argument(
+        "--model", default=None, help="tiny, a hub id or a local folder (with --engine-url: the server's model)"
+    )
+    p.add_argument(
+        "--engine-url",
+        default=None,
+        metavar="URL",
+        help="record from an OpenAI-compatible server (http://host:8000/v1); the pack is labelled with its model",
+    )
     p.add_argument("--out", required=True, help="the pack's folder (created; an interrupted pack there is resumed)")
     p.add_argument("--allow-random-weights", action="store_true", help="record a random-weights model (tests only)")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
-    p.add_argument("--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16")
+    p.add_argument(
+        "--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16"
+    )
     p.set_defaults(handler=cmd_prepare)
 
     p = sub.add_parser("run", help="a scripted harness run and its token ledger")
@@ -304,7 +370,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--style", choices=style_names(), default="native")
     p.set_defaults(handler=cmd_run)
 
-    p = sub.add_parser("openai-tokens", help="estimate the same tools and messages on an OpenAI model (the cookbook's method)")
+    p = sub.add_parser(
+        "openai-tokens", help="estimate the same tools and messages on an OpenAI model (the cookbook's method)"
+    )
     p.add_argument("--tools", required=True)
     p.add_argument("--messages", required=True)
     p.add_argument("--model", choices=["gpt-4o", "gpt-4", "gpt-4o-mini", "gpt-3.5-turbo"], default="gpt-4o")
@@ -331,8 +399,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except (ValueError, RecursionError, TypeError, KeyError, IndexError, OverflowError) as error:
         # an input the checks above let through (a model folder's template, say): still one line, exit 2
-        print(f"error: {args.command} could not use its input: {type(error).__name__}: {_one_line(str(error), 300)}",
-              file=sys.stderr)
+        print(
+            f"error: {args.command} could not use its input: {type(error).__name__}: {_one_line(str(error), 300)}",
+            file=sys.stderr,
+        )
         return 2
     except Exception as error:
         if type(error).__module__.startswith("jinja2"):  # a model folder's chat template failed

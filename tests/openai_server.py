@@ -85,8 +85,12 @@ def start_server(mode: str = "ok"):
                 return
             ids = prompt if isinstance(prompt, list) else tok.encode(prompt)
             k = int(request.get("logprobs") or 0)
-            settings = GenerationSettings(max_new_tokens=request["max_tokens"], temperature=request.get("temperature", 0),
-                                          top_k=k, seed=request.get("seed", 0))
+            settings = GenerationSettings(
+                max_new_tokens=request["max_tokens"],
+                temperature=request.get("temperature", 0),
+                top_k=k,
+                seed=request.get("seed", 0),
+            )
             grammar = (request.get("structured_outputs") or {}).get("grammar") if mode == "vllm" else None
             generation = generate(engine, ids, settings, EbnfConstraint(grammar) if grammar else None)
             # the stop token is not part of an OpenAI completion's text or tokens
@@ -98,12 +102,23 @@ def start_server(mode: str = "ok"):
                 "text_offset": [],
             }
             counted = len(ids) + (1 if mode == "other-tokenizer" else 0)
-            self.answer(200, {
-                "id": "cmpl-1", "object": "text_completion", "model": MODEL_ID,
-                "choices": [{"index": 0, "text": "".join(logprobs["tokens"]), "finish_reason": generation.finish,
-                             "logprobs": None if mode == "no-logprobs" else logprobs}],
-                "usage": {"prompt_tokens": counted, "completion_tokens": len(steps)},
-            })
+            self.answer(
+                200,
+                {
+                    "id": "cmpl-1",
+                    "object": "text_completion",
+                    "model": MODEL_ID,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "text": "".join(logprobs["tokens"]),
+                            "finish_reason": generation.finish,
+                            "logprobs": None if mode == "no-logprobs" else logprobs,
+                        }
+                    ],
+                    "usage": {"prompt_tokens": counted, "completion_tokens": len(steps)},
+                },
+            )
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.requests = []  # every POST body, in order

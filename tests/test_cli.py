@@ -39,7 +39,13 @@ def test_tokens_prints_241_for_the_strawberry_tools(capsys, question):
     assert set(data) == {"style", "prompt_tokens", "tools_tokens", "spans"}
     assert (data["style"], data["prompt_tokens"], data["tools_tokens"]) == ("native", 264, 241)
     assert sum(s["tokens"] for s in data["spans"]) == 264
-    assert [s["label"] for s in data["spans"]][:5] == ["template", "template", "tool count_letter", "tool tokenize", "template"]
+    assert [s["label"] for s in data["spans"]][:5] == [
+        "template",
+        "template",
+        "tool count_letter",
+        "tool tokenize",
+        "template",
+    ]
 
 
 def test_tokens_react(capsys, question):
@@ -51,25 +57,61 @@ def test_tokens_react(capsys, question):
 @pytest.mark.parametrize(
     "text, policy, expected",
     [
-        ('<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>', "per-block",
-         {"calls": [{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}], "errors": [], "final": False}),
+        (
+            '<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>',
+            "per-block",
+            {
+                "calls": [{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}],
+                "errors": [],
+                "final": False,
+            },
+        ),
         ("It is 3.", "per-block", {"calls": [], "errors": [], "final": True}),
-        ('<tool_call>\n{"name": "tokenize", "arguments": {"text": "a"}}\n</tool_call><tool_call>{"name": "x"', "per-block",
-         {"calls": [{"name": "tokenize", "arguments": {"text": "a"}}],
-          "errors": [{"block": 1, "error": "error: the <tool_call> block is not closed with </tool_call>; was the reply cut off?"}], "final": False}),
-        ('<tool_call>\n{"name": "tokenize", "arguments": {"text": "a"}}\n</tool_call><tool_call>{"name": "x"', "vllm",
-         {"calls": [], "errors": [{"block": 1, "error": "error: the <tool_call> block is not closed with </tool_call>; was the reply cut off?"}], "final": True}),
+        (
+            '<tool_call>\n{"name": "tokenize", "arguments": {"text": "a"}}\n</tool_call><tool_call>{"name": "x"',
+            "per-block",
+            {
+                "calls": [{"name": "tokenize", "arguments": {"text": "a"}}],
+                "errors": [
+                    {
+                        "block": 1,
+                        "error": "error: the <tool_call> block is not closed with </tool_call>; was the reply cut off?",
+                    }
+                ],
+                "final": False,
+            },
+        ),
+        (
+            '<tool_call>\n{"name": "tokenize", "arguments": {"text": "a"}}\n</tool_call><tool_call>{"name": "x"',
+            "vllm",
+            {
+                "calls": [],
+                "errors": [
+                    {
+                        "block": 1,
+                        "error": "error: the <tool_call> block is not closed with </tool_call>; was the reply cut off?",
+                    }
+                ],
+                "final": True,
+            },
+        ),
     ],
 )
 def test_parse(capsys, monkeypatch, text, policy, expected):
-    code, out, _ = run_cli(capsys, "parse", "--tools", STRAWBERRY, "--policy", policy, stdin=text, monkeypatch=monkeypatch)
+    code, out, _ = run_cli(
+        capsys, "parse", "--tools", STRAWBERRY, "--policy", policy, stdin=text, monkeypatch=monkeypatch
+    )
     assert code == 0 and json.loads(out) == expected
 
 
 def test_parse_react(capsys, monkeypatch):
     text = 'Thought: x\nAction: tokenize\nAction Input: ```json\n{"text": "a"}\n```'
-    code, out, _ = run_cli(capsys, "parse", "--tools", STRAWBERRY, "--style", "react", stdin=text, monkeypatch=monkeypatch)
-    assert json.loads(out)["errors"] == [{"block": 0, "error": "error: write the Action Input as plain JSON, not inside a ``` code fence"}]
+    code, out, _ = run_cli(
+        capsys, "parse", "--tools", STRAWBERRY, "--style", "react", stdin=text, monkeypatch=monkeypatch
+    )
+    assert json.loads(out)["errors"] == [
+        {"block": 0, "error": "error: write the Action Input as plain JSON, not inside a ``` code fence"}
+    ]
 
 
 def test_run(capsys):
@@ -83,10 +125,15 @@ def test_run(capsys):
 
 def test_tool(capsys, tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
-    assert run_cli(capsys, "tool", "read_file", "--args", '{"path": "notes.txt"}', "--workspace", str(tmp_path))[1] == '{"result": "hello"}\n'
+    assert (
+        run_cli(capsys, "tool", "read_file", "--args", '{"path": "notes.txt"}', "--workspace", str(tmp_path))[1]
+        == '{"result": "hello"}\n'
+    )
     code, out, _ = run_cli(capsys, "tool", "read_file", "--args", '{"path": "../x"}', "--workspace", str(tmp_path))
     assert code == 0 and json.loads(out) == {"error": "error: the path '../x' leaves the workspace"}
-    code, out, _ = run_cli(capsys, "tool", "count_letter", "--args", '{"word": "strawberry", "letter": "r"}', "--workspace", str(tmp_path))
+    code, out, _ = run_cli(
+        capsys, "tool", "count_letter", "--args", '{"word": "strawberry", "letter": "r"}', "--workspace", str(tmp_path)
+    )
     assert json.loads(out) == {"result": "3"}
 
 
@@ -126,7 +173,9 @@ def test_bad_tools_file_is_explained(capsys, tmp_path):
 def test_as_a_process(question):
     out = subprocess.run(
         [sys.executable, "-m", "engine", "tokens", "--tools", STRAWBERRY, "--messages", question],
-        capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
     )
     assert out.returncode == 0 and json.loads(out.stdout)["tools_tokens"] == 241
 
@@ -136,28 +185,45 @@ DEEP = "[" * 3000 + "]" * 3000
 HUGE = "9" * 5000
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["tool", "read_file", "--args", DEEP, "--workspace", "."], "--args nests lists and objects more than 64 deep"),
-    (["tool", "read_file", "--args", '{"path": ' + HUGE + "}", "--workspace", "."],
-     "--args holds a number of 5,000 digits; at most 100 are read"),
-    (["tool", "read_file", "--args", '{"path": NaN}', "--workspace", "."], "--args holds NaN, which is not JSON"),
-], ids=["args-3000-deep", "args-5000-digits", "args-nan"])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["tool", "read_file", "--args", DEEP, "--workspace", "."], "--args nests lists and objects more than 64 deep"),
+        (
+            ["tool", "read_file", "--args", '{"path": ' + HUGE + "}", "--workspace", "."],
+            "--args holds a number of 5,000 digits; at most 100 are read",
+        ),
+        (["tool", "read_file", "--args", '{"path": NaN}', "--workspace", "."], "--args holds NaN, which is not JSON"),
+    ],
+    ids=["args-3000-deep", "args-5000-digits", "args-nan"],
+)
 def test_hostile_arguments_exit_2_with_one_line(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv)
     assert (code, out) == (2, "") and err.startswith(f"error: {message}") and err.count("\n") == 1, err
 
 
-@pytest.mark.parametrize("kind, body, message", [
-    ("tools", DEEP, "nests lists and objects more than 64 deep"),
-    ("tools", "[" + HUGE + "]", "holds a number of 5,000 digits"),
-    ("messages", DEEP, "nests lists and objects more than 64 deep"),
-    ("messages", '[{"role": "user", "content": "' + "x" + '", "n": ' + HUGE + "}]", "holds a number of 5,000 digits"),
-    ("messages", '[{"role": "user", "content": Infinity}]', "holds Infinity, which is not JSON"),
-])
+@pytest.mark.parametrize(
+    "kind, body, message",
+    [
+        ("tools", DEEP, "nests lists and objects more than 64 deep"),
+        ("tools", "[" + HUGE + "]", "holds a number of 5,000 digits"),
+        ("messages", DEEP, "nests lists and objects more than 64 deep"),
+        (
+            "messages",
+            '[{"role": "user", "content": "' + "x" + '", "n": ' + HUGE + "}]",
+            "holds a number of 5,000 digits",
+        ),
+        ("messages", '[{"role": "user", "content": Infinity}]', "holds Infinity, which is not JSON"),
+    ],
+)
 def test_hostile_files_exit_2_with_one_line(capsys, tmp_path, kind, body, message):
     path = tmp_path / f"{kind}.json"
     path.write_text(body)
-    argv = ["tokens", "--tools", str(path)] if kind == "tools" else ["tokens", "--tools", STRAWBERRY, "--messages", str(path)]
+    argv = (
+        ["tokens", "--tools", str(path)]
+        if kind == "tools"
+        else ["tokens", "--tools", STRAWBERRY, "--messages", str(path)]
+    )
     code, out, err = run_cli(capsys, *argv)
     assert (code, out) == (2, "") and message in err and err.count("\n") == 1, err
 
@@ -173,8 +239,16 @@ def test_tokens_without_messages_counts_the_tools_beside_an_empty_user_message(c
 
 def test_a_long_react_turn_and_a_long_unique_array_are_read_in_one_pass(capsys, monkeypatch):
     """Action: a, 40,000 spaces, b: answered (it once took 8 s); 4,000 distinct objects pass uniqueItems, one repeat fails."""
-    code, out, _ = run_cli(capsys, "parse", "--tools", STRAWBERRY, "--style", "react", stdin="Action: a" + " " * 40000 + "b",
-                             monkeypatch=monkeypatch)
+    code, out, _ = run_cli(
+        capsys,
+        "parse",
+        "--tools",
+        STRAWBERRY,
+        "--style",
+        "react",
+        stdin="Action: a" + " " * 40000 + "b",
+        monkeypatch=monkeypatch,
+    )
     assert code == 0 and json.loads(out)["errors"][0]["error"].startswith("error: an Action: line must be followed")
     from engine.core.parse import ArgumentValidator
 

@@ -28,7 +28,9 @@ def load_linked_files() -> None:
         files = json.loads(unpack_edits(st.query_params.get("files", "")) or "null")
     except ValueError:
         return
-    if isinstance(files, list) and all(isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f) for f in files):
+    if isinstance(files, list) and all(
+        isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f) for f in files
+    ):
         st.session_state["playground_files"] = list(range(len(files)))
         for n, (path, body) in enumerate(files):
             st.session_state[f"playground_path_{n}"], st.session_state[f"playground_text_{n}"] = path, body

@@ -145,7 +145,9 @@ def edits_to_url(param: str, text: str | None) -> str | None:
     packed = pack_edits(text)
     if len(packed) > MAX_LINK_EDITS:
         to_url(**{param: None})
-        return (f"Your edits are too long to travel in a link ({len(packed):,} characters compressed; the limit is "
-                f"{MAX_LINK_EDITS:,}): a copied link opens the shipped text. Shorten them to share them.")
+        return (
+            f"Your edits are too long to travel in a link ({len(packed):,} characters compressed; the limit is "
+            f"{MAX_LINK_EDITS:,}): a copied link opens the shipped text. Shorten them to share them."
+        )
     to_url(**{param: packed})
     return None

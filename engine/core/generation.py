@@ -30,7 +30,9 @@ class ModelInfo:
     note: str | None = None  # TINY_NOTE or RANDOM_FOLDER_NOTE
     quant: str | None = None  # "int8" when every Linear's weight is int8 (engine/model/quant.py); None = as dtype says
     threads: int | None = None  # torch threads on a CPU (engine/model/threads.py); None = not chosen here
-    engine_url: str | None = None  # the OpenAI-compatible server that ran it (engine/model/remote.py); None = this process
+    engine_url: str | None = (
+        None  # the OpenAI-compatible server that ran it (engine/model/remote.py); None = this process
+    )
 
     def weights(self) -> str:
         """How the weights are held, in a label's words: 'int8 weights', 'bf16', 'fp32'."""
@@ -114,9 +116,15 @@ class DecodeStep:
     p: float  # its probability: softmax after temperature, renormalised under the mask if any (before top-p trims the draw)
     top: list[Alternative]  # the top_k tokens of that distribution, most likely first
     allowed: int | None  # how many of the 151,669 real tokens the constraint allowed; None = no constraint this step
-    p_unmasked: float | None = None  # with a mask and settings.model_view: the same token's probability had nothing been forbidden
-    forbidden_mass: float | None = None  # with a mask and settings.model_view: the probability the model put on the forbidden tokens
-    top_unmasked: list[Alternative] | None = None  # with a mask and settings.model_view: the top_k the model wanted before masking
+    p_unmasked: float | None = (
+        None  # with a mask and settings.model_view: the same token's probability had nothing been forbidden
+    )
+    forbidden_mass: float | None = (
+        None  # with a mask and settings.model_view: the probability the model put on the forbidden tokens
+    )
+    top_unmasked: list[Alternative] | None = (
+        None  # with a mask and settings.model_view: the top_k the model wanted before masking
+    )
     finish: str | None = None  # on the last step: "stop" (a stop token) or "length" (max_new_tokens)
 
     def as_json(self) -> dict:
@@ -128,11 +136,17 @@ class DecodeStep:
             return None if rows is None else [Alternative(int(r["id"]), str(r["token"]), float(r["p"])) for r in rows]
 
         return cls(
-            index=int(data["index"]), id=int(data["id"]), token=str(data["token"]), text=str(data.get("text", "")),
-            p=float(data["p"]), top=alternatives(data.get("top") or []),
+            index=int(data["index"]),
+            id=int(data["id"]),
+            token=str(data["token"]),
+            text=str(data.get("text", "")),
+            p=float(data["p"]),
+            top=alternatives(data.get("top") or []),
             allowed=None if data.get("allowed") is None else int(data["allowed"]),
-            p_unmasked=data.get("p_unmasked"), forbidden_mass=data.get("forbidden_mass"),
-            top_unmasked=alternatives(data.get("top_unmasked")), finish=data.get("finish"),
+            p_unmasked=data.get("p_unmasked"),
+            forbidden_mass=data.get("forbidden_mass"),
+            top_unmasked=alternatives(data.get("top_unmasked")),
+            finish=data.get("finish"),
         )
 
 

@@ -44,18 +44,24 @@ from ..settings import VENDORED_TOKENIZER, load_settings
 
 MAX_TOP_LOGPROBS = 20  # vLLM's default --max-logprobs; OpenAI's own cap is 5 on completions
 MODELS_TIMEOUT = 5.0  # seconds for the model list when connecting
-CANNOT_RETURN = ("a server returns each chosen token's probability and at most 20 alternatives, not the whole "
-                 "distribution: the mask's forbidden mass and the before/after over the vocabulary need the model here")
+CANNOT_RETURN = (
+    "a server returns each chosen token's probability and at most 20 alternatives, not the whole "
+    "distribution: the mask's forbidden mass and the before/after over the vocabulary need the model here"
+)
 # what /v1/models's owned_by says about the server, and so which field carries a grammar
 SERVER_KINDS = {"vllm": "vLLM", "llamacpp": "llama.cpp", "me": "llama.cpp"}
 GRAMMAR_FIELDS = {"vLLM": ("xgrammar", "structured_outputs.grammar"), "llama.cpp": ("gbnf", "grammar")}
-NO_GRAMMAR_FIELD = ("tool_choice {choice!r} is a grammar, and the server at {url} (its /v1/models says owned_by {owned!r}) "
-                        "is neither vLLM nor llama.cpp's server, so this site does not know which field of a completions "
-                        "request would carry it: vLLM takes it as structured_outputs.grammar, llama.cpp's server (which has "
-                        "no named tool_choice) as a GBNF grammar. Use tool_choice auto or none with this server")
-AUTO_ON_SERVER = ("tool_choice auto constrains a call only from the model's own <tool_call> on; a server applies one grammar "
-                  "to the whole reply, so under auto a server's reply is unconstrained. Choose required or a named tool to "
-                  "send the grammar to the server, or decode here with the model in this process")
+NO_GRAMMAR_FIELD = (
+    "tool_choice {choice!r} is a grammar, and the server at {url} (its /v1/models says owned_by {owned!r}) "
+    "is neither vLLM nor llama.cpp's server, so this site does not know which field of a completions "
+    "request would carry it: vLLM takes it as structured_outputs.grammar, llama.cpp's server (which has "
+    "no named tool_choice) as a GBNF grammar. Use tool_choice auto or none with this server"
+)
+AUTO_ON_SERVER = (
+    "tool_choice auto constrains a call only from the model's own <tool_call> on; a server applies one grammar "
+    "to the whole reply, so under auto a server's reply is unconstrained. Choose required or a named tool to "
+    "send the grammar to the server, or decode here with the model in this process"
+)
 
 
 class RemoteError(EngineError):
@@ -80,7 +86,7 @@ class RemoteEngine:
 
     @property
     def server(self) -> str | None:
-        """"vLLM" or "llama.cpp" (the servers whose grammar field this site knows), else None."""
+        """ "vLLM" or "llama.cpp" (the servers whose grammar field this site knows), else None."""
         return SERVER_KINDS.get(self.owned_by or "")
 
 
@@ -94,7 +100,9 @@ def normalize_url(url: str) -> str:
     """The API base: 'http://host:8000' and 'http://host:8000/v1/' both become 'http://host:8000/v1'."""
     url = url.strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
-        raise RemoteError(f"the engine URL must start with http:// or https://, not {url!r} (e.g. http://gpu-box:8000/v1)")
+        raise RemoteError(
+            f"the engine URL must start with http:// or https://, not {url!r} (e.g. http://gpu-box:8000/v1)"
+        )
     return url if url.endswith("/v1") else url + "/v1"
 
 
@@ -109,20 +117,26 @@ def call_server(url: str, path: str, body: dict | None, timeout: float) -> dict:
         detail = error.read()[:300].decode("utf-8", "replace").replace("\n", " ")
         raise RemoteError(f"the server at {url} answered {path} with HTTP {error.code}: {detail}") from error
     except TimeoutError as error:
-        raise RemoteError(f"the server at {url} did not answer {path} within {timeout:.0f} s; it may be overloaded "
-                          "or still loading its model") from error
+        raise RemoteError(
+            f"the server at {url} did not answer {path} within {timeout:.0f} s; it may be overloaded "
+            "or still loading its model"
+        ) from error
     except urllib.error.URLError as error:
         reason = error.reason
         if isinstance(reason, TimeoutError):
             raise RemoteError(f"the server at {url} did not answer {path} within {timeout:.0f} s") from error
-        raise RemoteError(f"cannot reach the server at {url}: {reason}. Is it running, and is QWEN_ENGINE_URL right?") from error
+        raise RemoteError(
+            f"cannot reach the server at {url}: {reason}. Is it running, and is QWEN_ENGINE_URL right?"
+        ) from error
     except (ConnectionError, OSError) as error:
         raise RemoteError(f"the connection to the server at {url} was cut during {path}: {error}") from error
     try:
         return json.loads(text)
     except ValueError as error:
-        raise RemoteError(f"the server at {url} answered {path} with something that is not JSON; "
-                          "is this an OpenAI-compatible API base (it ends in /v1)?") from error
+        raise RemoteError(
+            f"the server at {url} answered {path} with something that is not JSON; "
+            "is this an OpenAI-compatible API base (it ends in /v1)?"
+        ) from error
 
 
 def connect(url: str | None = None, model: str | None = None, timeout: float | None = None) -> RemoteEngine:
@@ -131,19 +145,34 @@ def connect(url: str | None = None, model: str | None = None, timeout: float | N
     `model` picks one when the server serves several; a name it does not serve is refused with the names it does."""
     url = normalize_url(url or load_settings().engine_url or "")
     listed = call_server(url, "/models", None, MODELS_TIMEOUT)
-    rows = {row["id"]: row for row in listed.get("data", []) if isinstance(row, dict) and isinstance(row.get("id"), str)}
+    rows = {
+        row["id"]: row for row in listed.get("data", []) if isinstance(row, dict) and isinstance(row.get("id"), str)
+    }
     names = list(rows)
     if not names:
         raise RemoteError(f"the server at {url} lists no model at /models")
     if model and model not in names:
         raise RemoteError(f"the server at {url} serves {', '.join(names)}, not {model}")
     name = model or names[0]
-    info = ModelInfo(name=name, source="server", path=None, revision=None, dtype="as the server runs it",
-                     device="server", parameters=0, engine_url=url)
+    info = ModelInfo(
+        name=name,
+        source="server",
+        path=None,
+        revision=None,
+        dtype="as the server runs it",
+        device="server",
+        parameters=0,
+        engine_url=url,
+    )
     owned = rows[name].get("owned_by")
-    return RemoteEngine(url, name, load_tokenizer(str(VENDORED_TOKENIZER)), info,
-                        timeout if timeout is not None else load_settings().engine_timeout,
-                        owned_by=owned if isinstance(owned, str) else None)
+    return RemoteEngine(
+        url,
+        name,
+        load_tokenizer(str(VENDORED_TOKENIZER)),
+        info,
+        timeout if timeout is not None else load_settings().engine_timeout,
+        owned_by=owned if isinstance(owned, str) else None,
+    )
 
 
 def grammar_problem(engine: RemoteEngine, tool_choice) -> str | None:
@@ -170,7 +199,9 @@ def server_grammar(engine: RemoteEngine, constraint):
     return build_server_grammar(constraint.tools, choice, dialect, bool(constraint.thinking))
 
 
-def completion_body(engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings, as_ids: bool, grammar=None) -> dict:
+def completion_body(
+    engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings, as_ids: bool, grammar=None
+) -> dict:
     """The /v1/completions request for `prompt` under `settings`; `grammar` (a ServerGrammar) in the field its dialect's
     server reads."""
     body = {
@@ -202,21 +233,34 @@ def read_steps(engine: RemoteEngine, choice: dict, settings: GenerationSettings)
     """The server's logprobs as this engine's steps: token, p, top (at most 20), no mask."""
     logprobs = choice.get("logprobs")
     if not logprobs or not logprobs.get("tokens"):
-        raise RemoteError(f"the server at {engine.url} returned no logprobs: it cannot show each token's probability "
-                          "(vLLM returns them up to --max-logprobs; check the server supports `logprobs` on /v1/completions)")
+        raise RemoteError(
+            f"the server at {engine.url} returned no logprobs: it cannot show each token's probability "
+            "(vLLM returns them up to --max-logprobs; check the server supports `logprobs` on /v1/completions)"
+        )
     tok = engine.tokenizer
     tops = logprobs.get("top_logprobs") or [None] * len(logprobs["tokens"])
     steps = []
-    for index, (text, logprob, top) in enumerate(zip(logprobs["tokens"], logprobs["token_logprobs"], tops, strict=False)):
+    for index, (text, logprob, top) in enumerate(
+        zip(logprobs["tokens"], logprobs["token_logprobs"], tops, strict=False)
+    ):
         chosen = token_id(tok, text)
         alternatives = sorted((top or {}).items(), key=lambda row: -row[1])[: settings.top_k]
-        steps.append(DecodeStep(
-            index=index, id=chosen, token=tok.token_text(chosen) if chosen >= 0 else text, text=text,
-            p=math.exp(logprob) if logprob is not None else 0.0,
-            top=[Alternative(token_id(tok, t), tok.token_text(token_id(tok, t)) if token_id(tok, t) >= 0 else t, math.exp(lp))
-                 for t, lp in alternatives],
-            allowed=None,
-        ))
+        steps.append(
+            DecodeStep(
+                index=index,
+                id=chosen,
+                token=tok.token_text(chosen) if chosen >= 0 else text,
+                text=text,
+                p=math.exp(logprob) if logprob is not None else 0.0,
+                top=[
+                    Alternative(
+                        token_id(tok, t), tok.token_text(token_id(tok, t)) if token_id(tok, t) >= 0 else t, math.exp(lp)
+                    )
+                    for t, lp in alternatives
+                ],
+                allowed=None,
+            )
+        )
     if steps:
         finish = "length" if choice.get("finish_reason") == "length" else "stop"
         last = steps[-1]
@@ -228,7 +272,9 @@ def first_token_remote(engine: RemoteEngine, prompt_ids: list[int], watch: tuple
     """(P of each watched id, the top alternatives) of the reply's first token, from one one-token request with the
     server's 20 alternatives. A watched id outside those 20 is refused with the bound a server can give."""
     tok = engine.tokenizer
-    prompt = Prompt(style="native", text=tok.decode(prompt_ids), ids=list(prompt_ids), pieces=[], spans=[], token_spans=[])
+    prompt = Prompt(
+        style="native", text=tok.decode(prompt_ids), ids=list(prompt_ids), pieces=[], spans=[], token_spans=[]
+    )
     settings = GenerationSettings(max_new_tokens=1, temperature=0.0, top_k=MAX_TOP_LOGPROBS, reuse_prefix=False)
     turn = generate_remote(engine, prompt, settings)
     if not turn.steps:
@@ -239,8 +285,10 @@ def first_token_remote(engine: RemoteEngine, prompt_ids: list[int], watch: tuple
     missing = [i for i in watch if i not in known]
     if missing:
         floor = min(a.p for a in step.top) if step.top else step.p
-        raise ServerCannot(f"{tok.token_text(missing[0])} is not among the server's {len(step.top)} most likely first tokens, "
-                          f"so its probability is below {floor * 100:.3g}%; a server returns no more of the distribution than that")
+        raise ServerCannot(
+            f"{tok.token_text(missing[0])} is not among the server's {len(step.top)} most likely first tokens, "
+            f"so its probability is below {floor * 100:.3g}%; a server returns no more of the distribution than that"
+        )
     return {i: known[i] for i in watch}, step.top[:top_k]
 
 
@@ -250,8 +298,9 @@ def refuses_ids(message: str) -> bool:
     return "HTTP 4" in message or ("HTTP 500" in message and "'prompt'" in message and "string" in message)
 
 
-def generate_remote(engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings | None = None, constraint=None,
-                    on_step=None) -> Generation:
+def generate_remote(
+    engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings | None = None, constraint=None, on_step=None
+) -> Generation:
     """One turn for `prompt` from the server, as the same Generation the local decode loop returns."""
     settings = settings or GenerationSettings()
     settings.check()
@@ -264,39 +313,55 @@ def generate_remote(engine: RemoteEngine, prompt: Prompt, settings: GenerationSe
     # what this request sends: another session's request may switch the engine to text meanwhile
     as_ids = engine.prompt_as[0] == "ids"
     try:
-        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, as_ids, grammar),
-                             engine.timeout)
+        answer = call_server(
+            engine.url, "/completions", completion_body(engine, prompt, settings, as_ids, grammar), engine.timeout
+        )
     except RemoteError as error:
         if not as_ids or not refuses_ids(str(error)):
             raise
         # a server that takes no token ids: the same prompt as text, special tokens written out
         engine.prompt_as[0] = "text"
-        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, False, grammar),
-                             engine.timeout)
+        answer = call_server(
+            engine.url, "/completions", completion_body(engine, prompt, settings, False, grammar), engine.timeout
+        )
     seconds = time.perf_counter() - started
     choices = answer.get("choices") or []
     if not choices:
         raise RemoteError(f"the server at {engine.url} answered with no choices: {json.dumps(answer)[:200]}")
     served = (answer.get("usage") or {}).get("prompt_tokens")
     if served is not None and served != prompt.count:
-        raise RemoteError(f"the server read the prompt as {served} tokens and this site as {prompt.count}: it serves another "
-                          f"model or tokenizer ({engine.model}); point QWEN_ENGINE_URL at a Qwen3 server")
+        raise RemoteError(
+            f"the server read the prompt as {served} tokens and this site as {prompt.count}: it serves another "
+            f"model or tokenizer ({engine.model}); point QWEN_ENGINE_URL at a Qwen3 server"
+        )
     steps = read_steps(engine, choices[0], settings)
     text = "".join(s.text for s in steps)
     extra = {"engine_url": engine.url, "prompt_as": engine.prompt_as[0]}
     if grammar is not None:
         check_reply(engine, constraint, grammar, text)
-        extra["grammar"] = {"ran_on": "server", "server": engine.server, "dialect": grammar.dialect,
-                            "field": GRAMMAR_FIELDS[engine.server][1], "tool_choice": grammar.tool_choice}
+        extra["grammar"] = {
+            "ran_on": "server",
+            "server": engine.server,
+            "dialect": grammar.dialect,
+            "field": GRAMMAR_FIELDS[engine.server][1],
+            "tool_choice": grammar.tool_choice,
+        }
     elif constraint is not None:
         extra["grammar"] = {"ran_on": None, "reason": constraint.unconstrained_reason}
     for step in steps:
         if on_step is not None:
             on_step(step)
     return Generation(
-        text=text, finish=steps[-1].finish if steps else "stop", steps=steps,
-        prompt_tokens=prompt.count, model=engine.info, settings=settings, prompt_text=prompt.text,
-        seconds=seconds, first_token_seconds=seconds, extra=extra,
+        text=text,
+        finish=steps[-1].finish if steps else "stop",
+        steps=steps,
+        prompt_tokens=prompt.count,
+        model=engine.info,
+        settings=settings,
+        prompt_text=prompt.text,
+        seconds=seconds,
+        first_token_seconds=seconds,
+        extra=extra,
     )
 
 
@@ -309,6 +374,8 @@ def check_reply(engine: RemoteEngine, constraint, grammar, text: str) -> None:
     if steps and not steps[-1].ok:
         bad = steps[-1]
         field_name = GRAMMAR_FIELDS[engine.server][1]
-        raise RemoteError(f"the server at {engine.url} sent a reply that leaves tool_choice {grammar.tool_choice!r}'s grammar "
-                          f"at token {bad.index + 1} ({bad.token!r}), so it did not apply the grammar sent as {field_name} "
-                          "(a vLLM old enough to read only guided_grammar ignores structured_outputs: upgrade the server)")
+        raise RemoteError(
+            f"the server at {engine.url} sent a reply that leaves tool_choice {grammar.tool_choice!r}'s grammar "
+            f"at token {bad.index + 1} ({bad.token!r}), so it did not apply the grammar sent as {field_name} "
+            "(a vLLM old enough to read only guided_grammar ignores structured_outputs: upgrade the server)"
+        )

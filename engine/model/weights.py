@@ -88,7 +88,9 @@ def planned_bytes(model_id: str) -> int:
         files = [f for f in HfApi().list_repo_tree(model_id, recursive=True) if getattr(f, "size", None) is not None]
         kept = set(filter_repo_objects([f.path for f in files], allow_patterns=WEIGHT_PATTERNS))
         # a file already in the cache (from an interrupted download) is not fetched again
-        return sum(f.size for f in files if f.path in kept and not isinstance(try_to_load_from_cache(model_id, f.path), str))
+        return sum(
+            f.size for f in files if f.path in kept and not isinstance(try_to_load_from_cache(model_id, f.path), str)
+        )
     except Exception:  # the download itself will say what is wrong with the hub
         return 0
 
@@ -123,7 +125,9 @@ def download_weights(model_id: str, progress: Progress | None = None) -> Path:
     from huggingface_hub import snapshot_download
 
     if not hub_reachable():
-        raise ModelUnavailable(explain_unavailable(model_id, "the Hugging Face hub cannot be reached from this machine (offline)"))
+        raise ModelUnavailable(
+            explain_unavailable(model_id, "the Hugging Face hub cannot be reached from this machine (offline)")
+        )
     events: queue.Queue = queue.Queue()
     outcome: dict = {}
 
@@ -131,7 +135,9 @@ def download_weights(model_id: str, progress: Progress | None = None) -> Path:
         try:
             planned = planned_bytes(model_id)
             outcome["path"] = snapshot_download(
-                model_id, allow_patterns=WEIGHT_PATTERNS, tqdm_class=_progress_tqdm(events, f"downloading {model_id}", planned)
+                model_id,
+                allow_patterns=WEIGHT_PATTERNS,
+                tqdm_class=_progress_tqdm(events, f"downloading {model_id}", planned),
             )
         except BaseException as error:  # handed back to the calling thread below
             outcome["error"] = error
@@ -147,10 +153,14 @@ def download_weights(model_id: str, progress: Progress | None = None) -> Path:
     worker.join()
     if "error" in outcome:
         error = outcome["error"]
-        raise ModelUnavailable(explain_unavailable(model_id, f"the download failed: {type(error).__name__}: {first_line(error)}")) from error
+        raise ModelUnavailable(
+            explain_unavailable(model_id, f"the download failed: {type(error).__name__}: {first_line(error)}")
+        ) from error
     folder = Path(outcome["path"])
     if not has_weights(folder):
-        raise ModelUnavailable(explain_unavailable(model_id, f"the hub's copy of {model_id} has no config.json and .safetensors weights"))
+        raise ModelUnavailable(
+            explain_unavailable(model_id, f"the hub's copy of {model_id} has no config.json and .safetensors weights")
+        )
     return folder
 
 
@@ -165,7 +175,9 @@ def locate_weights(name: str, progress: Progress | None = None) -> tuple[Path, s
             )
         return path, "local folder"
     if name.startswith((".", "/", "~")) or name.count("/") > 1:
-        raise ModelUnavailable(f"there is no folder {path}. Set QWEN_MODEL to a folder that holds the weights, or to a hub id.")
+        raise ModelUnavailable(
+            f"there is no folder {path}. Set QWEN_MODEL to a folder that holds the weights, or to a hub id."
+        )
     cached = find_cached_weights(name)
     if cached is not None:
         return cached, "local cache"
@@ -227,7 +239,11 @@ def stored_dtype(folder: Path) -> str | None:
         except (OSError, ValueError):
             return None
         for name, entry in header.items():
-            if name != "__metadata__" and isinstance(entry, dict) and str(entry.get("dtype", "")).startswith(("F", "BF")):
+            if (
+                name != "__metadata__"
+                and isinstance(entry, dict)
+                and str(entry.get("dtype", "")).startswith(("F", "BF"))
+            ):
                 found.add(entry["dtype"])
     # one float dtype in all, and one torch loads as it is (not an 8-bit float)
     return _FLOAT_DTYPES.get(found.pop()) if files and len(found) == 1 else None

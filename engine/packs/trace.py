@@ -52,7 +52,9 @@ class Trace:
             when = datetime.fromisoformat(self.recorded_at).strftime("%Y-%m-%d %H:%M UTC")
         except ValueError:
             pass
-        revision = f", revision {self.model.revision[:12]}" if self.model.revision and not self.model.random_weights else ""
+        revision = (
+            f", revision {self.model.revision[:12]}" if self.model.revision and not self.model.random_weights else ""
+        )
         return f"recorded with {self.model.label()}{revision} on {when}"
 
     def replay(self) -> Iterator[DecodeStep]:
@@ -62,8 +64,13 @@ class Trace:
     def as_generation(self) -> Generation:
         """The trace as the Generation a live run returns, for code that draws a whole turn."""
         return Generation(
-            text=self.text, finish=self.finish, steps=list(self.steps), prompt_tokens=self.prompt_tokens,
-            model=self.model, settings=self.settings, prompt_text=self.prompt_text,
+            text=self.text,
+            finish=self.finish,
+            steps=list(self.steps),
+            prompt_tokens=self.prompt_tokens,
+            model=self.model,
+            settings=self.settings,
+            prompt_text=self.prompt_text,
             extra={"source": self.source},
         )
 
@@ -76,10 +83,19 @@ def trace_json(generation: Generation, request=None, tool_choice: str | None = N
         "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "model": generation.model.as_json(),
         "settings": generation.settings.as_json(),
-        "software": {"torch": version("torch"), "transformers": version("transformers"), "python": platform.python_version()},
-        "request": None if request is None else {
-            "messages": request.messages, "tools": request.tools, "style": request.style,
-            "enable_thinking": request.enable_thinking, "tool_choice": tool_choice,
+        "software": {
+            "torch": version("torch"),
+            "transformers": version("transformers"),
+            "python": platform.python_version(),
+        },
+        "request": None
+        if request is None
+        else {
+            "messages": request.messages,
+            "tools": request.tools,
+            "style": request.style,
+            "enable_thinking": request.enable_thinking,
+            "tool_choice": tool_choice,
         },
         "prompt": {"text": generation.prompt_text, "tokens": generation.prompt_tokens},
         "text": generation.text,
@@ -93,7 +109,9 @@ def record_trace(path, generation: Generation, request=None, tool_choice: str | 
     """Write `generation` (and the request it answered) to `path` as a JSON trace; returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(trace_json(generation, request, tool_choice), ensure_ascii=False, indent=1), encoding="utf-8")
+    path.write_text(
+        json.dumps(trace_json(generation, request, tool_choice), ensure_ascii=False, indent=1), encoding="utf-8"
+    )
     return path
 
 
