@@ -237,6 +237,27 @@ def _with_run(pack: Path, run_id: str, edit) -> bytes:
     return zipped(pack, change=change)
 
 
+def _long_strings(pack: Path, count: int, size: int) -> bytes:
+    """The pack zipped with `count` run files each holding a string of `size` characters, their hashes made to match."""
+    names = sorted(p.relative_to(pack).as_posix() for p in (pack / "runs").glob("*.json"))[:count]
+    bodies = {}
+    for name in names:
+        data = json.loads((pack / name).read_text(encoding="utf-8"))
+        data["settings"]["note"] = "x" * size
+        bodies[name] = json.dumps(data).encode()
+
+    def change(member, original):
+        if member == "manifest.json":
+            manifest = json.loads(original)
+            for entry in manifest["runs"]:
+                if entry["file"] in bodies:
+                    entry["sha256"] = file_hash(bodies[entry["file"]])
+            return json.dumps(manifest).encode()
+        return bodies.get(member, original)
+
+    return zipped(pack, change=change)
+
+
 def _symlink_zip(pack: Path) -> bytes:
     data = io.BytesIO(zipped(pack))
     with zipfile.ZipFile(data, "a") as archive:
@@ -348,6 +369,77 @@ BAD_PACKS = [
         True,
         "NaN",
     ),
+    # bounded by bytes as well as by count: each string by its field, every file, the whole pack
+    (
+        "nine 19 MB strings in a small zip, rehashed",
+        lambda p: _long_strings(p, 9, 19_000_000),
+        True,
+        "bytes uncompressed; a pack file may hold up to 8,388,608",
+    ),
+    (
+        "nine 3 MB strings, each file under its cap, rehashed",
+        lambda p: _long_strings(p, 9, 3_000_000),
+        True,
+        "holds a string of 3,000,000 characters; a file `python -m engine prepare` wrote holds none over 65,536",
+    ),
+    (
+        "five 7 MB files",
+        lambda p: zipped(p, extra={f"runs/pad{n}.json": b" " * (7 * 2**20) for n in range(5)}),
+        True,
+        "the pack unpacks to more than 33,554,432 bytes",
+    ),
+    (
+        "a million JSON values over six files",
+        lambda p: zipped(p, extra={f"runs/x{n}.json": b"[" + b"[]," * 190_000 + b"[]]" for n in range(6)}),
+        True,
+        "JSON values in all",
+    ),
+    (
+        "a 15-million-character model name",
+        lambda p: _with_manifest(p, lambda m: m["model"].update(name="x" * 15_000_000)),
+        True,
+        "manifest.json is 15,",
+    ),
+    (
+        "a 5,000-character model name",
+        lambda p: _with_manifest(p, lambda m: m["model"].update(name="x" * 5_000)),
+        True,
+        "manifest.json model: 'name' is 5,000 characters long; `python -m engine prepare` writes at most 1,024 there",
+    ),
+    (
+        "a 1,000-character dtype",
+        lambda p: _with_manifest(p, lambda m: m["model"].update(dtype="x" * 1_000)),
+        True,
+        "'dtype' is 1,000 characters long; `python -m engine prepare` writes at most 200 there",
+    ),
+    (
+        "a 19 MB step token, rehashed",
+        lambda p: _with_run(
+            p, "the-model-writes-a-call.call.native", lambda d: d["steps"][0].update(token="x" * 19_000_000)
+        ),
+        True,
+        "bytes uncompressed",
+    ),
+    (
+        "a 2,000-character step token, rehashed",
+        lambda p: _with_run(
+            p, "the-model-writes-a-call.call.native", lambda d: d["steps"][0].update(token="x" * 2_000)
+        ),
+        True,
+        "step 0: 'token' is 2,000 characters long; `python -m engine prepare` writes at most 1,024 there",
+    ),
+    (
+        "a 2,000-character alternative's token, rehashed",
+        lambda p: _with_run(p, "when-not-to-call.first-token.france", lambda d: d["top"][0].update(token="x" * 2_000)),
+        True,
+        "top[0]: 'token' is 2,000 characters long",
+    ),
+    (
+        "a 100,000-character turn text, rehashed",
+        lambda p: _with_run(p, "the-model-writes-a-call.call.native", lambda d: d.update(text="x" * 100_000)),
+        True,
+        "the-model-writes-a-call.call.native.json holds a string of 100,000 characters",
+    ),
 ]
 
 
@@ -356,6 +448,23 @@ def test_a_bad_pack_gets_a_clear_message(tiny_pack, make, allow_random, message)
     with pytest.raises(PackError) as refused:
         read_pack_bytes(make(tiny_pack[0]), "pack.zip", allow_random)
     assert message in str(refused.value)
+
+
+def test_a_small_zip_of_long_strings_is_refused_before_any_of_it_is_kept(tiny_pack):
+    """The attack of issue 29: a 181 KiB upload unpacking nine 19 MB strings was kept whole (360 MiB a session)."""
+    import tracemalloc
+
+    upload = _long_strings(tiny_pack[0], 9, 19_000_000)
+    assert len(upload) - len(_good_zip(tiny_pack[0])) < 200 * 1024  # the strings add under 200 KiB to the zip
+    tracemalloc.start()
+    try:
+        with pytest.raises(PackError, match="a pack file may hold up to 8,388,608"):
+            read_pack_bytes(upload, "pack.zip", allow_random=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # refused on the member's stated size, before it is inflated
+    assert peak < 8 * 2**20, peak
 
 
 def test_a_zip_damaged_anywhere_in_its_directory_gets_a_message(tiny_pack):

@@ -12,7 +12,10 @@ one, so a pack never passes off figures for settings or a prompt that have since
 Everything in a pack is untrusted (a teacher may upload one to a shared server): a zip's
 size, file count and uncompressed total are capped before anything is read, a name that
 leaves the pack or is not JSON is refused, every run's file must match the manifest's
-hash, and a file the manifest does not list is refused. Each refusal is a `PackError`
+hash, and a file the manifest does not list is refused. What the files hold is bounded by
+bytes as well as by count before any of it is kept: JSON values across the whole pack, and
+every string's length (a field by what `prepare` writes there, any other string by a turn's
+longest text). Each refusal is a `PackError`
 whose message says what is wrong and how to make a good pack. The reference for the zip
 checks is Python's own zipfile documentation ("Decompression pitfalls"): a member's stated
 size can lie, so reads are bounded too.
@@ -45,9 +48,14 @@ RUNS = "runs"
 
 # what a pack may hold, whoever made it
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024  # a .zip as uploaded
-MAX_TOTAL_BYTES = 200 * 1024 * 1024  # every file uncompressed, all together
-MAX_FILE_BYTES = 20 * 1024 * 1024  # one file uncompressed
+MAX_TOTAL_BYTES = 32 * 1024 * 1024  # every file uncompressed, all together (a pack of the tiny model is 0.8 MB)
+MAX_FILE_BYTES = 8 * 1024 * 1024  # one file uncompressed (the largest, an episode, is about 0.2 MB)
 MAX_FILES = 400  # files in a pack (a full pack holds about 40)
+# the longest string `prepare` writes in each kind of field (a 181 KiB zip can unpack nine 19 MB strings)
+SHORT_CHARS = 200  # a dtype, a device, a date, a version, a panel's id, a finish reason
+NAME_CHARS = 1_024  # a model's name: a hub id (at most 96) or a folder's path
+TOKEN_CHARS = 1_024  # one token as shown (Qwen3's longest is 128 characters)
+TEXT_CHARS = 65_536  # a turn's text (256 tokens of at most 128 characters), and any string not named above
 # what an unzipping tool leaves beside the real files; skipped without being read
 JUNK = re.compile(r"(^|/)(__MACOSX/.*|\.DS_Store)$")
 # a panel's id (engine/teaching/panels.py): "the-model-writes-a-call.call.native"
@@ -340,12 +348,34 @@ def _strip_top_folder(files: dict[str, bytes]) -> dict[str, bytes]:
 # what one file may hold once parsed: a real run file has a few thousand values, a few levels deep;
 # a 20 KiB zip of nested empty lists would otherwise unpack to hundreds of MB of Python objects
 MAX_JSON_VALUES = 200_000
+MAX_PACK_VALUES = 1_000_000  # all files together (a pack of the tiny model holds about 36,000)
 MAX_JSON_DEPTH = 12
 
 
+def _values(body: bytes) -> int:
+    """JSON values in a file, counted on its bytes (an upper bound: commas and brackets in strings count too)."""
+    return body.count(b"[") + body.count(b"{") + body.count(b",")
+
+
+def _check_strings(value, name: str) -> None:
+    """PackError for a string (a value or a key) longer than any `prepare` writes (walked without recursion)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and len(item) > TEXT_CHARS:
+            raise PackError(
+                f"{name} holds a string of {len(item):,} characters; a file `python -m engine prepare` wrote holds "
+                f"none over {TEXT_CHARS:,}: the pack was not made by this project; make it again"
+            )
+
+
 def _json(name: str, body: bytes):
-    # counted on the bytes before parsing (an upper bound: commas and brackets in strings count too)
-    values = body.count(b"[") + body.count(b"{") + body.count(b",")
+    values = _values(body)
     if values > MAX_JSON_VALUES:
         raise PackError(
             f"{name} holds about {values:,} JSON values; a file `python -m engine prepare` wrote holds "
@@ -354,6 +384,7 @@ def _json(name: str, body: bytes):
     try:
         value = json.loads(body.decode("utf-8"), parse_constant=refuse_constant)
         check_depth(value, MAX_JSON_DEPTH)
+        _check_strings(value, name)
         return value
     except InputProblem as problem:
         raise PackError(f"{name} {problem}: it is not a file `python -m engine prepare` wrote") from None
@@ -433,8 +464,8 @@ def _only(data: dict, allowed: set[str], where: str) -> None:
         )
 
 
-def _need(data, key: str, kind, where: str):
-    """data[key], of type `kind`; PackError naming the file and the field otherwise."""
+def _need(data, key: str, kind, where: str, most: int = SHORT_CHARS):
+    """data[key], of type `kind` (a string at most `most` characters); PackError naming the file and the field otherwise."""
     if not isinstance(data, dict) or key not in data:
         raise PackError(f"{where} has no {key!r}: the file is damaged or from another program")
     value = data[key]
@@ -443,6 +474,11 @@ def _need(data, key: str, kind, where: str):
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise PackError(
             f"{where}: {key!r} is a {type(value).__name__}, not the {getattr(kind, '__name__', kind)} it should be"
+        )
+    if isinstance(value, str) and len(value) > most:
+        raise PackError(
+            f"{where}: {key!r} is {len(value):,} characters long; `python -m engine prepare` writes at most {most:,} "
+            "there: the pack was not made by this project; make it again"
         )
     return value
 
@@ -460,12 +496,12 @@ def _check_choices(rows, where: str) -> None:
         raise PackError(f"{where} must be a list of at most 100 tokens")
     for n, row in enumerate(rows):
         _need(row, "id", int, f"{where}[{n}]")
-        _need(row, "token", str, f"{where}[{n}]")
+        _need(row, "token", str, f"{where}[{n}]", TOKEN_CHARS)
         _check_probability(_need(row, "p", float, f"{where}[{n}]"), f"{where}[{n}]")
 
 
 def _check_generation(data: dict, where: str) -> None:
-    _need(data, "text", str, where)
+    _need(data, "text", str, where, TEXT_CHARS)
     _need(data, "finish", str, where)
     for n, step in enumerate(_need(data, "steps", list, where)):
         at = f"{where} step {n}"
@@ -473,7 +509,11 @@ def _check_generation(data: dict, where: str) -> None:
             _only(step, STEP_KEYS, at)
         for key in ("index", "id"):
             _need(step, key, int, at)
-        _need(step, "token", str, at)
+        _need(step, "token", str, at, TOKEN_CHARS)
+        if isinstance(step.get("text"), str) and len(step["text"]) > TOKEN_CHARS:
+            raise PackError(
+                f"{at}: its text is {len(step['text']):,} characters; one token adds at most {TOKEN_CHARS:,}"
+            )
         _check_probability(_need(step, "p", float, at), at)
         _check_choices(step.get("top") or [], f"{at} top")
 
@@ -495,7 +535,7 @@ def _check_run_data(kind: str, data: dict, where: str) -> None:
             at = f"{where} turn {n + 1}"
             if isinstance(turn, dict):
                 _only(turn, TURN_KEYS, at)
-            _need(turn, "text", str, at)
+            _need(turn, "text", str, at, TEXT_CHARS)
             _need(turn, "finish", str, at)
             _need(turn, "output_tokens", int, at)
             if not SHA256.match(_need(turn, "prompt_sha256", str, at)):
@@ -529,8 +569,10 @@ def check_manifest(manifest, where: str = MANIFEST) -> tuple[PackModel, list[dic
     model = _need(manifest, "model", dict, where)
     _only(model, MODEL_KEYS, f"{where} model")
     revision = model.get("revision")
+    if isinstance(revision, str) and len(revision) > NAME_CHARS:
+        raise PackError(f"{where} model: its revision is {len(revision):,} characters; a revision is a commit or a tag")
     info = PackModel(
-        name=_need(model, "name", str, f"{where} model"),
+        name=_need(model, "name", str, f"{where} model", NAME_CHARS),
         revision=revision if isinstance(revision, str) else None,
         dtype=_need(model, "dtype", str, f"{where} model"),
         device=_need(model, "device", str, f"{where} model"),
@@ -568,6 +610,12 @@ def check_pack(files: dict[str, bytes], where: str, allow_random: bool = False) 
         raise PackError(
             f"{where} has no manifest.json: it is not a lesson pack. Make one with "
             "`python -m engine prepare --model MODEL --out DIR` and zip the folder DIR"
+        )
+    values = sum(_values(body) for body in files.values())
+    if values > MAX_PACK_VALUES:
+        raise PackError(
+            f"the pack holds about {values:,} JSON values in all; a pack `python -m engine prepare` made holds "
+            f"far fewer (at most {MAX_PACK_VALUES:,} are read): make the pack again"
         )
     manifest = _json(MANIFEST, files[MANIFEST])
     model, entries = check_manifest(manifest)
