@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from .core.families import DEFAULT_FAMILY, family_names, parse_family, price_tools, render_family
-from .core.json_input import InputProblem, read_json_text
+from .core.json_input import MAX_FILE_BYTES, InputProblem, read_json_text, read_text_file
 from .core.prompt import Request, count_tools_tokens, render
 from .core.styles import parse_turn, style_names
 from .core.tooldefs import check_tool_definitions
@@ -33,14 +33,31 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _read_json(path: str, what: str):
+    """A JSON file named on the command line: a regular file, at most MAX_FILE_BYTES, read with read_json_text's bounds."""
     try:
-        return read_json_text(Path(path).read_text(encoding="utf-8"))
+        return read_json_text(read_text_file(path))
     except OSError as error:
         raise EngineError(f"cannot read {what} file {path}: {error.strerror or error}") from error
-    except UnicodeDecodeError:
-        raise EngineError(f"{what} file {path} is not UTF-8 text") from None
     except InputProblem as problem:
         raise EngineError(f"{what} file {path} {problem}") from None
+
+
+def _read_stdin() -> str:
+    """The turn text `parse` reads: UTF-8, at most MAX_FILE_BYTES."""
+    source = getattr(sys.stdin, "buffer", None)
+    if source is None:  # a text stream (a test's StringIO)
+        text = sys.stdin.read(MAX_FILE_BYTES + 1)
+        size = len(text)
+    else:
+        data = source.read(MAX_FILE_BYTES + 1)
+        size = len(data)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise BadInput(f"stdin is not UTF-8 text (byte {error.start:,} is not): give the turn as UTF-8") from None
+    if size > MAX_FILE_BYTES:
+        raise BadInput(f"stdin holds more than {MAX_FILE_BYTES:,} bytes, the most `parse` reads: give one turn's text")
+    return text
 
 
 def _read_tools(path: str | None) -> list[dict]:
@@ -102,9 +119,9 @@ def cmd_parse(args) -> dict:
     if args.family not in (None, DEFAULT_FAMILY):
         if args.style != "native" or args.policy != "per-block":
             raise BadInput("--style and --policy apply to --family qwen3 only; other families are read per call")
-        result = parse_family(args.family, sys.stdin.read(), _read_tools(args.tools))
+        result = parse_family(args.family, _read_stdin(), _read_tools(args.tools))
     else:
-        result = parse_turn(sys.stdin.read(), _read_tools(args.tools), args.style, args.policy)
+        result = parse_turn(_read_stdin(), _read_tools(args.tools), args.style, args.policy)
     return {
         "calls": [{"name": c.name, "arguments": c.arguments} for c in result.calls],
         "errors": [{"block": e.block, "error": e.error} for e in result.errors],
@@ -178,8 +195,10 @@ def cmd_generate(args) -> dict:
     # live imports torch: only the commands that need it pay for it
     from .core.generation import GenerationSettings
     from .model.live import build_constraint, generate_turn
-    from .packs.trace import record_trace
+    from .packs.trace import check_record_path, record_trace
 
+    if args.record:  # before a load that can take minutes
+        check_record_path(args.record)
     messages, tools = _read_messages(args.messages), _read_tools(args.tools)
     settings = GenerationSettings(
         max_new_tokens=args.max_new_tokens,
@@ -397,6 +416,10 @@ def main(argv: list[str] | None = None) -> int:
     except EngineError as error:
         print(f"error: {_one_line(str(error))}", file=sys.stderr)
         return 2
+    except OSError as error:  # a path the checks above let through (a folder that cannot be read, say)
+        where = f" ({_one_line(str(error.filename), 300)})" if error.filename else ""
+        print(f"error: {args.command} could not use a file{where}: {error.strerror or error}", file=sys.stderr)
+        return 2
     except (ValueError, RecursionError, TypeError, KeyError, IndexError, OverflowError) as error:
         # an input the checks above let through (a model folder's template, say): still one line, exit 2
         print(
@@ -409,8 +432,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: the chat template failed: {_one_line(str(error), 300)}", file=sys.stderr)
             return 2
         raise
-    json.dump(result, sys.stdout, ensure_ascii=False)
-    sys.stdout.write("\n")
+    try:
+        text = json.dumps(result, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # NaN or infinity, which JSON has no words for: never print "p": NaN
+        print(
+            f"error: {args.command}'s answer holds NaN or infinity (a model or server whose numbers broke): "
+            "check the weights, or the server's log-probabilities",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:  # a lone surrogate escape ("\\ud800") in the input, copied into the answer
+        print(
+            f"error: {args.command}'s input holds a lone surrogate ({error.object[error.start]!r}, half of a UTF-16 "
+            "pair), which is not text: write the character itself, or both halves of its \\u escape pair",
+            file=sys.stderr,
+        )
+        return 2
+    sys.stdout.write(text + "\n")
     return 0
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -257,3 +260,189 @@ def test_a_long_react_turn_and_a_long_unique_array_are_read_in_one_pass(capsys, 
     assert ArgumentValidator(schema).is_valid(items)
     assert not ArgumentValidator(schema).is_valid([*items, {"v": [7, {"x": 7}], "k": 7.0}])
     assert ArgumentValidator(schema).is_valid([1, True, "1", None, 0, False])
+
+
+# -- issue 29: every bad input is one line and exit 2, files are read with a cap, --record writes only where asked ------
+CALL = '<tool_call>\n{"name": "count_letter", "arguments": {"word": "%s", "letter": "r"}}\n</tool_call>'
+
+
+def _fifo(tmp_path) -> str:
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+    return str(path)
+
+
+def _big(tmp_path) -> str:
+    path = tmp_path / "big.json"
+    path.write_bytes(b"[" + b" " * (8 * 2**20) + b"]")
+    return str(path)
+
+
+def _surrogate(tmp_path) -> str:
+    path = tmp_path / "messages.json"
+    path.write_text('[{"role": "user", "content": "a \\ud800 b"}]', encoding="utf-8")
+    return str(path)
+
+
+def _link(tmp_path) -> str:
+    (tmp_path / "target.json").write_text("{}")
+    (tmp_path / "link.json").symlink_to(tmp_path / "target.json")
+    return str(tmp_path / "link.json")
+
+
+def _generate(tmp_path, *extra) -> list[str]:
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    return ["generate", "--model", "tiny", "--messages", str(messages), *extra]
+
+
+# (id, argv from tmp_path, stdin or None, the message stderr's one line must hold); each refused before a model loads
+BAD_INPUTS = [
+    (
+        "parse: a lone surrogate escape",
+        lambda t: ["parse", "--tools", STRAWBERRY],
+        CALL % "\\ud800",
+        "error: parse's input holds a lone surrogate ('\\ud800', half of a UTF-16 pair), which is not text",
+    ),
+    (
+        "parse: 9 MB on stdin",
+        lambda t: ["parse", "--tools", STRAWBERRY],
+        "x" * (9 * 2**20),
+        "stdin holds more than 8,388,608 bytes, the most `parse` reads",
+    ),
+    (
+        "--tools /dev/zero",
+        lambda t: ["tokens", "--tools", "/dev/zero"],
+        None,
+        "tools file /dev/zero is a device, not a regular file: give the path of a JSON file",
+    ),
+    (
+        "--messages /dev/urandom",
+        lambda t: ["tokens", "--tools", STRAWBERRY, "--messages", "/dev/urandom"],
+        None,
+        "messages file /dev/urandom is a device, not a regular file",
+    ),
+    ("--tools a FIFO", lambda t: ["tokens", "--tools", _fifo(t)], None, "is a FIFO, not a regular file"),
+    ("--tools a folder", lambda t: ["tokens", "--tools", str(t)], None, "is a folder, not a regular file"),
+    (
+        "--tools over 8 MB",
+        lambda t: ["tokens", "--tools", _big(t)],
+        None,
+        "is larger than 8,388,608 bytes, the most that is read",
+    ),
+    ("--tools a 3,000-character path", lambda t: ["tokens", "--tools", "t" * 3000], None, "File name too long"),
+    (
+        "--messages with a lone surrogate",
+        lambda t: ["tokens", "--tools", STRAWBERRY, "--messages", _surrogate(t)],
+        None,
+        "holds a lone surrogate ('\\ud800', half of a UTF-16 pair)",
+    ),
+    (
+        "--max-new-tokens 1e9",
+        lambda t: _generate(t, "--max-new-tokens", "1e9"),
+        None,
+        "argument --max-new-tokens: invalid int value: '1e9'",
+    ),
+    (
+        "--max-new-tokens a billion",
+        lambda t: _generate(t, "--max-new-tokens", "1000000000"),
+        None,
+        "max_new_tokens must be at most 32,768 (the reply length Qwen3's model card recommends), not 1,000,000,000",
+    ),
+    (
+        "--max-new-tokens 30 digits",
+        lambda t: _generate(t, "--max-new-tokens", "9" * 30),
+        None,
+        "max_new_tokens must be at most 32,768",
+    ),
+    (
+        "--temperature nan",
+        lambda t: _generate(t, "--temperature", "nan"),
+        None,
+        "temperature must be 0 (greedy) or a number from 0.001 to 100, not nan",
+    ),
+    (
+        "--temperature inf",
+        lambda t: _generate(t, "--temperature", "inf"),
+        None,
+        "temperature must be 0 (greedy) or a number from 0.001 to 100, not inf",
+    ),
+    (
+        "--temperature 1e-320",
+        lambda t: _generate(t, "--temperature", "1e-320"),
+        None,
+        "temperature must be 0 (greedy) or a number from 0.001 to 100, not 1e-320",
+    ),
+    ("--temperature 1e9", lambda t: _generate(t, "--temperature", "1e9"), None, "temperature must be at most 100"),
+    ("--top-p nan", lambda t: _generate(t, "--top-p", "nan"), None, "top_p must be above 0 and at most 1, not nan"),
+    ("--top-p -inf", lambda t: _generate(t, "--top-p=-inf"), None, "top_p must be above 0 and at most 1, not -inf"),
+    (
+        "--model of 3,000 characters",
+        lambda t: _generate(t, "--model", "m" * 3000),
+        None,
+        "the model name is 3,000 characters, too long for a folder's path",
+    ),
+    (
+        "--record in a folder that does not exist",
+        lambda t: _generate(t, "--record", str(t / "new" / "run.json")),
+        None,
+        "there is no folder",
+    ),
+    (
+        "--record a folder",
+        lambda t: _generate(t, "--record", str(t)),
+        None,
+        "is a folder; give the path of a new or regular file",
+    ),
+    ("--record ending in /", lambda t: _generate(t, "--record", str(t / "x") + "/"), None, "names a folder"),
+    ("--record /dev/null", lambda t: _generate(t, "--record", "/dev/null"), None, "--record /dev/null is a device"),
+    ("--record a FIFO", lambda t: _generate(t, "--record", _fifo(t)), None, "is a FIFO"),
+    ("--record a symbolic link", lambda t: _generate(t, "--record", _link(t)), None, "is a symbolic link"),
+    (
+        "--record a 300-character name",
+        lambda t: _generate(t, "--record", str(t / ("n" * 300))),
+        None,
+        "--record's file name is 300 bytes; a name may be up to 255",
+    ),
+    (
+        "--record a 5,000-byte path",
+        lambda t: _generate(t, "--record", "/".join(["d" * 99] * 50)),
+        None,
+        "--record's path is 4,999 bytes; a path may be up to 4,096",
+    ),
+]
+
+
+@pytest.mark.parametrize("argv, stdin, message", [pytest.param(*row[1:], id=row[0]) for row in BAD_INPUTS])
+def test_each_bad_input_is_one_line_and_exit_2(capsys, monkeypatch, tmp_path, argv, stdin, message):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    started = time.perf_counter()
+    try:
+        code = main(argv(tmp_path))
+    except SystemExit as exit_info:  # argparse's own refusals
+        code = exit_info.code
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, ""), err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert time.perf_counter() - started < 30
+    # --record never creates a folder
+    assert not (tmp_path / "new").exists()
+
+
+def test_stdin_that_is_not_utf8_is_one_line(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Action: a\xff")))
+    code = main(["parse", "--tools", STRAWBERRY])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and err == "error: stdin is not UTF-8 text (byte 9 is not): give the turn as UTF-8\n"
+
+
+def test_dev_zero_as_a_process_is_refused_at_once_without_reading(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "tokens", "--tools", "/dev/zero"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "is a device" in done.stderr

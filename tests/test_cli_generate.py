@@ -64,6 +64,7 @@ def test_generate_with_a_seed_and_temperature_repeats(tiny_engine, capsys, messa
 
 def test_generate_can_record_a_trace(tiny_engine, capsys, messages_file, tmp_path):
     path = tmp_path / "run.json"
+    path.write_text("an older, longer file " * 10_000)  # replaced whole
     code, result, _ = run_cli(
         capsys, "generate", "--model", "tiny", "--messages", messages_file, "--max-new-tokens", 3, "--record", path
     )
@@ -77,11 +78,18 @@ def test_generate_can_record_a_trace(tiny_engine, capsys, messages_file, tmp_pat
         (["--max-new-tokens", "0"], "max_new_tokens must be at least 1"),
         (["--temperature", "-2"], "temperature must be 0"),
         (["--tool-choice", "required"], "needs tools"),
+        # within the model's context: the tiny model's is 32,768 tokens, and the prompt takes some
+        (["--max-new-tokens", "32768"], "past tiny's context of 32,768 tokens: ask for at most 32,7"),
+        # a folder that exists but cannot be written (as root, permissions would not stop it): one line, no traceback
+        (
+            ["--max-new-tokens", "2", "--record", "/proc/no-such-trace.json"],
+            "cannot write the trace /proc/no-such-trace",
+        ),
     ],
 )
 def test_generate_bad_arguments_exit_2_with_one_line(tiny_engine, capsys, messages_file, extra, message):
     code, _, err = run_cli(capsys, "generate", "--model", "tiny", "--messages", messages_file, *extra)
-    assert code == 2 and message in err and err.startswith("error: ")
+    assert code == 2 and message in err and err.startswith("error: ") and err.count("\n") == 1, err
 
 
 def test_download_of_tiny_says_there_is_nothing_to_download(capsys):

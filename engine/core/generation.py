@@ -7,10 +7,15 @@ never imports torch.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 from ..errors import BadInput
 from .tokenizer import END_OF_TEXT, IM_END
+
+MAX_NEW_TOKENS = 32_768  # the reply length Qwen3's model card recommends for most queries; a context may allow fewer
+MIN_TEMPERATURE = 1e-3  # below it, logits / temperature overflows float32 and every probability is NaN
+MAX_TEMPERATURE = 100.0  # above it, every token is about as likely as any other
 
 SHORT_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
@@ -78,8 +83,23 @@ class GenerationSettings:
         """Raise BadInput with what to change when a value cannot work."""
         if self.max_new_tokens < 1:
             raise BadInput(f"max_new_tokens must be at least 1, not {self.max_new_tokens}")
+        if self.max_new_tokens > MAX_NEW_TOKENS:
+            raise BadInput(
+                f"max_new_tokens must be at most {MAX_NEW_TOKENS:,} (the reply length Qwen3's model card recommends), "
+                f"not {self.max_new_tokens:,}"
+            )
         if self.temperature < 0:
             raise BadInput(f"temperature must be 0 (greedy) or more, not {self.temperature}")
+        if not math.isfinite(self.temperature) or (0 < self.temperature < MIN_TEMPERATURE):
+            raise BadInput(
+                f"temperature must be 0 (greedy) or a number from {MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}, "
+                f"not {self.temperature}"
+            )
+        if self.temperature > MAX_TEMPERATURE:
+            raise BadInput(
+                f"temperature must be at most {MAX_TEMPERATURE:g} (above it every token is about as likely), "
+                f"not {self.temperature}"
+            )
         if not 0 < self.top_p <= 1:
             raise BadInput(f"top_p must be above 0 and at most 1, not {self.top_p}")
         if not 0 <= self.top_k <= 100:

@@ -269,6 +269,13 @@ def stream_steps(
     fast = fast_forward_for(engine)
     forward = model if fast is None else fast
     capacity = len(prompt_ids) + settings.max_new_tokens
+    context = getattr(model.config, "max_position_embeddings", None)
+    if isinstance(context, int) and capacity > context:
+        raise BadInput(
+            f"the prompt's {len(prompt_ids):,} tokens and max_new_tokens {settings.max_new_tokens:,} make "
+            f"{capacity:,}, past {engine.info.name}'s context of {context:,} tokens: ask for at most "
+            f"{max(context - len(prompt_ids), 0):,} new tokens"
+        )
     make_cache = None if fast is None else (lambda layers, length: fast.new_cache(capacity, layers, length))
     # start from a copy of the longest prompt prefix an earlier run kept, and read only the rest
     kept = prefix_cache_for(engine) if settings.reuse_prefix else None

@@ -164,10 +164,34 @@ def download_weights(model_id: str, progress: Progress | None = None) -> Path:
     return folder
 
 
+NAME_BYTES = 255  # one name in a path (Linux's NAME_MAX)
+PATH_BYTES = 4096  # a whole path (Linux's PATH_MAX)
+
+
+def check_model_name(name: str) -> None:
+    """ModelUnavailable, saying what to change, for a name no folder or hub id can have (too long, a NUL)."""
+    if not name or "\x00" in name:
+        raise ModelUnavailable(
+            "give a model: tiny, a hub id such as Qwen/Qwen3-1.7B, or a folder that holds the weights"
+        )
+    size = len(os.fsencode(name))
+    longest = max(len(os.fsencode(part)) for part in name.split("/"))
+    if size > PATH_BYTES or longest > NAME_BYTES:
+        raise ModelUnavailable(
+            f"the model name is {len(name):,} characters, too long for a folder's path ({PATH_BYTES:,} bytes, "
+            f"{NAME_BYTES} a name) or a hub id: give tiny, a hub id such as Qwen/Qwen3-1.7B, or a folder"
+        )
+
+
 def locate_weights(name: str, progress: Progress | None = None) -> tuple[Path, str]:
     """The folder holding `name`'s weights and how it was found: local folder, local cache, or downloaded."""
+    check_model_name(name)
     path = Path(name).expanduser()
-    if path.is_dir():
+    try:
+        is_folder = path.is_dir()
+    except OSError as error:  # a folder above it that cannot be read, say
+        raise ModelUnavailable(f"cannot look at {path}: {error.strerror or error}") from error
+    if is_folder:
         if not has_weights(path):
             raise ModelUnavailable(
                 f"the folder {path} has no config.json and .safetensors weights. Point QWEN_MODEL at a folder made by "
