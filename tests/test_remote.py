@@ -405,3 +405,97 @@ def test_prepare_records_a_pack_from_a_server_labelled_with_its_model_and_skips_
     call = pack.run("the-model-writes-a-call.call.native")
     assert call is not None and call.data["steps"] and all(0 < s["p"] <= 1 for s in call.data["steps"])
     assert pack.run("constrained-decoding.side-by-side.required") is None
+
+
+# -- a stranger's server: every reply bounded by bytes, by a deadline for the whole request, and by shape (issue 29) ---
+@pytest.fixture
+def hostile():
+    from tests.openai_server import start_hostile_server
+
+    servers = []
+
+    def start(mode):
+        server, url = start_hostile_server(mode)
+        servers.append(server)
+        return server, url
+
+    yield start
+    for running in servers:
+        running.shutdown()
+
+
+DEADLINE = 3.0  # the engine's timeout in these tests: the whole request, not each read
+HOSTILE = [
+    # (mode, what the one line says)
+    # 280,576 bytes: 256 KiB, and 512 for each of the 6 tokens asked for and its 5 alternatives
+    ("huge", "sent more than 280,576 bytes for /completions, far more than the request asks for"),
+    ("huge-stated", "sent more than 280,576 bytes for /completions"),
+    ("many-tokens", "sent more than 280,576 bytes for /completions"),
+    ("error-500-huge", 'answered /completions with HTTP 500: {"error": "overloaded overloaded'),
+    ("drip", "did not answer /completions within 3 s"),
+    ("drip-body", "did not answer /completions within 3 s"),
+    ("list", "answered /completions with a JSON list where an object belongs"),
+    ("nine-tokens", "returned 9 tokens for max_tokens 6: it did not stop where asked"),
+    ("nan", "answered /completions with NaN, which JSON has no word for"),
+    ("infinity", "answered /completions with -Infinity, which JSON has no word for"),
+    ("positive", "sent 3 as the log-probability of token 1: above 0, which is a probability over 1"),
+    ("choices-of-strings", "answered with no choices"),
+    ("not-http", "answered /completions with something that is not HTTP"),
+]
+
+
+@pytest.mark.parametrize("mode, message", HOSTILE, ids=[row[0] for row in HOSTILE])
+def test_a_hostile_servers_reply_is_one_clear_line_within_the_deadline_and_a_few_mb(hostile, mode, message):
+    import tracemalloc
+
+    server, url = hostile(mode)
+    remote = connect(url, timeout=DEADLINE)
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(RemoteError) as caught:
+            generate_turn(remote, Request([{"role": "user", "content": "Say hi"}]), SETTINGS)
+        seconds = time.monotonic() - started
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert message in str(caught.value) and "\n" not in str(caught.value), str(caught.value)
+    assert seconds < DEADLINE + 2, seconds  # the drips once held a request as long as they dripped
+    # 600 MiB replies were read whole; now about 1.5 MB (and the imports of a first call, up to 20 MB)
+    assert peak < 32 * 2**20, peak
+    if mode == "error-500-huge":  # the body read to 1 KiB, 300 characters of it shown
+        assert len(str(caught.value).split("HTTP 500: ", 1)[1]) == 300
+
+
+def test_a_model_list_that_is_a_json_list_is_refused_with_a_message(hostile):
+    _, url = hostile("models-list")
+    with pytest.raises(RemoteError, match="answered /models with a JSON list where an object belongs"):
+        connect(url)
+
+
+MEASURED = """import resource, subprocess, sys, time
+started = time.monotonic()
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=300)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.monotonic(), sep="\\n")
+print(done.stderr, end="")
+"""
+
+
+@pytest.mark.parametrize("mode", ["huge", "drip", "list"])
+def test_generate_with_engine_url_against_a_hostile_server_exits_2_in_time_and_memory(hostile, tmp_path, mode):
+    """`generate --engine-url` against a server sending 600 MiB, dripping, or answering a list: exit 2 within the
+    request's deadline (QWEN_ENGINE_TIMEOUT) and under 800 MB peak (the process that measures runs it alone)."""
+    import os
+
+    server, url = hostile(mode)
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps(REQUEST.messages))
+    argv = [sys.executable, "-m", "engine", "generate", "--engine-url", url, "--messages", str(messages)]
+    env = {**os.environ, "QWEN_ENGINE_TIMEOUT": str(DEADLINE)}
+    done = subprocess.run([sys.executable, "-c", MEASURED, *argv], capture_output=True, text=True, timeout=300, env=env)
+    code, peak_kib, ended, *stderr = done.stdout.split("\n", 3)
+    stderr = "".join(stderr)
+    assert int(code) == 2 and stderr.startswith("error: ") and stderr.count("\n") == 1, stderr
+    assert int(peak_kib) * 1024 < 800 * 10**6, peak_kib
+    # time.monotonic is one clock for every process of the machine
+    assert float(ended) - server.arrived < DEADLINE + 2
