@@ -16,7 +16,7 @@ from ui.draw import ledger_figure, notice
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
 from ui.packs import replay_episode_here
-from ui.playground_files import load_files, load_linked_files
+from ui.playground_files import LINK_PROBLEM, load_files, load_linked_files
 from ui.sections import section
 from ui.state import edits_to_url, from_url, restore, style, to_url
 from ui.stream import TokenStream, strip_html
@@ -107,6 +107,8 @@ section("Workspace")
 st.header("Workspace")
 st.markdown(text["workspace"])
 confinement_caption()
+if st.session_state.get(LINK_PROBLEM):  # a link whose files could not be used: why, above the scenario's
+    st.warning(st.session_state[LINK_PROBLEM])
 slots = st.session_state["playground_files"]
 for slot in slots:  # the learner's files survive a visit to another page
     restore(f"playground_path_{slot}")

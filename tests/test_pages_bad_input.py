@@ -216,3 +216,64 @@ def test_playground_live_run_that_fails_mid_run_says_so_and_the_next_run_works(m
     assert_fine(at, "next run")
     stopped = [i.value for i in at.info if i.value.startswith("The run stopped")]
     assert stopped and "failed" not in stopped[0], stopped
+
+
+# -- a link's files (?files=): bounded by size, nesting and count, with a message past them (issue 29) --------------
+def _link(text: str) -> str:
+    from ui.state import pack_edits
+
+    return pack_edits(text)
+
+
+# (id, the link's files value, the warning the playground shows; the scenario's own files stay)
+LINKS = [
+    (
+        "nested brackets",
+        lambda: _link("[" * 100_000),
+        "This link's files cannot be read: their text nests lists and objects more than 64 deep.",
+    ),
+    (
+        "20,000 empty files",
+        lambda: _link(json.dumps([["a.txt", ""]] * 20_000)),
+        "This link carries 20,000 files; a link may carry up to 64.",
+    ),
+    (
+        "20,000 files by name, past the link's length",
+        lambda: _link(json.dumps([[f"f{n}.txt", ""] for n in range(20_000)])),
+        "This link's files cannot be read: the link may be cut short or too long.",
+    ),
+    ("9,000 characters", lambda: "A" * 9_000, "the link may be cut short or too long"),
+    ("not a link at all", lambda: "%%%", "their text is not valid JSON"),
+    ("an object", lambda: _link('{"a": 1}'), "This link's files are not a list of [path, text] pairs."),
+    ("NaN", lambda: _link('[["a.txt", NaN]]'), "their text holds NaN, which is not JSON"),
+    ("a lone surrogate", lambda: _link('[["a.txt", "\\ud800"]]'), "their text holds a lone surrogate"),
+]
+
+
+@pytest.mark.parametrize("make, message", [pytest.param(*row[1:], id=row[0]) for row in LINKS])
+def test_a_links_files_are_read_with_bounds(make, message):
+    from ui.playground_files import read_linked_files
+
+    files, problem = read_linked_files(make())
+    assert files == [] and message in problem and problem.endswith("The scenario's own files are shown instead.")
+
+
+@pytest.mark.parametrize("row", [LINKS[0], LINKS[1]], ids=[LINKS[0][0], LINKS[1][0]])
+def test_a_bad_link_opens_the_playground_with_its_scenarios_files_and_says_why(row):
+    """Nested brackets were a RecursionError traceback on the page; 20,000 files left it unfinished after 65 s."""
+    import time
+
+    _, make, message = row
+    started = time.monotonic()
+    at = open_page(PG, files=make())
+    assert_fine(at, row[0])
+    assert any(message in w.value for w in at.warning), shown(at)
+    assert at.text_input(key="playground_path_0").value == "calc.py"
+    assert time.monotonic() - started < 60
+
+
+def test_a_good_link_still_brings_its_files():
+    at = open_page(PG, files=_link(json.dumps([["notes.txt", "hello"], ["src/a.py", "x = 1\n"]])))
+    assert_fine(at, "good link")
+    assert [at.text_input(key=f"playground_path_{n}").value for n in range(2)] == ["notes.txt", "src/a.py"]
+    assert at.text_area(key="playground_text_0").value == "hello" and not at.warning

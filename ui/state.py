@@ -112,7 +112,10 @@ def pack_edits(text: str) -> str:
 
 
 def unpack_edits(value: str) -> str | None:
-    """The text a link carries (pack_edits' inverse), or None if the value is not one (a truncated link)."""
+    """The text a link carries (pack_edits' inverse), or None if the value is not one (a truncated link, or one longer
+    than any this site writes)."""
+    if len(value) > MAX_LINK_EDITS:
+        return None
     try:
         raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
         # at most 1 MB unpacked: a hand-made link cannot make the server inflate a bomb
