@@ -40,6 +40,8 @@ def _read_json(path: str, what: str):
         raise EngineError(f"cannot read {what} file {path}: {error.strerror or error}") from error
     except InputProblem as problem:
         raise EngineError(f"{what} file {path} {problem}") from None
+    except ValueError:  # os.open's "embedded null byte"
+        raise EngineError(f"cannot read {what} file {path!r}: a path cannot hold a NUL character") from None
 
 
 def _read_stdin() -> str:

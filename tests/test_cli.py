@@ -331,6 +331,7 @@ BAD_INPUTS = [
         "is larger than 8,388,608 bytes, the most that is read",
     ),
     ("--tools a 3,000-character path", lambda t: ["tokens", "--tools", "t" * 3000], None, "File name too long"),
+    ("--tools a path holding NUL", lambda t: ["tokens", "--tools", "a\x00b.json"], None, "a path cannot hold a NUL"),
     (
         "--messages with a lone surrogate",
         lambda t: ["tokens", "--tools", STRAWBERRY, "--messages", _surrogate(t)],
