@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from .core.families import DEFAULT_FAMILY, family_names, parse_family, price_tools, render_family
-from .core.json_input import InputProblem, read_json_text
+from .core.json_input import MAX_FILE_BYTES, InputProblem, read_json_text, read_text_file
 from .core.prompt import Request, count_tools_tokens, render
 from .core.styles import parse_turn, style_names
 from .core.tooldefs import check_tool_definitions
@@ -33,14 +33,33 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _read_json(path: str, what: str):
+    """A JSON file named on the command line: a regular file, at most MAX_FILE_BYTES, read with read_json_text's bounds."""
     try:
-        return read_json_text(Path(path).read_text(encoding="utf-8"))
+        return read_json_text(read_text_file(path))
     except OSError as error:
         raise EngineError(f"cannot read {what} file {path}: {error.strerror or error}") from error
-    except UnicodeDecodeError:
-        raise EngineError(f"{what} file {path} is not UTF-8 text") from None
     except InputProblem as problem:
         raise EngineError(f"{what} file {path} {problem}") from None
+    except ValueError:  # os.open's "embedded null byte"
+        raise EngineError(f"cannot read {what} file {path!r}: a path cannot hold a NUL character") from None
+
+
+def _read_stdin() -> str:
+    """The turn text `parse` reads: UTF-8, at most MAX_FILE_BYTES."""
+    source = getattr(sys.stdin, "buffer", None)
+    if source is None:  # a text stream (a test's StringIO)
+        text = sys.stdin.read(MAX_FILE_BYTES + 1)
+        size = len(text)
+    else:
+        data = source.read(MAX_FILE_BYTES + 1)
+        size = len(data)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise BadInput(f"stdin is not UTF-8 text (byte {error.start:,} is not): give the turn as UTF-8") from None
+    if size > MAX_FILE_BYTES:
+        raise BadInput(f"stdin holds more than {MAX_FILE_BYTES:,} bytes, the most `parse` reads: give one turn's text")
+    return text
 
 
 def _read_tools(path: str | None) -> list[dict]:
@@ -87,17 +106,24 @@ def family_tokens(family: str, messages: list[dict], tools: list[dict], style: s
         spans = [{"label": s.label, "tokens": s.tokens} for s in rendering.spans]
         count = rendering.count
     price = price_tools(family, messages, tools)
-    return {"style": style, "prompt_tokens": count, "tools_tokens": price.total, "spans": spans,
-            "family": family, "definitions_tokens": price.definitions, "instructions_tokens": price.instructions}
+    return {
+        "style": style,
+        "prompt_tokens": count,
+        "tools_tokens": price.total,
+        "spans": spans,
+        "family": family,
+        "definitions_tokens": price.definitions,
+        "instructions_tokens": price.instructions,
+    }
 
 
 def cmd_parse(args) -> dict:
     if args.family not in (None, DEFAULT_FAMILY):
         if args.style != "native" or args.policy != "per-block":
             raise BadInput("--style and --policy apply to --family qwen3 only; other families are read per call")
-        result = parse_family(args.family, sys.stdin.read(), _read_tools(args.tools))
+        result = parse_family(args.family, _read_stdin(), _read_tools(args.tools))
     else:
-        result = parse_turn(sys.stdin.read(), _read_tools(args.tools), args.style, args.policy)
+        result = parse_turn(_read_stdin(), _read_tools(args.tools), args.style, args.policy)
     return {
         "calls": [{"name": c.name, "arguments": c.arguments} for c in result.calls],
         "errors": [{"block": e.block, "error": e.error} for e in result.errors],
@@ -116,7 +142,7 @@ def cmd_tool(args) -> dict:
     except InputProblem as problem:
         raise EngineError(f"--args {problem}") from None
     if not isinstance(arguments, dict):
-        raise EngineError("--args must be a JSON object, such as '{\"path\": \"notes.txt\"}'")
+        raise EngineError('--args must be a JSON object, such as \'{"path": "notes.txt"}\'')
     outcome = run_tool(args.name, arguments, Workspace(args.workspace))
     return {"error": outcome.error} if outcome.error is not None else {"result": outcome.result}
 
@@ -130,11 +156,19 @@ def cmd_mask(args) -> dict:
         from .constrain.families import inspect_family_mask
 
         if args.tool_choice != "auto" or args.thinking:
-            raise BadInput(f"--family {args.family} masks only under --tool-choice auto, without --thinking "
-                           "(required, a named tool and thinking are Qwen3's grammars)")
+            raise BadInput(
+                f"--family {args.family} masks only under --tool-choice auto, without --thinking "
+                "(required, a named tool and thinking are Qwen3's grammars)"
+            )
         mask = inspect_family_mask(args.family, _read_tools(args.tools), args.prefix)
-        return {"vocab": mask.vocab, "allowed": mask.allowed, "sample": mask.sample, "constrained": mask.constrained,
-                "family": mask.family, "opener": mask.opener}
+        return {
+            "vocab": mask.vocab,
+            "allowed": mask.allowed,
+            "sample": mask.sample,
+            "constrained": mask.constrained,
+            "family": mask.family,
+            "opener": mask.opener,
+        }
     view = inspect_mask(_read_tools(args.tools), args.prefix, args.tool_choice, thinking=args.thinking)
     return {
         "vocab": view.vocab,
@@ -163,12 +197,18 @@ def cmd_generate(args) -> dict:
     # live imports torch: only the commands that need it pay for it
     from .core.generation import GenerationSettings
     from .model.live import build_constraint, generate_turn
-    from .packs.trace import record_trace
+    from .packs.trace import check_record_path, record_trace
 
+    if args.record:  # before a load that can take minutes
+        check_record_path(args.record)
     messages, tools = _read_messages(args.messages), _read_tools(args.tools)
     settings = GenerationSettings(
-        max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
-        top_k=args.top_k, seed=args.seed, enable_thinking=args.thinking,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k,
+        seed=args.seed,
+        enable_thinking=args.thinking,
         # the command line's JSON reports the model's own view under a mask (DESIGN.md's step keys)
         model_view=True,
     )
@@ -239,7 +279,12 @@ def cmd_download(args) -> dict:
     files = sorted(p.name for p in Path(folder).iterdir() if p.is_file())
     size = sum((Path(folder) / f).stat().st_size for f in files)
     return {
-        "model": name, "path": str(folder), "source": source, "revision": revision_of(folder), "files": files, "bytes": size,
+        "model": name,
+        "path": str(folder),
+        "source": source,
+        "revision": revision_of(folder),
+        "files": files,
+        "bytes": size,
     }
 
 
@@ -253,8 +298,10 @@ def cmd_prepare(args) -> dict:
     check_out_folder(out)
     model = open_engine(args)
     if model.info.random_weights and not args.allow_random_weights:
-        raise BadInput(f"{args.model} has random weights: a pack of its figures would teach nothing. "
-                       "Give a real model (a hub id or a folder), or pass --allow-random-weights (for tests)")
+        raise BadInput(
+            f"{args.model} has random weights: a pack of its figures would teach nothing. "
+            "Give a real model (a hub id or a folder), or pass --allow-random-weights (for tests)"
+        )
     stderr_log(f"recording a lesson pack with {model.info.label()} into {out}")
     return write_pack(model, out, stderr_log)
 
@@ -280,22 +327,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tools", required=True)
     p.add_argument("--messages")
     p.add_argument("--style", choices=style_names(), default="native")
-    p.add_argument("--family", choices=family_names(), default=None, help="the model family whose tokenizer and format to use (default qwen3)")
+    p.add_argument(
+        "--family",
+        choices=family_names(),
+        default=None,
+        help="the model family whose tokenizer and format to use (default qwen3)",
+    )
     p.set_defaults(handler=cmd_tokens)
 
     p = sub.add_parser("parse", help="parse one assistant turn read from stdin")
     p.add_argument("--tools", required=True)
     p.add_argument("--style", choices=style_names(), default="native")
     p.add_argument("--policy", choices=["per-block", "vllm"], default="per-block")
-    p.add_argument("--family", choices=family_names(), default=None, help="the model family whose tokenizer and format to use (default qwen3)")
+    p.add_argument(
+        "--family",
+        choices=family_names(),
+        default=None,
+        help="the model family whose tokenizer and format to use (default qwen3)",
+    )
     p.set_defaults(handler=cmd_parse)
 
     p = sub.add_parser("mask", help="the tokens a call's grammar allows after a prefix")
     p.add_argument("--tools", required=True)
     p.add_argument("--prefix", required=True)
     p.add_argument("--tool-choice", default="auto")
-    p.add_argument("--thinking", action="store_true", help="enable_thinking=True: a <think> block may come before the call")
-    p.add_argument("--family", choices=family_names(), default=None, help="the model family whose tokenizer and format to use (default qwen3)")
+    p.add_argument(
+        "--thinking", action="store_true", help="enable_thinking=True: a <think> block may come before the call"
+    )
+    p.add_argument(
+        "--family",
+        choices=family_names(),
+        default=None,
+        help="the model family whose tokenizer and format to use (default qwen3)",
+    )
     p.set_defaults(handler=cmd_mask)
 
     p = sub.add_parser("generate", help="generate one turn, token by token, with top-k probabilities")
@@ -312,8 +376,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--thinking", action="store_true", help="enable_thinking=True")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
-    p.add_argument("--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16")
-    p.add_argument("--record", default=None, metavar="PATH", help="also write the run to a JSON trace: every step, the model, the settings, the date")
+    p.add_argument(
+        "--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16"
+    )
+    p.add_argument(
+        "--record",
+        default=None,
+        metavar="PATH",
+        help="also write the run to a JSON trace: every step, the model, the settings, the date",
+    )
     p.set_defaults(handler=cmd_generate)
 
     p = sub.add_parser("eval", help="run a suite of tasks and count the calls: valid, unusable by kind, runs that called")
@@ -342,7 +413,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="the pack's folder (created; an interrupted pack there is resumed)")
     p.add_argument("--allow-random-weights", action="store_true", help="record a random-weights model (tests only)")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
-    p.add_argument("--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16")
+    p.add_argument(
+        "--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16"
+    )
     p.set_defaults(handler=cmd_prepare)
 
     p = sub.add_parser("run", help="a scripted harness run and its token ledger")
@@ -350,7 +423,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--style", choices=style_names(), default="native")
     p.set_defaults(handler=cmd_run)
 
-    p = sub.add_parser("openai-tokens", help="estimate the same tools and messages on an OpenAI model (the cookbook's method)")
+    p = sub.add_parser(
+        "openai-tokens", help="estimate the same tools and messages on an OpenAI model (the cookbook's method)"
+    )
     p.add_argument("--tools", required=True)
     p.add_argument("--messages", required=True)
     p.add_argument("--model", choices=["gpt-4o", "gpt-4", "gpt-4o-mini", "gpt-3.5-turbo"], default="gpt-4o")
@@ -383,18 +458,41 @@ def main(argv: list[str] | None = None) -> int:
     except EngineError as error:
         print(f"error: {_one_line(str(error))}", file=sys.stderr)
         return 2
+    except OSError as error:  # a path the checks above let through (a folder that cannot be read, say)
+        where = f" ({_one_line(str(error.filename), 300)})" if error.filename else ""
+        print(f"error: {args.command} could not use a file{where}: {error.strerror or error}", file=sys.stderr)
+        return 2
     except (ValueError, RecursionError, TypeError, KeyError, IndexError, OverflowError) as error:
         # an input the checks above let through (a model folder's template, say): still one line, exit 2
-        print(f"error: {args.command} could not use its input: {type(error).__name__}: {_one_line(str(error), 300)}",
-              file=sys.stderr)
+        print(
+            f"error: {args.command} could not use its input: {type(error).__name__}: {_one_line(str(error), 300)}",
+            file=sys.stderr,
+        )
         return 2
     except Exception as error:
         if type(error).__module__.startswith("jinja2"):  # a model folder's chat template failed
             print(f"error: the chat template failed: {_one_line(str(error), 300)}", file=sys.stderr)
             return 2
         raise
-    json.dump(result, sys.stdout, ensure_ascii=False)
-    sys.stdout.write("\n")
+    try:
+        text = json.dumps(result, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # NaN or infinity, which JSON has no words for: never print "p": NaN
+        print(
+            f"error: {args.command}'s answer holds NaN or infinity (a model or server whose numbers broke): "
+            "check the weights, or the server's log-probabilities",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:  # a lone surrogate escape ("\\ud800") in the input, copied into the answer
+        print(
+            f"error: {args.command}'s input holds a lone surrogate ({error.object[error.start]!r}, half of a UTF-16 "
+            "pair), which is not text: write the character itself, or both halves of its \\u escape pair",
+            file=sys.stderr,
+        )
+        return 2
+    sys.stdout.write(text + "\n")
     return 0
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -39,7 +42,13 @@ def test_tokens_prints_241_for_the_strawberry_tools(capsys, question):
     assert set(data) == {"style", "prompt_tokens", "tools_tokens", "spans"}
     assert (data["style"], data["prompt_tokens"], data["tools_tokens"]) == ("native", 264, 241)
     assert sum(s["tokens"] for s in data["spans"]) == 264
-    assert [s["label"] for s in data["spans"]][:5] == ["template", "template", "tool count_letter", "tool tokenize", "template"]
+    assert [s["label"] for s in data["spans"]][:5] == [
+        "template",
+        "template",
+        "tool count_letter",
+        "tool tokenize",
+        "template",
+    ]
 
 
 def test_tokens_react(capsys, question):
@@ -51,25 +60,61 @@ def test_tokens_react(capsys, question):
 @pytest.mark.parametrize(
     "text, policy, expected",
     [
-        ('<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>', "per-block",
-         {"calls": [{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}], "errors": [], "final": False}),
+        (
+            '<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>',
+            "per-block",
+            {
+                "calls": [{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}],
+                "errors": [],
+                "final": False,
+            },
+        ),
         ("It is 3.", "per-block", {"calls": [], "errors": [], "final": True}),
-        ('<tool_call>\n{"name": "tokenize", "arguments": {"text": "a"}}\n</tool_call><tool_call>{"name": "x"', "per-block",
-         {"calls": [{"name": "tokenize", "arguments": {"text": "a"}}],
-          "errors": [{"block": 1, "error": "error: the <tool_call> block is not closed with </tool_call>; was the reply cut off?"}], "final": False}),
-        ('<tool_call>\n{"name": "tokenize", "arguments": {"text": "a"}}\n</tool_call><tool_call>{"name": "x"', "vllm",
-         {"calls": [], "errors": [{"block": 1, "error": "error: the <tool_call> block is not closed with </tool_call>; was the reply cut off?"}], "final": True}),
+        (
+            '<tool_call>\n{"name": "tokenize", "arguments": {"text": "a"}}\n</tool_call><tool_call>{"name": "x"',
+            "per-block",
+            {
+                "calls": [{"name": "tokenize", "arguments": {"text": "a"}}],
+                "errors": [
+                    {
+                        "block": 1,
+                        "error": "error: the <tool_call> block is not closed with </tool_call>; was the reply cut off?",
+                    }
+                ],
+                "final": False,
+            },
+        ),
+        (
+            '<tool_call>\n{"name": "tokenize", "arguments": {"text": "a"}}\n</tool_call><tool_call>{"name": "x"',
+            "vllm",
+            {
+                "calls": [],
+                "errors": [
+                    {
+                        "block": 1,
+                        "error": "error: the <tool_call> block is not closed with </tool_call>; was the reply cut off?",
+                    }
+                ],
+                "final": True,
+            },
+        ),
     ],
 )
 def test_parse(capsys, monkeypatch, text, policy, expected):
-    code, out, _ = run_cli(capsys, "parse", "--tools", STRAWBERRY, "--policy", policy, stdin=text, monkeypatch=monkeypatch)
+    code, out, _ = run_cli(
+        capsys, "parse", "--tools", STRAWBERRY, "--policy", policy, stdin=text, monkeypatch=monkeypatch
+    )
     assert code == 0 and json.loads(out) == expected
 
 
 def test_parse_react(capsys, monkeypatch):
     text = 'Thought: x\nAction: tokenize\nAction Input: ```json\n{"text": "a"}\n```'
-    code, out, _ = run_cli(capsys, "parse", "--tools", STRAWBERRY, "--style", "react", stdin=text, monkeypatch=monkeypatch)
-    assert json.loads(out)["errors"] == [{"block": 0, "error": "error: write the Action Input as plain JSON, not inside a ``` code fence"}]
+    code, out, _ = run_cli(
+        capsys, "parse", "--tools", STRAWBERRY, "--style", "react", stdin=text, monkeypatch=monkeypatch
+    )
+    assert json.loads(out)["errors"] == [
+        {"block": 0, "error": "error: write the Action Input as plain JSON, not inside a ``` code fence"}
+    ]
 
 
 def test_run(capsys):
@@ -83,10 +128,15 @@ def test_run(capsys):
 
 def test_tool(capsys, tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
-    assert run_cli(capsys, "tool", "read_file", "--args", '{"path": "notes.txt"}', "--workspace", str(tmp_path))[1] == '{"result": "hello"}\n'
+    assert (
+        run_cli(capsys, "tool", "read_file", "--args", '{"path": "notes.txt"}', "--workspace", str(tmp_path))[1]
+        == '{"result": "hello"}\n'
+    )
     code, out, _ = run_cli(capsys, "tool", "read_file", "--args", '{"path": "../x"}', "--workspace", str(tmp_path))
     assert code == 0 and json.loads(out) == {"error": "error: the path '../x' leaves the workspace"}
-    code, out, _ = run_cli(capsys, "tool", "count_letter", "--args", '{"word": "strawberry", "letter": "r"}', "--workspace", str(tmp_path))
+    code, out, _ = run_cli(
+        capsys, "tool", "count_letter", "--args", '{"word": "strawberry", "letter": "r"}', "--workspace", str(tmp_path)
+    )
     assert json.loads(out) == {"result": "3"}
 
 
@@ -126,7 +176,9 @@ def test_bad_tools_file_is_explained(capsys, tmp_path):
 def test_as_a_process(question):
     out = subprocess.run(
         [sys.executable, "-m", "engine", "tokens", "--tools", STRAWBERRY, "--messages", question],
-        capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
     )
     assert out.returncode == 0 and json.loads(out.stdout)["tools_tokens"] == 241
 
@@ -136,28 +188,45 @@ DEEP = "[" * 3000 + "]" * 3000
 HUGE = "9" * 5000
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["tool", "read_file", "--args", DEEP, "--workspace", "."], "--args nests lists and objects more than 64 deep"),
-    (["tool", "read_file", "--args", '{"path": ' + HUGE + "}", "--workspace", "."],
-     "--args holds a number of 5,000 digits; at most 100 are read"),
-    (["tool", "read_file", "--args", '{"path": NaN}', "--workspace", "."], "--args holds NaN, which is not JSON"),
-], ids=["args-3000-deep", "args-5000-digits", "args-nan"])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["tool", "read_file", "--args", DEEP, "--workspace", "."], "--args nests lists and objects more than 64 deep"),
+        (
+            ["tool", "read_file", "--args", '{"path": ' + HUGE + "}", "--workspace", "."],
+            "--args holds a number of 5,000 digits; at most 100 are read",
+        ),
+        (["tool", "read_file", "--args", '{"path": NaN}', "--workspace", "."], "--args holds NaN, which is not JSON"),
+    ],
+    ids=["args-3000-deep", "args-5000-digits", "args-nan"],
+)
 def test_hostile_arguments_exit_2_with_one_line(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv)
     assert (code, out) == (2, "") and err.startswith(f"error: {message}") and err.count("\n") == 1, err
 
 
-@pytest.mark.parametrize("kind, body, message", [
-    ("tools", DEEP, "nests lists and objects more than 64 deep"),
-    ("tools", "[" + HUGE + "]", "holds a number of 5,000 digits"),
-    ("messages", DEEP, "nests lists and objects more than 64 deep"),
-    ("messages", '[{"role": "user", "content": "' + "x" + '", "n": ' + HUGE + "}]", "holds a number of 5,000 digits"),
-    ("messages", '[{"role": "user", "content": Infinity}]', "holds Infinity, which is not JSON"),
-])
+@pytest.mark.parametrize(
+    "kind, body, message",
+    [
+        ("tools", DEEP, "nests lists and objects more than 64 deep"),
+        ("tools", "[" + HUGE + "]", "holds a number of 5,000 digits"),
+        ("messages", DEEP, "nests lists and objects more than 64 deep"),
+        (
+            "messages",
+            '[{"role": "user", "content": "' + "x" + '", "n": ' + HUGE + "}]",
+            "holds a number of 5,000 digits",
+        ),
+        ("messages", '[{"role": "user", "content": Infinity}]', "holds Infinity, which is not JSON"),
+    ],
+)
 def test_hostile_files_exit_2_with_one_line(capsys, tmp_path, kind, body, message):
     path = tmp_path / f"{kind}.json"
     path.write_text(body)
-    argv = ["tokens", "--tools", str(path)] if kind == "tools" else ["tokens", "--tools", STRAWBERRY, "--messages", str(path)]
+    argv = (
+        ["tokens", "--tools", str(path)]
+        if kind == "tools"
+        else ["tokens", "--tools", STRAWBERRY, "--messages", str(path)]
+    )
     code, out, err = run_cli(capsys, *argv)
     assert (code, out) == (2, "") and message in err and err.count("\n") == 1, err
 
@@ -173,8 +242,16 @@ def test_tokens_without_messages_counts_the_tools_beside_an_empty_user_message(c
 
 def test_a_long_react_turn_and_a_long_unique_array_are_read_in_one_pass(capsys, monkeypatch):
     """Action: a, 40,000 spaces, b: answered (it once took 8 s); 4,000 distinct objects pass uniqueItems, one repeat fails."""
-    code, out, _ = run_cli(capsys, "parse", "--tools", STRAWBERRY, "--style", "react", stdin="Action: a" + " " * 40000 + "b",
-                             monkeypatch=monkeypatch)
+    code, out, _ = run_cli(
+        capsys,
+        "parse",
+        "--tools",
+        STRAWBERRY,
+        "--style",
+        "react",
+        stdin="Action: a" + " " * 40000 + "b",
+        monkeypatch=monkeypatch,
+    )
     assert code == 0 and json.loads(out)["errors"][0]["error"].startswith("error: an Action: line must be followed")
     from engine.core.parse import ArgumentValidator
 
@@ -183,3 +260,190 @@ def test_a_long_react_turn_and_a_long_unique_array_are_read_in_one_pass(capsys, 
     assert ArgumentValidator(schema).is_valid(items)
     assert not ArgumentValidator(schema).is_valid([*items, {"v": [7, {"x": 7}], "k": 7.0}])
     assert ArgumentValidator(schema).is_valid([1, True, "1", None, 0, False])
+
+
+# -- issue 29: every bad input is one line and exit 2, files are read with a cap, --record writes only where asked ------
+CALL = '<tool_call>\n{"name": "count_letter", "arguments": {"word": "%s", "letter": "r"}}\n</tool_call>'
+
+
+def _fifo(tmp_path) -> str:
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+    return str(path)
+
+
+def _big(tmp_path) -> str:
+    path = tmp_path / "big.json"
+    path.write_bytes(b"[" + b" " * (8 * 2**20) + b"]")
+    return str(path)
+
+
+def _surrogate(tmp_path) -> str:
+    path = tmp_path / "messages.json"
+    path.write_text('[{"role": "user", "content": "a \\ud800 b"}]', encoding="utf-8")
+    return str(path)
+
+
+def _link(tmp_path) -> str:
+    (tmp_path / "target.json").write_text("{}")
+    (tmp_path / "link.json").symlink_to(tmp_path / "target.json")
+    return str(tmp_path / "link.json")
+
+
+def _generate(tmp_path, *extra) -> list[str]:
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    return ["generate", "--model", "tiny", "--messages", str(messages), *extra]
+
+
+# (id, argv from tmp_path, stdin or None, the message stderr's one line must hold); each refused before a model loads
+BAD_INPUTS = [
+    (
+        "parse: a lone surrogate escape",
+        lambda t: ["parse", "--tools", STRAWBERRY],
+        CALL % "\\ud800",
+        "error: parse's input holds a lone surrogate ('\\ud800', half of a UTF-16 pair), which is not text",
+    ),
+    (
+        "parse: 9 MB on stdin",
+        lambda t: ["parse", "--tools", STRAWBERRY],
+        "x" * (9 * 2**20),
+        "stdin holds more than 8,388,608 bytes, the most `parse` reads",
+    ),
+    (
+        "--tools /dev/zero",
+        lambda t: ["tokens", "--tools", "/dev/zero"],
+        None,
+        "tools file /dev/zero is a device, not a regular file: give the path of a JSON file",
+    ),
+    (
+        "--messages /dev/urandom",
+        lambda t: ["tokens", "--tools", STRAWBERRY, "--messages", "/dev/urandom"],
+        None,
+        "messages file /dev/urandom is a device, not a regular file",
+    ),
+    ("--tools a FIFO", lambda t: ["tokens", "--tools", _fifo(t)], None, "is a FIFO, not a regular file"),
+    ("--tools a folder", lambda t: ["tokens", "--tools", str(t)], None, "is a folder, not a regular file"),
+    (
+        "--tools over 8 MB",
+        lambda t: ["tokens", "--tools", _big(t)],
+        None,
+        "is larger than 8,388,608 bytes, the most that is read",
+    ),
+    ("--tools a 3,000-character path", lambda t: ["tokens", "--tools", "t" * 3000], None, "File name too long"),
+    ("--tools a path holding NUL", lambda t: ["tokens", "--tools", "a\x00b.json"], None, "a path cannot hold a NUL"),
+    (
+        "--messages with a lone surrogate",
+        lambda t: ["tokens", "--tools", STRAWBERRY, "--messages", _surrogate(t)],
+        None,
+        "holds a lone surrogate ('\\ud800', half of a UTF-16 pair)",
+    ),
+    (
+        "--max-new-tokens 1e9",
+        lambda t: _generate(t, "--max-new-tokens", "1e9"),
+        None,
+        "argument --max-new-tokens: invalid int value: '1e9'",
+    ),
+    (
+        "--max-new-tokens a billion",
+        lambda t: _generate(t, "--max-new-tokens", "1000000000"),
+        None,
+        "max_new_tokens must be at most 32,768 (the reply length Qwen3's model card recommends), not 1,000,000,000",
+    ),
+    (
+        "--max-new-tokens 30 digits",
+        lambda t: _generate(t, "--max-new-tokens", "9" * 30),
+        None,
+        "max_new_tokens must be at most 32,768",
+    ),
+    (
+        "--temperature nan",
+        lambda t: _generate(t, "--temperature", "nan"),
+        None,
+        "temperature must be 0 (greedy) or a number from 0.001 to 100, not nan",
+    ),
+    (
+        "--temperature inf",
+        lambda t: _generate(t, "--temperature", "inf"),
+        None,
+        "temperature must be 0 (greedy) or a number from 0.001 to 100, not inf",
+    ),
+    (
+        "--temperature 1e-320",
+        lambda t: _generate(t, "--temperature", "1e-320"),
+        None,
+        "temperature must be 0 (greedy) or a number from 0.001 to 100, not 1e-320",
+    ),
+    ("--temperature 1e9", lambda t: _generate(t, "--temperature", "1e9"), None, "temperature must be at most 100"),
+    ("--top-p nan", lambda t: _generate(t, "--top-p", "nan"), None, "top_p must be above 0 and at most 1, not nan"),
+    ("--top-p -inf", lambda t: _generate(t, "--top-p=-inf"), None, "top_p must be above 0 and at most 1, not -inf"),
+    (
+        "--model of 3,000 characters",
+        lambda t: _generate(t, "--model", "m" * 3000),
+        None,
+        "the model name is 3,000 characters, too long for a folder's path",
+    ),
+    (
+        "--record in a folder that does not exist",
+        lambda t: _generate(t, "--record", str(t / "new" / "run.json")),
+        None,
+        "there is no folder",
+    ),
+    (
+        "--record a folder",
+        lambda t: _generate(t, "--record", str(t)),
+        None,
+        "is a folder; give the path of a new or regular file",
+    ),
+    ("--record ending in /", lambda t: _generate(t, "--record", str(t / "x") + "/"), None, "names a folder"),
+    ("--record /dev/null", lambda t: _generate(t, "--record", "/dev/null"), None, "--record /dev/null is a device"),
+    ("--record a FIFO", lambda t: _generate(t, "--record", _fifo(t)), None, "is a FIFO"),
+    ("--record a symbolic link", lambda t: _generate(t, "--record", _link(t)), None, "is a symbolic link"),
+    (
+        "--record a 300-character name",
+        lambda t: _generate(t, "--record", str(t / ("n" * 300))),
+        None,
+        "--record's file name is 300 bytes; a name may be up to 255",
+    ),
+    (
+        "--record a 5,000-byte path",
+        lambda t: _generate(t, "--record", "/".join(["d" * 99] * 50)),
+        None,
+        "--record's path is 4,999 bytes; a path may be up to 4,096",
+    ),
+]
+
+
+@pytest.mark.parametrize("argv, stdin, message", [pytest.param(*row[1:], id=row[0]) for row in BAD_INPUTS])
+def test_each_bad_input_is_one_line_and_exit_2(capsys, monkeypatch, tmp_path, argv, stdin, message):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    started = time.perf_counter()
+    try:
+        code = main(argv(tmp_path))
+    except SystemExit as exit_info:  # argparse's own refusals
+        code = exit_info.code
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, ""), err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert time.perf_counter() - started < 30
+    # --record never creates a folder
+    assert not (tmp_path / "new").exists()
+
+
+def test_stdin_that_is_not_utf8_is_one_line(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Action: a\xff")))
+    code = main(["parse", "--tools", STRAWBERRY])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and err == "error: stdin is not UTF-8 text (byte 9 is not): give the turn as UTF-8\n"
+
+
+def test_dev_zero_as_a_process_is_refused_at_once_without_reading(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "tokens", "--tools", "/dev/zero"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "is a device" in done.stderr

@@ -36,8 +36,15 @@ LESSONS = {"why-call-a-tool", "the-model-writes-a-call", "when-not-to-call", "co
 MODES = ("auto", "required", "count_letter", "tokenize", "none")
 TURNS = ("call", "other-tool", "prose", "prose-then-call")
 EXPECTED_RUNS = (
-    ["why-call-a-tool.no-tools", "why-call-a-tool.with-tools.native", "why-call-a-tool.with-tools.react", "the-model-writes-a-call.call.native", "the-model-writes-a-call.call.react",
-     "when-not-to-call.first-token.strawberry", "when-not-to-call.first-token.france"]
+    [
+        "why-call-a-tool.no-tools",
+        "why-call-a-tool.with-tools.native",
+        "why-call-a-tool.with-tools.react",
+        "the-model-writes-a-call.call.native",
+        "the-model-writes-a-call.call.react",
+        "when-not-to-call.first-token.strawberry",
+        "when-not-to-call.first-token.france",
+    ]
     + [f"constrained-decoding.mask.{turn}.{mode}" for turn in TURNS for mode in MODES]
     + [f"constrained-decoding.side-by-side.{mode}" for mode in MODES]
     + ["playground.episode.native"]
@@ -64,7 +71,12 @@ def test_prepare_prints_one_json_summary_and_writes_a_manifest_covering_every_mo
     assert manifest["complete"] is True and manifest["project_version"] == "0.1.0"
     assert manifest["created"].startswith("20")
     model = manifest["model"]
-    assert (model["name"], model["revision"], model["dtype"], model["device"]) == ("tiny", "random init, seed 0", "float32", "cpu")
+    assert (model["name"], model["revision"], model["dtype"], model["device"]) == (
+        "tiny",
+        "random init, seed 0",
+        "float32",
+        "cpu",
+    )
     assert model["parameters"] == 9_798_016
     for entry in manifest["runs"]:
         assert len(entry["prompt_sha256"]) == 64 and entry["file"] == f"runs/{entry['id']}.json"
@@ -78,7 +90,9 @@ def test_a_runs_prompt_hash_is_the_sha256_of_the_prompts_token_ids(tiny_pack):
     pack = read_pack(out, allow_random=True)
     ids = render(Request(STRAWBERRY, _strawberry_tools(), "native")).ids
     assert pack.run("the-model-writes-a-call.call.native").prompt_sha256 == prompt_hash(ids)
-    assert pack.run("the-model-writes-a-call.call.native").recorded_for(ids) and not pack.run("the-model-writes-a-call.call.react").recorded_for(ids)
+    assert pack.run("the-model-writes-a-call.call.native").recorded_for(ids) and not pack.run(
+        "the-model-writes-a-call.call.react"
+    ).recorded_for(ids)
     assert prompt_hash([1, 22, 151657]) == hashlib.sha256(b"1,22,151657").hexdigest()
 
 
@@ -95,14 +109,20 @@ def test_replaying_lesson_3_gives_the_tokens_and_probabilities_of_a_fresh_greedy
 
     pack = read_pack(tiny_pack[0], allow_random=True)
     for style in ("native", "react"):
-        fresh = generate_turn(tiny_engine, Request(STRAWBERRY, _strawberry_tools(), style), find_panel("the-model-writes-a-call", "call", style).generation_for(True))
+        fresh = generate_turn(
+            tiny_engine,
+            Request(STRAWBERRY, _strawberry_tools(), style),
+            find_panel("the-model-writes-a-call", "call", style).generation_for(True),
+        )
         replayed = pack.run(f"the-model-writes-a-call.call.{style}").steps
         assert [s.id for s in replayed] == [s.id for s in fresh.steps]
         # the same float32 arithmetic, but not always in the same order: whether the prompt's start came from the
         # prefix cache (left warm by earlier tests) or from one whole pass moves the 7th significant digit
         assert [s.p for s in replayed] == pytest.approx([s.p for s in fresh.steps], rel=1e-5)
         assert [[a.id for a in s.top] for s in replayed] == [[a.id for a in s.top] for s in fresh.steps]
-        assert [[a.p for a in s.top] for s in replayed] == [pytest.approx([a.p for a in s.top], rel=1e-5) for s in fresh.steps]
+        assert [[a.p for a in s.top] for s in replayed] == [
+            pytest.approx([a.p for a in s.top], rel=1e-5) for s in fresh.steps
+        ]
 
 
 def test_replaying_lesson_5_and_6_gives_the_figures_of_a_fresh_pass(tiny_pack, tiny_engine):
@@ -112,12 +132,22 @@ def test_replaying_lesson_5_and_6_gives_the_figures_of_a_fresh_pass(tiny_pack, t
 
     pack = read_pack(tiny_pack[0], allow_random=True)
     ids = render(Request(STRAWBERRY, _strawberry_tools(), "native"), tiny_engine.tokenizer).ids
-    assert pack.run("when-not-to-call.first-token.strawberry").data["p_tool_call"] == first_token(tiny_engine, ids).p[TOOL_CALL]
+    assert (
+        pack.run("when-not-to-call.first-token.strawberry").data["p_tool_call"]
+        == first_token(tiny_engine, ids).p[TOOL_CALL]
+    )
     # lesson 6, the call under "required", at its third token
-    reply = tiny_engine.tokenizer.encode('<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>')
+    reply = tiny_engine.tokenizer.encode(
+        '<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>'
+    )
     row = pack.run("constrained-decoding.mask.call.required").data["steps"][2]
-    view = inspect_mask(_strawberry_tools(), tiny_engine.tokenizer.decode(reply[:2]), "required",
-                        logits=next_logits(tiny_engine, ids + reply[:2]), top_k=8)
+    view = inspect_mask(
+        _strawberry_tools(),
+        tiny_engine.tokenizer.decode(reply[:2]),
+        "required",
+        logits=next_logits(tiny_engine, ids + reply[:2]),
+        top_k=8,
+    )
     assert row["number"] == 3 and row["allowed"] == view.allowed
     assert row["forbidden_mass"] == view.forbidden_mass
     assert [r["id"] for r in row["top_after"]] == [t.id for t in view.top_after]
@@ -155,8 +185,11 @@ def test_prepare_resumes_keeping_intact_runs_and_redoing_missing_or_damaged_ones
     "argv, message",
     [
         pytest.param(["--model", "tiny"], "has random weights", id="random weights without the flag"),
-        pytest.param(["--model", "tiny", "--allow-random-weights", "--out-is-a-full-folder"], "holds no lesson pack",
-                     id="a folder that holds something else"),
+        pytest.param(
+            ["--model", "tiny", "--allow-random-weights", "--out-is-a-full-folder"],
+            "holds no lesson pack",
+            id="a folder that holds something else",
+        ),
     ],
 )
 def test_prepare_refuses_with_a_one_line_message(argv, message, tmp_path):
@@ -174,12 +207,14 @@ def test_prepare_refuses_with_a_one_line_message(argv, message, tmp_path):
 # -- bad packs: each gets a message, never a traceback ----------------------------------------------------
 def _with_manifest(pack: Path, edit) -> bytes:
     """The pack zipped with its manifest edited by `edit(manifest)`."""
+
     def change(name, body):
         if name != "manifest.json":
             return body
         manifest = json.loads(body)
         edit(manifest)
         return json.dumps(manifest).encode()
+
     return zipped(pack, change=change)
 
 
@@ -198,6 +233,28 @@ def _with_run(pack: Path, run_id: str, edit) -> bytes:
             next(r for r in manifest["runs"] if r["file"] == name)["sha256"] = file_hash(body)
             return json.dumps(manifest).encode()
         return original
+
+    return zipped(pack, change=change)
+
+
+def _long_strings(pack: Path, count: int, size: int) -> bytes:
+    """The pack zipped with `count` run files each holding a string of `size` characters, their hashes made to match."""
+    names = sorted(p.relative_to(pack).as_posix() for p in (pack / "runs").glob("*.json"))[:count]
+    bodies = {}
+    for name in names:
+        data = json.loads((pack / name).read_text(encoding="utf-8"))
+        data["settings"]["note"] = "x" * size
+        bodies[name] = json.dumps(data).encode()
+
+    def change(member, original):
+        if member == "manifest.json":
+            manifest = json.loads(original)
+            for entry in manifest["runs"]:
+                if entry["file"] in bodies:
+                    entry["sha256"] = file_hash(bodies[entry["file"]])
+            return json.dumps(manifest).encode()
+        return bodies.get(member, original)
+
     return zipped(pack, change=change)
 
 
@@ -205,7 +262,7 @@ def _symlink_zip(pack: Path) -> bytes:
     data = io.BytesIO(zipped(pack))
     with zipfile.ZipFile(data, "a") as archive:
         info = zipfile.ZipInfo("runs/link.json")
-        info.external_attr = (0o120777 << 16)
+        info.external_attr = 0o120777 << 16
         archive.writestr(info, "/etc/passwd")
     return data.getvalue()
 
@@ -216,41 +273,173 @@ def _many_files(pack: Path) -> bytes:
 
 BAD_PACKS = [
     # (id, make(pack folder) -> zip bytes, allow_random, what the message must say)
-    ("a run file changed by hand", lambda p: zipped(p, change=lambda n, b: b.replace(b'"finish": "', b'"finish": "stop', 1) if n == "runs/the-model-writes-a-call.call.native.json" else b),
-     True, "was changed after the pack was made"),
-    ("a run file truncated", lambda p: zipped(p, change=lambda n, b: b[: len(b) // 2] if n == "runs/when-not-to-call.first-token.france.json" else b),
-     True, "sha256 does not match"),
+    (
+        "a run file changed by hand",
+        lambda p: zipped(
+            p,
+            change=lambda n, b: (
+                b.replace(b'"finish": "', b'"finish": "stop', 1)
+                if n == "runs/the-model-writes-a-call.call.native.json"
+                else b
+            ),
+        ),
+        True,
+        "was changed after the pack was made",
+    ),
+    (
+        "a run file truncated",
+        lambda p: zipped(
+            p, change=lambda n, b: b[: len(b) // 2] if n == "runs/when-not-to-call.first-token.france.json" else b
+        ),
+        True,
+        "sha256 does not match",
+    ),
     ("the zip truncated", lambda p: zipped(p)[:5000], True, "zip"),
     ("not a zip at all", lambda p: b"this is not a zip file, only text", True, "not a readable zip"),
     ("a foreign JSON file", lambda p: zipped(p, extra={"runs/extra.json": b"{}"}), True, "foreign file"),
     ("a file that is not JSON", lambda p: zipped(p, extra={"notes.txt": b"hello"}), True, "not JSON"),
     ("a path that climbs out", lambda p: zipped(p, extra={"../evil.json": b"{}"}), True, "outside the pack"),
     ("an absolute path", lambda p: zipped(p, extra={"/etc/evil.json": b"{}"}), True, "outside the pack"),
-    ("a zip bomb: one huge member", lambda p: zipped(p, extra={"runs/bomb.json": b" " * (MAX_FILE_BYTES + 1)}), True,
-     "bytes uncompressed"),
+    (
+        "a zip bomb: one huge member",
+        lambda p: zipped(p, extra={"runs/bomb.json": b" " * (MAX_FILE_BYTES + 1)}),
+        True,
+        "bytes uncompressed",
+    ),
     ("too many files", _many_files, True, f"more than {MAX_FILES} files"),
     ("a symbolic link", _symlink_zip, True, "symbolic link"),
     ("no manifest", lambda p: zipped(p, drop=("manifest.json",)), True, "has no manifest.json"),
-    ("another program's manifest", lambda p: _with_manifest(p, lambda m: m.update(format="something else")), True,
-     "not a lesson pack's manifest"),
+    (
+        "another program's manifest",
+        lambda p: _with_manifest(p, lambda m: m.update(format="something else")),
+        True,
+        "not a lesson pack's manifest",
+    ),
     ("a later format version", lambda p: _with_manifest(p, lambda m: m.update(version=99)), True, "format version 99"),
-    ("a run the pack does not hold", lambda p: zipped(p, drop=("runs/when-not-to-call.first-token.france.json",)), True, "does not hold"),
-    ("a manifest field of the wrong type", lambda p: _with_manifest(p, lambda m: m["model"].update(parameters="many")), True,
-     "'parameters' is a str"),
-    ("a probability above 1, rehashed", lambda p: _with_run(p, "when-not-to-call.first-token.france", lambda d: d.update(p_tool_call=3.5)), True,
-     "not a probability"),
-    ("a step without its token, rehashed", lambda p: _with_run(p, "the-model-writes-a-call.call.native", lambda d: d["steps"][0].pop("token")), True,
-     "has no 'token'"),
+    (
+        "a run the pack does not hold",
+        lambda p: zipped(p, drop=("runs/when-not-to-call.first-token.france.json",)),
+        True,
+        "does not hold",
+    ),
+    (
+        "a manifest field of the wrong type",
+        lambda p: _with_manifest(p, lambda m: m["model"].update(parameters="many")),
+        True,
+        "'parameters' is a str",
+    ),
+    (
+        "a probability above 1, rehashed",
+        lambda p: _with_run(p, "when-not-to-call.first-token.france", lambda d: d.update(p_tool_call=3.5)),
+        True,
+        "not a probability",
+    ),
+    (
+        "a step without its token, rehashed",
+        lambda p: _with_run(p, "the-model-writes-a-call.call.native", lambda d: d["steps"][0].pop("token")),
+        True,
+        "has no 'token'",
+    ),
     ("random weights, not allowed", lambda p: zipped(p), False, "random weights"),
-    ("JSON nested a million deep", lambda p: zipped(p, change=lambda n, b: b"[" * 1_000_000 + b"]" * 1_000_000 if n == "manifest.json" else b),
-     True, "JSON values"),
-    ("a run file padded with a key of its own, rehashed",
-     lambda p: _with_run(p, "when-not-to-call.first-token.france", lambda d: d.update(padding=[[[]], [[]]])), True, "never writes"),
-    ("a run file of 300,000 empty lists, rehashed",
-     lambda p: _with_run(p, "when-not-to-call.first-token.france", lambda d: d["top"].append({"id": 1, "token": "x", "p": 0.1, "x": [[]] * 300_000})),
-     True, "JSON values"),
-    ("NaN in a run file, rehashed", lambda p: _with_run(p, "when-not-to-call.first-token.france", lambda d: d.update(p_tool_call=float("nan"))),
-     True, "NaN"),
+    (
+        "JSON nested a million deep",
+        lambda p: zipped(p, change=lambda n, b: b"[" * 1_000_000 + b"]" * 1_000_000 if n == "manifest.json" else b),
+        True,
+        "JSON values",
+    ),
+    (
+        "a run file padded with a key of its own, rehashed",
+        lambda p: _with_run(p, "when-not-to-call.first-token.france", lambda d: d.update(padding=[[[]], [[]]])),
+        True,
+        "never writes",
+    ),
+    (
+        "a run file of 300,000 empty lists, rehashed",
+        lambda p: _with_run(
+            p,
+            "when-not-to-call.first-token.france",
+            lambda d: d["top"].append({"id": 1, "token": "x", "p": 0.1, "x": [[]] * 300_000}),
+        ),
+        True,
+        "JSON values",
+    ),
+    (
+        "NaN in a run file, rehashed",
+        lambda p: _with_run(p, "when-not-to-call.first-token.france", lambda d: d.update(p_tool_call=float("nan"))),
+        True,
+        "NaN",
+    ),
+    # bounded by bytes as well as by count: each string by its field, every file, the whole pack
+    (
+        "nine 19 MB strings in a small zip, rehashed",
+        lambda p: _long_strings(p, 9, 19_000_000),
+        True,
+        "bytes uncompressed; a pack file may hold up to 8,388,608",
+    ),
+    (
+        "nine 3 MB strings, each file under its cap, rehashed",
+        lambda p: _long_strings(p, 9, 3_000_000),
+        True,
+        "holds a string of 3,000,000 characters; a file `python -m engine prepare` wrote holds none over 65,536",
+    ),
+    (
+        "five 7 MB files",
+        lambda p: zipped(p, extra={f"runs/pad{n}.json": b" " * (7 * 2**20) for n in range(5)}),
+        True,
+        "the pack unpacks to more than 33,554,432 bytes",
+    ),
+    (
+        "a million JSON values over six files",
+        lambda p: zipped(p, extra={f"runs/x{n}.json": b"[" + b"[]," * 190_000 + b"[]]" for n in range(6)}),
+        True,
+        "JSON values in all",
+    ),
+    (
+        "a 15-million-character model name",
+        lambda p: _with_manifest(p, lambda m: m["model"].update(name="x" * 15_000_000)),
+        True,
+        "manifest.json is 15,",
+    ),
+    (
+        "a 5,000-character model name",
+        lambda p: _with_manifest(p, lambda m: m["model"].update(name="x" * 5_000)),
+        True,
+        "manifest.json model: 'name' is 5,000 characters long; `python -m engine prepare` writes at most 1,024 there",
+    ),
+    (
+        "a 1,000-character dtype",
+        lambda p: _with_manifest(p, lambda m: m["model"].update(dtype="x" * 1_000)),
+        True,
+        "'dtype' is 1,000 characters long; `python -m engine prepare` writes at most 200 there",
+    ),
+    (
+        "a 19 MB step token, rehashed",
+        lambda p: _with_run(
+            p, "the-model-writes-a-call.call.native", lambda d: d["steps"][0].update(token="x" * 19_000_000)
+        ),
+        True,
+        "bytes uncompressed",
+    ),
+    (
+        "a 2,000-character step token, rehashed",
+        lambda p: _with_run(
+            p, "the-model-writes-a-call.call.native", lambda d: d["steps"][0].update(token="x" * 2_000)
+        ),
+        True,
+        "step 0: 'token' is 2,000 characters long; `python -m engine prepare` writes at most 1,024 there",
+    ),
+    (
+        "a 2,000-character alternative's token, rehashed",
+        lambda p: _with_run(p, "when-not-to-call.first-token.france", lambda d: d["top"][0].update(token="x" * 2_000)),
+        True,
+        "top[0]: 'token' is 2,000 characters long",
+    ),
+    (
+        "a 100,000-character turn text, rehashed",
+        lambda p: _with_run(p, "the-model-writes-a-call.call.native", lambda d: d.update(text="x" * 100_000)),
+        True,
+        "the-model-writes-a-call.call.native.json holds a string of 100,000 characters",
+    ),
 ]
 
 
@@ -261,12 +450,29 @@ def test_a_bad_pack_gets_a_clear_message(tiny_pack, make, allow_random, message)
     assert message in str(refused.value)
 
 
+def test_a_small_zip_of_long_strings_is_refused_before_any_of_it_is_kept(tiny_pack):
+    """The attack of issue 29: a 181 KiB upload unpacking nine 19 MB strings was kept whole (360 MiB a session)."""
+    import tracemalloc
+
+    upload = _long_strings(tiny_pack[0], 9, 19_000_000)
+    assert len(upload) - len(_good_zip(tiny_pack[0])) < 200 * 1024  # the strings add under 200 KiB to the zip
+    tracemalloc.start()
+    try:
+        with pytest.raises(PackError, match="a pack file may hold up to 8,388,608"):
+            read_pack_bytes(upload, "pack.zip", allow_random=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # refused on the member's stated size, before it is inflated
+    assert peak < 8 * 2**20, peak
+
+
 def test_a_zip_damaged_anywhere_in_its_directory_gets_a_message(tiny_pack):
     """Each of the last 400 bytes (the central directory and its end record) set to 0xFF in turn: a Pack or a PackError,
     never another exception (a damaged offset once raised "ValueError: negative seek value")."""
     good = zipped(tiny_pack[0])
     for offset in range(len(good) - 400, len(good), 3):
-        damaged = good[:offset] + b"\xff" + good[offset + 1:]
+        damaged = good[:offset] + b"\xff" + good[offset + 1 :]
         try:
             read_pack_bytes(damaged, "pack.zip", allow_random=True)
         except PackError:
@@ -290,11 +496,22 @@ def test_a_good_pack_zipped_with_or_without_its_folder_reads_back(tiny_pack, tmp
 @pytest.mark.parametrize(
     "spoil, message",
     [
-        pytest.param(lambda d: (d / "runs" / "link.json").symlink_to("/etc/passwd"), "not a plain file", id="a linked file"),
-        pytest.param(lambda d: (d / "linked").symlink_to(d / "runs", target_is_directory=True), "symbolic link", id="a linked folder"),
-        pytest.param(lambda d: (d / "notes.md").write_text("mine", encoding="utf-8"), "not JSON", id="a file that is not JSON"),
-        pytest.param(lambda d: (d / "runs" / "the-model-writes-a-call.call.native.json").write_text("{}", encoding="utf-8"), "sha256 does not match",
-                     id="a run overwritten"),
+        pytest.param(
+            lambda d: (d / "runs" / "link.json").symlink_to("/etc/passwd"), "not a plain file", id="a linked file"
+        ),
+        pytest.param(
+            lambda d: (d / "linked").symlink_to(d / "runs", target_is_directory=True),
+            "symbolic link",
+            id="a linked folder",
+        ),
+        pytest.param(
+            lambda d: (d / "notes.md").write_text("mine", encoding="utf-8"), "not JSON", id="a file that is not JSON"
+        ),
+        pytest.param(
+            lambda d: (d / "runs" / "the-model-writes-a-call.call.native.json").write_text("{}", encoding="utf-8"),
+            "sha256 does not match",
+            id="a run overwritten",
+        ),
     ],
 )
 def test_a_bad_pack_folder_gets_a_clear_message(tiny_pack, tmp_path, spoil, message):

@@ -16,7 +16,12 @@ import pytest
 import torch
 from helpers import FailingModel, open_page
 
-P1, P2, CALC, PG = "app_pages/why_call_a_tool.py", "app_pages/tools_as_schemas.py", "app_pages/calculator.py", "app_pages/playground.py"
+P1, P2, CALC, PG = (
+    "app_pages/why_call_a_tool.py",
+    "app_pages/tools_as_schemas.py",
+    "app_pages/calculator.py",
+    "app_pages/playground.py",
+)
 
 
 def tool(name="a", **function) -> dict:
@@ -31,23 +36,51 @@ def tools_text(*tools) -> str:
 TOOL_EDITOR = [
     ("empty", "", "Not valid JSON: Expecting value at line 1, column 1."),
     ("unclosed", "[", "Not valid JSON: Expecting value at line 1, column 2."),
-    ("trailing-comma", '[{"type": "function", "function": {"name": "a"}},]', "Not valid JSON: Expecting value at line 1, column 50."),
+    (
+        "trailing-comma",
+        '[{"type": "function", "function": {"name": "a"}},]',
+        "Not valid JSON: Expecting value at line 1, column 50.",
+    ),
     ("deep-nesting", "[" * 100_000, "Not usable JSON: it is nested too deeply to read."),
     ("huge-number", "[" + "1" * 5000 + "]", "Not usable JSON: a number in it has too many digits to read."),
-    ("not-a-list", '{"type": "function"}', 'tools must be a JSON list of definitions: [{"type": "function", "function": {...}}, ...]'),
+    (
+        "not-a-list",
+        '{"type": "function"}',
+        'tools must be a JSON list of definitions: [{"type": "function", "function": {...}}, ...]',
+    ),
     ("no-name", tools_text({"type": "function", "function": {"description": "d"}}), "tool 1: it has no name"),
-    ("bad-name", tools_text(tool("has space")), "tool 1: the name 'has space' may use only letters, digits, _ and -, up to 64 characters"),
+    (
+        "bad-name",
+        tools_text(tool("has space")),
+        "tool 1: the name 'has space' may use only letters, digits, _ and -, up to 64 characters",
+    ),
     ("duplicate-names", tools_text(tool("a"), tool("a")), "tool 2: the name 'a' is used twice"),
-    ("schema-rejected", tools_text(tool(parameters={"type": "object", "properties": {"x": {"type": "strin"}}})),
-     "tool 'a': parameters is not a valid JSON Schema: 'strin' is not valid under any of the given schemas"),
-    ("ref-to-nothing", tools_text(tool(parameters={"type": "object", "properties": {"x": {"$ref": "#/nope"}}})),
-     "tool 'a': $ref '#/nope' points to nothing in this schema"),
-    ("lookahead-pattern", tools_text(tool(parameters={"type": "object", "properties": {"x": {"type": "string", "pattern": "(?=a)"}}})),
-     "tool 'a': the pattern '(?=a)' uses syntax RE2 cannot run (lookaround or a backreference)"),
+    (
+        "schema-rejected",
+        tools_text(tool(parameters={"type": "object", "properties": {"x": {"type": "strin"}}})),
+        "tool 'a': parameters is not a valid JSON Schema: 'strin' is not valid under any of the given schemas",
+    ),
+    (
+        "ref-to-nothing",
+        tools_text(tool(parameters={"type": "object", "properties": {"x": {"$ref": "#/nope"}}})),
+        "tool 'a': $ref '#/nope' points to nothing in this schema",
+    ),
+    (
+        "lookahead-pattern",
+        tools_text(tool(parameters={"type": "object", "properties": {"x": {"type": "string", "pattern": "(?=a)"}}})),
+        "tool 'a': the pattern '(?=a)' uses syntax RE2 cannot run (lookaround or a backreference)",
+    ),
     ("control-characters", "[\u0000\u202e]", "Not valid JSON: Expecting value at line 1, column 2."),
-    ("huge-description", tools_text(tool(description="word " * 20_000, parameters={"type": "object", "properties": {}})),
-     "tool 'a': the tool's description is 100,000 characters; the limit is 4,000: shorten it (the model reads it in every prompt)"),
-    ("long-description", tools_text(tool(description="word " * 800, parameters={"type": "object", "properties": {}})), None),
+    (
+        "huge-description",
+        tools_text(tool(description="word " * 20_000, parameters={"type": "object", "properties": {}})),
+        "tool 'a': the tool's description is 100,000 characters; the limit is 4,000: shorten it (the model reads it in every prompt)",
+    ),
+    (
+        "long-description",
+        tools_text(tool(description="word " * 800, parameters={"type": "object", "properties": {}})),
+        None,
+    ),
     ("empty-list", "[]", None),
 ]
 
@@ -60,7 +93,9 @@ def assert_fine(at, where: str) -> None:
     assert not at.exception, (where, [e.value for e in at.exception])
 
 
-@pytest.mark.parametrize("page, key", [(P2, "tools_as_schemas_json"), (CALC, "calculator_json")], ids=["lesson-2", "calculator"])
+@pytest.mark.parametrize(
+    "page, key", [(P2, "tools_as_schemas_json"), (CALC, "calculator_json")], ids=["lesson-2", "calculator"]
+)
 def test_tool_editor_bad_input(page, key):
     at = open_page(page)
     good = at.text_area(key=key).value
@@ -86,7 +121,7 @@ def test_tool_editor_bad_input(page, key):
 
 def test_lesson_1_word_and_letter_bad_input():
     at = open_page(P1)
-    for word in ["", " ", "<tool_call>{\"name\": \"x\"}</tool_call>", "\u0000\u202e\U0001F353" * 60, "é" * 200]:
+    for word in ["", " ", '<tool_call>{"name": "x"}</tool_call>', "\u0000\u202e\U0001f353" * 60, "é" * 200]:
         at.text_input(key="why_call_a_tool_word").input(word).run()
         assert_fine(at, repr(word[:20]))
         assert at.text_input(key="why_call_a_tool_word").value == word
@@ -105,21 +140,38 @@ def test_lesson_1_word_and_letter_bad_input():
 PLAYGROUND = [
     ("no-name", "playground_path_0", "", "give the file a name, such as notes.txt"),
     ("climbs-out", "playground_path_0", "../../etc/passwd", "the path '../../etc/passwd' leaves the workspace"),
-    ("absolute", "playground_path_0", "/etc/passwd", "paths are relative to the workspace; absolute paths are not allowed"),
+    (
+        "absolute",
+        "playground_path_0",
+        "/etc/passwd",
+        "paths are relative to the workspace; absolute paths are not allowed",
+    ),
     ("tilde", "playground_path_0", "~/.bashrc", "paths are relative to the workspace; '~' is not allowed"),
-    ("nul", "playground_path_0", "calc\u0000.py", "'calc\\x00.py' holds a control or invisible character; use letters, digits, '.', '_', '-' and '/'"),
+    (
+        "nul",
+        "playground_path_0",
+        "calc\u0000.py",
+        "'calc\\x00.py' holds a control or invisible character; use letters, digits, '.', '_', '-' and '/'",
+    ),
     ("too-long", "playground_path_0", "a/" * 300, "the path is longer than 512 characters"),
     ("name-too-long", "playground_path_0", "n" * 300, "the path cannot be used: File name too long"),
     ("a-folder", "playground_path_0", "src/", "'src/' names a folder; give a file name, such as src/notes.txt"),
     ("twice", "playground_path_0", "test_calc.py", "test_calc.py appears twice; each file needs its own name"),
-    ("oversized", "playground_text_0", "x" * 70_000, "calc.py is 70,000 bytes; a workspace file may hold up to 65,536 bytes"),
+    (
+        "oversized",
+        "playground_text_0",
+        "x" * 70_000,
+        "calc.py is 70,000 bytes; a workspace file may hold up to 65,536 bytes",
+    ),
 ]
 
 
 def test_playground_file_fields_bad_input():
     at = open_page(PG)
-    good = {key: at.text_input(key=key).value if key.startswith("playground_path") else at.text_area(key=key).value
-            for key in ("playground_path_0", "playground_text_0")}
+    good = {
+        key: at.text_input(key=key).value if key.startswith("playground_path") else at.text_area(key=key).value
+        for key in ("playground_path_0", "playground_text_0")
+    }
     for name, key, value, message in PLAYGROUND:
         field = at.text_input(key=key) if key.startswith("playground_path") else at.text_area(key=key)
         field.input(value).run()
@@ -153,7 +205,9 @@ def test_playground_live_run_that_fails_mid_run_says_so_and_the_next_run_works(m
     at.button(key="playground_run").click().run(timeout=120)
     assert_fine(at, "failed run")
     stopped = [i.value for i in at.info if i.value.startswith("The run stopped")]
-    assert stopped and stopped[0].startswith("The run stopped: the model failed: the model ran out of memory at step 2"), stopped
+    assert stopped and stopped[0].startswith(
+        "The run stopped: the model failed: the model ran out of memory at step 2"
+    ), stopped
     assert at.text_area(key="playground_question").value == question
     assert engine.lock.acquire(blocking=False)
     engine.lock.release()
@@ -162,3 +216,64 @@ def test_playground_live_run_that_fails_mid_run_says_so_and_the_next_run_works(m
     assert_fine(at, "next run")
     stopped = [i.value for i in at.info if i.value.startswith("The run stopped")]
     assert stopped and "failed" not in stopped[0], stopped
+
+
+# -- a link's files (?files=): bounded by size, nesting and count, with a message past them (issue 29) --------------
+def _link(text: str) -> str:
+    from ui.state import pack_edits
+
+    return pack_edits(text)
+
+
+# (id, the link's files value, the warning the playground shows; the scenario's own files stay)
+LINKS = [
+    (
+        "nested brackets",
+        lambda: _link("[" * 100_000),
+        "This link's files cannot be read: their text nests lists and objects more than 64 deep.",
+    ),
+    (
+        "20,000 empty files",
+        lambda: _link(json.dumps([["a.txt", ""]] * 20_000)),
+        "This link carries 20,000 files; a link may carry up to 64.",
+    ),
+    (
+        "20,000 files by name, past the link's length",
+        lambda: _link(json.dumps([[f"f{n}.txt", ""] for n in range(20_000)])),
+        "This link's files cannot be read: the link may be cut short or too long.",
+    ),
+    ("9,000 characters", lambda: "A" * 9_000, "the link may be cut short or too long"),
+    ("not a link at all", lambda: "%%%", "their text is not valid JSON"),
+    ("an object", lambda: _link('{"a": 1}'), "This link's files are not a list of [path, text] pairs."),
+    ("NaN", lambda: _link('[["a.txt", NaN]]'), "their text holds NaN, which is not JSON"),
+    ("a lone surrogate", lambda: _link('[["a.txt", "\\ud800"]]'), "their text holds a lone surrogate"),
+]
+
+
+@pytest.mark.parametrize("make, message", [pytest.param(*row[1:], id=row[0]) for row in LINKS])
+def test_a_links_files_are_read_with_bounds(make, message):
+    from ui.playground_files import read_linked_files
+
+    files, problem = read_linked_files(make())
+    assert files == [] and message in problem and problem.endswith("The scenario's own files are shown instead.")
+
+
+@pytest.mark.parametrize("row", [LINKS[0], LINKS[1]], ids=[LINKS[0][0], LINKS[1][0]])
+def test_a_bad_link_opens_the_playground_with_its_scenarios_files_and_says_why(row):
+    """Nested brackets were a RecursionError traceback on the page; 20,000 files left it unfinished after 65 s."""
+    import time
+
+    _, make, message = row
+    started = time.monotonic()
+    at = open_page(PG, files=make())
+    assert_fine(at, row[0])
+    assert any(message in w.value for w in at.warning), shown(at)
+    assert at.text_input(key="playground_path_0").value == "calc.py"
+    assert time.monotonic() - started < 60
+
+
+def test_a_good_link_still_brings_its_files():
+    at = open_page(PG, files=_link(json.dumps([["notes.txt", "hello"], ["src/a.py", "x = 1\n"]])))
+    assert_fine(at, "good link")
+    assert [at.text_input(key=f"playground_path_{n}").value for n in range(2)] == ["notes.txt", "src/a.py"]
+    assert at.text_area(key="playground_text_0").value == "hello" and not at.warning

@@ -58,16 +58,49 @@ def test_the_command_line_gives_the_same_json_keys_from_a_server(server, tmp_pat
     url = server()
     messages = tmp_path / "m.json"
     messages.write_text(json.dumps(REQUEST.messages))
-    done = subprocess.run([sys.executable, "-m", "engine", "generate", "--engine-url", url, "--messages", str(messages),
-                           "--max-new-tokens", "4", "--top-k", "3"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "generate",
+            "--engine-url",
+            url,
+            "--messages",
+            str(messages),
+            "--max-new-tokens",
+            "4",
+            "--top-k",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert {"text", "finish", "steps"} <= set(result) and result["model"]["engine_url"] == url
     step = result["steps"][0]
     assert {"id", "token", "p", "top", "allowed"} <= set(step) and 0 < step["p"] <= 1 and len(step["top"]) == 3
-    named = subprocess.run([sys.executable, "-m", "engine", "generate", "--engine-url", url, "--messages", str(messages),
-                            "--tools", "lessons/tools/strawberry.json", "--tool-choice", "count_letter"],
-                           capture_output=True, text=True, timeout=300)
+    named = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "generate",
+            "--engine-url",
+            url,
+            "--messages",
+            str(messages),
+            "--tools",
+            "lessons/tools/strawberry.json",
+            "--tool-choice",
+            "count_letter",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert named.returncode == 2 and "is neither vLLM nor llama.cpp's server" in named.stderr
     assert "llama.cpp's server (which has no named tool_choice)" in named.stderr
 
@@ -90,8 +123,13 @@ def test_a_vllm_server_gets_the_named_tools_grammar_with_our_prompt_in_structure
     assert body["prompt"] == render(request).ids and "grammar" not in body
     assert body["structured_outputs"] == {"grammar": build_server_grammar(BOUNDED, "set_light", "xgrammar").text}
     assert 'call_block ::= "<tool_call>" "\\n" call_json "\\n" "</tool_call>"' in body["structured_outputs"]["grammar"]
-    assert turn.extra["grammar"] == {"ran_on": "server", "server": "vLLM", "dialect": "xgrammar",
-                                     "field": "structured_outputs.grammar", "tool_choice": "set_light"}
+    assert turn.extra["grammar"] == {
+        "ran_on": "server",
+        "server": "vLLM",
+        "dialect": "xgrammar",
+        "field": "structured_outputs.grammar",
+        "tool_choice": "set_light",
+    }
     # the server applied it (the tiny model's free text is junk): one well-formed call of the named tool
     verdict = parse_turn(turn.text, BOUNDED, "native")
     assert turn.finish == "stop" and not verdict.errors and [c.name for c in verdict.calls] == ["set_light"]
@@ -107,12 +145,18 @@ def test_tool_choice_required_through_vllm_calls_one_of_the_tools(server):
 
     remote = connect(server("vllm"))
     request = Request(REQUEST.messages, BOUNDED)
-    turn = generate_turn(remote, request, GenerationSettings(max_new_tokens=80, top_k=3, reuse_prefix=False),
-                         build_constraint(remote, BOUNDED, "required"))
+    turn = generate_turn(
+        remote,
+        request,
+        GenerationSettings(max_new_tokens=80, top_k=3, reuse_prefix=False),
+        build_constraint(remote, BOUNDED, "required"),
+    )
     verdict = parse_turn(turn.text, BOUNDED, "native")
     assert verdict.calls and {c.name for c in verdict.calls} <= {"roll", "set_light", "set_mode"}
     # required may call again after the first call: a further call the token limit cut is the only error there can be
-    assert all("was the reply cut off?" in e.error for e in verdict.errors) and (turn.finish == "length" or not verdict.errors)
+    assert all("was the reply cut off?" in e.error for e in verdict.errors) and (
+        turn.finish == "length" or not verdict.errors
+    )
 
 
 def test_a_vllm_that_ignores_the_grammar_is_refused_not_shown_as_constrained(server):
@@ -120,7 +164,9 @@ def test_a_vllm_that_ignores_the_grammar_is_refused_not_shown_as_constrained(ser
 
     remote = connect(server("vllm-ignores"))
     with pytest.raises(RemoteError, match="did not apply the grammar sent as structured_outputs.grammar"):
-        generate_turn(remote, Request(REQUEST.messages, BOUNDED), SETTINGS, build_constraint(remote, BOUNDED, "required"))
+        generate_turn(
+            remote, Request(REQUEST.messages, BOUNDED), SETTINGS, build_constraint(remote, BOUNDED, "required")
+        )
 
 
 def test_tool_choice_auto_and_an_unknown_server_say_why_no_grammar_travels(server):
@@ -139,13 +185,31 @@ def test_the_command_line_sends_a_named_tool_choice_to_vllm(server, tmp_path):
     url = server("vllm")
     (tmp_path / "m.json").write_text(json.dumps(REQUEST.messages))
     (tmp_path / "t.json").write_text(json.dumps(BOUNDED))
-    done = subprocess.run([sys.executable, "-m", "engine", "generate", "--engine-url", url, "--messages", str(tmp_path / "m.json"),
-                           "--tools", str(tmp_path / "t.json"), "--tool-choice", "roll", "--max-new-tokens", "80"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "generate",
+            "--engine-url",
+            url,
+            "--messages",
+            str(tmp_path / "m.json"),
+            "--tools",
+            str(tmp_path / "t.json"),
+            "--tool-choice",
+            "roll",
+            "--max-new-tokens",
+            "80",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["grammar"]["ran_on"] == "server" and result["grammar"]["field"] == "structured_outputs.grammar"
-    assert result["steps"] and result["text"].startswith("<tool_call>\n{\"name\": \"roll\", \"arguments\": {\"sides\": ")
+    assert result["steps"] and result["text"].startswith('<tool_call>\n{"name": "roll", "arguments": {"sides": ')
 
 
 def running_server(url: str):
@@ -156,12 +220,15 @@ def running_server(url: str):
 _RUNNING: dict = {}
 
 
-@pytest.mark.parametrize(("mode", "message"), [
-    ("no-logprobs", "returned no logprobs"),
-    ("other-tokenizer", "read the prompt as 15 tokens and this site as 14"),
-    ("cut", "was cut"),
-    ("slow", "did not answer /completions within 1 s"),
-])
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("no-logprobs", "returned no logprobs"),
+        ("other-tokenizer", "read the prompt as 15 tokens and this site as 14"),
+        ("cut", "was cut"),
+        ("slow", "did not answer /completions within 1 s"),
+    ],
+)
 def test_each_failure_is_one_clear_line_and_nothing_hangs(server, mode, message):
     # a short timeout for the slow server only: on a busy machine the tiny model itself can take seconds
     remote = connect(server(mode), timeout=1.0 if mode == "slow" else 120.0)
@@ -232,13 +299,16 @@ FIRST_TOKEN_PAGE = "app_pages/answer_and_when_not_to_call.py"
 CONSTRAINED_PAGE = "app_pages/constrained_decoding.py"
 
 
-@pytest.mark.parametrize(("mode", "message"), [
-    ("ok", "<tool_call> is not among the server's 20 most likely first tokens, so its probability is below "),
-    ("no-logprobs", "returned no logprobs"),
-    ("other-tokenizer", "this site as"),
-    ("cut", "was cut"),
-    ("slow", "did not answer /completions within 1 s"),
-])
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("ok", "<tool_call> is not among the server's 20 most likely first tokens, so its probability is below "),
+        ("no-logprobs", "returned no logprobs"),
+        ("other-tokenizer", "this site as"),
+        ("cut", "was cut"),
+        ("slow", "did not answer /completions within 1 s"),
+    ],
+)
 def test_lesson_5_says_what_a_server_could_not_give_on_the_panel(server, monkeypatch, mode, message):
     from helpers import open_page
 
@@ -247,7 +317,9 @@ def test_lesson_5_says_what_a_server_could_not_give_on_the_panel(server, monkeyp
     at = open_page(FIRST_TOKEN_PAGE, timeout=120)  # open_page asserts the page raised nothing
     errors = [e.value for e in at.error]
     # one message per question's panel, each saying what happened
-    assert len(errors) == 2 and all(e.startswith("This panel could not be computed: ") and message in e for e in errors), errors
+    assert len(errors) == 2 and all(
+        e.startswith("This panel could not be computed: ") and message in e for e in errors
+    ), errors
 
 
 def test_a_servers_first_token_is_the_local_models_where_its_20_alternatives_reach(server):
@@ -281,13 +353,18 @@ def test_lesson_6_says_a_server_cannot_apply_the_grammar_instead_of_decoding_bot
     assert not any(s["bars"] for s in view_data(at, "constrained_decoding_view")["steps"])
 
 
-def test_lesson_6_decodes_both_halves_through_vllm_the_constrained_one_with_the_grammar_on_the_server(server, monkeypatch):
+def test_lesson_6_decodes_both_halves_through_vllm_the_constrained_one_with_the_grammar_on_the_server(
+    server, monkeypatch
+):
     from helpers import open_page
 
     url = server("vllm")
     monkeypatch.setenv("QWEN_ENGINE_URL", url)
     at = open_page(CONSTRAINED_PAGE, timeout=180, tool_choice="required")
-    assert any("whose grammar ran on the server" in c.value and "vLLM's structured_outputs.grammar" in c.value for c in at.caption)
+    assert any(
+        "whose grammar ran on the server" in c.value and "vLLM's structured_outputs.grammar" in c.value
+        for c in at.caption
+    )
     sent = len(running_server(url).requests)
     at.button(key="constrained_decoding_generate").click().run(timeout=300)
     assert not at.exception, [e.value for e in at.exception]
@@ -299,19 +376,27 @@ def test_lesson_6_decodes_both_halves_through_vllm_the_constrained_one_with_the_
 
 
 @pytest.mark.slow
-def test_prepare_records_a_pack_from_a_server_labelled_with_its_model_and_skips_what_no_server_returns(server, tmp_path):
+def test_prepare_records_a_pack_from_a_server_labelled_with_its_model_and_skips_what_no_server_returns(
+    server, tmp_path
+):
     from engine.packs.pack import read_pack
 
     url = server()
-    done = subprocess.run([sys.executable, "-m", "engine", "prepare", "--engine-url", url, "--out", str(tmp_path / "pack")],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "prepare", "--engine-url", url, "--out", str(tmp_path / "pack")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
     assert summary["model"]["name"] == MODEL_ID and summary["model"]["source"] == "server"
     skipped = {row["id"]: row["why"] for row in summary["skipped"]}
     # lesson 6's masks over the vocabulary and its side by side need this process; lesson 5's <tool_call> is far
     # below the tiny model's top 20
-    assert "constrained-decoding.side-by-side.required" in skipped and "constrained-decoding.mask.call.required" in skipped
+    assert (
+        "constrained-decoding.side-by-side.required" in skipped and "constrained-decoding.mask.call.required" in skipped
+    )
     assert "neither vLLM nor llama.cpp's server" in skipped["constrained-decoding.side-by-side.required"]
     assert "not the whole distribution" in skipped["constrained-decoding.mask.call.required"]
     assert all(f"{key}: skipped, " in done.stderr for key in skipped)
@@ -320,3 +405,97 @@ def test_prepare_records_a_pack_from_a_server_labelled_with_its_model_and_skips_
     call = pack.run("the-model-writes-a-call.call.native")
     assert call is not None and call.data["steps"] and all(0 < s["p"] <= 1 for s in call.data["steps"])
     assert pack.run("constrained-decoding.side-by-side.required") is None
+
+
+# -- a stranger's server: every reply bounded by bytes, by a deadline for the whole request, and by shape (issue 29) ---
+@pytest.fixture
+def hostile():
+    from tests.openai_server import start_hostile_server
+
+    servers = []
+
+    def start(mode):
+        server, url = start_hostile_server(mode)
+        servers.append(server)
+        return server, url
+
+    yield start
+    for running in servers:
+        running.shutdown()
+
+
+DEADLINE = 3.0  # the engine's timeout in these tests: the whole request, not each read
+HOSTILE = [
+    # (mode, what the one line says)
+    # 280,576 bytes: 256 KiB, and 512 for each of the 6 tokens asked for and its 5 alternatives
+    ("huge", "sent more than 280,576 bytes for /completions, far more than the request asks for"),
+    ("huge-stated", "sent more than 280,576 bytes for /completions"),
+    ("many-tokens", "sent more than 280,576 bytes for /completions"),
+    ("error-500-huge", 'answered /completions with HTTP 500: {"error": "overloaded overloaded'),
+    ("drip", "did not answer /completions within 3 s"),
+    ("drip-body", "did not answer /completions within 3 s"),
+    ("list", "answered /completions with a JSON list where an object belongs"),
+    ("nine-tokens", "returned 9 tokens for max_tokens 6: it did not stop where asked"),
+    ("nan", "answered /completions with NaN, which JSON has no word for"),
+    ("infinity", "answered /completions with -Infinity, which JSON has no word for"),
+    ("positive", "sent 3 as the log-probability of token 1: above 0, which is a probability over 1"),
+    ("choices-of-strings", "answered with no choices"),
+    ("not-http", "answered /completions with something that is not HTTP"),
+]
+
+
+@pytest.mark.parametrize("mode, message", HOSTILE, ids=[row[0] for row in HOSTILE])
+def test_a_hostile_servers_reply_is_one_clear_line_within_the_deadline_and_a_few_mb(hostile, mode, message):
+    import tracemalloc
+
+    server, url = hostile(mode)
+    remote = connect(url, timeout=DEADLINE)
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(RemoteError) as caught:
+            generate_turn(remote, Request([{"role": "user", "content": "Say hi"}]), SETTINGS)
+        seconds = time.monotonic() - started
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert message in str(caught.value) and "\n" not in str(caught.value), str(caught.value)
+    assert seconds < DEADLINE + 2, seconds  # the drips once held a request as long as they dripped
+    # 600 MiB replies were read whole; now about 1.5 MB (and the imports of a first call, up to 20 MB)
+    assert peak < 32 * 2**20, peak
+    if mode == "error-500-huge":  # the body read to 1 KiB, 300 characters of it shown
+        assert len(str(caught.value).split("HTTP 500: ", 1)[1]) == 300
+
+
+def test_a_model_list_that_is_a_json_list_is_refused_with_a_message(hostile):
+    _, url = hostile("models-list")
+    with pytest.raises(RemoteError, match="answered /models with a JSON list where an object belongs"):
+        connect(url)
+
+
+MEASURED = """import resource, subprocess, sys, time
+started = time.monotonic()
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=300)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.monotonic(), sep="\\n")
+print(done.stderr, end="")
+"""
+
+
+@pytest.mark.parametrize("mode", ["huge", "drip", "list"])
+def test_generate_with_engine_url_against_a_hostile_server_exits_2_in_time_and_memory(hostile, tmp_path, mode):
+    """`generate --engine-url` against a server sending 600 MiB, dripping, or answering a list: exit 2 within the
+    request's deadline (QWEN_ENGINE_TIMEOUT) and under 800 MB peak (the process that measures runs it alone)."""
+    import os
+
+    server, url = hostile(mode)
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps(REQUEST.messages))
+    argv = [sys.executable, "-m", "engine", "generate", "--engine-url", url, "--messages", str(messages)]
+    env = {**os.environ, "QWEN_ENGINE_TIMEOUT": str(DEADLINE)}
+    done = subprocess.run([sys.executable, "-c", MEASURED, *argv], capture_output=True, text=True, timeout=300, env=env)
+    code, peak_kib, ended, *stderr = done.stdout.split("\n", 3)
+    stderr = "".join(stderr)
+    assert int(code) == 2 and stderr.startswith("error: ") and stderr.count("\n") == 1, stderr
+    assert int(peak_kib) * 1024 < 800 * 10**6, peak_kib
+    # time.monotonic is one clock for every process of the machine
+    assert float(ended) - server.arrived < DEADLINE + 2

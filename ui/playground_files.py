@@ -1,11 +1,19 @@
-"""The playground's file editors in session state: a scenario's files, or the edited files a link carries."""
+"""The playground's file editors in session state: a scenario's files, or the edited files a link carries.
 
-import json
+A link is a stranger's input: its `files` value is read with bounds on its size (ui/state.py's
+unpack_edits), its nesting (engine/core/json_input.py) and its count of files, and past any of
+them the page shows the scenario's own files with a sentence saying why.
+"""
 
 import streamlit as st
 
+from engine.core.json_input import InputProblem, read_json_text
 from engine.harness.loop import load_scenario
 from ui.state import forget, unpack_edits
+
+MAX_LINK_FILES = 64  # files a link may carry: a scenario has a handful, and the page draws an editor for each
+LINK_PROBLEM = "playground_link_problem"  # session key: why a link's files were not used, shown above the editors
+THE_SCENARIOS = "The scenario's own files are shown instead."
 
 
 def load_files(name: str) -> None:
@@ -20,15 +28,36 @@ def load_files(name: str) -> None:
         st.session_state[f"playground_text_{n}"] = body
     st.session_state["playground_question"] = scenario.messages[-1]["content"]
     st.session_state.pop("playground_result", None)
+    st.session_state.pop(LINK_PROBLEM, None)
+
+
+def read_linked_files(value: str) -> tuple[list[tuple[str, str]], str | None]:
+    """The [path, text] pairs a link's `files` value carries, or none and a sentence saying why they cannot be used."""
+    text = unpack_edits(value)
+    if text is None:
+        return [], f"This link's files cannot be read: the link may be cut short or too long. {THE_SCENARIOS}"
+    try:
+        files = read_json_text(text)
+    except InputProblem as problem:
+        return [], f"This link's files cannot be read: their text {problem}. {THE_SCENARIOS}"
+    if not isinstance(files, list) or not all(
+        isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f) for f in files
+    ):
+        return [], f"This link's files are not a list of [path, text] pairs. {THE_SCENARIOS}"
+    if len(files) > MAX_LINK_FILES:
+        return [], f"This link carries {len(files):,} files; a link may carry up to {MAX_LINK_FILES}. {THE_SCENARIOS}"
+    return [(path, body) for path, body in files], None
 
 
 def load_linked_files() -> None:
     """A link's edited files (its `files` parameter: [[path, text], ...]) in place of the scenario's."""
-    try:
-        files = json.loads(unpack_edits(st.query_params.get("files", "")) or "null")
-    except ValueError:
+    value = st.query_params.get("files")
+    if value is None:
         return
-    if isinstance(files, list) and all(isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f) for f in files):
-        st.session_state["playground_files"] = list(range(len(files)))
-        for n, (path, body) in enumerate(files):
-            st.session_state[f"playground_path_{n}"], st.session_state[f"playground_text_{n}"] = path, body
+    files, problem = read_linked_files(value)
+    if problem:
+        st.session_state[LINK_PROBLEM] = problem
+        return
+    st.session_state["playground_files"] = list(range(len(files)))
+    for n, (path, body) in enumerate(files):
+        st.session_state[f"playground_path_{n}"], st.session_state[f"playground_text_{n}"] = path, body

@@ -114,7 +114,10 @@ def pack_edits(text: str) -> str:
 
 
 def unpack_edits(value: str) -> str | None:
-    """The text a link carries (pack_edits' inverse), or None if the value is not one (a truncated link)."""
+    """The text a link carries (pack_edits' inverse), or None if the value is not one (a truncated link, or one longer
+    than any this site writes)."""
+    if len(value) > MAX_LINK_EDITS:
+        return None
     try:
         raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
         # at most 1 MB unpacked: a hand-made link cannot make the server inflate a bomb
@@ -147,7 +150,9 @@ def edits_to_url(param: str, text: str | None) -> str | None:
     packed = pack_edits(text)
     if len(packed) > MAX_LINK_EDITS:
         to_url(**{param: None})
-        return (f"Your edits are too long to travel in a link ({len(packed):,} characters compressed; the limit is "
-                f"{MAX_LINK_EDITS:,}): a copied link opens the shipped text. Shorten them to share them.")
+        return (
+            f"Your edits are too long to travel in a link ({len(packed):,} characters compressed; the limit is "
+            f"{MAX_LINK_EDITS:,}): a copied link opens the shipped text. Shorten them to share them."
+        )
     to_url(**{param: packed})
     return None

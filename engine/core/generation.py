@@ -7,10 +7,15 @@ never imports torch.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 from ..errors import BadInput
 from .tokenizer import END_OF_TEXT, IM_END
+
+MAX_NEW_TOKENS = 32_768  # the reply length Qwen3's model card recommends for most queries; a context may allow fewer
+MIN_TEMPERATURE = 1e-3  # below it, logits / temperature overflows float32 and every probability is NaN
+MAX_TEMPERATURE = 100.0  # above it, every token is about as likely as any other
 
 SHORT_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
@@ -30,7 +35,9 @@ class ModelInfo:
     note: str | None = None  # TINY_NOTE or RANDOM_FOLDER_NOTE
     quant: str | None = None  # "int8" when every Linear's weight is int8 (engine/model/quant.py); None = as dtype says
     threads: int | None = None  # torch threads on a CPU (engine/model/threads.py); None = not chosen here
-    engine_url: str | None = None  # the OpenAI-compatible server that ran it (engine/model/remote.py); None = this process
+    engine_url: str | None = (
+        None  # the OpenAI-compatible server that ran it (engine/model/remote.py); None = this process
+    )
 
     def weights(self) -> str:
         """How the weights are held, in a label's words: 'int8 weights', 'bf16', 'fp32'."""
@@ -76,8 +83,23 @@ class GenerationSettings:
         """Raise BadInput with what to change when a value cannot work."""
         if self.max_new_tokens < 1:
             raise BadInput(f"max_new_tokens must be at least 1, not {self.max_new_tokens}")
+        if self.max_new_tokens > MAX_NEW_TOKENS:
+            raise BadInput(
+                f"max_new_tokens must be at most {MAX_NEW_TOKENS:,} (the reply length Qwen3's model card recommends), "
+                f"not {self.max_new_tokens:,}"
+            )
         if self.temperature < 0:
             raise BadInput(f"temperature must be 0 (greedy) or more, not {self.temperature}")
+        if not math.isfinite(self.temperature) or (0 < self.temperature < MIN_TEMPERATURE):
+            raise BadInput(
+                f"temperature must be 0 (greedy) or a number from {MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}, "
+                f"not {self.temperature}"
+            )
+        if self.temperature > MAX_TEMPERATURE:
+            raise BadInput(
+                f"temperature must be at most {MAX_TEMPERATURE:g} (above it every token is about as likely), "
+                f"not {self.temperature}"
+            )
         if not 0 < self.top_p <= 1:
             raise BadInput(f"top_p must be above 0 and at most 1, not {self.top_p}")
         if not 0 <= self.top_k <= 100:
@@ -114,9 +136,15 @@ class DecodeStep:
     p: float  # its probability: softmax after temperature, renormalised under the mask if any (before top-p trims the draw)
     top: list[Alternative]  # the top_k tokens of that distribution, most likely first
     allowed: int | None  # how many of the 151,669 real tokens the constraint allowed; None = no constraint this step
-    p_unmasked: float | None = None  # with a mask and settings.model_view: the same token's probability had nothing been forbidden
-    forbidden_mass: float | None = None  # with a mask and settings.model_view: the probability the model put on the forbidden tokens
-    top_unmasked: list[Alternative] | None = None  # with a mask and settings.model_view: the top_k the model wanted before masking
+    p_unmasked: float | None = (
+        None  # with a mask and settings.model_view: the same token's probability had nothing been forbidden
+    )
+    forbidden_mass: float | None = (
+        None  # with a mask and settings.model_view: the probability the model put on the forbidden tokens
+    )
+    top_unmasked: list[Alternative] | None = (
+        None  # with a mask and settings.model_view: the top_k the model wanted before masking
+    )
     finish: str | None = None  # on the last step: "stop" (a stop token) or "length" (max_new_tokens)
 
     def as_json(self) -> dict:
@@ -128,11 +156,17 @@ class DecodeStep:
             return None if rows is None else [Alternative(int(r["id"]), str(r["token"]), float(r["p"])) for r in rows]
 
         return cls(
-            index=int(data["index"]), id=int(data["id"]), token=str(data["token"]), text=str(data.get("text", "")),
-            p=float(data["p"]), top=alternatives(data.get("top") or []),
+            index=int(data["index"]),
+            id=int(data["id"]),
+            token=str(data["token"]),
+            text=str(data.get("text", "")),
+            p=float(data["p"]),
+            top=alternatives(data.get("top") or []),
             allowed=None if data.get("allowed") is None else int(data["allowed"]),
-            p_unmasked=data.get("p_unmasked"), forbidden_mass=data.get("forbidden_mass"),
-            top_unmasked=alternatives(data.get("top_unmasked")), finish=data.get("finish"),
+            p_unmasked=data.get("p_unmasked"),
+            forbidden_mass=data.get("forbidden_mass"),
+            top_unmasked=alternatives(data.get("top_unmasked")),
+            finish=data.get("finish"),
         )
 
 

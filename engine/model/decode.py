@@ -62,10 +62,14 @@ def normalize_mask(mask: torch.Tensor, index: int) -> torch.Tensor:
     over a fresh mask at every step, and a copy of 151,936 entries per token is time wasted.
     """
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.dim() != 1:
-        raise EngineError(f"the constraint's mask at step {index} must be a 1-D torch.bool tensor, not {type(mask).__name__}")
+        raise EngineError(
+            f"the constraint's mask at step {index} must be a 1-D torch.bool tensor, not {type(mask).__name__}"
+        )
     mask = mask.to("cpu")
     if not REAL_VOCAB <= mask.numel() <= MODEL_VOCAB:
-        raise EngineError(f"the constraint's mask at step {index} has {mask.numel()} entries; it needs {REAL_VOCAB} to {MODEL_VOCAB}")
+        raise EngineError(
+            f"the constraint's mask at step {index} has {mask.numel()} entries; it needs {REAL_VOCAB} to {MODEL_VOCAB}"
+        )
     if mask.numel() == MODEL_VOCAB:
         mask[REAL_VOCAB:] = False
         return mask
@@ -125,7 +129,9 @@ def masked_distribution(scaled: torch.Tensor, mask, index: int, keep_scaled: boo
             allowed_scaled = scaled.clone() if keep_scaled else scaled
             xgr.apply_token_bitmask_inplace(allowed_scaled, mask.as_tensor())
     if allowed == 0:
-        raise EngineError(f"the constraint allowed no token at step {index}; its grammar cannot continue the text so far")
+        raise EngineError(
+            f"the constraint allowed no token at step {index}; its grammar cannot continue the text so far"
+        )
     probs = torch.softmax(allowed_scaled, dim=-1)
     # log(sum(exp)) of the allowed logits, read back off the softmax at its largest entry
     peak = int(fast_topk(probs, 1)[1][0])
@@ -146,8 +152,10 @@ def what_the_model_wanted(
     top: list[Alternative] = []
     if k:
         values, where = fast_topk(scaled, k)
-        top = [Alternative(i, engine.tokenizer.token_text(i), p)
-               for i, p in zip(where.tolist(), torch.exp(values - total).tolist(), strict=True)]
+        top = [
+            Alternative(i, engine.tokenizer.token_text(i), p)
+            for i, p in zip(where.tolist(), torch.exp(values - total).tolist(), strict=True)
+        ]
     return float(torch.exp(scaled[chosen] - total)), forbidden, top
 
 
@@ -219,14 +227,20 @@ def failure_message(error: BaseException | None, index: int, info: ModelInfo) ->
     """What went wrong at step `index` and what to do; `error` None means the logits were NaN."""
     rest = "The model is still loaded and the next run starts afresh."
     if error is None:
-        return (f"the model's output at step {index} is not a number (NaN): its weights may be damaged. {rest} "
-                f"If it happens again, download {info.name} again (python -m engine download --model {info.name}).")
+        return (
+            f"the model's output at step {index} is not a number (NaN): its weights may be damaged. {rest} "
+            f"If it happens again, download {info.name} again (python -m engine download --model {info.name})."
+        )
     what = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:200]}"
     if isinstance(error, MemoryError) or "out of memory" in str(error).lower():
-        return (f"the model ran out of memory at step {index} ({what}). {rest} Try fewer new tokens, a shorter "
-                f"conversation, or a smaller model (QWEN_MODEL).")
-    return (f"the model failed at step {index} ({what}). {rest} If it fails again, its weights may be damaged: "
-            f"download {info.name} again (python -m engine download --model {info.name}).")
+        return (
+            f"the model ran out of memory at step {index} ({what}). {rest} Try fewer new tokens, a shorter "
+            f"conversation, or a smaller model (QWEN_MODEL)."
+        )
+    return (
+        f"the model failed at step {index} ({what}). {rest} If it fails again, its weights may be damaged: "
+        f"download {info.name} again (python -m engine download --model {info.name})."
+    )
 
 
 # -- the loop ---------------------------------------------------------------------------------
@@ -255,6 +269,13 @@ def stream_steps(
     fast = fast_forward_for(engine)
     forward = model if fast is None else fast
     capacity = len(prompt_ids) + settings.max_new_tokens
+    context = getattr(model.config, "max_position_embeddings", None)
+    if isinstance(context, int) and capacity > context:
+        raise BadInput(
+            f"the prompt's {len(prompt_ids):,} tokens and max_new_tokens {settings.max_new_tokens:,} make "
+            f"{capacity:,}, past {engine.info.name}'s context of {context:,} tokens: ask for at most "
+            f"{max(context - len(prompt_ids), 0):,} new tokens"
+        )
     make_cache = None if fast is None else (lambda layers, length: fast.new_cache(capacity, layers, length))
     # start from a copy of the longest prompt prefix an earlier run kept, and read only the rest
     kept = prefix_cache_for(engine) if settings.reuse_prefix else None

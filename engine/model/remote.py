@@ -25,12 +25,22 @@ model's own `<tool_call>`, which one grammar per request cannot say.
 
 Requests are independent: no lock, so many sessions' turns go to the server at once and it
 batches them. Only the standard library (urllib) is used; every failure is one line.
+
+A server is as untrusted as any input: its reply is streamed with a byte cap sized to what was
+asked (a token with its 20 alternatives is a few hundred bytes), the whole request has one
+deadline (the engine's timeout, QWEN_ENGINE_TIMEOUT) enforced by shutting its socket, so a
+server that drips a byte at a time cannot hold it past it, an error body is read to 1 KiB, the
+JSON must have the shape the Completions API gives it, at most the tokens asked for come back,
+and NaN, infinities and log-probabilities above 0 are refused with a message.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
+import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -44,18 +54,29 @@ from ..settings import VENDORED_TOKENIZER, load_settings
 
 MAX_TOP_LOGPROBS = 20  # vLLM's default --max-logprobs; OpenAI's own cap is 5 on completions
 MODELS_TIMEOUT = 5.0  # seconds for the model list when connecting
-CANNOT_RETURN = ("a server returns each chosen token's probability and at most 20 alternatives, not the whole "
-                 "distribution: the mask's forbidden mass and the before/after over the vocabulary need the model here")
+MODELS_BYTES = 1024 * 1024  # the most a model list may take
+ERROR_BYTES = 1024  # the most of an error's body that is read (300 characters of it are shown)
+REPLY_BASE_BYTES = 256 * 1024  # a completion's reply: this, plus ENTRY_BYTES per token and alternative asked for
+ENTRY_BYTES = 512  # a token or an alternative with its log-probability (the longest Qwen3 token, escaped, and more)
+REPLY_BYTES = 64 * 1024 * 1024  # and never more than this, whatever was asked
+CANNOT_RETURN = (
+    "a server returns each chosen token's probability and at most 20 alternatives, not the whole "
+    "distribution: the mask's forbidden mass and the before/after over the vocabulary need the model here"
+)
 # what /v1/models's owned_by says about the server, and so which field carries a grammar
 SERVER_KINDS = {"vllm": "vLLM", "llamacpp": "llama.cpp", "me": "llama.cpp"}
 GRAMMAR_FIELDS = {"vLLM": ("xgrammar", "structured_outputs.grammar"), "llama.cpp": ("gbnf", "grammar")}
-NO_GRAMMAR_FIELD = ("tool_choice {choice!r} is a grammar, and the server at {url} (its /v1/models says owned_by {owned!r}) "
-                        "is neither vLLM nor llama.cpp's server, so this site does not know which field of a completions "
-                        "request would carry it: vLLM takes it as structured_outputs.grammar, llama.cpp's server (which has "
-                        "no named tool_choice) as a GBNF grammar. Use tool_choice auto or none with this server")
-AUTO_ON_SERVER = ("tool_choice auto constrains a call only from the model's own <tool_call> on; a server applies one grammar "
-                  "to the whole reply, so under auto a server's reply is unconstrained. Choose required or a named tool to "
-                  "send the grammar to the server, or decode here with the model in this process")
+NO_GRAMMAR_FIELD = (
+    "tool_choice {choice!r} is a grammar, and the server at {url} (its /v1/models says owned_by {owned!r}) "
+    "is neither vLLM nor llama.cpp's server, so this site does not know which field of a completions "
+    "request would carry it: vLLM takes it as structured_outputs.grammar, llama.cpp's server (which has "
+    "no named tool_choice) as a GBNF grammar. Use tool_choice auto or none with this server"
+)
+AUTO_ON_SERVER = (
+    "tool_choice auto constrains a call only from the model's own <tool_call> on; a server applies one grammar "
+    "to the whole reply, so under auto a server's reply is unconstrained. Choose required or a named tool to "
+    "send the grammar to the server, or decode here with the model in this process"
+)
 
 
 class RemoteError(EngineError):
@@ -80,7 +101,7 @@ class RemoteEngine:
 
     @property
     def server(self) -> str | None:
-        """"vLLM" or "llama.cpp" (the servers whose grammar field this site knows), else None."""
+        """ "vLLM" or "llama.cpp" (the servers whose grammar field this site knows), else None."""
         return SERVER_KINDS.get(self.owned_by or "")
 
 
@@ -94,35 +115,189 @@ def normalize_url(url: str) -> str:
     """The API base: 'http://host:8000' and 'http://host:8000/v1/' both become 'http://host:8000/v1'."""
     url = url.strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
-        raise RemoteError(f"the engine URL must start with http:// or https://, not {url!r} (e.g. http://gpu-box:8000/v1)")
+        raise RemoteError(
+            f"the engine URL must start with http:// or https://, not {url!r} (e.g. http://gpu-box:8000/v1)"
+        )
     return url if url.endswith("/v1") else url + "/v1"
 
 
-def call_server(url: str, path: str, body: dict | None, timeout: float) -> dict:
-    """GET (body None) or POST JSON to the server; the JSON answer, or RemoteError in one line."""
+class Deadline:
+    """One request's deadline: a timer shuts the request's sockets when it passes.
+
+    A socket's timeout bounds each read, not the request: a server sending a byte a second never
+    trips it. Shutting the socket from the timer ends whatever read is waiting, headers included."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.ends = time.monotonic() + seconds
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(seconds, 0.0), self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def left(self) -> float:
+        return max(self.ends - time.monotonic(), 0.01)
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # closed already
+        pass
+
+
+def _opener(deadline: Deadline):
+    """A urllib opener (proxies and all) whose connections hand their socket to `deadline` once connected."""
+
+    def watched(base):
+        class Watched(base):
+            def connect(self):
+                super().connect()
+                deadline.watch(self.sock)
+
+        return Watched
+
+    class Plain(urllib.request.HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(watched(http.client.HTTPConnection), req)
+
+    class Secure(urllib.request.HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(watched(http.client.HTTPSConnection), req, context=self._context)
+
+    return urllib.request.build_opener(Plain(), Secure())
+
+
+def _read_capped(answer, most: int, url: str, path: str) -> bytes:
+    """The body of `answer`, read as it arrives; RemoteError past `most` bytes (nothing more is read)."""
+    too_long = (
+        f"the server at {url} sent more than {most:,} bytes for {path}, far more than the request asks for: "
+        "it is not answering as an OpenAI-compatible server would; check QWEN_ENGINE_URL"
+    )
+    stated = answer.headers.get("Content-Length")
+    if stated and stated.strip().isdigit() and int(stated) > most:
+        raise RemoteError(too_long)
+    body = bytearray()
+    while chunk := answer.read1(64 * 1024):
+        body += chunk
+        if len(body) > most:
+            raise RemoteError(too_long)
+    if getattr(answer, "length", None):  # fewer bytes came than its Content-Length said
+        raise RemoteError(f"the connection to the server at {url} was cut during {path}, {answer.length:,} bytes short")
+    return bytes(body)
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name}, which JSON has no word for")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]}, too large for a number")
+    return value
+
+
+def call_server(
+    url: str, path: str, body: dict | None, timeout: float, most: int = MODELS_BYTES, deadline: Deadline | None = None
+) -> dict:
+    """GET (body None) or POST JSON to the server; the JSON object it answers, or RemoteError in one line.
+
+    The whole request, headers and body, ends within `timeout` seconds (or at `deadline`, shared by
+    the requests of one turn); the body is read to at most `most` bytes."""
     data = None if body is None else json.dumps(body).encode("utf-8")
     request = urllib.request.Request(f"{url}{path}", data=data, headers={"Content-Type": "application/json"})
+    owned = deadline is None
+    deadline = deadline or Deadline(timeout)
+    late = (
+        f"the server at {url} did not answer {path} within {deadline.seconds:.0f} s; it may be overloaded "
+        "or still loading its model (QWEN_ENGINE_TIMEOUT sets how long a request may take)"
+    )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
-            text = answer.read()
+        with _opener(deadline).open(request, timeout=min(timeout, deadline.left())) as answer:
+            text = _read_capped(answer, most, url, path)
+        if deadline.expired:  # the socket was shut mid-reply: what came is cut short
+            raise RemoteError(late)
     except urllib.error.HTTPError as error:
-        detail = error.read()[:300].decode("utf-8", "replace").replace("\n", " ")
+        try:
+            detail = error.read(ERROR_BYTES)[:300].decode("utf-8", "replace").replace("\n", " ")
+        except (OSError, http.client.HTTPException):
+            detail = ""
+        finally:
+            error.close()
+        if deadline.expired:
+            raise RemoteError(late) from error
         raise RemoteError(f"the server at {url} answered {path} with HTTP {error.code}: {detail}") from error
+    except RemoteError:
+        raise
     except TimeoutError as error:
-        raise RemoteError(f"the server at {url} did not answer {path} within {timeout:.0f} s; it may be overloaded "
-                          "or still loading its model") from error
+        raise RemoteError(late) from error
     except urllib.error.URLError as error:
         reason = error.reason
-        if isinstance(reason, TimeoutError):
-            raise RemoteError(f"the server at {url} did not answer {path} within {timeout:.0f} s") from error
-        raise RemoteError(f"cannot reach the server at {url}: {reason}. Is it running, and is QWEN_ENGINE_URL right?") from error
-    except (ConnectionError, OSError) as error:
+        if isinstance(reason, TimeoutError) or deadline.expired:
+            raise RemoteError(late) from error
+        raise RemoteError(
+            f"cannot reach the server at {url}: {reason}. Is it running, and is QWEN_ENGINE_URL right?"
+        ) from error
+    except (OSError, http.client.HTTPException) as error:
+        if deadline.expired:
+            raise RemoteError(late) from error
+        # (RemoteDisconnected is both: a connection cut before a status line)
+        if not isinstance(error, OSError | http.client.IncompleteRead):
+            raise RemoteError(
+                f"the server at {url} answered {path} with something that is not HTTP ({type(error).__name__}); "
+                "is QWEN_ENGINE_URL the address of an OpenAI-compatible server?"
+            ) from error
         raise RemoteError(f"the connection to the server at {url} was cut during {path}: {error}") from error
+    except ValueError as error:  # a URL urllib cannot use (a host name too long, a bad port)
+        raise RemoteError(f"the engine URL {url} cannot be used: {str(error)[:200]}") from error
+    finally:
+        if owned:
+            deadline.cancel()
     try:
-        return json.loads(text)
-    except ValueError as error:
-        raise RemoteError(f"the server at {url} answered {path} with something that is not JSON; "
-                          "is this an OpenAI-compatible API base (it ends in /v1)?") from error
+        answer = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+    except RecursionError as error:
+        raise RemoteError(f"the server at {url} answered {path} with JSON nested too deeply to read") from error
+    except UnicodeDecodeError as error:
+        raise RemoteError(f"the server at {url} answered {path} with bytes that are not UTF-8 text") from error
+    except json.JSONDecodeError as error:
+        raise RemoteError(
+            f"the server at {url} answered {path} with something that is not JSON; "
+            "is this an OpenAI-compatible API base (it ends in /v1)?"
+        ) from error
+    except ValueError as error:  # NaN, Infinity, 1e999, a number of 5,000 digits
+        raise RemoteError(
+            f"the server at {url} answered {path} with {str(error)[:80]}: its numbers cannot be shown; check the server"
+        ) from error
+    if not isinstance(answer, dict):
+        raise RemoteError(
+            f"the server at {url} answered {path} with a JSON {type(answer).__name__} where an object belongs: "
+            "is this an OpenAI-compatible API base (it ends in /v1)?"
+        )
+    return answer
+
+
+def reply_bytes(settings: GenerationSettings) -> int:
+    """The most bytes a completion's reply may take: enough for every token asked for, each with its alternatives."""
+    entries = settings.max_new_tokens * (max(1, min(settings.top_k, MAX_TOP_LOGPROBS)) + 1)
+    return min(REPLY_BASE_BYTES + entries * ENTRY_BYTES, REPLY_BYTES)
 
 
 def connect(url: str | None = None, model: str | None = None, timeout: float | None = None) -> RemoteEngine:
@@ -131,19 +306,37 @@ def connect(url: str | None = None, model: str | None = None, timeout: float | N
     `model` picks one when the server serves several; a name it does not serve is refused with the names it does."""
     url = normalize_url(url or load_settings().engine_url or "")
     listed = call_server(url, "/models", None, MODELS_TIMEOUT)
-    rows = {row["id"]: row for row in listed.get("data", []) if isinstance(row, dict) and isinstance(row.get("id"), str)}
+    data = listed.get("data")
+    rows = {
+        row["id"]: row
+        for row in (data if isinstance(data, list) else [])
+        if isinstance(row, dict) and isinstance(row.get("id"), str)
+    }
     names = list(rows)
     if not names:
         raise RemoteError(f"the server at {url} lists no model at /models")
     if model and model not in names:
         raise RemoteError(f"the server at {url} serves {', '.join(names)}, not {model}")
     name = model or names[0]
-    info = ModelInfo(name=name, source="server", path=None, revision=None, dtype="as the server runs it",
-                     device="server", parameters=0, engine_url=url)
+    info = ModelInfo(
+        name=name,
+        source="server",
+        path=None,
+        revision=None,
+        dtype="as the server runs it",
+        device="server",
+        parameters=0,
+        engine_url=url,
+    )
     owned = rows[name].get("owned_by")
-    return RemoteEngine(url, name, load_tokenizer(str(VENDORED_TOKENIZER)), info,
-                        timeout if timeout is not None else load_settings().engine_timeout,
-                        owned_by=owned if isinstance(owned, str) else None)
+    return RemoteEngine(
+        url,
+        name,
+        load_tokenizer(str(VENDORED_TOKENIZER)),
+        info,
+        timeout if timeout is not None else load_settings().engine_timeout,
+        owned_by=owned if isinstance(owned, str) else None,
+    )
 
 
 def grammar_problem(engine: RemoteEngine, tool_choice) -> str | None:
@@ -170,7 +363,9 @@ def server_grammar(engine: RemoteEngine, constraint):
     return build_server_grammar(constraint.tools, choice, dialect, bool(constraint.thinking))
 
 
-def completion_body(engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings, as_ids: bool, grammar=None) -> dict:
+def completion_body(
+    engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings, as_ids: bool, grammar=None
+) -> dict:
     """The /v1/completions request for `prompt` under `settings`; `grammar` (a ServerGrammar) in the field its dialect's
     server reads."""
     body = {
@@ -198,25 +393,76 @@ def token_id(tokenizer: QwenTokenizer, text: str) -> int:
     return ids[0] if len(ids) == 1 else -1
 
 
+def _probability(engine: RemoteEngine, logprob, where: str) -> float:
+    """exp(logprob) for a server's log-probability; RemoteError for one that is not a number at most 0."""
+    if isinstance(logprob, bool) or not isinstance(logprob, int | float) or not math.isfinite(logprob):
+        raise RemoteError(
+            f"the server at {engine.url} sent {str(logprob)[:40]!r} as the log-probability of {where}: "
+            "not a number this site can show; check the server"
+        )
+    if logprob > 1e-6:
+        raise RemoteError(
+            f"the server at {engine.url} sent {logprob:.4g} as the log-probability of {where}: above 0, "
+            "which is a probability over 1; check the server"
+        )
+    return min(math.exp(logprob), 1.0)
+
+
 def read_steps(engine: RemoteEngine, choice: dict, settings: GenerationSettings) -> list[DecodeStep]:
-    """The server's logprobs as this engine's steps: token, p, top (at most 20), no mask."""
+    """The server's logprobs as this engine's steps: token, p, top (at most 20), no mask.
+
+    RemoteError for a reply of another shape, more tokens than asked for, or a log-probability that is not one."""
     logprobs = choice.get("logprobs")
-    if not logprobs or not logprobs.get("tokens"):
-        raise RemoteError(f"the server at {engine.url} returned no logprobs: it cannot show each token's probability "
-                          "(vLLM returns them up to --max-logprobs; check the server supports `logprobs` on /v1/completions)")
+    if not isinstance(logprobs, dict) or not logprobs.get("tokens"):
+        raise RemoteError(
+            f"the server at {engine.url} returned no logprobs: it cannot show each token's probability "
+            "(vLLM returns them up to --max-logprobs; check the server supports `logprobs` on /v1/completions)"
+        )
+    tokens, chosen_logprobs = logprobs["tokens"], logprobs.get("token_logprobs")
+    tops = logprobs.get("top_logprobs") or [None] * len(tokens) if isinstance(tokens, list) else None
+    if not (isinstance(tokens, list) and isinstance(chosen_logprobs, list) and isinstance(tops, list)):
+        raise RemoteError(
+            f"the server at {engine.url} sent logprobs whose tokens, token_logprobs and top_logprobs are not lists, "
+            "as the Completions API gives them; check the server"
+        )
+    if len(tokens) > settings.max_new_tokens:
+        raise RemoteError(
+            f"the server at {engine.url} returned {len(tokens):,} tokens for max_tokens {settings.max_new_tokens:,}: "
+            "it did not stop where asked, so its reply is not shown; check the server"
+        )
+    if not len(tokens) == len(chosen_logprobs) == len(tops):
+        raise RemoteError(
+            f"the server at {engine.url} returned {len(tokens)} tokens with {len(chosen_logprobs)} log-probabilities "
+            f"and {len(tops)} rows of alternatives: they must come one per token; check the server"
+        )
     tok = engine.tokenizer
-    tops = logprobs.get("top_logprobs") or [None] * len(logprobs["tokens"])
     steps = []
-    for index, (text, logprob, top) in enumerate(zip(logprobs["tokens"], logprobs["token_logprobs"], tops, strict=False)):
+    for index, (text, logprob, top) in enumerate(zip(tokens, chosen_logprobs, tops, strict=True)):
+        if not isinstance(text, str) or not (top is None or isinstance(top, dict)):
+            raise RemoteError(
+                f"the server at {engine.url} sent token {index + 1} as a {type(text).__name__} with alternatives "
+                f"as a {type(top).__name__}: not the Completions API's shape; check the server"
+            )
         chosen = token_id(tok, text)
-        alternatives = sorted((top or {}).items(), key=lambda row: -row[1])[: settings.top_k]
-        steps.append(DecodeStep(
-            index=index, id=chosen, token=tok.token_text(chosen) if chosen >= 0 else text, text=text,
-            p=math.exp(logprob) if logprob is not None else 0.0,
-            top=[Alternative(token_id(tok, t), tok.token_text(token_id(tok, t)) if token_id(tok, t) >= 0 else t, math.exp(lp))
-                 for t, lp in alternatives],
-            allowed=None,
-        ))
+        p = _probability(engine, logprob, f"token {index + 1}") if logprob is not None else 0.0
+        rows = [(t, _probability(engine, lp, f"an alternative at token {index + 1}")) for t, lp in (top or {}).items()]
+        alternatives = sorted(rows, key=lambda row: -row[1])[: settings.top_k]
+        steps.append(
+            DecodeStep(
+                index=index,
+                id=chosen,
+                token=tok.token_text(chosen) if chosen >= 0 else text,
+                text=text,
+                p=p,
+                top=[
+                    Alternative(
+                        token_id(tok, t), tok.token_text(token_id(tok, t)) if token_id(tok, t) >= 0 else t, alt_p
+                    )
+                    for t, alt_p in alternatives
+                ],
+                allowed=None,
+            )
+        )
     if steps:
         finish = "length" if choice.get("finish_reason") == "length" else "stop"
         last = steps[-1]
@@ -228,7 +474,9 @@ def first_token_remote(engine: RemoteEngine, prompt_ids: list[int], watch: tuple
     """(P of each watched id, the top alternatives) of the reply's first token, from one one-token request with the
     server's 20 alternatives. A watched id outside those 20 is refused with the bound a server can give."""
     tok = engine.tokenizer
-    prompt = Prompt(style="native", text=tok.decode(prompt_ids), ids=list(prompt_ids), pieces=[], spans=[], token_spans=[])
+    prompt = Prompt(
+        style="native", text=tok.decode(prompt_ids), ids=list(prompt_ids), pieces=[], spans=[], token_spans=[]
+    )
     settings = GenerationSettings(max_new_tokens=1, temperature=0.0, top_k=MAX_TOP_LOGPROBS, reuse_prefix=False)
     turn = generate_remote(engine, prompt, settings)
     if not turn.steps:
@@ -239,8 +487,10 @@ def first_token_remote(engine: RemoteEngine, prompt_ids: list[int], watch: tuple
     missing = [i for i in watch if i not in known]
     if missing:
         floor = min(a.p for a in step.top) if step.top else step.p
-        raise ServerCannot(f"{tok.token_text(missing[0])} is not among the server's {len(step.top)} most likely first tokens, "
-                          f"so its probability is below {floor * 100:.3g}%; a server returns no more of the distribution than that")
+        raise ServerCannot(
+            f"{tok.token_text(missing[0])} is not among the server's {len(step.top)} most likely first tokens, "
+            f"so its probability is below {floor * 100:.3g}%; a server returns no more of the distribution than that"
+        )
     return {i: known[i] for i in watch}, step.top[:top_k]
 
 
@@ -250,8 +500,9 @@ def refuses_ids(message: str) -> bool:
     return "HTTP 4" in message or ("HTTP 500" in message and "'prompt'" in message and "string" in message)
 
 
-def generate_remote(engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings | None = None, constraint=None,
-                    on_step=None) -> Generation:
+def generate_remote(
+    engine: RemoteEngine, prompt: Prompt, settings: GenerationSettings | None = None, constraint=None, on_step=None
+) -> Generation:
     """One turn for `prompt` from the server, as the same Generation the local decode loop returns."""
     settings = settings or GenerationSettings()
     settings.check()
@@ -263,40 +514,74 @@ def generate_remote(engine: RemoteEngine, prompt: Prompt, settings: GenerationSe
     started = time.perf_counter()
     # what this request sends: another session's request may switch the engine to text meanwhile
     as_ids = engine.prompt_as[0] == "ids"
+    # one deadline for the turn, the retry as text included
+    deadline, most = Deadline(engine.timeout), reply_bytes(settings)
     try:
-        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, as_ids, grammar),
-                             engine.timeout)
+        answer = call_server(
+            engine.url,
+            "/completions",
+            completion_body(engine, prompt, settings, as_ids, grammar),
+            engine.timeout,
+            most,
+            deadline,
+        )
     except RemoteError as error:
         if not as_ids or not refuses_ids(str(error)):
+            deadline.cancel()
             raise
         # a server that takes no token ids: the same prompt as text, special tokens written out
         engine.prompt_as[0] = "text"
-        answer = call_server(engine.url, "/completions", completion_body(engine, prompt, settings, False, grammar),
-                             engine.timeout)
+        try:
+            answer = call_server(
+                engine.url,
+                "/completions",
+                completion_body(engine, prompt, settings, False, grammar),
+                engine.timeout,
+                most,
+                deadline,
+            )
+        finally:
+            deadline.cancel()
+    deadline.cancel()
     seconds = time.perf_counter() - started
-    choices = answer.get("choices") or []
-    if not choices:
+    choices = answer.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise RemoteError(f"the server at {engine.url} answered with no choices: {json.dumps(answer)[:200]}")
-    served = (answer.get("usage") or {}).get("prompt_tokens")
+    usage = answer.get("usage")
+    served = usage.get("prompt_tokens") if isinstance(usage, dict) else None
     if served is not None and served != prompt.count:
-        raise RemoteError(f"the server read the prompt as {served} tokens and this site as {prompt.count}: it serves another "
-                          f"model or tokenizer ({engine.model}); point QWEN_ENGINE_URL at a Qwen3 server")
+        raise RemoteError(
+            f"the server read the prompt as {served} tokens and this site as {prompt.count}: it serves another "
+            f"model or tokenizer ({engine.model}); point QWEN_ENGINE_URL at a Qwen3 server"
+        )
     steps = read_steps(engine, choices[0], settings)
     text = "".join(s.text for s in steps)
     extra = {"engine_url": engine.url, "prompt_as": engine.prompt_as[0]}
     if grammar is not None:
         check_reply(engine, constraint, grammar, text)
-        extra["grammar"] = {"ran_on": "server", "server": engine.server, "dialect": grammar.dialect,
-                            "field": GRAMMAR_FIELDS[engine.server][1], "tool_choice": grammar.tool_choice}
+        extra["grammar"] = {
+            "ran_on": "server",
+            "server": engine.server,
+            "dialect": grammar.dialect,
+            "field": GRAMMAR_FIELDS[engine.server][1],
+            "tool_choice": grammar.tool_choice,
+        }
     elif constraint is not None:
         extra["grammar"] = {"ran_on": None, "reason": constraint.unconstrained_reason}
     for step in steps:
         if on_step is not None:
             on_step(step)
     return Generation(
-        text=text, finish=steps[-1].finish if steps else "stop", steps=steps,
-        prompt_tokens=prompt.count, model=engine.info, settings=settings, prompt_text=prompt.text,
-        seconds=seconds, first_token_seconds=seconds, extra=extra,
+        text=text,
+        finish=steps[-1].finish if steps else "stop",
+        steps=steps,
+        prompt_tokens=prompt.count,
+        model=engine.info,
+        settings=settings,
+        prompt_text=prompt.text,
+        seconds=seconds,
+        first_token_seconds=seconds,
+        extra=extra,
     )
 
 
@@ -309,6 +594,8 @@ def check_reply(engine: RemoteEngine, constraint, grammar, text: str) -> None:
     if steps and not steps[-1].ok:
         bad = steps[-1]
         field_name = GRAMMAR_FIELDS[engine.server][1]
-        raise RemoteError(f"the server at {engine.url} sent a reply that leaves tool_choice {grammar.tool_choice!r}'s grammar "
-                          f"at token {bad.index + 1} ({bad.token!r}), so it did not apply the grammar sent as {field_name} "
-                          "(a vLLM old enough to read only guided_grammar ignores structured_outputs: upgrade the server)")
+        raise RemoteError(
+            f"the server at {engine.url} sent a reply that leaves tool_choice {grammar.tool_choice!r}'s grammar "
+            f"at token {bad.index + 1} ({bad.token!r}), so it did not apply the grammar sent as {field_name} "
+            "(a vLLM old enough to read only guided_grammar ignores structured_outputs: upgrade the server)"
+        )

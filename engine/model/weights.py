@@ -89,7 +89,9 @@ def planned_bytes(model_id: str) -> int:
         files = [f for f in HfApi().list_repo_tree(model_id, recursive=True) if getattr(f, "size", None) is not None]
         kept = set(filter_repo_objects([f.path for f in files], allow_patterns=WEIGHT_PATTERNS))
         # a file already in the cache (from an interrupted download) is not fetched again
-        return sum(f.size for f in files if f.path in kept and not isinstance(try_to_load_from_cache(model_id, f.path), str))
+        return sum(
+            f.size for f in files if f.path in kept and not isinstance(try_to_load_from_cache(model_id, f.path), str)
+        )
     except Exception:  # the download itself will say what is wrong with the hub
         return 0
 
@@ -124,7 +126,9 @@ def download_weights(model_id: str, progress: Progress | None = None) -> Path:
     from huggingface_hub import snapshot_download
 
     if not hub_reachable():
-        raise ModelUnavailable(explain_unavailable(model_id, "the Hugging Face hub cannot be reached from this machine (offline)"))
+        raise ModelUnavailable(
+            explain_unavailable(model_id, "the Hugging Face hub cannot be reached from this machine (offline)")
+        )
     events: queue.Queue = queue.Queue()
     outcome: dict = {}
 
@@ -132,7 +136,9 @@ def download_weights(model_id: str, progress: Progress | None = None) -> Path:
         try:
             planned = planned_bytes(model_id)
             outcome["path"] = snapshot_download(
-                model_id, allow_patterns=WEIGHT_PATTERNS, tqdm_class=_progress_tqdm(events, f"downloading {model_id}", planned)
+                model_id,
+                allow_patterns=WEIGHT_PATTERNS,
+                tqdm_class=_progress_tqdm(events, f"downloading {model_id}", planned),
             )
         except BaseException as error:  # handed back to the calling thread below
             outcome["error"] = error
@@ -148,11 +154,34 @@ def download_weights(model_id: str, progress: Progress | None = None) -> Path:
     worker.join()
     if "error" in outcome:
         error = outcome["error"]
-        raise ModelUnavailable(explain_unavailable(model_id, f"the download failed: {type(error).__name__}: {first_line(error)}")) from error
+        raise ModelUnavailable(
+            explain_unavailable(model_id, f"the download failed: {type(error).__name__}: {first_line(error)}")
+        ) from error
     folder = Path(outcome["path"])
     if not has_weights(folder):
-        raise ModelUnavailable(explain_unavailable(model_id, f"the hub's copy of {model_id} has no config.json and .safetensors weights"))
+        raise ModelUnavailable(
+            explain_unavailable(model_id, f"the hub's copy of {model_id} has no config.json and .safetensors weights")
+        )
     return folder
+
+
+NAME_BYTES = 255  # one name in a path (Linux's NAME_MAX)
+PATH_BYTES = 4096  # a whole path (Linux's PATH_MAX)
+
+
+def check_model_name(name: str) -> None:
+    """ModelUnavailable, saying what to change, for a name no folder or hub id can have (too long, a NUL)."""
+    if not name or "\x00" in name:
+        raise ModelUnavailable(
+            "give a model: tiny, a hub id such as Qwen/Qwen3-1.7B, or a folder that holds the weights"
+        )
+    size = len(os.fsencode(name))
+    longest = max(len(os.fsencode(part)) for part in name.split("/"))
+    if size > PATH_BYTES or longest > NAME_BYTES:
+        raise ModelUnavailable(
+            f"the model name is {len(name):,} characters, too long for a folder's path ({PATH_BYTES:,} bytes, "
+            f"{NAME_BYTES} a name) or a hub id: give tiny, a hub id such as Qwen/Qwen3-1.7B, or a folder"
+        )
 
 
 def locate_weights(name: str, progress: Progress | None = None) -> tuple[Path, str]:
@@ -164,8 +193,13 @@ def locate_weights(name: str, progress: Progress | None = None) -> tuple[Path, s
                 "clone?). Train it again with `python -m engine train-builtin --out assets/builtin-model`."
             )
         return BUILTIN_FOLDER, "shipped with the site"
+    check_model_name(name)
     path = Path(name).expanduser()
-    if path.is_dir():
+    try:
+        is_folder = path.is_dir()
+    except OSError as error:  # a folder above it that cannot be read, say
+        raise ModelUnavailable(f"cannot look at {path}: {error.strerror or error}") from error
+    if is_folder:
         if not has_weights(path):
             raise ModelUnavailable(
                 f"the folder {path} has no config.json and .safetensors weights. Point QWEN_MODEL at a folder made by "
@@ -173,7 +207,9 @@ def locate_weights(name: str, progress: Progress | None = None) -> tuple[Path, s
             )
         return path, "local folder"
     if name.startswith((".", "/", "~")) or name.count("/") > 1:
-        raise ModelUnavailable(f"there is no folder {path}. Set QWEN_MODEL to a folder that holds the weights, or to a hub id.")
+        raise ModelUnavailable(
+            f"there is no folder {path}. Set QWEN_MODEL to a folder that holds the weights, or to a hub id."
+        )
     cached = find_cached_weights(name)
     if cached is not None:
         return cached, "local cache"
@@ -235,7 +271,11 @@ def stored_dtype(folder: Path) -> str | None:
         except (OSError, ValueError):
             return None
         for name, entry in header.items():
-            if name != "__metadata__" and isinstance(entry, dict) and str(entry.get("dtype", "")).startswith(("F", "BF")):
+            if (
+                name != "__metadata__"
+                and isinstance(entry, dict)
+                and str(entry.get("dtype", "")).startswith(("F", "BF"))
+            ):
                 found.add(entry["dtype"])
     # one float dtype in all, and one torch loads as it is (not an 8-bit float)
     return _FLOAT_DTYPES.get(found.pop()) if files and len(found) == 1 else None

@@ -12,7 +12,10 @@ one, so a pack never passes off figures for settings or a prompt that have since
 Everything in a pack is untrusted (a teacher may upload one to a shared server): a zip's
 size, file count and uncompressed total are capped before anything is read, a name that
 leaves the pack or is not JSON is refused, every run's file must match the manifest's
-hash, and a file the manifest does not list is refused. Each refusal is a `PackError`
+hash, and a file the manifest does not list is refused. What the files hold is bounded by
+bytes as well as by count before any of it is kept: JSON values across the whole pack, and
+every string's length (a field by what `prepare` writes there, any other string by a turn's
+longest text). Each refusal is a `PackError`
 whose message says what is wrong and how to make a good pack. The reference for the zip
 checks is Python's own zipfile documentation ("Decompression pitfalls"): a member's stated
 size can lie, so reads are bounded too.
@@ -45,9 +48,14 @@ RUNS = "runs"
 
 # what a pack may hold, whoever made it
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024  # a .zip as uploaded
-MAX_TOTAL_BYTES = 200 * 1024 * 1024  # every file uncompressed, all together
-MAX_FILE_BYTES = 20 * 1024 * 1024  # one file uncompressed
+MAX_TOTAL_BYTES = 32 * 1024 * 1024  # every file uncompressed, all together (a pack of the tiny model is 0.8 MB)
+MAX_FILE_BYTES = 8 * 1024 * 1024  # one file uncompressed (the largest, an episode, is about 0.2 MB)
 MAX_FILES = 400  # files in a pack (a full pack holds about 40)
+# the longest string `prepare` writes in each kind of field (a 181 KiB zip can unpack nine 19 MB strings)
+SHORT_CHARS = 200  # a dtype, a device, a date, a version, a panel's id, a finish reason
+NAME_CHARS = 1_024  # a model's name: a hub id (at most 96) or a folder's path
+TOKEN_CHARS = 1_024  # one token as shown (Qwen3's longest is 128 characters)
+TEXT_CHARS = 65_536  # a turn's text (256 tokens of at most 128 characters), and any string not named above
 # what an unzipping tool leaves beside the real files; skipped without being read
 JUNK = re.compile(r"(^|/)(__MACOSX/.*|\.DS_Store)$")
 # a panel's id (engine/teaching/panels.py): "the-model-writes-a-call.call.native"
@@ -173,16 +181,29 @@ class RecordedStep:
 
     @classmethod
     def from_json(cls, data: dict) -> RecordedStep:
-        return cls(int(data["index"]), int(data["id"]), str(data["token"]), str(data.get("text", "")),
-                   float(data["p"]), choices(data.get("top") or []), data.get("allowed"))
+        return cls(
+            int(data["index"]),
+            int(data["id"]),
+            str(data["token"]),
+            str(data.get("text", "")),
+            float(data["p"]),
+            choices(data.get("top") or []),
+            data.get("allowed"),
+        )
 
 
 def choices(rows: list[dict]) -> list[Choice]:
     return [Choice(int(r["id"]), str(r["token"]), float(r["p"])) for r in rows]
 
 
-def replay_episode(run: PackRun, messages: list[dict], tools: list[dict], style: str,
-                   workspace: Workspace | None = None, max_turns: int = 8) -> tuple[Run, bool]:
+def replay_episode(
+    run: PackRun,
+    messages: list[dict],
+    tools: list[dict],
+    style: str,
+    workspace: Workspace | None = None,
+    max_turns: int = 8,
+) -> tuple[Run, bool]:
     """An "episode" run played again through the harness: the recorded turns, in a fresh run.
 
     The harness is deterministic given the turns, so the tool results, costs and verdicts come
@@ -193,8 +214,9 @@ def replay_episode(run: PackRun, messages: list[dict], tools: list[dict], style:
     recorded = [t["prompt_sha256"] for t in run.data["turns"]]
     played = Run(style, "per-block")
     model = VerifiedTurns(turns, recorded)
-    for _call in iterate_episode(model, messages, tools, style=style, workspace=workspace, max_turns=max_turns,
-                                 run=played):
+    for _call in iterate_episode(
+        model, messages, tools, style=style, workspace=workspace, max_turns=max_turns, run=played
+    ):
         pass
     return played, not model.departed and model.position == len(recorded)
 
@@ -235,7 +257,9 @@ def _admit(files: dict[str, bytes], name: str, size: int, total: int) -> None:
     if not name.endswith(".json"):
         raise PackError(f"the pack holds {name}, which is not JSON: a pack holds only manifest.json and runs/*.json")
     if len(files) >= MAX_FILES:
-        raise PackError(f"the pack holds more than {MAX_FILES} files: a pack made by `python -m engine prepare` holds about 40")
+        raise PackError(
+            f"the pack holds more than {MAX_FILES} files: a pack made by `python -m engine prepare` holds about 40"
+        )
     if size > MAX_FILE_BYTES:
         raise PackError(f"{name} is {size:,} bytes uncompressed; a pack file may hold up to {MAX_FILE_BYTES:,}")
     if total + size > MAX_TOTAL_BYTES:
@@ -268,15 +292,21 @@ def _zip_files(data: bytes) -> dict[str, bytes]:
                 files[name] = body
                 total += len(body)
     except zipfile.BadZipFile as error:
-        raise PackError(f"the file is not a readable zip ({error}): it may be truncated; zip the pack folder again") from error
+        raise PackError(
+            f"the file is not a readable zip ({error}): it may be truncated; zip the pack folder again"
+        ) from error
     except (zlib.error, EOFError) as error:
-        raise PackError(f"the zip is damaged or truncated ({type(error).__name__}); zip the pack folder again") from error
+        raise PackError(
+            f"the zip is damaged or truncated ({type(error).__name__}); zip the pack folder again"
+        ) from error
     except (NotImplementedError, RuntimeError) as error:
         raise PackError(f"the zip cannot be read ({error}): use plain deflate, without a password") from error
     except PackError:
         raise
     except Exception as error:  # a damaged directory: "negative seek value", struct errors, bad offsets...
-        raise PackError(f"the zip is damaged ({type(error).__name__}: {str(error)[:120]}); zip the pack folder again") from error
+        raise PackError(
+            f"the zip is damaged ({type(error).__name__}: {str(error)[:120]}); zip the pack folder again"
+        ) from error
     return files
 
 
@@ -287,7 +317,9 @@ def _folder_files(folder: Path) -> dict[str, bytes]:
     for base, folders, names in os.walk(folder, followlinks=False):
         for child in list(folders):
             if (Path(base) / child).is_symlink():
-                raise PackError(f"{Path(base, child).relative_to(folder)} is a symbolic link: a pack holds only plain files")
+                raise PackError(
+                    f"{Path(base, child).relative_to(folder)} is a symbolic link: a pack holds only plain files"
+                )
         for entry in sorted(names):
             path = Path(base) / entry
             name = path.relative_to(folder).as_posix()
@@ -309,34 +341,63 @@ def _strip_top_folder(files: dict[str, bytes]) -> dict[str, bytes]:
     tops = {name.split("/", 1)[0] for name in files}
     if len(tops) == 1 and all("/" in name for name in files):
         top = tops.pop() + "/"
-        return {name[len(top):]: body for name, body in files.items()}
+        return {name[len(top) :]: body for name, body in files.items()}
     return files
 
 
 # what one file may hold once parsed: a real run file has a few thousand values, a few levels deep;
 # a 20 KiB zip of nested empty lists would otherwise unpack to hundreds of MB of Python objects
 MAX_JSON_VALUES = 200_000
+MAX_PACK_VALUES = 1_000_000  # all files together (a pack of the tiny model holds about 36,000)
 MAX_JSON_DEPTH = 12
 
 
+def _values(body: bytes) -> int:
+    """JSON values in a file, counted on its bytes (an upper bound: commas and brackets in strings count too)."""
+    return body.count(b"[") + body.count(b"{") + body.count(b",")
+
+
+def _check_strings(value, name: str) -> None:
+    """PackError for a string (a value or a key) longer than any `prepare` writes (walked without recursion)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and len(item) > TEXT_CHARS:
+            raise PackError(
+                f"{name} holds a string of {len(item):,} characters; a file `python -m engine prepare` wrote holds "
+                f"none over {TEXT_CHARS:,}: the pack was not made by this project; make it again"
+            )
+
+
 def _json(name: str, body: bytes):
-    # counted on the bytes before parsing (an upper bound: commas and brackets in strings count too)
-    values = body.count(b"[") + body.count(b"{") + body.count(b",")
+    values = _values(body)
     if values > MAX_JSON_VALUES:
-        raise PackError(f"{name} holds about {values:,} JSON values; a file `python -m engine prepare` wrote holds "
-                        f"far fewer (at most {MAX_JSON_VALUES:,} are read)")
+        raise PackError(
+            f"{name} holds about {values:,} JSON values; a file `python -m engine prepare` wrote holds "
+            f"far fewer (at most {MAX_JSON_VALUES:,} are read)"
+        )
     try:
         value = json.loads(body.decode("utf-8"), parse_constant=refuse_constant)
         check_depth(value, MAX_JSON_DEPTH)
+        _check_strings(value, name)
         return value
     except InputProblem as problem:
         raise PackError(f"{name} {problem}: it is not a file `python -m engine prepare` wrote") from None
     except UnicodeDecodeError as error:
         raise PackError(f"{name} is not UTF-8 text: it is not a file `python -m engine prepare` wrote") from error
     except json.JSONDecodeError as error:
-        raise PackError(f"{name} is not valid JSON ({error.msg} at line {error.lineno}): it may be truncated") from error
+        raise PackError(
+            f"{name} is not valid JSON ({error.msg} at line {error.lineno}): it may be truncated"
+        ) from error
     except ValueError as error:  # a number longer than Python reads
-        raise PackError(f"{name} is not usable JSON ({str(error)[:80]}): it is not a file `python -m engine prepare` wrote") from error
+        raise PackError(
+            f"{name} is not usable JSON ({str(error)[:80]}): it is not a file `python -m engine prepare` wrote"
+        ) from error
     except RecursionError as error:
         raise PackError(f"{name} nests its JSON too deeply to be a file `python -m engine prepare` wrote") from error
 
@@ -345,9 +406,30 @@ def _json(name: str, body: bytes):
 MANIFEST_KEYS = {"format", "version", "created", "project_version", "model", "complete", "runs"}
 MODEL_KEYS = {"name", "revision", "dtype", "device", "parameters", "random_weights", "source"}
 ENTRY_KEYS = {"id", "panel", "lesson", "kind", "settings", "prompt_sha256", "file", "sha256"}
-RUN_KEYS = {"id", "panel", "lesson", "kind", "settings", "prompt_sha256", "prompt_tokens", "model", "recorded_at", "complete"}
-GENERATION_KEYS = {"text", "finish", "steps", "output_tokens", "prompt_tokens", "seconds", "first_token_seconds",
-                   "stop_ids", "model", "settings"}
+RUN_KEYS = {
+    "id",
+    "panel",
+    "lesson",
+    "kind",
+    "settings",
+    "prompt_sha256",
+    "prompt_tokens",
+    "model",
+    "recorded_at",
+    "complete",
+}
+GENERATION_KEYS = {
+    "text",
+    "finish",
+    "steps",
+    "output_tokens",
+    "prompt_tokens",
+    "seconds",
+    "first_token_seconds",
+    "stop_ids",
+    "model",
+    "settings",
+}
 KIND_KEYS = {
     "generation": GENERATION_KEYS,
     "side_by_side": {"constrained", "unconstrained", "reason", "first_difference"},
@@ -355,7 +437,19 @@ KIND_KEYS = {
     "episode": {"turns", "answer", "stop"},
     "masks": {"turn", "mode", "steps"},
 }
-STEP_KEYS = {"index", "id", "token", "text", "p", "top", "allowed", "p_unmasked", "forbidden_mass", "top_unmasked", "finish"}
+STEP_KEYS = {
+    "index",
+    "id",
+    "token",
+    "text",
+    "p",
+    "top",
+    "allowed",
+    "p_unmasked",
+    "forbidden_mass",
+    "top_unmasked",
+    "finish",
+}
 TURN_KEYS = {"text", "finish", "output_tokens", "prompt_sha256", "steps"}
 MASK_STEP_KEYS = {"number", "allowed", "forbidden_mass", "top_before", "top_after"}
 CHOICE_KEYS = {"id", "token", "p"}
@@ -364,19 +458,28 @@ CHOICE_KEYS = {"id", "token", "p"}
 def _only(data: dict, allowed: set[str], where: str) -> None:
     extra = sorted(set(data) - allowed)
     if extra:
-        raise PackError(f"{where} has a key {extra[0][:40]!r} that `python -m engine prepare` never writes: "
-                        "the pack was not made by this project; make it again")
+        raise PackError(
+            f"{where} has a key {extra[0][:40]!r} that `python -m engine prepare` never writes: "
+            "the pack was not made by this project; make it again"
+        )
 
 
-def _need(data, key: str, kind, where: str):
-    """data[key], of type `kind`; PackError naming the file and the field otherwise."""
+def _need(data, key: str, kind, where: str, most: int = SHORT_CHARS):
+    """data[key], of type `kind` (a string at most `most` characters); PackError naming the file and the field otherwise."""
     if not isinstance(data, dict) or key not in data:
         raise PackError(f"{where} has no {key!r}: the file is damaged or from another program")
     value = data[key]
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise PackError(f"{where}: {key!r} is a {type(value).__name__}, not the {getattr(kind, '__name__', kind)} it should be")
+        raise PackError(
+            f"{where}: {key!r} is a {type(value).__name__}, not the {getattr(kind, '__name__', kind)} it should be"
+        )
+    if isinstance(value, str) and len(value) > most:
+        raise PackError(
+            f"{where}: {key!r} is {len(value):,} characters long; `python -m engine prepare` writes at most {most:,} "
+            "there: the pack was not made by this project; make it again"
+        )
     return value
 
 
@@ -393,12 +496,12 @@ def _check_choices(rows, where: str) -> None:
         raise PackError(f"{where} must be a list of at most 100 tokens")
     for n, row in enumerate(rows):
         _need(row, "id", int, f"{where}[{n}]")
-        _need(row, "token", str, f"{where}[{n}]")
+        _need(row, "token", str, f"{where}[{n}]", TOKEN_CHARS)
         _check_probability(_need(row, "p", float, f"{where}[{n}]"), f"{where}[{n}]")
 
 
 def _check_generation(data: dict, where: str) -> None:
-    _need(data, "text", str, where)
+    _need(data, "text", str, where, TEXT_CHARS)
     _need(data, "finish", str, where)
     for n, step in enumerate(_need(data, "steps", list, where)):
         at = f"{where} step {n}"
@@ -406,7 +509,11 @@ def _check_generation(data: dict, where: str) -> None:
             _only(step, STEP_KEYS, at)
         for key in ("index", "id"):
             _need(step, key, int, at)
-        _need(step, "token", str, at)
+        _need(step, "token", str, at, TOKEN_CHARS)
+        if isinstance(step.get("text"), str) and len(step["text"]) > TOKEN_CHARS:
+            raise PackError(
+                f"{at}: its text is {len(step['text']):,} characters; one token adds at most {TOKEN_CHARS:,}"
+            )
         _check_probability(_need(step, "p", float, at), at)
         _check_choices(step.get("top") or [], f"{at} top")
 
@@ -428,7 +535,7 @@ def _check_run_data(kind: str, data: dict, where: str) -> None:
             at = f"{where} turn {n + 1}"
             if isinstance(turn, dict):
                 _only(turn, TURN_KEYS, at)
-            _need(turn, "text", str, at)
+            _need(turn, "text", str, at, TEXT_CHARS)
             _need(turn, "finish", str, at)
             _need(turn, "output_tokens", int, at)
             if not SHA256.match(_need(turn, "prompt_sha256", str, at)):
@@ -449,17 +556,23 @@ def _check_run_data(kind: str, data: dict, where: str) -> None:
 def check_manifest(manifest, where: str = MANIFEST) -> tuple[PackModel, list[dict]]:
     """The manifest's model and run entries; PackError for anything missing or of the wrong type."""
     if not isinstance(manifest, dict) or manifest.get("format") != PACK_FORMAT:
-        raise PackError(f"{where} is not a lesson pack's manifest: make a pack with "
-                        "`python -m engine prepare --model MODEL --out DIR`")
+        raise PackError(
+            f"{where} is not a lesson pack's manifest: make a pack with "
+            "`python -m engine prepare --model MODEL --out DIR`"
+        )
     if manifest.get("version") != PACK_VERSION:
-        raise PackError(f"the pack has format version {manifest.get('version')!r}; this site reads version {PACK_VERSION}: "
-                        "make it again with this version of the project")
+        raise PackError(
+            f"the pack has format version {manifest.get('version')!r}; this site reads version {PACK_VERSION}: "
+            "make it again with this version of the project"
+        )
     _only(manifest, MANIFEST_KEYS, where)
     model = _need(manifest, "model", dict, where)
     _only(model, MODEL_KEYS, f"{where} model")
     revision = model.get("revision")
+    if isinstance(revision, str) and len(revision) > NAME_CHARS:
+        raise PackError(f"{where} model: its revision is {len(revision):,} characters; a revision is a commit or a tag")
     info = PackModel(
-        name=_need(model, "name", str, f"{where} model"),
+        name=_need(model, "name", str, f"{where} model", NAME_CHARS),
         revision=revision if isinstance(revision, str) else None,
         dtype=_need(model, "dtype", str, f"{where} model"),
         device=_need(model, "device", str, f"{where} model"),
@@ -475,7 +588,9 @@ def check_manifest(manifest, where: str = MANIFEST) -> tuple[PackModel, list[dic
             _only(entry, ENTRY_KEYS, at)
         run_id = _need(entry, "id", str, at)
         if not RUN_ID.match(run_id):
-            raise PackError(f"{at}: {run_id!r} is not a run id (lowercase letters, digits, dots, dashes and underscores)")
+            raise PackError(
+                f"{at}: {run_id!r} is not a run id (lowercase letters, digits, dots, dashes and underscores)"
+            )
         _need(entry, "panel", str, at)
         if _need(entry, "kind", str, at) not in KINDS:
             raise PackError(f"{at}: kind {entry['kind']!r} is not one of {', '.join(KINDS)}")
@@ -492,34 +607,51 @@ def check_pack(files: dict[str, bytes], where: str, allow_random: bool = False) 
     """A Pack from its files (relative name -> bytes); PackError for the first thing wrong."""
     files = _strip_top_folder(files)
     if MANIFEST not in files:
-        raise PackError(f"{where} has no manifest.json: it is not a lesson pack. Make one with "
-                        "`python -m engine prepare --model MODEL --out DIR` and zip the folder DIR")
+        raise PackError(
+            f"{where} has no manifest.json: it is not a lesson pack. Make one with "
+            "`python -m engine prepare --model MODEL --out DIR` and zip the folder DIR"
+        )
+    values = sum(_values(body) for body in files.values())
+    if values > MAX_PACK_VALUES:
+        raise PackError(
+            f"the pack holds about {values:,} JSON values in all; a pack `python -m engine prepare` made holds "
+            f"far fewer (at most {MAX_PACK_VALUES:,} are read): make the pack again"
+        )
     manifest = _json(MANIFEST, files[MANIFEST])
     model, entries = check_manifest(manifest)
     if model.random_weights and not allow_random:
-        raise PackError(f"{where} was recorded with random weights ({model.name}): its figures mean nothing, so the "
-                        "site refuses it. Record a pack with real weights (QWEN_ALLOW_RANDOM_PACKS=1 admits it, for tests)")
+        raise PackError(
+            f"{where} was recorded with random weights ({model.name}): its figures mean nothing, so the "
+            "site refuses it. Record a pack with real weights (QWEN_ALLOW_RANDOM_PACKS=1 admits it, for tests)"
+        )
     listed = {entry["file"] for entry in entries}
     foreign = sorted(set(files) - listed - {MANIFEST})
     if foreign:
-        raise PackError(f"the pack holds {foreign[0]}, which its manifest does not list: a foreign file; "
-                        "remove it, or make the pack again")
+        raise PackError(
+            f"the pack holds {foreign[0]}, which its manifest does not list: a foreign file; "
+            "remove it, or make the pack again"
+        )
     runs: dict[str, PackRun] = {}
     for entry in entries:
         name = entry["file"]
         if name not in files:
-            raise PackError(f"the manifest lists {name}, which the pack does not hold: the pack is incomplete; "
-                            "run `python -m engine prepare` again with the same --out to finish it")
+            raise PackError(
+                f"the manifest lists {name}, which the pack does not hold: the pack is incomplete; "
+                "run `python -m engine prepare` again with the same --out to finish it"
+            )
         if file_hash(files[name]) != entry["sha256"]:
-            raise PackError(f"{name} was changed after the pack was made (its sha256 does not match the manifest): "
-                            "the file is tampered with or truncated; make the pack again")
+            raise PackError(
+                f"{name} was changed after the pack was made (its sha256 does not match the manifest): "
+                "the file is tampered with or truncated; make the pack again"
+            )
         data = _json(name, files[name])
         if not isinstance(data, dict) or data.get("id") != entry["id"] or data.get("kind") != entry["kind"]:
             raise PackError(f"{name} is not the run {entry['id']} that the manifest names")
         _only(data, RUN_KEYS | KIND_KEYS[entry["kind"]], name)
         _check_run_data(entry["kind"], data, name)
-        runs[entry["id"]] = PackRun(entry["id"], entry["panel"], entry["kind"], entry["settings"],
-                                    entry["prompt_sha256"], data)
+        runs[entry["id"]] = PackRun(
+            entry["id"], entry["panel"], entry["kind"], entry["settings"], entry["prompt_sha256"], data
+        )
     return Pack(where, model, manifest["created"], manifest["project_version"], runs)
 
 
@@ -531,7 +663,9 @@ def read_pack(source: str | Path, allow_random: bool = False) -> Pack:
     if not path.is_file():
         raise PackError(f"no pack at {path}: give a pack folder or a .zip made from one")
     if path.stat().st_size > MAX_UPLOAD_BYTES:
-        raise PackError(f"{path} is {megabytes(path.stat().st_size)}; a pack may be up to {megabytes(MAX_UPLOAD_BYTES)}")
+        raise PackError(
+            f"{path} is {megabytes(path.stat().st_size)}; a pack may be up to {megabytes(MAX_UPLOAD_BYTES)}"
+        )
     return check_pack(_zip_files(path.read_bytes()), path.name, allow_random)
 
 

@@ -11,7 +11,9 @@ the live loop yields, and `Trace.source` says what recorded them and when.
 from __future__ import annotations
 
 import json
+import os
 import platform
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +21,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from ..core.generation import DecodeStep, Generation, GenerationSettings, ModelInfo
+from ..core.json_input import file_kind
 from ..errors import BadInput
 
 TRACE_FORMAT = "tool-calling-explainer trace"
@@ -52,7 +55,9 @@ class Trace:
             when = datetime.fromisoformat(self.recorded_at).strftime("%Y-%m-%d %H:%M UTC")
         except ValueError:
             pass
-        revision = f", revision {self.model.revision[:12]}" if self.model.revision and not self.model.random_weights else ""
+        revision = (
+            f", revision {self.model.revision[:12]}" if self.model.revision and not self.model.random_weights else ""
+        )
         return f"recorded with {self.model.label()}{revision} on {when}"
 
     def replay(self) -> Iterator[DecodeStep]:
@@ -62,8 +67,13 @@ class Trace:
     def as_generation(self) -> Generation:
         """The trace as the Generation a live run returns, for code that draws a whole turn."""
         return Generation(
-            text=self.text, finish=self.finish, steps=list(self.steps), prompt_tokens=self.prompt_tokens,
-            model=self.model, settings=self.settings, prompt_text=self.prompt_text,
+            text=self.text,
+            finish=self.finish,
+            steps=list(self.steps),
+            prompt_tokens=self.prompt_tokens,
+            model=self.model,
+            settings=self.settings,
+            prompt_text=self.prompt_text,
             extra={"source": self.source},
         )
 
@@ -76,10 +86,19 @@ def trace_json(generation: Generation, request=None, tool_choice: str | None = N
         "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "model": generation.model.as_json(),
         "settings": generation.settings.as_json(),
-        "software": {"torch": version("torch"), "transformers": version("transformers"), "python": platform.python_version()},
-        "request": None if request is None else {
-            "messages": request.messages, "tools": request.tools, "style": request.style,
-            "enable_thinking": request.enable_thinking, "tool_choice": tool_choice,
+        "software": {
+            "torch": version("torch"),
+            "transformers": version("transformers"),
+            "python": platform.python_version(),
+        },
+        "request": None
+        if request is None
+        else {
+            "messages": request.messages,
+            "tools": request.tools,
+            "style": request.style,
+            "enable_thinking": request.enable_thinking,
+            "tool_choice": tool_choice,
         },
         "prompt": {"text": generation.prompt_text, "tokens": generation.prompt_tokens},
         "text": generation.text,
@@ -89,11 +108,67 @@ def trace_json(generation: Generation, request=None, tool_choice: str | None = N
     }
 
 
+NAME_BYTES = 255  # one name in a path (Linux's NAME_MAX)
+PATH_BYTES = 4096  # a whole path (Linux's PATH_MAX)
+
+
+def check_record_path(path) -> Path:
+    """`path` as a place to write a trace: a new or regular file in a folder that exists and is writable.
+
+    BadInput saying what to change otherwise. Nothing is created: a trace is written only where
+    its folder already is (a mistyped path never leaves new folders behind)."""
+    raw = os.fspath(path)
+    if not raw or "\x00" in raw:
+        raise BadInput("--record needs the path of a file to write, such as trace.json")
+    size = len(os.fsencode(raw))
+    if size > PATH_BYTES:
+        raise BadInput(f"--record's path is {size:,} bytes; a path may be up to {PATH_BYTES:,}: give a shorter one")
+    path = Path(raw)
+    if not path.name or raw.endswith(os.sep):
+        raise BadInput(f"--record {raw} names a folder; give a file in it, such as {raw.rstrip(os.sep)}/trace.json")
+    if len(os.fsencode(path.name)) > NAME_BYTES:
+        raise BadInput(
+            f"--record's file name is {len(os.fsencode(path.name)):,} bytes; a name may be up to {NAME_BYTES}"
+        )
+    folder = path.parent
+    try:
+        if not folder.is_dir():
+            raise BadInput(f"--record {raw}: there is no folder {folder}; create it first (--record never creates one)")
+    except OSError as error:
+        raise BadInput(f"--record {raw}: cannot look at the folder {folder}: {error.strerror or error}") from error
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise BadInput(f"--record {raw}: the folder {folder} is not writable by you; record into another folder")
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return path
+    except OSError as error:
+        raise BadInput(f"--record {raw}: cannot look at it: {error.strerror or error}") from error
+    if stat.S_ISLNK(mode):
+        raise BadInput(f"--record {raw} is a symbolic link; give the path of the file itself")
+    if not stat.S_ISREG(mode):
+        raise BadInput(
+            f"--record {raw} is {file_kind(mode)}; give the path of a new or regular file, such as trace.json"
+        )
+    return path
+
+
 def record_trace(path, generation: Generation, request=None, tool_choice: str | None = None) -> Path:
-    """Write `generation` (and the request it answered) to `path` as a JSON trace; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(trace_json(generation, request, tool_choice), ensure_ascii=False, indent=1), encoding="utf-8")
+    """Write `generation` (and the request it answered) to `path` as a JSON trace; returns the path.
+
+    `path` is checked first (check_record_path), and opened without following a link or blocking on a FIFO."""
+    path = check_record_path(path)
+    body = json.dumps(trace_json(generation, request, tool_choice), ensure_ascii=False, indent=1).encode("utf-8")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        with os.fdopen(os.open(path, flags, 0o644), "wb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                raise BadInput(f"--record {path} is {file_kind(mode)}; give the path of a new or regular file")
+            handle.truncate(0)
+            handle.write(body)
+    except OSError as error:
+        raise BadInput(f"cannot write the trace {path}: {error.strerror or error}") from error
     return path
 
 
