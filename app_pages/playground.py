@@ -60,22 +60,12 @@ if not projected:
 # (projected: the two pickers on one line without their labels, above the loop picture)
 left, right = st.columns([2, 3])
 with left:
-    st.segmented_control(
-        "Who writes the turns",
-        ["scripted", "live"],
-        key="playground_mode",
-        required=True,
-        label_visibility="collapsed" if projected else "visible",
-    )
+    st.segmented_control("Who writes the turns", ["scripted", "live"], key="playground_mode", required=True,
+                         label_visibility="collapsed" if projected else "visible")
 with right:
-    st.selectbox(
-        "Scenario (its files, question and tools)",
-        names,
-        key="playground_scenario",
-        format_func=lambda n: load_scenario(n).title,
-        on_change=lambda: load_files(st.session_state["playground_scenario"]),
-        label_visibility="collapsed" if projected else "visible",
-    )
+    st.selectbox("Scenario (its files, question and tools)", names, key="playground_scenario",
+                 format_func=lambda n: load_scenario(n).title, on_change=lambda: load_files(st.session_state["playground_scenario"]),
+                 label_visibility="collapsed" if projected else "visible")
 
 # the live panel's settings, and its recording in a lesson pack when no model is loaded
 panel = find_panel(ID, "episode", chosen_style)
@@ -91,11 +81,8 @@ elif chosen_style not in scenario.styles:
 if projected:
     # the loop as the last run went through it (its stages lit one by one), or unlit until a run
     last = st.session_state.get("playground_result")
-    loop_view(
-        "playground_loop",
-        frames=run_frames(last["calls"]) if last else None,
-        caption="" if last else text["the loop before a run"],
-    )
+    loop_view("playground_loop", frames=run_frames(last["calls"]) if last else None,
+              caption="" if last else text["the loop before a run"])
     section("The episode")
     st.header("The episode")
     with st.container(key="playground_whole_words"):  # (every line shown: these words are the section)
@@ -113,9 +100,7 @@ slots = st.session_state["playground_files"]
 for slot in slots:  # the learner's files survive a visit to another page
     restore(f"playground_path_{slot}")
     restore(f"playground_text_{slot}")
-entries = [
-    (st.session_state.get(f"playground_path_{s}", ""), st.session_state.get(f"playground_text_{s}", "")) for s in slots
-]
+entries = [(st.session_state.get(f"playground_path_{s}", ""), st.session_state.get(f"playground_text_{s}", "")) for s in slots]
 good, problems = check_files(entries)
 problem_at = {p.index: p.message for p in problems}
 for position, slot in enumerate(slots):
@@ -145,14 +130,8 @@ else:
     st.markdown(text["question"])
 st.text_area("The user's message", key="playground_question", height=80, disabled=mode == "scripted")
 
-can_run = (mode == "scripted" and chosen_style in scenario.styles) or (
-    mode == "live" and (engine or replay) is not None
-)
-written_by = (
-    "scripted"
-    if mode == "scripted"
-    else (f"a lesson pack: {source.label}" if replay else engine and engine.info.label())
-)
+can_run = (mode == "scripted" and chosen_style in scenario.styles) or (mode == "live" and (engine or replay) is not None)
+written_by = "scripted" if mode == "scripted" else (f"a lesson pack: {source.label}" if replay else engine and engine.info.label())
 # a recorded episode shows at once; a new question or new files replay it again on Run
 auto = replay is not None and (st.session_state.get("playground_result") or {}).get("model") != written_by
 if st.button("Run the episode", key="playground_run", type="primary", disabled=not can_run) or auto:
@@ -166,40 +145,25 @@ if st.button("Run the episode", key="playground_run", type="primary", disabled=n
             from engine.model.live import LiveModel
 
             # each turn streams into the status box as the model writes it
-            model = LiveModel(
-                engine, panel.generation_for(engine.info.random_weights), on_step=lambda token: streams[-1].add(token)
-            )
-            episode = iterate_episode(
-                model, messages, scenario.tools, style=chosen_style, workspace=workspace, max_turns=MAX_TURNS, run=run
-            )
+            model = LiveModel(engine, panel.generation_for(engine.info.random_weights), on_step=lambda token: streams[-1].add(token))
+            episode = iterate_episode(model, messages, scenario.tools, style=chosen_style, workspace=workspace,
+                                      max_turns=MAX_TURNS, run=run)
         try:
             if replay is not None:
                 run = replay_episode_here(replay, panel, messages, scenario.tools, workspace)
             else:
                 for call in episode:
                     streams[-1].clear()
-                    status.write(
-                        f"Call {len(run.calls)}: {call.cost.input_tokens:,} tokens in, {call.cost.output_tokens:,} out"
-                    )
+                    status.write(f"Call {len(run.calls)}: {call.cost.input_tokens:,} tokens in, {call.cost.output_tokens:,} out")
                     streams.append(TokenStream(is_special=tokenizer().is_special))
         except EngineError as error:
             run.stop_reason = f"the model failed: {error}"
         files_after = snapshot(workspace)
-        status.update(
-            label=f"Done: {plural(len(run.calls), 'call')}" if run else "Not replayed",
-            state="complete",
-            expanded=run is None,
-        )
+        status.update(label=f"Done: {plural(len(run.calls), 'call')}" if run else "Not replayed", state="complete", expanded=run is None)
     if run is not None:
         st.session_state["playground_result"] = {
-            "calls": run.calls,
-            "files_before": dict(good),
-            "files_after": files_after,
-            "left_out": len(problems),
-            "style": chosen_style,
-            "answer": run.answer,
-            "stop": run.stop_reason,
-            "model": written_by,
+            "calls": run.calls, "files_before": dict(good), "files_after": files_after, "left_out": len(problems),
+            "style": chosen_style, "answer": run.answer, "stop": run.stop_reason, "model": written_by,
             "tiny": mode == "live" and engine is not None and engine.info.random_weights,
             "departure": departures[0] if departures else None,
         }
@@ -212,24 +176,17 @@ if result:
     st.markdown(text["the loop"])
     if not projected:  # (projected, the loop is the first screen)
         loop_view("playground_loop", frames=run_frames(result["calls"]))
-    st.caption(
-        f"Turns written by: {result['model']}; style {result['style']}"
-        + (f"; {result['left_out']} file(s) left out" if result["left_out"] else "")
-    )
+    st.caption(f"Turns written by: {result['model']}; style {result['style']}"
+               + (f"; {result['left_out']} file(s) left out" if result["left_out"] else ""))
     for number, call in enumerate(result["calls"], start=1):
         section(f"Call {number}")
         with st.container(border=True):
-            st.markdown(
-                f"**Call {number}** · {call.cost.input_tokens:,} tokens in · {call.cost.output_tokens:,} out"
-                + (" · cut off at the token limit" if call.turn.finish == "length" else "")
-            )
+            st.markdown(f"**Call {number}** · {call.cost.input_tokens:,} tokens in · {call.cost.output_tokens:,} out"
+                        + (" · cut off at the token limit" if call.turn.finish == "length" else ""))
             if call.turn.steps:  # a live turn: its tokens, whitespace shown as ␣/↵ and long runs counted
                 if result.get("tiny"):
                     st.caption(f"Tiny model, {TINY_LABEL}.")
-                st.markdown(
-                    strip_html([(s.id, s.token) for s in call.turn.steps], tokenizer().is_special),
-                    unsafe_allow_html=True,
-                )
+                st.markdown(strip_html([(s.id, s.token) for s in call.turn.steps], tokenizer().is_special), unsafe_allow_html=True)
             else:
                 draw_reply(call.turn.text, None)
             if call.parse.final:
@@ -254,23 +211,14 @@ if result:
     chart_caption(ledger_chart, "call {}")
     departure = result.get("departure")
     if departure is not None:
-        st.warning(
-            words(
-                ID,
-                "script departed",
-                call=departure.call,
-                tool=f"`{departure.tool}`" if departure.tool else "the harness",
-            )
-        )
+        st.warning(words(ID, "script departed", call=departure.call, tool=f"`{departure.tool}`" if departure.tool else "the harness"))
         assumed, got = st.columns(2)
         assumed.caption("The script assumed")
         assumed.code(departure.expected[:2000] or "(empty)", language=None, wrap_lines=True)
         got.caption("Your workspace gave")
         got.code(departure.actual[:2000] or "(empty)", language=None, wrap_lines=True)
     else:
-        st.info(
-            f"The run stopped: {result['stop']}." + (f" The answer: {result['answer']}" if result["answer"] else "")
-        )
+        st.info(f"The run stopped: {result['stop']}." + (f" The answer: {result['answer']}" if result["answer"] else ""))
     section("After the run")
     st.subheader("After the run")
     st.markdown(text["after the run"])
