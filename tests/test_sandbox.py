@@ -38,7 +38,7 @@ from engine.harness.workspace import Limits, ToolRefusal, Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMITS = Limits()
-PASSED = "| Ran 1 tests\n|\n| OK\n[run_tests: end of the tests' output; exit code 0 (passed)]"  # how a run of one passing test ends
+PASSED = "| Ran 1 test\n|\n| OK\n[run_tests: end of the tests' output; exit code 0 (passed)]"  # how a run of one passing test ends
 
 
 # -- the escapes a test file may try from inside run_tests ------------------------------------------

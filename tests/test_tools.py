@@ -91,7 +91,7 @@ def test_run_tests_reports_pass_and_fail(ws):
     )
     assert run_tool("run_tests", {}, ws).result == (
         "[run_tests: exit code 0 (passed); the tests' own output follows, each line marked '| ']\n"
-        "| .\n| ----------------------------------------------------------------------\n| Ran 1 tests\n|\n| OK\n"
+        "| .\n| ----------------------------------------------------------------------\n| Ran 1 test\n|\n| OK\n"
         "[run_tests: end of the tests' output; exit code 0 (passed)]"
     )
     assert run_tool("run_tests", {"pattern": "check_*.py"}, ws).result == "no test files match check_*.py"

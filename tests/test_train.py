@@ -93,7 +93,7 @@ def test_the_drill_spells_each_word_without_its_space_and_learns_only_the_spelli
 def test_the_drill_words_are_the_vocabularys_space_words_and_include_strawberry():
     words = data.vocabulary_words(TOK)
     assert "strawberry" in words and len(words) > 20_000
-    assert all(TOK.encode(" " + w) == [TOK.token_id(" " + w)] or len(TOK.encode(" " + w)) == 1 for w in words[:200])
+    assert all(len(TOK.encode(" " + w)) == 1 for w in words[:500])
 
 
 def test_a_few_training_steps_of_a_small_network_lower_the_loss(tmp_path):

@@ -290,7 +290,7 @@ def run_tests(ws: Workspace, pattern: str = "test_*.py") -> str:
     text = run.output.decode("utf-8", errors="replace")
     # keep the output the same on every machine and run: no folder names, no timings
     text = hide_server_paths(text.replace(str(ws.root) + os.sep, ""))
-    text = re2.sub(r"Ran (\d+) tests? in [0-9.]+s", r"Ran \1 tests", text)
+    text = re2.sub(r"Ran (\d+) (tests?) in [0-9.]+s", r"Ran \1 \2", text)
     # the tests' lines marked as theirs, then cut to the cap; the harness's notes come after them
     body = quote_output(text.strip())
     notes = []
