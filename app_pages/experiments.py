@@ -42,7 +42,17 @@ with st.expander("The tasks, and what a right answer is"):
     )
 st.markdown(text["conditions"])
 left, middle, right = st.columns(3)
-conditions = left.multiselect("Conditions", list(CONDITIONS), default=["free", "grammar"], key="experiments_conditions")
+# pills wrap on a narrow projected column, where a multiselect's chips scroll
+conditions = (
+    left.pills(
+        "Conditions",
+        list(CONDITIONS),
+        selection_mode="multi",
+        default=["free", "grammar"],
+        key="experiments_conditions",
+    )
+    or []
+)
 seeds = middle.number_input("Seeds (runs per task)", 1, 5, 1, key="experiments_seeds")
 tokens = right.number_input(
     "New tokens a turn", 8, 1024, suite.max_new_tokens, step=8, key=f"experiments_tokens_{suite_name}"
