@@ -7,8 +7,22 @@ the run's own, so a retrained model's provenance is true of it.
 from __future__ import annotations
 
 import json
+import os
 import platform
 from pathlib import Path
+
+
+def processor() -> str:
+    """The CPU's model name (from /proc/cpuinfo where there is one) and how many cores it has."""
+    name = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{name}, {os.cpu_count()} cores"
 
 
 def share(row) -> str:
@@ -44,8 +58,8 @@ def write_provenance(folder: Path, command: str) -> Path:
         f"- Command: `{command}` (engine/model/training.py, engine/train/data.py); seed {config['seed']}, "
         f"{run['steps']:,} steps of AdamW (lr {config['lr']}, warm-up {config['warmup']}, cosine to "
         f"{config['min_lr_ratio']}×, weight decay {config['weight_decay']}), batches of at most {config['batch_tokens']:,} "
-        f"padded tokens, {config['threads']} CPU threads, autocast {run['autocast']}.",
-        f"- Time: {run['seconds'] / 60:.0f} minutes on this machine ({platform.processor() or platform.machine()}).",
+        f"padded tokens, {config['threads']} CPU thread{'s' if config['threads'] != 1 else ''}, autocast {run['autocast']}.",
+        f"- Time: {run['seconds'] / 60:.0f} minutes on {processor()}.",
         "- Data: synthetic conversations rendered by the site's own prompt renderer (Qwen3's chat template, thinking "
         "off), in both styles (native `<tool_call>` JSON and ReAct lines), with the lessons' tool sets (the strawberry "
         "pair, the harness's five, the coding agent's twelve, lessons/tools/everyday.json) and tool sets drawn from "
@@ -81,6 +95,14 @@ def write_provenance(folder: Path, command: str) -> Path:
         lines.append(
             f"| {label} | {share(held[key].get('native', [0, 0]))} | {share(held[key].get('react', [0, 0]))} |"
         )
+    right, of = held["count_exact"].get("native", [0, 0])
+    if of and right < of / 2:
+        lines += [
+            "",
+            f"So it writes the format, and the lessons' own calls, but on {of - right} of {of} count_letter prompts it "
+            "never saw it does not copy the word or the letter from the question into the call: it has not learned to "
+            "copy a word it was not trained on. Its panels are real for what it is; for a model that does, load Qwen3.",
+        ]
     lines += [
         "",
         "Its mistakes are real and kept (a wrong word or letter, a call where none was needed, a malformed block): "
