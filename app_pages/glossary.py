@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from engine.core.markdown_text import escape_markdown
+from engine.core.markdown_text import code_span
 from ui.glossary import entry_text, glossary
 from ui.words import lesson_index, page_title
 
@@ -20,7 +20,7 @@ if wanted in terms:
         st.markdown(f"**{entry['term']}**: {entry_text(entry)}")
         st.page_link(pages[entry["lesson"]]["page"], label=f"Shown in {page_title(entry['lesson'])}", icon="➡️")
 elif wanted is not None:
-    st.info(f"No entry is called {escape_markdown(repr(wanted[:60]))}; every term is listed below.")
+    st.info(f"No entry is called {code_span(repr(wanted[:60]))}; every term is listed below.")
 
 st.markdown(" · ".join(f"[{e['term']}](#{e['id']})" for e in data["terms"]))
 

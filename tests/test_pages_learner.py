@@ -63,10 +63,19 @@ def test_a_link_with_term_puts_that_entry_on_the_first_screen(term, shown):
     assert at.markdown[1].value.startswith(shown) or any(m.value.startswith(shown) for m in at.markdown[:4])
 
 
-def test_an_unknown_term_says_so_and_still_lists_everything():
-    at = open_page("app_pages/glossary.py", term="<script>")
-    # escaped in the Markdown source: shown as typed, never as markup
-    assert "No entry is called '\\<script\\>'" in at.info[0].value and len(at.subheader) == len(WANTED_TERMS)
+@pytest.mark.parametrize(
+    ("term", "shown"),
+    [
+        ("<script>", "` '<script>' `"),
+        # a bare address is autolinked even with its dots escaped: inside a code span it never is
+        ("www.example.com", "` 'www.example.com' `"),
+        ("a`b``c", "``` 'a`b``c' ```"),
+    ],
+)
+def test_an_unknown_term_says_so_literally_and_still_lists_everything(term, shown):
+    at = open_page("app_pages/glossary.py", term=term)
+    # a code span in the Markdown source: shown as typed, never as markup or a link
+    assert f"No entry is called {shown};" in at.info[0].value and len(at.subheader) == len(WANTED_TERMS)
 
 
 @pytest.mark.parametrize(
