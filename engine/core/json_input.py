@@ -58,8 +58,8 @@ def check_depth(value: object, limit: int = MAX_DEPTH) -> None:
             stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
 
 
-def check_text(value: object) -> None:
-    """An InputProblem when a string (a value or a key) holds a lone surrogate, which no UTF-8 text can hold."""
+def json_strings(value: object):
+    """Every string of a parsed JSON value, keys included, walked without recursion."""
     stack = [value]
     while stack:
         item = stack.pop()
@@ -68,7 +68,14 @@ def check_text(value: object) -> None:
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-        elif isinstance(item, str) and (found := SURROGATE.search(item)):
+        elif isinstance(item, str):
+            yield item
+
+
+def check_text(value: object) -> None:
+    """An InputProblem when a string (a value or a key) holds a lone surrogate, which no UTF-8 text can hold."""
+    for item in json_strings(value):
+        if found := SURROGATE.search(item):
             raise InputProblem(
                 f"holds a lone surrogate ({found.group()!r}, half of a UTF-16 pair), which is not text: write the "
                 "character itself, or both halves of its \\u escape pair"

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..core.json_input import InputProblem, check_depth, refuse_constant
+from ..core.json_input import InputProblem, check_depth, json_strings, refuse_constant
 from ..errors import BadInput, EngineError
 from ..harness.loop import Run, ScriptedModel, Turn, iterate_episode
 from ..harness.workspace import Workspace
@@ -358,16 +358,9 @@ def _values(body: bytes) -> int:
 
 
 def _check_strings(value, name: str) -> None:
-    """PackError for a string (a value or a key) longer than any `prepare` writes (walked without recursion)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str) and len(item) > TEXT_CHARS:
+    """PackError for a string (a value or a key) longer than any `prepare` writes."""
+    for item in json_strings(value):
+        if len(item) > TEXT_CHARS:
             raise PackError(
                 f"{name} holds a string of {len(item):,} characters; a file `python -m engine prepare` wrote holds "
                 f"none over {TEXT_CHARS:,}: the pack was not made by this project; make it again"
