@@ -24,6 +24,7 @@ from ui.gallery_view import (
     draw_verdict,
 )
 from ui.sections import section
+from ui.sources import expand_citations
 from ui.state import from_url, style, to_url
 from ui.views.step_data import walk_run
 from ui.views.step_view import Sample, step_view
@@ -99,6 +100,8 @@ st.selectbox("Case", names, key="gallery_case", label_visibility="collapsed" if 
 
 def about_case() -> None:
     st.markdown(f"**{plain(scenario.summary)}** {plain(scenario.lesson)}")
+    # the report this case reproduces, or a plain word that it was constructed
+    st.markdown(expand_citations(scenario.gallery["origin"]["text"]))
     if chosen_style != style():
         st.info(f"This case is scripted in the {'ReAct' if chosen_style == 'react' else 'native'} style only, "
                 "so it is shown that way whatever the sidebar says.")

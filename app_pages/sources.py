@@ -1,8 +1,8 @@
-"""Sources: every outside document the lessons quote, by title, with who published it, when and what it reports."""
+"""Sources: every outside document the lessons quote, one entry each: title, who, when, where, and what it reports."""
 
 import streamlit as st
 
-from ui.sources import load_sources
+from ui.sources import entry_markdown, heading, load_sources
 from ui.words import lesson
 
 text = lesson("sources")
@@ -10,6 +10,5 @@ st.title(text["title"])
 st.markdown(text["intro"])
 
 for source in load_sources().values():
-    st.subheader(source.title, anchor=source.key)
-    st.markdown(f"{source.by} · {source.date}" + (f" · [{source.url}]({source.url})" if source.url else ""))
-    st.markdown(source.reports)
+    st.subheader(heading(source), anchor=source.key)  # a lesson's [marker] links to sources#key
+    st.markdown(entry_markdown(source))

@@ -60,7 +60,7 @@ def test_home_opens_at_slash_home_on_a_cold_server_with_no_deploy_button(fresh_s
         assert page.get_by_text("Page not found").count() == 0
         assert page.get_by_role("button", name="Deploy").count() == 0
         # a line for every lesson and page, with its suggested minutes (waited for: Home draws its loop picture first)
-        for line in ("one call, its reply and its result", "six failures reported against real servers",
+        for line in ("one call, its reply and its result", "six failures, each replayed here",
                      "every term the lessons use", "about 10 minutes in class"):
             expect(page.get_by_text(line).first).to_be_visible()
         assert_no_errors(page)

@@ -61,7 +61,7 @@ def test_gallery_lists_its_six_cases_apart_from_lesson_4():
     assert not set(list_gallery()) & set(list_scenarios())
     for name in list_gallery():
         gallery = load_scenario(name).gallery
-        assert set(gallery) == {"failure", "naive", "prevents"} and all(gallery.values())
+        assert set(gallery) == {"failure", "naive", "prevents", "origin"} and all(gallery.values())
 
 
 def test_every_gallery_run_is_tabled():

@@ -20,6 +20,7 @@ from engine.teaching.cost import measure_malformed_cost
 from engine.teaching.gallery import check_grammar, measure_retry_loop, measure_schema_cost
 from engine.wire.formats import scenario_exchanges
 from engine.wire.openai_tokens import compare_tool_costs
+from ui.sources import cite, expand_citations
 
 P7, GALLERY, CALC = "app_pages/same_call_five_ways.py", "app_pages/gallery.py", "app_pages/calculator.py"
 
@@ -153,6 +154,9 @@ def test_gallery_opens_on_the_tag_inside_a_string():
     # the escaped slash of the fix stays visible through Markdown
     assert "(<\\\\/tool_call> is the same JSON string)" in text
     assert "every call dropped; the reply comes back as text" in text
+    # the bug reports it reproduces, each a short marker linked to its entry on the Sources page
+    assert f"for Qwen {cite('vllm-issue-45167')}; SGLang's Hermes detector had the same bug {cite('sglang-pr-28698')}" in text
+    assert "The regex `<tool_call>(.*?)</tool_call>` ends the block" in text
     # the honest part: today's grammar lets </tool_call> through inside the string
     assert f"today's grammar allows 147,021 of\n{REAL_VOCAB:,} tokens, and `</tool_call>` is **allowed**" in text
     assert "**the parser is the fix**" in text
@@ -185,6 +189,8 @@ def test_gallery_case(name):
     text = page_text(at)
     for expected in CASES[name]:
         assert expected in text, (name, expected)
+    # where the case comes from: the report it reproduces, as a marker to its source, or "constructed"
+    assert expand_citations(load_scenario(name).gallery["origin"]["text"]) in text
     check = check_grammar(load_scenario(name))
     assert (check.at is not None) == (name not in ("two-calls", "tool-choice-none"))
 

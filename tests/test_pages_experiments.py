@@ -8,6 +8,7 @@ import json
 from helpers import open_page, page_text
 
 from engine.harness.eval import EvalSettings, load_suite, model_lock
+from ui.sources import cite
 
 PAGE = "app_pages/experiments.py"
 
@@ -15,7 +16,7 @@ PAGE = "app_pages/experiments.py"
 def test_without_a_run_the_page_quotes_the_published_figures_by_source():
     at = open_page(PAGE, suite="harness")
     shown = page_text(at)
-    assert "Reading tool calls out of free text" in shown  # [[reading-tool-calls]], by its title
+    assert cite("reading-tool-calls") in shown  # [[reading-tool-calls]], a short marker linked to its entry
     table = at.dataframe[-1].value
     assert "24 tool-call blocks, 8 valid" in " ".join(
         table["figures"]

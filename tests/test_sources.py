@@ -1,23 +1,49 @@
-"""The sources file: every quoted figure names a source from lessons/sources.json, by title.
+"""The sources file: every quoted figure names a source from lessons/sources.json, as a short linked marker.
 
-Lesson text and engine docstrings cite a source as `[[key]]`; the page shows its title. No file a
-reader sees speaks of "seed 000" (a reader has no seeds), and the Sources page lists every entry.
+Lesson text and engine docstrings cite a source as `[[key]]`; a page shows it as [label], a link to the
+source's entry on the Sources page, which gives its title, who, when and where once. No file a reader
+sees speaks of "seed 000" (a reader has no seeds), and code (vLLM's regex) shows literally, asterisks and all.
 """
 
 import ast
+import html
 import json
 import re
 from pathlib import Path
 
 import pytest
 from helpers import open_page, page_text
+from markdown_it import MarkdownIt
 
-from ui.sources import CITATION, cite, expand_citations, load_sources
+from engine.harness.loop import list_gallery, load_scenario
+from ui.sources import CITATION, UNDATED, cite, entry_markdown, expand_citations, heading, load_sources, source_url
 from ui.words import lesson
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSON_FILES = sorted((ROOT / "lessons").glob("*.md"))
 SEED = re.compile(r"seed\s*0\d\d", re.IGNORECASE)
+MARKER = re.compile(r"\[\[([^\]]+)\]\(([^)]+)\)\]")  # a rendered citation: [[label](sources#key)]
+REGEX_LIKE = re.compile(r"\(\.[*+]|\.[*+]\?")  # a regex's (.* or .*?: Markdown eats its asterisks outside a code span
+
+
+def shown(markdown: str) -> str:
+    """The text a reader sees once Markdown is rendered (CommonMark, as Streamlit's renderer follows it)."""
+    rendered = MarkdownIt("commonmark").render(markdown)
+    return html.unescape(re.sub(r"<[^>]+>", "", rendered))
+
+
+def shown_page(at) -> str:
+    """The text of a page's Markdown elements as a reader sees them, each element rendered on its own."""
+    return "\n".join(shown(part.value) for part in [*at.markdown, *at.caption, *at.subheader])
+
+
+def paren_depth(text: str, at: int) -> int:
+    """How many parentheses are open at position `at` of `text`."""
+    depth = 0
+    for ch in text[:at]:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        depth = max(depth, 0)
+    return depth
 
 
 def reader_files() -> list[Path]:
@@ -44,7 +70,16 @@ def test_every_source_has_a_title_a_publisher_a_date_and_what_it_reports():
     assert len(keys) == len(set(keys)) == len(load_sources())
     for row in rows:
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", row["key"]), row["key"]
-        assert all(row.get(field, "").strip() for field in ("title", "by", "date", "reports")), row["key"]
+        assert all(row.get(field, "").strip() for field in ("title", "label", "by", "date", "reports")), row["key"]
+        # a date the source states (a year in it), or an explicit "undated (why)"
+        assert row["date"].startswith(UNDATED + " (") or re.search(r"\b20\d\d\b", row["date"]), row["key"]
+        # an address, or a note that the source gives none (said once, on the Sources page)
+        assert bool(row.get("url")) != bool(row.get("no_url")), f"{row['key']}: give a url, or say in no_url why there is none"
+        assert not row.get("url") or row["url"].startswith("https://"), row["key"]
+        assert all(url.startswith("https://") for _, url in row.get("also", [])), row["key"]
+        # the inline marker is short: no run-on, no parentheses
+        assert len(row["label"]) <= 30 and not re.search(r"[()\[\];]", row["label"]), row["key"]
+    assert len({row["label"] for row in rows}) == len(rows), "two sources share a marker"
 
 
 def test_no_file_a_reader_sees_speaks_of_seeds():
@@ -73,22 +108,102 @@ def test_every_figure_reported_elsewhere_names_its_source(path):
     for name, body in lesson(path.stem).items():
         raw = body.lower()
         if "not measured on this machine" in raw or name == "reported elsewhere":
-            titles = [s.title for s in load_sources().values() if s.title in body]
-            assert titles, f"{path.name} ## {name}: a quoted figure must name its source, as [[key]]"
+            cited = [s.key for s in load_sources().values() if cite(s.key) in body]
+            assert cited, f"{path.name} ## {name}: a quoted figure must name its source, as [[key]]"
 
 
-def test_a_citation_becomes_the_title_and_an_unknown_key_says_what_to_fix():
-    assert expand_citations("as [[bfcl]] checks") == f"as {cite('bfcl')} checks"
-    assert cite("bfcl").startswith("*Berkeley Function Calling Leaderboard*")
+def test_a_citation_becomes_a_short_marker_linked_to_its_entry_and_an_unknown_key_says_what_to_fix():
+    bfcl = load_sources()["bfcl"]
+    assert expand_citations("as [[bfcl]] checks") == f"as [[{bfcl.label}]({source_url('bfcl')})] checks"
+    # rendered, the marker is the label in brackets, and only the label is the link
+    rendered = MarkdownIt("commonmark").render(expand_citations("as [[bfcl]] checks"))
+    assert f'as [<a href="{source_url("bfcl")}">{bfcl.label}</a>] checks' in rendered
+    assert source_url("bfcl").endswith("#bfcl")
     with pytest.raises(KeyError, match="no source 'seed-001' in lessons/sources.json"):
         expand_citations("[[seed-001]]")
 
 
-def test_the_sources_page_lists_every_source_by_title():
+@pytest.mark.parametrize("path", LESSON_FILES, ids=[p.stem for p in LESSON_FILES])
+def test_inline_citations_are_short_markers_never_nested_run_ons(path):
+    sources = load_sources()
+    for name, body in lesson(path.stem).items():
+        for found in MARKER.finditer(body):
+            label, target = found.groups()
+            key = target.rsplit("#", 1)[-1]
+            assert key in sources and label == sources[key].label and target == source_url(key), (path.name, name, found.group(0))
+            # never inside a parenthesis that is itself inside one: "(a lesson (Agents · Tools); undated) (not measured)"
+            assert paren_depth(MARKER.sub("M", body[: found.start()]), len(MARKER.sub("M", body[: found.start()]))) <= 1, (path.name, name)
+            # who, when and where are said once, on the Sources page, not at every marker
+            seen = shown(body)
+            assert sources[key].by not in seen and sources[key].date not in seen, (path.name, name, key)
+        assert "undated" not in shown(body), (path.name, name)
+
+
+def test_the_run_on_check_can_fail():
+    run_on = "in (a step-by-step lesson (Agents · Tools); undated) [[Tool Calling lesson](sources#x)]"
+    at = MARKER.search(run_on).start()
+    assert paren_depth(run_on, at) == 0 and paren_depth(run_on, run_on.index("Agents")) == 2
+
+
+def test_the_sources_page_lists_every_source_with_its_fields_and_anchors():
     at = open_page("app_pages/sources.py")
     assert at.title[0].value == "Sources"
-    assert [h.value for h in at.subheader] == [s.title for s in load_sources().values()]
-    assert "tool-calls-cant-come-out-malformed" not in page_text(at)  # keys are for the code, titles for the reader
+    sources = list(load_sources().values())
+    assert [h.value for h in at.subheader] == [heading(s) for s in sources]
+    # each heading carries its key as anchor, where a lesson's marker links
+    assert [h.proto.anchor for h in at.subheader] == [s.key for s in sources]
+    text = page_text(at)
+    for source in sources:
+        assert entry_markdown(source) in text
+        assert (source.url in text) if source.url else (f"No web address: {source.no_url}" in text)
+    # the no-address note is said once per source that has no address, nowhere else
+    assert text.count("No web address:") == sum(not s.url for s in sources) > 0
+    assert "tool-calls-cant-come-out-malformed" not in shown_page(at)  # keys are for the code, titles for the reader
+
+
+def test_the_sources_page_shows_vllm_s_regex_with_its_asterisks():
+    at = open_page("app_pages/sources.py")
+    regex = "<tool_call>(.*?)</tool_call>|<tool_call>(.*)"
+    assert regex in shown_page(at)
+    assert "<tool_call>(.?)</tool_call>|<tool_call>(.)" not in shown_page(at)
+    # the check can fail: the same words without a code span lose their asterisks
+    assert regex not in shown(f"The block regex {regex} and its policy")
+    # and a title with a tag in it keeps the tag
+    issue = load_sources()["vllm-issue-45167"]
+    assert "</tool_call>" in shown(heading(issue))
+
+
+def reader_texts() -> list[tuple[str, str]]:
+    """Every Markdown text a reader sees from lessons/: the lessons, the sources, the gallery's and scenarios' words."""
+    texts = [(p.name, p.read_text(encoding="utf-8")) for p in LESSON_FILES]
+    texts += [(f"sources.json {s.key}", s.reports) for s in load_sources().values()]
+    for path in sorted((ROOT / "lessons" / "scenarios").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            texts += [(path.name, data.get(k, "")) for k in ("summary", "lesson")]
+            texts += [(path.name, v if isinstance(v, str) else v["text"]) for v in data.get("gallery", {}).values()]
+    return texts
+
+
+def test_the_code_check_can_fail():
+    assert REGEX_LIKE.search("The block regex <tool_call>(.*?)</tool_call>") and not REGEX_LIKE.search("a sentence.**Bold**")
+
+
+def test_code_in_the_lessons_sits_in_code_spans():
+    prose = [(where, re.sub(r"`[^`]*`", "", text)) for where, text in reader_texts()]
+    loose = [(where, text[max(0, m.start() - 30): m.end() + 10]) for where, text in prose for m in REGEX_LIKE.finditer(text)]
+    assert loose == [], "a regex outside backticks loses its asterisks to Markdown: write it as `code`"
+
+
+@pytest.mark.parametrize("name", list_gallery())
+def test_every_gallery_case_names_its_report_or_says_it_was_constructed(name):
+    origin = load_scenario(name).gallery["origin"]
+    keys = CITATION.findall(origin["text"])
+    assert all(k in load_sources() for k in keys), name
+    if origin["kind"] == "reported":
+        assert keys, f"{name}: a reported case names the report it reproduces, as [[key]]"
+    else:
+        assert origin["kind"] == "constructed" and origin["text"].startswith("Constructed to show the failure"), name
 
 
 @pytest.mark.parametrize("name", ["anthropic-tool-overhead.json", "openai-cookbook-example.json"])
@@ -96,3 +211,17 @@ def test_quoted_tables_name_their_source_from_the_sources_file(name):
     quoted = json.loads((ROOT / "lessons" / name).read_text(encoding="utf-8"))["source"]
     listed = load_sources()[quoted["key"]]
     assert quoted["page"].startswith(listed.title) and quoted["url"] == listed.url
+
+
+def test_pages_cite_with_short_markers_and_goinfer_s_dates_print_once():
+    at = open_page("app_pages/constrained_decoding.py")
+    caption = next(c.value for c in at.caption if "14 of 111" in c.value)
+    goinfer = load_sources()["tool-calls-cant-come-out-malformed"]
+    assert cite(goinfer.key) in caption
+    seen = shown(caption)
+    assert seen.count("2026-09-23") == 1 and goinfer.date not in seen and goinfer.by not in seen
+    at = open_page("app_pages/why_call_a_tool.py")
+    seen = shown_page(at)
+    lesson_source = load_sources()["tool-calling-step-by-step"]
+    assert f"[{lesson_source.label}] (not measured" in seen
+    assert lesson_source.by not in seen and "undated" not in seen
