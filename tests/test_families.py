@@ -333,8 +333,8 @@ def test_counting_and_parsing_in_every_family_never_import_torch():
     assert out.stdout.strip() == "[]"
 
 
-def test_the_strawberry_tools_price_in_each_family_is_the_readme_s():
-    # the README quotes these; each is checked against its own renderer by the tests above
+def test_the_strawberry_tools_price_in_each_family_is_the_one_the_docs_quote():
+    # docs/command-line.md quotes these; each is checked against its own renderer by the tests above
     found = {n: price_tools(n, QUESTION, STRAWBERRY).total for n in NAMES}
     assert found == {"qwen3": 241, "llama3.1": 273, "mistral": 165, "gpt-oss": 98, "deepseek-v3": 230}
 

@@ -48,7 +48,7 @@ class Verdict:
 
 @dataclass
 class Figures:
-    """Shares of held-out prompts, per style: the figures the README and the provenance quote."""
+    """Shares of held-out prompts, per style: the figures the provenance and docs/shipped-model.md quote."""
 
     count_exact: dict = field(
         default_factory=dict
