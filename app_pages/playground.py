@@ -11,7 +11,7 @@ from engine.harness.playground import cap_for_display, check_files, fresh_worksp
 from engine.teaching.panels import find_panel
 from ui.chart_words import chart_caption
 from ui.chrome import presenting
-from ui.confinement import confinement_caption, visitor_id
+from ui.confinement import visitor_id
 from ui.draw import ledger_figure, notice
 from ui.literal import draw_reply, plural
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
@@ -93,7 +93,6 @@ section("Workspace")
 # -- the workspace, editable ---------------------------------------------------------------------
 st.header("Workspace")
 st.markdown(text["workspace"])
-confinement_caption()
 if st.session_state.get(LINK_PROBLEM):  # a link whose files could not be used: why, above the scenario's
     st.warning(st.session_state[LINK_PROBLEM])
 slots = st.session_state["playground_files"]

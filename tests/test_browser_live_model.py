@@ -80,8 +80,10 @@ def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_se
     load_from_sidebar(page, "Load the model")
     expect(sidebar(page)).to_contain_text(f"Loaded for everyone on this site: {random_folder} (fp32, cpu; random weights")
     expect(sidebar(page)).to_contain_text("Random weights:")
-    # the decode step's small operations in C (engine/model/native_step.c), said as the other engine lines are
-    expect(sidebar(page)).to_contain_text("Decode steps: norms, attention and the MLP's gate in C between torch's products")
+    # the decode step's small operations in C (engine/model/native_step.c), said on the Set-up page as the other engine lines are
+    open_page(page, url, "setup")
+    expect(page.get_by_test_id("stMain")).to_contain_text("Decode steps: norms, attention and the MLP's gate in C between torch's products")
+    open_page(page, url, "the_model_writes_a_call")
     assert_clean(page)
 
     # lesson 3: the call, token by token, with each token's probability
@@ -205,8 +207,10 @@ def test_a_bf16_folder_loaded_in_int8_with_the_sidebar_button_writes_a_call(chro
     open_page(page, url, "the_model_writes_a_call")
     load_from_sidebar(page, "Load the model")
     expect(sidebar(page)).to_contain_text(f"Loaded for everyone on this site: {folder} (int8 weights, cpu; random weights")
-    expect(sidebar(page)).to_contain_text("int8 weights: QWEN_QUANT=int8")
-    expect(sidebar(page)).to_contain_text("Decode steps: norms, attention and the MLP's gate in C between torch's products")
+    open_page(page, url, "setup")  # how the model runs here is the Set-up page's
+    expect(page.get_by_test_id("stMain")).to_contain_text("int8 weights: QWEN_QUANT=int8")
+    expect(page.get_by_test_id("stMain")).to_contain_text("Decode steps: norms, attention and the MLP's gate in C between torch's products")
+    open_page(page, url, "the_model_writes_a_call")
     press(page, "Generate the call", "Its probability")
     expect(page.get_by_text(f"Random weights: {folder} (int8 weights, cpu)").first).to_be_visible()
     save_shot(page, "int8-folder-lesson-3")

@@ -41,13 +41,17 @@ def test_lessons_3_and_5_show_a_packs_figures_with_the_model_off(pack_server, ch
     settle_run(page)
     assert_no_errors(page)
 
-    # a tampered pack uploaded in the sidebar: a message, and the server's pack stays in use
+    # a tampered pack uploaded on the Set-up page: a message, and the server's pack stays in use
+    page.goto(f"{pack_server}/setup?model=off")
+    close_dialog(page)
     page.get_by_text("Upload a lesson pack").click()
     tampered = zipped(tiny_pack[0], change=lambda n, b: b[:-10] if n == "runs/when-not-to-call.first-token.france.json" else b)
-    page.locator('[data-testid="stSidebar"] input[type="file"]').set_input_files(
+    page.locator('[data-testid="stMain"] input[type="file"]').set_input_files(
         files=[{"name": "bad.zip", "mimeType": "application/zip", "buffer": tampered}])
     expect(page.get_by_text("was changed after the pack was made")).to_be_visible(timeout=60_000)
     settle_run(page)
-    expect(page.get_by_text("P(<tool_call>) as the first token").first).to_be_visible()
+    page.goto(f"{pack_server}/answer_and_when_not_to_call?model=off")
+    close_dialog(page)
+    expect(page.get_by_text("P(<tool_call>) as the first token").first).to_be_visible(timeout=60_000)
     assert_no_errors(page)
     save_shot(page, "pack-lesson-5-bad-upload")

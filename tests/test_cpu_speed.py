@@ -83,7 +83,7 @@ def test_the_expected_speed_is_weight_bytes_over_bandwidth(parameters, dtype, ba
 def test_the_copy_bandwidth_is_measured_and_the_suggestion_reads_as_a_sentence():
     assert measure_copy_bandwidth(megabytes=8, repeats=2) > 1e8  # any machine copies more than 100 MB/s
     estimate = expected_speed(cpu_speed.SMALL_MODEL_PARAMETERS, "float32", SMALL_MODEL, bandwidth=5e9)
-    text = words("home", "no gpu", **estimate.as_json())
+    text = words("setup", "no gpu", **estimate.as_json())
     assert "Qwen/Qwen3-0.6B" in text and "5.0 GB/s" in text and "476.8 ms a token" in text and "{" not in text
 
 

@@ -118,8 +118,9 @@ def test_a_random_weights_pack_is_refused_without_the_switch(tiny_pack, monkeypa
     monkeypatch.delenv("QWEN_ALLOW_RANDOM_PACKS", raising=False)
     at = open_page(P3, model="off")
     assert not shows_probability(at)
-    sidebar = "\n".join(c.value for c in at.sidebar.caption)
-    assert "cannot be used" in sidebar and "random weights" in sidebar
+    at.switch_page("app_pages/setup.py").run()  # the pack in use, and why not, is the Set-up page's
+    captions = "\n".join(c.value for c in at.caption)
+    assert "cannot be used" in captions and "random weights" in captions
 
 
 def test_a_run_recorded_for_another_prompt_is_not_shown_as_current(tiny_pack, tmp_path, monkeypatch):
@@ -151,7 +152,8 @@ def test_a_run_recorded_with_other_settings_is_refused_on_its_panel_with_what_to
     monkeypatch.setenv("QWEN_ALLOW_RANDOM_PACKS", "1")
     at = open_page(P3, model="off")
     assert "recorded with max_new_tokens 80; the panel now uses max_new_tokens 40" in warnings(at)
-    assert "record the pack again with `python -m engine prepare" in warnings(at)
+    # the command itself is on the Set-up page (tests/test_panels.py checks the engine's reason names it)
+    assert "record the pack again with the command on the Set-up page" in warnings(at) and "python -m engine" not in warnings(at)
     assert not shows_probability(at) and LABEL not in infos(at)
     # the react panel's run kept its settings: it is shown
     assert shows_probability(open_page(P3, model="off", style="react"))
@@ -162,12 +164,14 @@ def test_an_upload_applies_to_its_session_only_and_a_bad_one_changes_nothing(tin
     monkeypatch.setenv("QWEN_ALLOW_RANDOM_PACKS", "1")
     at = open_page(P3, model="off")
     assert not shows_probability(at)
+    at.switch_page("app_pages/setup.py").run()  # the upload is on the Set-up page
     at.file_uploader(key="pack_file").set_value(("tiny.zip", zipped(tiny_pack[0]), "application/zip")).run()
-    assert not at.exception and shows_probability(at)
-    assert any("Lesson pack (yours)" in c.value for c in at.sidebar.caption)
+    assert not at.exception and any("Lesson pack (yours)" in c.value for c in at.caption)
+    assert shows_probability(at.switch_page(P3).run())
     tampered = zipped(tiny_pack[0], change=lambda n, b: b[:-10] if n == "runs/the-model-writes-a-call.call.native.json" else b)
+    at.switch_page("app_pages/setup.py").run()
     at.file_uploader(key="pack_file").set_value(("bad.zip", tampered, "application/zip")).run()
     assert not at.exception and "was changed after the pack was made" in "\n".join(e.value for e in at.error)
-    assert shows_probability(at)  # the good pack is still in use
+    assert shows_probability(at.switch_page(P3).run())  # the good pack is still in use
     other = open_page(P3, model="off")
     assert not shows_probability(other)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.core.styles import get_style
-from ui.confinement import confinement_sidebar
 from ui.draw import CSS, PRESENTER_CSS
-from ui.models import live_model_name, model_status
+from ui.model_status import choice_label, model_status
+from ui.models import live_model_name, setup_link
 from ui.next_lesson import next_lesson
-from ui.packs import pack_sidebar
 from ui.sections import finish_sections, start_sections
 from ui.shipped_model import default_model_choice
 from ui.state import MODEL_CHOICES, STYLES, keep_page_state, setup_defaults, style, to_url
@@ -89,7 +88,7 @@ def navigation():
 
 
 def sidebar() -> None:
-    """The settings every page shares: style, model, model status, presenter mode."""
+    """The settings every page shares: style, model, one line of model status (the rest is on the Set-up page), presenter mode."""
     st.markdown(CSS, unsafe_allow_html=True)
     with st.sidebar:
         st.segmented_control(
@@ -98,14 +97,9 @@ def sidebar() -> None:
             help=" ".join(f"{s.label}: {s.help}." for s in map(get_style, STYLES)),
         )
         name = live_model_name()
-        st.radio(
-            "Model", MODEL_CHOICES, key="model",
-            format_func=lambda c: {"builtin": "the shipped model (trained here; not Qwen3)", "live": name,
-                                   "tiny": "tiny (random weights)", "off": "off"}[c],
-        )
+        st.radio("Model", MODEL_CHOICES, key="model", format_func=lambda c: choice_label(c, name))
         model_status(name)
-        pack_sidebar()
-        confinement_sidebar()
+        setup_link()
         st.toggle("Presenter mode", key="present", help="Large text and a wide page, for projecting in class.")
     if st.session_state.get("present"):
         st.markdown(PRESENTER_CSS, unsafe_allow_html=True)

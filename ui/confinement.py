@@ -7,15 +7,16 @@ import streamlit as st
 from engine.harness.sandbox import describe_confinement, slot_status
 
 
-def confinement_sidebar() -> None:
-    """A closed expander in the sidebar: the mode in force, why no stronger one, the whole run's limits."""
+def confinement_lines() -> None:
+    """The Set-up page's lines: the mode in force, why no stronger one, the whole run's limits, the slots busy now."""
     report = describe_confinement()
-    with st.expander(f"Visitors' tests: {report.mode}"):
-        st.caption(report.summary)
-        for line in report.why_not:
-            st.caption(line)
-        if report.limits:
-            st.caption(report.limits)
+    st.markdown(f"**Mode: {report.mode}**")
+    st.caption(report.summary)
+    for line in report.why_not:
+        st.caption(line)
+    if report.limits:
+        st.caption(report.limits)
+    st.caption(slot_status().words())
 
 
 def visitor_id() -> str | None:
@@ -30,10 +31,3 @@ def visitor_id() -> str | None:
 
     context = get_script_run_ctx()
     return f"session {context.session_id}" if context is not None else None
-
-
-def confinement_caption() -> None:
-    """One caption for the playground: the mode, and whether a run would wait for a free slot now."""
-    report = describe_confinement()
-    extra = f" ({'; '.join(report.why_not)})" if report.why_not else ""
-    st.caption(f"{report.summary}{extra}. {slot_status().words()}")

@@ -4,7 +4,8 @@ The live model lives in the engine's process-wide registry (engine.model.loading
 whichever session pressed the sidebar's button, then found loaded by every session of the server.
 
 Also a panel's source (engine/teaching/panel_source.py chooses: the model, a lesson pack's run, or
-nothing) and the one line that says what made a panel's figures, or why there are none.
+nothing) and the one line that says what made a panel's figures, or why there are none. The model's
+status lines and load button are in ui/model_status.py.
 """
 
 from __future__ import annotations
@@ -13,15 +14,21 @@ import streamlit as st
 
 from engine.core.tokenizer import load_tokenizer
 from engine.errors import EngineError
-from engine.model.loading import TINY, check_model, find_job, find_loaded, load_model, start_load
+from engine.model.loading import TINY, find_loaded, load_model
 from engine.settings import BUILTIN, load_settings
-from engine.teaching.panel_source import PanelSource, choose_source
+from engine.teaching.panel_source import PREPARE, PanelSource, choose_source
 from engine.teaching.panels import Panel
 from ui.shipped_model import builtin_engine, builtin_label
 from ui.words import words
 
 TINY_LABEL = "random weights: its words and probabilities mean nothing, only the mechanics are real"
 RANDOM_LABEL = "its words and probabilities mean nothing, only the mechanics are real"
+SETUP_PAGE = "app_pages/setup.py"  # the teacher's page: getting and loading a model, the engine, run_tests, packs
+
+
+def setup_link(label: str = "Set-up (for teachers)") -> None:
+    """The one link a lesson page or the sidebar gives for everything operational."""
+    st.page_link(SETUP_PAGE, label=label, icon=":material/settings:")
 
 
 @st.cache_resource(show_spinner="Loading the Qwen3 tokenizer…")
@@ -40,40 +47,6 @@ def live_model_name() -> str:
     return load_settings().model
 
 
-
-
-@st.cache_data(ttl=30, show_spinner=False)
-def weights_on_disk(name: str) -> bool:
-    """Whether `name`'s weights are on this machine (a folder, or the Hugging Face cache); the engine's torch-free check."""
-    return check_model(name).state in ("local folder", "cached", "loaded")
-
-
-def draw_progress(bar, job) -> None:
-    """The load job's latest stage on a progress bar: bytes while downloading, else the stage's words."""
-    if job.total:
-        bar.progress(min(job.done / job.total, 1.0), text=f"{job.stage}: {job.done / 1e6:,.1f} / {job.total / 1e6:,.1f} MB")
-    else:
-        bar.progress(1.0 if "ready" in job.stage else 0.0, text=job.stage)
-
-
-def load_live_model(name: str):
-    """Load the live model for the whole server, drawing its progress here; the model, or None with the error kept for the sidebar.
-
-    The load runs in a thread of the server process (engine.model.loading.start_load), not in this
-    script run: a learner who clicks elsewhere meanwhile does not stop it, a second press
-    anywhere joins it, and once it is done every session finds the model loaded.
-    """
-    job = start_load(name)
-    bar = st.progress(0.0, text=f"Loading {name}…")
-    # the script thread only watches; the bar is redrawn at most every 0.2 s
-    while not job.wait(0.2):
-        draw_progress(bar, job)
-    bar.empty()
-    if job.error:
-        st.session_state["model_error"] = job.error
-        return None
-    st.session_state.pop("model_error", None)
-    return job.model
 
 
 @st.cache_resource(show_spinner="Asking the model server which model it serves…", ttl=60)
@@ -149,7 +122,7 @@ def random_label(info) -> str:
 def model_label(kind: str, thing) -> None:
     """One line above a model panel saying which model computes what follows ("live" or "random")."""
     if kind == "live" and thing.info.name == BUILTIN:
-        st.info(builtin_label(thing.info))
+        st.caption(builtin_label(thing.info))  # one line: the shipped model is the site's default, not a warning
     elif kind == "live":
         st.success(f"Live model: {thing.info.label()}")
     elif kind in ("random", "tiny"):
@@ -157,9 +130,14 @@ def model_label(kind: str, thing) -> None:
 
 
 def no_model_box() -> None:
-    """The plain message a model panel shows when nothing can run: what is missing and how to get it."""
-    name = live_model_name()
-    st.info(words("home", "no model loaded", model=name))
+    """The line a model panel shows when nothing can run, and the link to where a teacher loads one."""
+    st.info(words("home", "no model loaded"))
+    setup_link("Load a model: Set-up")
+
+
+def for_learners(reason: str) -> str:
+    """An engine's reason as a lesson page shows it: the command that records a pack is on the Set-up page."""
+    return reason.replace(f"`{PREPARE}`", "the command on the Set-up page")
 
 
 def draw_source(source: PanelSource, missing: str | None = None) -> None:
@@ -174,73 +152,6 @@ def draw_source(source: PanelSource, missing: str | None = None) -> None:
         else:
             st.info(missing)
     elif source.why == "not-in-pack":
-        st.info(source.reason)
+        st.info(for_learners(source.reason))
     else:
-        st.warning(source.reason)
-
-
-def model_status(name: str) -> None:
-    """The sidebar's model lines: what is chosen, whether this server has it loaded (for every session), and the button that loads it."""
-    choice = st.session_state.get("model", "live")
-    if choice == "off":
-        st.caption("No model: the lessons use the tokenizer and scripted runs.")
-        return
-    if choice == "tiny":
-        st.caption(f"Tiny model: {TINY_LABEL}.")
-        return
-    if choice == "builtin" or (name == BUILTIN and not load_settings().engine_url):
-        engine = builtin_engine()
-        if engine is not None:
-            st.caption(builtin_label(engine.info))
-        else:
-            st.error(st.session_state.get("model_error", "the shipped model could not be loaded"))
-        return
-    if load_settings().engine_url:
-        server = server_engine()
-        if server is not None:
-            st.caption(words("engines", "server", label=server.info.label()), help=words("engines", "server help"))
-        else:
-            st.error(st.session_state.get("model_error", "the model server cannot be reached"))
-        return
-    loaded = find_loaded(name)
-    if loaded is not None:
-        loaded_lines(loaded)
-        return
-    job = find_job(name)
-    if job is not None and not job.finished.is_set():
-        wait_for_other_load(name)
-        return
-    present = weights_on_disk(name)
-    st.caption(f"{name}: {'on this machine, not loaded yet' if present else 'not on this machine'}")
-    if st.button("Load the model" if present else "Try to download and load", key="sidebar_load"):
-        if load_live_model(name) is not None:
-            st.rerun()  # draw the sidebar and every panel again, now with the model
-    if st.session_state.get("model_error"):
-        st.error(st.session_state["model_error"])
-    elif not present:
-        st.caption(words("home", "how to get the model", model=name))
-
-
-def loaded_lines(loaded) -> None:
-    """The sidebar's lines for a model this server has loaded."""
-    st.caption(f"Loaded for everyone on this site: {loaded.info.label()}")
-    reasons = getattr(loaded, "reasons", {})
-    if loaded.info.quant == "int8":
-        st.caption(words("engines", "int8", reason=reasons.get("quant", "")), help=words("engines", "int8 help"))
-    if loaded.info.threads:
-        st.caption(words("engines", "threads", threads=loaded.info.threads, reason=reasons.get("threads", "")))
-    if reasons.get("decode_step"):
-        st.caption(words("engines", "decode step", reason=reasons["decode_step"]))
-    if reasons.get("kv_cache"):
-        st.caption(words("engines", "kv cache", reason=reasons["kv_cache"]))
-    if loaded.info.random_weights:
-        st.warning(f"Random weights: {RANDOM_LABEL}.")
-
-
-@st.fragment(run_every=1.0)
-def wait_for_other_load(name: str) -> None:
-    """While a load started elsewhere runs: its stage, checked every second; the whole page redraws when it is done."""
-    job = find_job(name)
-    if job is None or job.finished.is_set():
-        st.rerun(scope="app")
-    st.caption(f"{name} is being loaded on this server (started from another tab or by another user): {job.stage}")
+        st.warning(for_learners(source.reason))

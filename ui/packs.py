@@ -80,7 +80,9 @@ def replay_episode_here(run: PackRun, panel: Panel, messages: list[dict], tools:
     played, same = replay_episode(run, messages, tools, panel.style, workspace, panel.max_turns)
     if same:
         return played
-    st.warning(other_prompt_reason(panel))
+    from ui.models import for_learners  # (ui.models reads this module's pack)
+
+    st.warning(for_learners(other_prompt_reason(panel)))
     return None
 
 
@@ -100,8 +102,8 @@ def _take_upload() -> None:
     st.session_state.pop("pack_error", None)
 
 
-def pack_sidebar() -> None:
-    """The sidebar's lesson-pack lines: which pack is in use, and the upload."""
+def pack_lines() -> None:
+    """The Set-up page's lesson-pack lines: which pack is in use, and the upload."""
     uploaded = st.session_state.get("pack_upload")
     pack, problem = server_pack()
     if uploaded is not None:
@@ -113,6 +115,8 @@ def pack_sidebar() -> None:
         st.caption(f"Lesson pack: {pack.label()}. With no model loaded, the model panels show its recorded runs.")
     elif problem:
         st.caption(f"The server's lesson pack cannot be used: {problem}")
+    else:
+        st.caption("No lesson pack is in use.")
     with st.expander("Upload a lesson pack"):
         st.caption(words("packs", "upload"))
         st.file_uploader("Lesson pack (.zip)", type=["zip"], key="pack_file", on_change=_take_upload,

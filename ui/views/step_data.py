@@ -8,22 +8,31 @@ import html
 from engine.core.tokenizer import TOOL_CALL
 from ui.draw import _inline_markdown as inline_markdown
 from ui.draw import call_words, checks_html, show_token, turn_html
-from ui.numbers import format_percent
+from ui.numbers import format_allowed, format_percent
 from ui.views.step_view import Bar, Bars, Sample, StepRun, ViewStep
 
 
-def token_run(rows, is_special, start: int = 1, marks=(), caption: str = "") -> StepRun:
-    """Lesson 3: rows of (id, token, p, top) from a generation, a trace or a pack (p None: no model made them)."""
+def token_run(rows, is_special, start: int = 1, marks=(), caption: str = "", allowed=None, vocab: int = 0) -> StepRun:
+    """Lesson 3: rows of (id, token, p, top) from a generation, a trace or a pack (p None: no model made them).
+
+    `allowed` (with no model): at each row, how many of `vocab` tokens the tools' grammar allows there
+    (engine/constrain/masks.py walk; None where nothing is restricted), shown under each chip as on lesson 6,
+    with the probability marked as needing a model."""
     steps = []
-    for token_id, token, p, top in rows:
+    for n, (token_id, token, p, top) in enumerate(rows):
         shown = show_token(token)
         facts, bars = [], []
+        sub = str(token_id)
+        if p is None and allowed is not None:
+            sub = format_allowed(allowed[n], vocab)
+            facts.append((f"Allowed by the tools' grammar before token {n + 1}", f"{sub} of {vocab:,}"))
+            facts.append(("Probability", "needs a model"))
         if p is not None:
             facts.append(("Its probability", format_percent(p)))
             bars.append(Bars(f"Top {len(top)} candidates (red: the one chosen)",
                              [Bar(show_token(a.token) or "(empty)", a.p, format_percent(a.p) + (" (chosen)" if a.id == token_id else ""),
                                   a.id == token_id) for a in top]))
-        steps.append(ViewStep(chip=shown, sub=str(token_id), kind="sp" if is_special(token_id) else "", title=shown or "(empty)",
+        steps.append(ViewStep(chip=shown, sub=sub, kind="sp" if is_special(token_id) else "", title=shown or "(empty)",
                               caption=f"id {token_id}" + (f" · {caption}" if caption and p is not None else ""),
                               facts=facts, bars=bars))
     return StepRun("Token", steps, start=start, marks=list(marks))

@@ -1,0 +1,78 @@
+"""Set-up, for teachers: the model and how to get it, the engine and its speed here, run_tests' confinement, lesson packs.
+
+Everything operational lives here; the lessons and the sidebar keep one line of model status and link to it.
+"""
+
+import streamlit as st
+
+from engine.settings import BUILTIN, load_settings
+from ui.confinement import confinement_lines
+from ui.model_status import engine_lines, model_summary
+from ui.models import TINY_LABEL, current_engine, is_server, live_model_name
+from ui.packs import active_pack, pack_lines
+from ui.sections import section
+from ui.shipped_model import builtin_label
+from ui.words import lesson, words
+
+ID = "setup"
+SHIPPED_MODEL_PAGE = "app_pages/shipped_model.py"
+
+text = lesson(ID)
+name = live_model_name()
+st.title(text["title"])
+st.markdown(text["intro"])
+model_summary(name)
+
+
+@st.cache_resource(show_spinner="Measuring this machine's memory speed…")
+def no_gpu_advice() -> str | None:
+    """On a machine without a GPU: the smaller Qwen3 and the speed this machine can reach with it (measured once)."""
+    from engine.model.cpu_speed import suggest_small_model
+    from engine.model.loading import choose_device
+
+    return None if choose_device("auto") == "cuda" else words(ID, "no gpu", **suggest_small_model().as_json())
+
+
+section("The model")
+st.header("The model")
+st.markdown(words(ID, "the model", model=name))
+st.page_link(SHIPPED_MODEL_PAGE, label="The shipped model: how it was trained, what it gets wrong")
+
+section("Getting a model")
+st.header("Getting a model")
+engine = current_engine()
+if engine is None:
+    st.markdown(words(ID, "no model loaded", model=name))
+st.markdown(words(ID, "how to get the model", model=name))
+
+section("Server settings")
+st.header("Server settings")
+st.markdown(text["settings"])
+
+section("The engine")
+st.header("The engine")
+st.markdown(text["the engine"])
+if engine is None:
+    pack = active_pack()
+    st.caption(f"No model computes now; lesson pack: {pack.label()}." if pack is not None else "No model computes now.")
+elif is_server(engine):
+    st.caption(words("engines", "server", label=engine.info.label()), help=words("engines", "server help"))
+else:
+    if engine.info.name == BUILTIN:
+        st.caption(builtin_label(engine.info))
+    elif st.session_state.get("model") == "tiny":
+        st.caption(f"Tiny model, {TINY_LABEL}.")
+    st.markdown(text["engine loaded"])
+    engine_lines(engine)
+if not load_settings().engine_url and (advice := no_gpu_advice()):
+    st.caption(advice)
+
+section("Visitors' tests")
+st.header("Visitors' tests")
+st.markdown(text["visitors' tests"])
+confinement_lines()
+
+section("Lesson packs")
+st.header("Lesson packs")
+st.markdown(text["lesson packs"])
+pack_lines()
