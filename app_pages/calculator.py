@@ -11,6 +11,7 @@ from ui.chart_words import chart_caption
 from ui.chrome import presenting
 from ui.draw import chart_layout, notice
 from ui.literal import table_html
+from ui.numbers import format_count
 from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.tool_editor import read_editor_tools, tool_editor
@@ -119,16 +120,17 @@ cols[0].metric(f"Same run in {'ReAct' if style() == 'native' else 'native'} styl
 cols[1].metric("Extra input from the malformed calls", f"{run.input_tokens - clean.input_tokens:,}")
 if tools:
     per_call = measure_tools_cost(tools, style())
-    st.markdown(text["tools cost per call"].format(total=per_call.total, definitions=per_call.definitions,
-                                                   instructions=per_call.instructions, calls=totals["calls"]))
+    st.markdown(text["tools cost per call"].format(total=format_count(per_call.total), definitions=format_count(per_call.definitions),
+                                                   instructions=format_count(per_call.instructions), calls=totals["calls"]))
     if family != DEFAULT_FAMILY:
         try:
             there = measure_family_tools_cost(tools, family)
         except BadInput as refused:
             st.warning(str(refused))
             st.stop()
-        st.markdown(text["in another family"].format(family=FAMILIES[family].label, total=there.total, definitions=there.definitions,
-                                                     instructions=there.instructions, calls=totals["calls"],
+        st.markdown(text["in another family"].format(family=FAMILIES[family].label, total=format_count(there.total),
+                                                     definitions=format_count(there.definitions),
+                                                     instructions=format_count(there.instructions), calls=totals["calls"],
                                                      run_total=there.total * totals["calls"]))
 
 if not projected:  # (projected, the chart is the first screen)
@@ -139,9 +141,9 @@ section("The calls, one by one")
 st.markdown(table_html(
     [
         {
-            "call": c.number, "what the model writes": c.kind, "input tokens": c.input_tokens, "tools cost": c.tools_cost,
-            "of which definitions": c.tools_tokens,
-            "output tokens": c.output_tokens, "error sent back": c.error or "",
+            "call": c.number, "what the model writes": c.kind, "input tokens": format_count(c.input_tokens),
+            "tools cost": format_count(c.tools_cost), "of which definitions": format_count(c.tools_tokens),
+            "output tokens": format_count(c.output_tokens), "error sent back": c.error or "",
         }
         for c in run.calls
     ]

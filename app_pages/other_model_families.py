@@ -7,9 +7,11 @@ import streamlit as st
 
 from engine.core.families import FAMILIES, call_tokens, get_family, parse_family, price_tools, render_family
 from engine.core.tooldefs import load_tool_set
+from engine.teaching.quiz import figure_the_model_writes_a_call
 from ui.draw import chart_layout, notice, token_strip
 from ui.glossary import show_intro
 from ui.literal import table_html
+from ui.numbers import format_count
 from ui.sections import section
 from ui.state import from_url, to_url
 from ui.understanding import check_understanding
@@ -93,14 +95,16 @@ draw_prices("coding-agent", "other_model_families_twelve_chart")
 
 section("The same call")
 st.header("The same call, five ways")
-st.markdown(text["the same call"])
+# lesson 3 counts the same call with the <|im_end|> that ends its turn: both figures from the engine
+st.markdown(words(ID, "the same call", qwen_call=format_count(len(written_call("qwen3")[0])),
+                  with_end=format_count(figure_the_model_writes_a_call("native").call_tokens)))
 for tab, name in zip(st.tabs([f.label for f in FAMILIES.values()]), FAMILIES, strict=True):
     with tab:
         ids, tokens, special, calls, errors = written_call(name)
         # no ids under the boxes: five strips of a call each fit a projector's screen that way
         st.markdown(token_strip(list(zip(ids, tokens, strict=True)), show_ids=False, special=special), unsafe_allow_html=True)
         verdict = "one valid call" if calls == 1 and not errors else f"{calls} calls, errors: {'; '.join(errors)}"
-        st.caption(f"{len(ids)} tokens · read back as the {FAMILIES[name].parser_reference} reads it: {verdict}")
+        st.caption(f"{format_count(len(ids))} tokens · read back as the {FAMILIES[name].parser_reference} reads it: {verdict}")
 
 section("The opener")
 st.header("The opener")

@@ -14,6 +14,7 @@ from ui.chrome import presenting
 from ui.draw import chart_layout, legend_html, notice, prompt_html
 from ui.glossary import show_intro
 from ui.literal import plural, table_html
+from ui.numbers import format_count
 from ui.sections import section
 from ui.state import STYLES, from_url, style, to_url
 from ui.tool_editor import read_editor_tools, tool_editor
@@ -37,7 +38,7 @@ costs = {name: (render(Request(messages, tools, name)).count, measure_tools_cost
 
 def coloured_parts_html(spans) -> str:
     """The prompt's parts and their token counts, each in its colour in the prompt: the legend and the table in one."""
-    parts = "".join(f'<span class="k-{s.kind}">{html.escape(s.label)} · <b>{s.tokens}</b></span>' for s in spans)
+    parts = "".join(f'<span class="k-{s.kind}">{html.escape(s.label)} · <b>{format_count(s.tokens)}</b></span>' for s in spans)
     return f'<div class="legend parts">{parts}</div>'
 
 
@@ -53,13 +54,13 @@ from_url("tools_as_schemas_tokens", "tokens", False, lambda v: v == "1")
 by_token = False if projected else st.toggle("Show every token (ids and boundaries)", key="tools_as_schemas_tokens")
 view, table = st.columns([5, 2] if projected else [3, 1], gap="medium")
 # (projected, the metric names the style shown: one line fewer beside the prompt)
-table.metric(f"Tokens in this {get_style(style()).noun} prompt" if projected else "Tokens in this prompt", prompt.count)
+table.metric(f"Tokens in this {get_style(style()).noun} prompt" if projected else "Tokens in this prompt", format_count(prompt.count))
 if projected:
     table.markdown(coloured_parts_html(prompt.spans), unsafe_allow_html=True)
     by_token = table.toggle("Every token", key="tools_as_schemas_tokens")
     view = view.container(key="tools_as_schemas_prompt")  # a shorter box on a projector (ui/presenter.css)
 else:
-    table.markdown(table_html([{"part": s.label, "tokens": s.tokens} for s in prompt.spans]), unsafe_allow_html=True)
+    table.markdown(table_html([{"part": s.label, "tokens": format_count(s.tokens)} for s in prompt.spans]), unsafe_allow_html=True)
 to_url(tokens="1" if by_token else None)
 view.markdown(prompt_html(prompt, by_token), unsafe_allow_html=True)
 if prompt.text.endswith(EMPTY_THINK):
@@ -82,13 +83,14 @@ with right:
     st.markdown(text["costs"])
     for column, name in zip(st.columns(len(STYLES)), STYLES, strict=True):
         prompt_tokens, tools_tokens = costs[name]
-        column.metric(f"{get_style(name).label}: prompt tokens", prompt_tokens)
-        column.metric(f"{get_style(name).label}: tools cost", tools_tokens.total)
+        column.metric(f"{get_style(name).label}: prompt tokens", format_count(prompt_tokens))
+        column.metric(f"{get_style(name).label}: tools cost", format_count(tools_tokens.total))
     shown = costs[style()][1]
     # ReAct's figure is said to be a different format, never set beside the native 241 as the same measure
     figure = "tools cost figure" if style() == "native" else "tools cost figure react"
-    st.markdown(text[figure].format(count=len(tools), tokens=shown.total, native=costs["native"][1].total))
-    st.markdown(text["tools cost parts"].format(tokens=shown.total, definitions=shown.definitions, instructions=shown.instructions))
+    st.markdown(text[figure].format(count=len(tools), tokens=format_count(shown.total), native=format_count(costs["native"][1].total)))
+    st.markdown(text["tools cost parts"].format(tokens=format_count(shown.total), definitions=format_count(shown.definitions),
+                                                instructions=format_count(shown.instructions)))
 
     def switch_style():
         st.session_state["style"] = other_style(style())
@@ -112,7 +114,7 @@ chart_layout(figure, 220 if projected else 360, barmode="group", xaxis_title="af
 st.plotly_chart(figure, width="stretch")
 chart_caption(figure, "after {} calls")
 for column, name in zip(st.columns(len(STYLES)), STYLES, strict=True):
-    column.metric(f"{get_style(name).label}: tools cost over {plural(calls, 'call')}", costs[name][1].total * calls)
+    column.metric(f"{get_style(name).label}: tools cost over {plural(calls, 'call')}", format_count(costs[name][1].total * calls))
 
 section("What to notice")
 notice(text["what to notice"])

@@ -11,6 +11,7 @@ from ui.draw import draw_tokens, notice, show_token
 from ui.glossary import show_intro
 from ui.literal import draw_reply
 from ui.models import draw_source, panel_source, tokenizer
+from ui.numbers import format_count
 from ui.packs import replay_episode_here
 from ui.sections import section
 from ui.state import from_url, style, to_url
@@ -39,7 +40,7 @@ def letters_hidden(piece) -> str:
 
 
 pieces = tok.encode_and_show_work(word)
-st.metric("Tokens", len(pieces))
+st.metric("Tokens", format_count(len(pieces)))
 if word != word.strip():  # a space is invisible in the box: say it is there
     st.caption(f"The box holds `{show_token(word)}`: ␣ marks a space, which is part of the text the model gets.")
 if pieces:
@@ -93,7 +94,7 @@ if bare_source.computes:
             stream = TokenStream(is_special=tok.is_special)
             generation = generate_turn(engine, bare.request, bare.generation_for(engine.info.random_weights), on_step=stream.add)
             stream.finish()
-            st.caption(f"{generation.output_tokens} tokens, finish: {generation.finish}")
+            st.caption(f"{format_count(generation.output_tokens)} tokens, finish: {generation.finish}")
         with right:
             st.subheader("With tools")
             # one strip per model call, streamed as it is written; the tool results between them
@@ -103,7 +104,7 @@ if bare_source.computes:
             request = with_tools.request
             for call in iterate_episode(live, request.messages, request.tools, request.style, max_turns=with_tools.max_turns):
                 streams[-1].finish()
-                st.caption(f"{call.turn.output_tokens} tokens, finish: {call.turn.finish}")
+                st.caption(f"{format_count(call.turn.output_tokens)} tokens, finish: {call.turn.finish}")
                 for result in call.results:
                     st.markdown(f"Tool result: `{result.text}`")
                 streams.append(TokenStream(is_special=tok.is_special))
@@ -138,7 +139,7 @@ run = run_scenario(scenario, style())
 for number, call in enumerate(run.calls, start=1):
     with st.chat_message("assistant"):
         st.code(call.turn.text, language=None, wrap_lines=True)
-        st.caption(f"model call {number}: {call.cost.input_tokens} tokens in, {call.cost.output_tokens} out")
+        st.caption(f"model call {number}: {format_count(call.cost.input_tokens)} tokens in, {format_count(call.cost.output_tokens)} out")
     for result in call.results:
         with st.chat_message("user", avatar=":material/build:"):
             st.markdown(f"`{result.name}` ran in the harness and returned **{result.text}**")

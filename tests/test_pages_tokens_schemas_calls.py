@@ -15,6 +15,7 @@ from engine.core.prompt import Request, count_tools_tokens, render
 from engine.core.tokenizer import load_tokenizer
 from engine.core.tooldefs import load_tool_set
 from engine.teaching.calculator import plan_run
+from ui.numbers import format_count
 from ui.sources import cite
 
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
@@ -31,8 +32,10 @@ def test_home_lists_every_page_and_says_the_model_is_missing():
     at = open_page()
     assert at.title[0].value == "Tool calling, token by token"
     links = [el.proto.label for el in at.get("page_link")]
-    assert "1 · Why call a tool" in links and "Token-cost calculator" in links
-    assert "python -m engine download --model Qwen/Qwen3-1.7B" in page_text(at)
+    assert "1 · Why call a tool" in links and "Token-cost calculator" in links and "Set-up" in links
+    # one line here; how to get the model is on the Set-up page
+    assert "no model is loaded" in page_text(at).lower() and "python -m engine" not in page_text(at)
+    assert "python -m engine download --model Qwen/Qwen3-1.7B" in page_text(open_page("app_pages/setup.py"))
     assert at.query_params["style"] == "native"
 
 
@@ -116,7 +119,7 @@ def test_lesson_2_add_and_remove_a_tool_and_the_run_of_n_calls():
     assert metrics(at)["Native: tools cost"] == str(count_tools_tokens(Request(QUESTION, load_tool_set("strawberry")[:1])))
     at.slider(key="tools_as_schemas_calls").set_value(10).run()
     per_call = int(metrics(at)["Native: tools cost"])
-    assert metrics(at)["Native: tools cost over 10 calls"] == str(per_call * 10)
+    assert metrics(at)["Native: tools cost over 10 calls"] == format_count(per_call * 10)  # 2,410: one number format
 
 
 def test_lesson_3_without_a_model_steps_through_the_scripted_calls_tokens():
@@ -125,8 +128,9 @@ def test_lesson_3_without_a_model_steps_through_the_scripted_calls_tokens():
     where, first = view_step(at, "the_model_writes_a_call_view")
     assert (where, first["title"]) == ("Token 1 of 28", "<tool_call>")  # numbered from 1, as on lessons 4 and 6
     data = view_data(at, "the_model_writes_a_call_view")
-    assert all(not s["facts"] and not s["bars"] for s in data["steps"]) and not at.get("plotly_chart")
-    assert [s["sub"] for s in data["steps"][:3]] == [str(i) for i in tok.encode('<tool_call>\n{"')]
+    # no probabilities: each step says it needs a model, beside the tools' grammar's allowed count (tests/test_pages_setup.py)
+    assert all(("Probability", "needs a model") in map(tuple, s["facts"]) and not s["bars"] for s in data["steps"]) and not at.get("plotly_chart")
+    assert [s["caption"] for s in data["steps"][:3]] == [f"id {i}" for i in tok.encode('<tool_call>\n{"')]
     assert "no model is loaded" in page_text(at).lower()
     report_step(at, "the_model_writes_a_call_view", 2)
     assert view_step(at, "the_model_writes_a_call_view")[0] == "Token 2 of 28" and view_step(at, "the_model_writes_a_call_view")[1]["title"] == "↵"
@@ -202,7 +206,7 @@ def test_calculator_prices_the_same_tools_in_another_family(family):
     assert at.query_params.get("family") in (family, [family])
 
 
-def test_home_suggests_the_smaller_qwen3_with_this_machines_measured_speed():
+def test_set_up_suggests_the_smaller_qwen3_with_this_machines_measured_speed():
     import streamlit as st
     import torch
 
@@ -211,13 +215,14 @@ def test_home_suggests_the_smaller_qwen3_with_this_machines_measured_speed():
     # the page keeps its sentence in st.cache_resource for the process; test_cpu_speed re-measures the
     # dtype choice (cache_clear) after an earlier page test may have cached it: measure both afresh
     st.cache_resource.clear()
-    at = open_page()
+    at = open_page("app_pages/setup.py")
     captions = "\n".join(c.value for c in at.caption)
     if torch.cuda.is_available():
         assert "Without a GPU" not in captions
         return
     estimate = suggest_small_model()  # measured once per process: the page showed the same figures
     assert "Without a GPU, try Qwen/Qwen3-0.6B" in captions
+    assert f"copies memory at {estimate.bandwidth_gb_s} GB/s" in captions
     assert f"({estimate.ms_per_token} ms a token, measured here)" in captions
 
 

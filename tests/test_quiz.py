@@ -55,7 +55,10 @@ def test_lesson_5_the_run_ends_on_a_grounded_answer():
 
 
 def test_lesson_6_takes_the_pages_mask():
-    assert compute_quiz_values("constrained-decoding", allowed=8) == {"allowed": 8, "vocab": "151,669", "tools": 2}
+    values = compute_quiz_values("constrained-decoding", allowed=8)
+    assert (values["allowed"], values["vocab"], values["tools"]) == (8, "151,669", 2)
+    # the cut-off call fails the closing check, not the JSON one (lesson 6's own example)
+    assert values["cut_check"] == "the block is closed with </tool_call>" and "not closed" in values["cut_error"]
 
 
 def test_a_lesson_without_questions_has_no_figures():

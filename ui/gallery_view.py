@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui.draw import call_words, draw_reading, show_token
+from ui.numbers import format_count
 
 
 def draw_naive(naive) -> None:
@@ -43,7 +44,7 @@ def draw_schema_cost(cost) -> None:
 
 def draw_length_cut(cut) -> None:
     columns = st.columns(2)
-    columns[0].metric("Tokens written", f"{cut.output_tokens} of {cut.limit}", help="the limit cut the reply")
+    columns[0].metric("Tokens written", f"{format_count(cut.output_tokens)} of {format_count(cut.limit)}", help="the limit cut the reply")
     columns[1].metric(f"Repeated {cut.kind} at the end", cut.repeated)
     st.markdown(f"The reply ended with finish `{cut.finish}`: the limit, not the model, stopped it. "
                 "The last tokens: " + " ".join(f"`{show_token(t)}`" for t in cut.tail))

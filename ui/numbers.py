@@ -1,4 +1,4 @@
-"""Probabilities as people read them: one percent formatter for every page, chart label and metric."""
+"""Numbers as people read them: one count format and one percent format for every page, chart label and metric."""
 
 from __future__ import annotations
 
@@ -20,6 +20,11 @@ def format_percent(p: float) -> str:
     return f"{text}%"
 
 
+def format_count(n: int) -> str:
+    """A count (tokens, calls, lessons) as every page prints it: digits grouped by commas, 1,205 (never 1205)."""
+    return f"{n:,}"
+
+
 def format_allowed(n: int | None, vocab: int) -> str:
     """How many tokens a mask allows, as the step view says it: "all" (no mask, or every one of `vocab`), else 8 or 1,234."""
-    return "all" if n is None or n == vocab else f"{n:,}"
+    return "all" if n is None or n == vocab else format_count(n)

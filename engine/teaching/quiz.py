@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from ..core.parse import CHECK_TITLES
 from ..core.styles import find_name_token, parse_turn
-from ..core.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, load_tokenizer
+from ..core.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, TOOL_CALL_END, load_tokenizer
 from ..core.tooldefs import add_example_tool, load_tool_set
 from ..harness.loop import load_scenario, run_scenario
 from ..harness.tools import run_tool
@@ -41,8 +42,13 @@ class ToolsAsSchemas:
 @dataclass(frozen=True)
 class TheModelWritesACall:
     tool_call: int  # the <tool_call> token id
-    call_tokens: int  # the call's tokens, <|im_end|> included
+    tool_call_end: int
+    call: str  # the scripted call's text
+    call_only: int  # its tokens, from its first to </tool_call> (lesson 8's count)
+    call_tokens: int  # the same and the <|im_end|> that ends the turn (lesson 3's step-through)
     im_end: int
+    word_pieces: str  # "strawberry" inside the call, its tokens with " | " between them
+    word_tokens: int
     name_at: int | str  # 1-based position of the name's first token ("?" if not found)
     name_token: str
 
@@ -50,6 +56,10 @@ class TheModelWritesACall:
 @dataclass(frozen=True)
 class CheckRunReturn:
     error: str  # the error the broken call gets back
+    failed_at: int  # 1-based: the first check the broken block fails, in the checks table's order
+    failed_check: str  # its title, as the checks table shows it
+    passed_checks: str  # the checks before it, in words ("the check before it, *…*, passed")
+    checks: int  # the checks in the table
     measured: str  # its measured extra input tokens, formatted
     formula: str
     a_bad: int
@@ -61,7 +71,8 @@ class CheckRunReturn:
 
 @dataclass(frozen=True)
 class WhenNotToCall:
-    france_tools: int  # prompt tokens of the France question with the two tools
+    france_tools: int  # what the two tools cost beside the France question
+    strawberry_tools: int  # and beside the strawberry question
     calls: int  # model calls of the strawberry run
     answer: str | None
 
@@ -71,6 +82,8 @@ class ConstrainedDecoding:
     allowed: int | str  # tokens the grammar allowed where the page looked ("?" when it did not)
     vocab: str
     tools: int
+    cut_check: str  # the check lesson 6's cut-off reply fails, as lesson 4's table titles it
+    cut_error: str  # and the error the harness answers it with
 
 
 def figure_why_call_a_tool(**_) -> WhyCallATool:
@@ -87,13 +100,44 @@ def figure_tools_as_schemas(tools: list[dict] | None = None, **_) -> ToolsAsSche
                           now.definitions, now.instructions)
 
 
+def word_pieces(pieces: list[str], word: str) -> list[str] | None:
+    """The run of consecutive tokens that spells `word` exactly (no leading space), or None where no run does.
+
+    Inside a call's JSON string a word follows a quote, not a space, so it is cut as the bare word."""
+    for start in range(len(pieces)):
+        text = ""
+        for end in range(start, len(pieces)):
+            text += pieces[end]
+            if text == word:
+                return pieces[start : end + 1]
+            if not word.startswith(text):
+                break
+    return None
+
+
 def figure_the_model_writes_a_call(style: str = "native", **_) -> TheModelWritesACall:
     tok = load_tokenizer()
     call = load_scenario("strawberry").turns[style][0].text
     pieces = [tok.token_text(i) for i in tok.encode(call)]
     name_at = find_name_token(pieces, style)
-    return TheModelWritesACall(TOOL_CALL, len(pieces) + 1, IM_END, "?" if name_at is None else name_at + 1,
-                               "?" if name_at is None else pieces[name_at])
+    word = word_pieces(pieces, "strawberry") or []
+    return TheModelWritesACall(TOOL_CALL, TOOL_CALL_END, call, len(pieces), len(pieces) + 1, IM_END,
+                               " | ".join(word), len(word),
+                               "?" if name_at is None else name_at + 1, "?" if name_at is None else pieces[name_at])
+
+
+def failed_block(verdict):
+    """The block a parse's first error came from."""
+    return next(b for b in verdict.blocks if b.index == verdict.errors[0].block)
+
+
+def first_failure(block) -> tuple[int, str, str]:
+    """A broken block's first failed check: its 1-based place in the table, its title, and what came before it in words."""
+    at = next(n for n, c in enumerate(block.checks) if c.passed is False)
+    before = [f"*{CHECK_TITLES[c.name]}*" for c in block.checks[:at]]
+    passed = ("it is the first check" if not before else f"the check before it, {before[0]}, passed" if len(before) == 1
+              else f"the checks before it ({'; '.join(before)}) passed")
+    return at + 1, CHECK_TITLES[block.checks[at].name], passed
 
 
 def figure_check_run_return(style: str = "native", **_) -> CheckRunReturn:
@@ -105,18 +149,29 @@ def figure_check_run_return(style: str = "native", **_) -> CheckRunReturn:
     mixed = load_scenario("mixed-turn")
     # the calls each policy would run from the mixed turn: the parser's verdict is all the harness goes by
     ran = {p: len(parse_turn(mixed.turns["native"][0].text, mixed.tools, "native", p).calls) for p in ("per-block", "vllm")}
-    return CheckRunReturn(parse_turn(bad, scenario.tools, style).errors[0].error, f"{cost.measured_in:,}",
-                          cost.formula_text, cost.a_bad, cost.e, cost.n_later, ran["per-block"], ran["vllm"])
+    verdict = parse_turn(bad, scenario.tools, style)
+    block = failed_block(verdict)
+    failed_at, failed_check, passed = first_failure(block)
+    return CheckRunReturn(verdict.errors[0].error, failed_at, failed_check, passed, len(block.checks),
+                          f"{cost.measured_in:,}", cost.formula_text, cost.a_bad, cost.e, cost.n_later,
+                          ran["per-block"], ran["vllm"])
 
 
 def figure_when_not_to_call(**_) -> WhenNotToCall:
     france = [{"role": "user", "content": "What is the capital of France?"}]
-    run = run_scenario(load_scenario("strawberry"), "native")
-    return WhenNotToCall(measure_tools_cost(load_tool_set("strawberry"), "native", france).total, len(run.calls), run.answer)
+    scenario = load_scenario("strawberry")
+    run = run_scenario(scenario, "native")
+    tools = load_tool_set("strawberry")
+    return WhenNotToCall(measure_tools_cost(tools, "native", france).total, measure_tools_cost(tools, "native", scenario.messages).total,
+                         len(run.calls), run.answer)
 
 
 def figure_constrained_decoding(allowed: int | str = "?", **_) -> ConstrainedDecoding:
-    return ConstrainedDecoding(allowed, f"{REAL_VOCAB:,}", len(load_tool_set("strawberry")))
+    # the cut-off reply the page walks through the grammar (native: the lesson's only style)
+    cut = load_scenario("cut-off")
+    verdict = parse_turn(cut.turns["native"][cut.malformed_turn].text, cut.tools, "native")
+    _, cut_check, _ = first_failure(failed_block(verdict))
+    return ConstrainedDecoding(allowed, f"{REAL_VOCAB:,}", len(load_tool_set("strawberry")), cut_check, verdict.errors[0].error)
 
 
 FIGURES = {
