@@ -17,6 +17,7 @@ from ui.experiments import (
     totals_table,
 )
 from ui.models import current_engine, random_label
+from ui.sections import section
 from ui.state import from_url, to_url
 from ui.words import lesson
 
@@ -30,6 +31,7 @@ suite_name = from_url("experiments_suite", "suite", "strawberry", str, names)
 to_url(suite=suite_name)
 published = [p for p in published_figures() if p.suite == suite_name]
 
+section("The suite")
 st.header("Suite")
 st.markdown(text["suite"])
 st.selectbox("Suite", names, key="experiments_suite", format_func=lambda n: f"{n}: {load_suite(n).title}")
@@ -40,6 +42,7 @@ with st.expander("The tasks, and what a right answer is"):
         [{"task": t.id, "asks": t.messages[-1]["content"][:120], "right": t.right} for t in suite.tasks],
         hide_index=True,
     )
+section("Conditions, seeds, tokens")
 st.markdown(text["conditions"])
 left, middle, right = st.columns(3)
 # pills wrap on a narrow projected column, where a multiselect's chips scroll
@@ -59,52 +62,63 @@ tokens = right.number_input(
 )
 
 if published:
+    section("Published figures")
     st.subheader("Published")
     st.markdown(text["published"])
     st.dataframe(published_rows(published), hide_index=True)
 
+section("Stop words")
 st.header("Stop words")
 st.markdown(text["stop words"])
-for scene in load_stop_scenes():
+# projected, each scene's turn on one screen and what it shows on the next: the two do not fit one
+for number, scene in enumerate(load_stop_scenes(), 1):
+    section(f"Stop words, case {number}: the turn")
     stop_word_scene(scene)
+    section(f"Stop words, case {number}: what it shows")
+    st.markdown(scene.lesson)
 
+section("Run it")
 st.header("Run it")
 engine = current_engine()
 if engine is None:
+    # no st.stop(): the page's last part, and projected its section bar, are still drawn
     st.info(text["no model"])
-    st.stop()
-if engine.info.random_weights:
+elif engine.info.random_weights:
     st.warning(random_label(engine.info))
 else:
     st.caption(f"Model: {engine.info.label()}")
 
-run, stop = st.columns([1, 4])
-pressed = run.button("Run the experiment", type="primary", key="experiments_run", disabled=not conditions)
-if stop.button("Stop", key="experiments_stop"):
-    # a press ends the run in progress; the runs that finished stay
-    partial = st.session_state.pop("experiments_partial", None)
-    if partial is not None:
-        partial.stopped = True
-        st.session_state.setdefault("experiments_results", []).append(partial)
-if pressed:
-    try:
-        st.session_state["experiments_suite_run"] = suite_name
-        run_conditions(engine, suite, conditions, int(seeds), int(tokens))
-    except EngineError as error:
-        st.error(str(error))
+if engine is not None:
+    run, stop = st.columns([1, 4])
+    pressed = run.button("Run the experiment", type="primary", key="experiments_run", disabled=not conditions)
+    if stop.button("Stop", key="experiments_stop"):
+        # a press ends the run in progress; the runs that finished stay
+        partial = st.session_state.pop("experiments_partial", None)
+        if partial is not None:
+            partial.stopped = True
+            st.session_state.setdefault("experiments_results", []).append(partial)
+    if pressed:
+        try:
+            st.session_state["experiments_suite_run"] = suite_name
+            run_conditions(engine, suite, conditions, int(seeds), int(tokens))
+        except EngineError as error:
+            st.error(str(error))
 
 results = st.session_state.get("experiments_results") or []
 if results:
     ran = st.session_state.get("experiments_suite_run", suite_name)
+    section("Results")
     st.header("Results")
     st.markdown(text["results"])
     st.caption(f"Suite {ran}, model {results[0].model.get('name')}; " + "; ".join(r.note for r in results if r.note))
     st.dataframe(totals_table(results), hide_index=True)
+    section("Results: chart")
     st.subheader("Chart")
     st.markdown(text["chart"])
     figure = results_figure(results, [p for p in published_figures() if p.suite == ran])
     st.plotly_chart(figure, key="experiments_chart")
     chart_caption(figure)
     downloads(results, ran)
+    section("What to notice")
 
 notice(text["what to notice"])

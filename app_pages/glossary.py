@@ -3,8 +3,16 @@
 import streamlit as st
 
 from engine.core.markdown_text import code_span
+from ui import screens
 from ui.glossary import entry_text, glossary
+from ui.sections import section
 from ui.words import lesson_index, page_title
+
+
+def lines(entry: dict) -> int:
+    """About how many projected lines an entry takes: its term, its text and the link to its lesson."""
+    return screens.lines(entry["term"]) + screens.lines(entry_text(entry)) + 1
+
 
 data = glossary()
 pages = {e["id"]: e for e in lesson_index()}
@@ -24,8 +32,12 @@ elif wanted is not None:
 
 st.markdown(" · ".join(f"[{e['term']}](#{e['id']})" for e in data["terms"]))
 
-# -- every term, each under a heading whose anchor is its id ---------------------------------------
-for entry in data["terms"]:
-    st.subheader(entry["term"], anchor=entry["id"])
-    st.markdown(entry_text(entry))
-    st.page_link(pages[entry["lesson"]]["page"], label=f"Shown in {page_title(entry['lesson'])}")
+# -- every term, each under a heading whose anchor is its id; projected, a few to a screen ---------
+# projected, entries go to one screen while they fit it whole
+for group in screens.pack(data["terms"], lines):
+    # its first and last term: a short name keeps the section's bar on one line
+    section(f"Terms: {group[0]['term']} – {group[-1]['term']}" if len(group) > 1 else f"Term: {group[0]['term']}")
+    for entry in group:
+        st.subheader(entry["term"], anchor=entry["id"])
+        st.markdown(entry_text(entry))
+        st.page_link(pages[entry["lesson"]]["page"], label=f"Shown in {page_title(entry['lesson'])}")

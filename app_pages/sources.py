@@ -2,13 +2,25 @@
 
 import streamlit as st
 
-from ui.sources import entry_markdown, heading, load_sources
+from ui import screens
+from ui.sections import section
+from ui.sources import address_line, entry_markdown, heading, load_sources
 from ui.words import lesson
+
+
+def lines(source) -> int:
+    """About how many projected lines an entry takes: heading, who and when, address, what it reports, note."""
+    return sum(screens.lines(part) for part in (heading(source), f"{source.by} · {source.date}", address_line(source),
+                                                 source.reports, source.note))
+
 
 text = lesson("sources")
 st.title(text["title"])
 st.markdown(text["intro"])
 
-for source in load_sources().values():
-    st.subheader(heading(source), anchor=source.key)  # a lesson's [marker] links to sources#key
-    st.markdown(entry_markdown(source))
+# projected, entries go to one screen while they fit it whole
+for group in screens.pack(load_sources().values(), lines):
+    section(", ".join(source.label for source in group))
+    for source in group:
+        st.subheader(heading(source), anchor=source.key)  # a lesson's [marker] links to sources#key
+        st.markdown(entry_markdown(source))

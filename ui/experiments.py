@@ -177,7 +177,9 @@ def results_figure(results: list[EvalResult], published: list[Published]) -> go.
         col=3,
     )
     # the blocks panel stacks its kinds; the other two have one trace each
-    figure.update_layout(barmode="stack", height=380, margin=dict(t=40, b=40, l=40, r=10), legend_orientation="h")
+    # the legend below the tokens panel's slanted labels, not over the other panels' names
+    figure.update_layout(barmode="stack", height=400, margin=dict(t=40, b=100, l=40, r=10),
+                         legend=dict(orientation="h", yanchor="top", y=-0.3))
     figure.update_yaxes(tickformat=".0%", range=[0, 1], row=1, col=1)
     figure.update_xaxes(type="category")
     return figure
@@ -200,7 +202,10 @@ def downloads(results: list[EvalResult], suite: str) -> None:
 
 
 def stop_word_scene(scene) -> None:
-    """One scripted stop-word scene: the turn as written, with or without the stop word, and what the harness reads."""
+    """One scripted stop-word scene: the turn as written, with or without the stop word, and what the harness reads.
+
+    Its lesson (scene.lesson) is the page's to draw: projected, the two do not fit one screen.
+    """
     from engine.teaching.stop_words import cut_turn
 
     st.subheader(scene.title)
@@ -221,4 +226,3 @@ def stop_word_scene(scene) -> None:
     st.caption(
         f"The harness reads: calls {calls}" + (f"; error: {cut.parse.errors[0].error}" if cut.parse.errors else "")
     )
-    st.markdown(scene.lesson)
