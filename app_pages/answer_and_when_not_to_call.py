@@ -15,7 +15,7 @@ from ui.draw import chart_layout, legend_html, notice, prompt_html, show_token
 from ui.glossary import show_intro
 from ui.models import current_engine, draw_source, panel_source, show_engine_error
 from ui.numbers import format_percent
-from ui.sections import section
+from ui.sections import headline, more, section
 from ui.state import style
 from ui.understanding import check_understanding
 from ui.words import LESSONS, lesson
@@ -59,7 +59,8 @@ st.success(run.answer)
 section("When not to call")
 # -- the first token: call or answer -----------------------------------------------------------------
 st.header("When not to call")
-st.markdown(text["when not to call"])
+headline(text["when not to call, headline"], key="answer_and_when_not_to_call_first_token")
+more(text["when not to call"], key="answer_and_when_not_to_call_first_token")
 if chosen_style == "react":
     st.caption(text["native only"])
 
@@ -87,14 +88,15 @@ def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> 
     colours = ["#d62728" if t == "<tool_call>" else "#4a90d9" for t, _ in top]
     figure = go.Figure(go.Bar(x=[p for _, p in top], y=labels, orientation="h", marker_color=colours,
                               text=[format_percent(p) for _, p in top], textposition="auto"))
-    chart_layout(figure, 330, yaxis={"autorange": "reversed", "type": "category"},
+    chart_layout(figure, 240, yaxis={"autorange": "reversed", "type": "category"},
                  xaxis={"title": "probability of the first token", "showticklabels": False})
     st.plotly_chart(figure, key=key)
     chart_caption(figure)
 
 
 sources = [panel_source(find_panel(ID, "first-token", q["id"])) for q in DATA["questions"]]
-if sources[0].computes:
+# one line above both questions says what made their figures (a model, or the pack that recorded them)
+if sources[0].computes or all(s.kind == "pack" for s in sources):
     draw_source(sources[0])
 columns = st.columns(2)
 shown_any = False
@@ -110,7 +112,6 @@ for column, question, source in zip(columns, DATA["questions"], sources, strict=
                 shown_any = True
                 continue
         elif source.kind == "pack":
-            draw_source(source)
             figures = pack_figures(source.run)
         else:
             if source.why != "no-source":  # a pack that cannot serve this panel: the panel says why
@@ -122,12 +123,15 @@ for column, question, source in zip(columns, DATA["questions"], sources, strict=
         first_token_chart(figures["top"], figures["p"], f"wnc_first_{question['id']}")
 if not shown_any:
     st.info(text["needs the model"])
-st.caption(text["reported elsewhere"])
+section("What Qwen3-1.7B does")
+st.subheader("What Qwen3-1.7B does")
+st.markdown(text["reported elsewhere"])
 
 section("Grounded, or a guess?")
 # -- the twin misconception ------------------------------------------------------------------------
 st.header("Grounded, or a guess?")
-st.markdown(text["the twin misconception"])
+headline(text["the twin misconception, headline"], key="answer_and_when_not_to_call_twins")
+more(text["the twin misconception"], key="answer_and_when_not_to_call_twins")
 grounded, guess = st.columns(2)
 for column, is_guess in ((grounded, False), (guess, True)):
     with column:

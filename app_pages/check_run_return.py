@@ -12,6 +12,7 @@ from ui.chrome import presenting
 from ui.draw import draw_reading, ledger_figure, notice
 from ui.glossary import show_intro
 from ui.literal import plural, table_html
+from ui.numbers import format_count
 from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
@@ -123,8 +124,8 @@ calls = run.ledger.calls
 rows = [
     {
         "call": n,
-        "input": c.input_tokens,
-        "output": c.output_tokens,
+        "input": format_count(c.input_tokens),
+        "output": format_count(c.output_tokens),
         "tools run": ", ".join(t["name"] for t in c.tool_calls) or "—",
         "errors": len(c.errors),
     }
@@ -191,6 +192,7 @@ else:
     with formula:
         st.metric("Formula: C_bad + (a_bad + e) × n_later", f"{cost.formula_in:,}")
         st.markdown(f"{cost.formula_text} tokens")
+    section("The formula's terms")
     st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
     st.caption(text["reported elsewhere"])
 

@@ -19,8 +19,8 @@ from ui.draw import chart_layout, notice
 from ui.glossary import show_intro
 from ui.models import TINY_LABEL, draw_source, is_server, panel_source, show_engine_error, tokenizer
 from ui.numbers import format_allowed
-from ui.sections import section
-from ui.side_by_side import show_pair
+from ui.sections import headline, more, section
+from ui.side_by_side import explain_identical, show_pair
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
 from ui.views.step_data import mask_run
@@ -79,13 +79,12 @@ def before_after(turn_id: str, mode: str, model: str, _engine, _panel) -> dict[i
             rows[number] = {"number": number, "allowed": None}
             continue
         view = inspect_mask(TOOLS, tok.decode(reply[: number - 1]), mode, logits=logits[number - 1], top_k=_panel.top_k)
-        rows[number] = {"number": number, "allowed": view.allowed, "forbidden_mass": view.forbidden_mass,
-                        "top_before": [{"id": t.id, "token": t.token, "p": t.p} for t in view.top_before],
-                        "top_after": [{"id": t.id, "token": t.token, "p": t.p} for t in view.top_after]}
+        top = {f"top_{k}": [{"id": t.id, "token": t.token, "p": t.p} for t in getattr(view, f"top_{k}")] for k in ("before", "after")}
+        rows[number] = {"number": number, "allowed": view.allowed, "forbidden_mass": view.forbidden_mass, **top}
     return rows
 
 
-def headline() -> dict:
+def headline_figure() -> dict:
     """The headline figure, computed now: how many tokens the grammar allows at the tool's name."""
     at_name = mask_at(DATA["name_prefix"], "auto")
     st.metric("Tokens allowed at the tool's name", f"{at_name['allowed']} of {REAL_VOCAB:,}")
@@ -101,8 +100,7 @@ def mask_words() -> None:
 
 
 if not projected:
-    at_name = headline()
-    # -- the mask, step by step -------------------------------------------------------------------
+    at_name = headline_figure()
     mask_words()
     section("The mask, step by step")
 mode = from_url("constrained_decoding_tool_choice", "tool_choice", "auto", str, MODES)
@@ -152,7 +150,7 @@ if projected:
     st.header("What the mask does")
     show_intro(ID, text["intro"])
     (st.warning if style() == "react" else st.caption)(text["native only"])
-    at_name = headline()
+    at_name = headline_figure()
     mask_words()
 
 section("Tokens allowed, token by token")
@@ -169,7 +167,6 @@ chart_layout(figure, 280, yaxis={"type": "log", "title": "tokens allowed", "rang
 st.plotly_chart(figure, key="constrained_decoding_allowed_chart")
 chart_caption(figure, "token {}")
 
-# -- probabilities before and after the mask -----------------------------------------------------
 section("Before and after the mask")
 st.subheader("Before and after the mask")
 if source.kind == "pack":
@@ -190,17 +187,18 @@ else:
         st.caption("The step view above draws both for every masked step, with the probability the model put on forbidden tokens.")
 
 section("Free and constrained")
-# -- constrained vs unconstrained on the same prompt and seed --------------------------------------
 st.header("Free and constrained, side by side")
-st.markdown(text["side by side"])
-
+headline(text["side by side, headline"], key="constrained_decoding_pair")
+more(text["side by side"], key="constrained_decoding_pair")
 
 pair_panel = find_panel(ID, "side-by-side", mode)
 pair = panel_source(pair_panel)
+shown = None  # (the two replies, who wrote them, the token limit) once a pack or a decode gives them
 if pair.kind == "pack":
     draw_source(pair)
-    show_pair(mode, TOOLS, text, {k: (pair.run.data[v]["text"], pair.run.data[v]["finish"]) for k, v in (("free", "unconstrained"), ("constrained", "constrained"))}, None,
-              pair.run.settings["max_new_tokens"])
+    data = pair.run.data
+    shown = ({k: (data[v]["text"], data[v]["finish"]) for k, v in (("free", "unconstrained"), ("constrained", "constrained"))},
+             None, pair.run.settings["max_new_tokens"])
 elif not pair.computes:
     draw_source(pair, missing=text["side by side needs the model"])
 else:
@@ -226,10 +224,14 @@ else:
     stored = st.session_state.get("constrained_decoding_pair")
     if stored and stored[0] == engine.info.label() and stored[1] == mode:
         who = f"Tiny model, {TINY_LABEL}" if engine.info.random_weights else engine.info.label()
-        show_pair(mode, TOOLS, text, {label: (g.text, g.finish) for label, g in stored[2].items()}, who, settings.max_new_tokens)
+        shown = ({label: (g.text, g.finish) for label, g in stored[2].items()}, who, settings.max_new_tokens)
+if shown:
+    with st.container(key="constrained_decoding_pair_view"):  # (projected, shorter reply boxes: ui/presenter.css)
+        identical = show_pair(mode, TOOLS, text, *shown)
+    if identical:
+        explain_identical(mode, text)  # (a screen of its own when projected)
 
 section("What the grammar does not do")
-# -- what the constraint does not do ---------------------------------------------------------------
 st.header("What the grammar does not do")
 st.markdown(text["what it does not do"])
 other = walked("other-tool", "auto")
@@ -237,8 +239,7 @@ st.markdown(words(ID, "wrong tool", allowed=sum(s.ok for s in other), total=len(
 section("It cannot stop a cut-off")
 st.subheader("It cannot stop a cut-off", anchor="cut-off")
 cut = load_scenario("cut-off")
-cut_text = cut.turns["native"][cut.malformed_turn].text
-cut_steps = walked_cut(cut_text)
+cut_steps = walked_cut(cut_text := cut.turns["native"][cut.malformed_turn].text)
 st.markdown(words(ID, "cut off", allowed=sum(s.ok for s in cut_steps), total=len(cut_steps)))
 cut_verdict = parse_turn(cut_text, cut.tools, "native")
 st.code(cut_verdict.errors[0].error if cut_verdict.errors else "(no error)", language=None, wrap_lines=True)

@@ -36,7 +36,7 @@ text = lesson(ID)
 projected = presenting()  # projected, the first screen is the case's failing turn: the words follow on the next
 st.title(text["title"])
 if not projected:
-    st.markdown(text["intro"])
+    st.markdown(words(ID, "intro", cases=len(list_gallery())))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -122,10 +122,11 @@ if projected:
     # the gallery's opening words and this case's story, after the turn they explain
     section("The case")
     st.header("The case")
-    st.markdown(text["intro"])
+    st.markdown(words(ID, "intro", cases=len(list_gallery())))
     about_case()
     st.markdown(text["the turn"])
 if case.cut is not None and case.cut.inside_string:
+    section("Where the block ends")
     st.markdown(words(ID, "the cut", cut_at=case.cut.cut_at, length=len(case.text)))
     st.code(case.cut.left_over, language=None, wrap_lines=True)
 

@@ -9,7 +9,7 @@ from engine.wire.formats import scenario_exchanges
 from ui.chrome import presenting
 from ui.draw import notice
 from ui.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs
-from ui.sections import section
+from ui.sections import headline, markdown_in_sections, more, section
 from ui.state import from_url, style, to_url
 from ui.wire_view import (
     differences_html,
@@ -95,7 +95,9 @@ if shown.calls:
 else:
     st.markdown(f"**No call: the final answer.** `{shown.answer}`")
 
-if not projected:
+if projected:
+    section("The request, the reply, what goes back")
+else:
     section("The call, five ways")
     # -- five formats, both directions ----------------------------------------------------------------
     st.header("The call, five ways")
@@ -110,7 +112,8 @@ if not projected:
 section("What differs")
 # -- what differs ----------------------------------------------------------------------------------------
 st.header("What differs")
-st.markdown(text["what differs"])
+markdown_in_sections(text["what differs"], "What differs", per=2)
+section("What differs, format by format")
 st.markdown(differences_html(chosen_style), unsafe_allow_html=True)
 section("tool_choice in each API")
 st.subheader("tool_choice in each API")
@@ -134,7 +137,8 @@ else:
     draw_costs(rows)
 section("Anthropic's hidden system prompt")
 st.subheader("Anthropic's hidden system prompt")
-st.markdown(text["anthropic's hidden system prompt"])
+headline(text["anthropic, headline"], key="same_call_five_ways_anthropic")
+more(text["anthropic's hidden system prompt"], key="same_call_five_ways_anthropic")
 draw_anthropic()
 
 section("What to notice")

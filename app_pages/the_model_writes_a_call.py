@@ -3,11 +3,11 @@
 import streamlit as st
 
 from engine.core.styles import find_name_token
-from engine.core.tokenizer import IM_END
+from engine.core.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, TOOL_CALL_END
 from engine.harness.loop import load_scenario
 from engine.settings import BUILTIN
 from engine.teaching.panels import find_panel
-from ui.chrome import presenting
+from engine.teaching.quiz import word_pieces
 from ui.draw import notice
 from ui.glossary import show_intro
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
@@ -17,7 +17,7 @@ from ui.stream import TokenStream
 from ui.understanding import check_understanding
 from ui.views.step_data import token_run
 from ui.views.step_view import adopt_step, step_view
-from ui.words import lesson
+from ui.words import lesson, words
 
 text = lesson("the-model-writes-a-call")
 tok = tokenizer()
@@ -36,9 +36,10 @@ steps = None  # rows of (id, token, p, top) when a model or a recording made the
 if source.computes:
     made = st.session_state.get("the_model_writes_a_call_generation")
     wanted = (source.label, style())
-    pressed = st.button("Generate the call", key="the_model_writes_a_call_generate", type="primary")
     # the shipped model writes its call in well under a second: a first visit sees it without pressing anything
-    if pressed or (not (made and made["key"] == wanted) and source.engine.info.name == BUILTIN):
+    shipped = source.engine.info.name == BUILTIN
+    pressed = not shipped and st.button("Generate the call", key="the_model_writes_a_call_generate", type="primary")
+    if pressed or (not (made and made["key"] == wanted) and shipped):
         from engine.model.live import generate_turn
 
         stream = TokenStream(is_special=tok.is_special)
@@ -53,17 +54,30 @@ if source.computes:
 elif kind == "pack":
     steps = [(s.id, s.token, s.p, s.top) for s in source.run.steps]
 
+@st.cache_data(show_spinner="Building the tools' grammar…", max_entries=4)
+def grammar_counts(call: str) -> list[tuple[int, int | None]]:
+    """At each token of the scripted call and its closing <|im_end|>: (id, how many tokens the tools' grammar
+    allows there), lesson 6's walk under tool_choice auto (None: nothing restricted). Needs no weights."""
+    from engine.constrain.masks import walk
+
+    return [(s.id, s.allowed) for s in walk(load_scenario("strawberry").tools, call + tok.token_text(IM_END), "auto")]
+
+
+allowed = None  # with no model: each token's allowed count under the tools' grammar (native calls only)
 if steps is None:  # the scripted call's tokens, drawn as text after the step-through
     call = scenario.turns[style()][0].text
     pieces = tok.encode_and_show_work(call)
     rows = [(p.id, p.text, None, None) for p in pieces] + [(IM_END, tok.token_text(IM_END), None, None)]
+    if kind == "none" and style() == "native":
+        counts = grammar_counts(call)
+        allowed = [n for _, n in counts] if [i for i, _ in counts] == [r[0] for r in rows] else None
 else:
     rows = steps
 
 # (no section mark above: in presenter mode the step-through is in the first screen, the lesson's key visual)
 # -- step through it (in the browser: the whole run is sent once) -------------------------------------------------
-st.header("Step through")
-if not presenting():  # projected, the view's own line says the keys
+with st.container(key="the_model_writes_a_call_step__more"):  # projected, the view's own controls say it (ui/presenter.css)
+    st.header("Step through")
     st.markdown(text["step through"])
 # tokens are numbered from 1, as on lessons 4 and 6
 last = len(rows)
@@ -74,8 +88,16 @@ to_url(step=step)
 
 name_at = find_name_token([r[1] for r in rows], style())
 marks = [("First token", 1)] + ([("First token of the name", name_at + 1)] if name_at is not None else [])
-step_view(token_run(rows, tok.is_special, start=step, marks=marks, caption=TINY_LABEL if kind == "random" else ""),
+step_view(token_run(rows, tok.is_special, start=step, marks=marks, caption=TINY_LABEL if kind == "random" else "",
+                    allowed=allowed, vocab=REAL_VOCAB),
           key="the_model_writes_a_call_view")
+if allowed is not None:
+    st.caption(words("the-model-writes-a-call", "allowed counts", vocab=f"{REAL_VOCAB:,}"))
+# the word of lesson 1, cut differently inside the call's JSON string (no leading space there)
+spelled = word_pieces([r[1] for r in rows], "strawberry")
+if spelled:
+    st.caption(words("the-model-writes-a-call", "word inside the call", count=len(spelled),
+                     pieces=" | ".join(f"`{piece}`" for piece in spelled)))
 if steps is None:  # (projected, the two decisive tokens open the screen of the call's text)
     section("The call")
 if rows[0][2] is None:
@@ -83,7 +105,8 @@ if rows[0][2] is None:
 
 if steps is None:
     st.header("The call")
-    st.markdown(text["the call" if style() == "native" else "the call (react)"])
+    st.markdown(words("the-model-writes-a-call", "the call", tool_call=TOOL_CALL, tool_call_end=TOOL_CALL_END)
+                if style() == "native" else text["the call (react)"])
     st.code(call, language=None, wrap_lines=True)
     if kind == "none":
         draw_source(source)

@@ -18,6 +18,7 @@ from helpers import press_section_key, settle_run, shoot_whole_page
 
 from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario, run_scenario
+from engine.teaching.panels import list_panels
 from ui.words import lesson
 
 pytestmark = pytest.mark.browser
@@ -87,6 +88,7 @@ KEY_CONTENT = {
     "calculator": "Input tokens, whole run",
     "same-call-five-ways": "264 Qwen3 tokens",
     "gallery": "the parser is the fix",
+    "setup": "Server settings",
 }
 
 
@@ -281,9 +283,23 @@ def test_home_lists_what_each_lesson_teaches_and_says_the_model_is_off(chromium,
 
 
 # -- 12: presenter mode is one screen at a time ---------------------------------------------------------
-# every lesson, and the tool pages a teacher projects; each section must fit the 1024×768 screen
-PRESENTED = [e for e in PAGES if e["section"] == "Lessons" or e["id"] in ("calculator", "playground", "gallery")]
-PRESENTED_PARAMS = [pytest.param(e, id=e["id"]) for e in PRESENTED]
+# every page; each section must fit the 1024×768 screen whole: nothing clamped, nothing cut to an ellipsis
+PRESENTED_PARAMS = [pytest.param(e, id=e["id"]) for e in PAGES]
+# pages read rather than shown: a list of terms, of sources, of set-up steps, a model's record, a page of measurements
+REFERENCE_PAGES = {"home", "glossary", "sources", "setup", "shipped-model", "experiments"}
+# a pack changes only the pages with model panels (engine/teaching/panels.py) and the page that measures models
+PANEL_PAGES = sorted({p.lesson for p in list_panels()} | {"experiments"})
+PACKED_PARAMS = [pytest.param(e, id=e["id"]) for e in PAGES if e["id"] in PANEL_PAGES]
+# text a rule hides: a line clamp that cuts a paragraph, or an ellipsis that ends a line early
+CLAMPED = """() => { const out = [];
+  for (const el of document.querySelectorAll('[data-testid="stMain"] *')) {
+    if (!(el instanceof HTMLElement) || !el.offsetParent) continue;
+    const style = getComputedStyle(el);
+    const clamp = style.webkitLineClamp;
+    if (clamp && clamp !== 'none' && el.scrollHeight > el.clientHeight + 1) out.push('clamped: ' + JSON.stringify((el.innerText || '').slice(0, 60)));
+    if (style.textOverflow === 'ellipsis' && el.scrollWidth > el.clientWidth + 1) out.push('ellipsis: ' + JSON.stringify((el.innerText || '').slice(0, 60)));
+  }
+  return out; }"""
 WHERE = re.compile(r"Section (\d+) of (\d+)")
 # the height of what the section draws: stMain scrolls when its content is taller than the screen
 SECTION_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
@@ -311,22 +327,42 @@ def section_shown(page) -> tuple[int, int]:
 
 @pytest.mark.parametrize("entry", PRESENTED_PARAMS)
 def test_presenter_mode_shows_each_section_within_one_screen_and_pagedown_reaches_the_last(chromium, streamlit_server, entry):
+    walk_sections(chromium, f"{streamlit_server}/{entry['url_path']}?present=1&model=off", entry)
+
+
+@pytest.fixture(scope="module")
+def pack_site(serve_app, tiny_pack):
+    """A server whose model panels show a tiny pack's recorded runs, as a teacher's QWEN_PACK does."""
+    folder, _, _ = tiny_pack
+    return serve_app({"QWEN_PACK": str(folder), "QWEN_ALLOW_RANDOM_PACKS": "1"}, "streamlit-server-pack-fit.log")
+
+
+@pytest.mark.parametrize("entry", PACKED_PARAMS)
+def test_presenter_mode_with_a_pack_shows_each_section_within_one_screen(chromium, pack_site, entry):
+    walk_sections(chromium, f"{pack_site}/{entry['url_path']}?present=1", entry)
+
+
+def walk_sections(chromium, url: str, entry: dict) -> None:
+    """Open `url` projected, PageDown to the last section, and check each section fits the screen with nothing hidden."""
     with open_at(chromium, "projector") as (page, query):
-        page.goto(f"{streamlit_server}/{entry['url_path']}?{query}&model=off")
+        page.goto(url)
         page.wait_for_function(RAN, polling=500, timeout=120_000)
         page.wait_for_function("() => /Section 1 of \\d+/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
                                timeout=60_000)
         current, count = section_shown(page)
         assert current == 1 and count >= 2
-        # every presented page opens on its key visual; charts and views draw after the run (a cold cache first
-        # renders five families' prompts): wait for one
-        try:
-            page.wait_for_function(KEY_VISUAL, polling=500, timeout=60_000)
-        except Exception:
-            raise AssertionError(f"section 1 of {entry['id']} shows no visual (a chart, tokens, a prompt, a view)") from None
-        heights = {}
+        # every lesson and tool page opens on its key visual (the reference pages open on their first entries);
+        # charts and views draw after the run (a cold cache first renders five families' prompts): wait for one
+        if entry["id"] not in REFERENCE_PAGES:
+            try:
+                page.wait_for_function(KEY_VISUAL, polling=500, timeout=60_000)
+            except Exception:
+                raise AssertionError(f"section 1 of {entry['id']} shows no visual (a chart, tokens, a prompt, a view)") from None
+        heights, hidden = {}, {}
         while True:
             heights[current] = steady_height(page)
+            if found := page.evaluate(CLAMPED):
+                hidden[current] = found
             shoot_whole_page(page, f"present-{entry['id']}-{current}")
             if current == count:
                 break
@@ -338,3 +374,4 @@ def test_presenter_mode_shows_each_section_within_one_screen_and_pagedown_reache
         assert current == count, f"PageDown stopped at section {current} of {count}"
         too_tall = {k: h for k, h in heights.items() if h > 768}
         assert not too_tall, f"sections taller than the 768 px screen (section: px): {too_tall}"
+        assert not hidden, f"text hidden by a clamp or an ellipsis (section: what): {hidden}"

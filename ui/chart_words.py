@@ -6,6 +6,8 @@ so the words always say what the chart draws.
 
 from __future__ import annotations
 
+import zlib
+
 import streamlit as st
 
 
@@ -37,7 +39,12 @@ def describe_figure(figure, label: str = "{}", limit: int = 30) -> str:
 
 
 def chart_caption(figure, label: str = "{}", where=st) -> None:
-    """The figure in words, as a caption under the chart just drawn (`where`: a column, or the page)."""
+    """The figure in words, as a caption under the chart just drawn (`where`: a column, or the page).
+
+    The words are "more" text (ui/sections.py): read on a screen, left out when projected, where the
+    room reads the chart itself.
+    """
     words = describe_figure(figure, label)
     if words:
-        where.caption(words)
+        # a key from the words themselves: two charts on one page have different figures
+        where.container(key=f"chart_{zlib.crc32(words.encode())}__more").caption(words)

@@ -6,7 +6,6 @@ Anthropic table is quoted from lessons/anthropic-tool-overhead.json with its sou
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import asdict
 
@@ -52,14 +51,14 @@ def draw_costs(rows: dict[str, dict]) -> None:
                 "the tools cost": row["tools_tokens"],
                 "whole prompt": row["prompt_tokens"],
                 "figure": "exact" if row["exact"] else "estimate",
-                "how it was counted": row["method"],
             }
             for label, row in rows.items()
         ],
         hide_index=True,
     )
-    st.caption("The tools cost: the prompt with the tools minus the same prompt without them, so whatever the format "
-               "adds around the definitions is counted too (Qwen3's template instructions, the method's fixed terms).")
+    methods = {row["exact"]: row["method"] for row in rows.values()}
+    st.caption(f"Exact: {methods.get(True, '—')}. Estimate: {methods.get(False, '—')}. The tools cost is the prompt with the "
+               "tools minus the same prompt without them, so what the format adds around the definitions counts too.")
     check = cookbook_check()
     shown = " and ".join(f"{n} on {m}" for m, n in check["ours"].items())
     reported = " and ".join(f"{n}" for n in check["reported"].values())
@@ -70,17 +69,19 @@ def draw_costs(rows: dict[str, dict]) -> None:
 
 
 def draw_anthropic() -> None:
-    """Anthropic's per-model tool-use system prompt, quoted as published, with its source."""
+    """Anthropic's per-model tool-use system prompt, its figures as published, with its source.
+
+    (Its page's own sentence around the table points at tokens "listed above" on that page, so the
+    table is shown without it: the lesson's words say what the figures are.)
+    """
     data = json.loads((LESSONS / "anthropic-tool-overhead.json").read_text(encoding="utf-8"))
     source = data["source"]
-    st.markdown(f"> {html.escape(data['quote'])}")
     st.table(
         [{"model": r["model"], "tool_choice": r["tool_choice"], "system prompt tokens": r["system_prompt_tokens"]} for r in data["rows"]],
         hide_index=True,
     )
     st.caption(
-        f"Quoted from {source['publisher']}, [{source['page']}]({source['url']}). Not included: {'; '.join(data['excludes'])}. "
-        f"{source['note']}"
+        f"As published by {source['publisher']}, [{source['page']}]({source['url']}). Not in these figures: {'; '.join(data['excludes'])}."
     )
 
 

@@ -93,9 +93,21 @@ def link_terms(text: str, limit: int = 6) -> str:
 
 
 def show_intro(lesson_id: str, intro: str) -> None:
-    """A lesson's opening words with its terms linked to the glossary, and the line of this lesson's words."""
+    """A lesson's opening words with its terms linked to the glossary, and the line of this lesson's words.
+
+    Where the lesson's Markdown has a "## Headline" (its one idea in a sentence), the headline opens
+    the page and the opening words are "more" text: read on a screen, left out when projected.
+    """
     import streamlit as st
 
-    st.markdown(link_terms(intro))
+    from ui.sections import headline, more
+    from ui.words import lesson
+
+    stated = lesson(lesson_id).get("headline")
+    if stated:
+        headline(stated, key=f"{lesson_id}_intro")
+        more(link_terms(intro), key=f"{lesson_id}_intro")
+    else:
+        st.markdown(link_terms(intro))
     with st.container(key="terms_line"):  # presenter mode leaves it out (ui/presenter.css): the room reads the lesson
         st.markdown(terms_line(lesson_id))

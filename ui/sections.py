@@ -152,3 +152,38 @@ def finish_sections() -> None:
             forward.button("Section ▶", key="present_next", on_click=_move, args=(1, count), disabled=current >= count,
                            type="primary")
         to_url(section=current if current > 1 else None)
+
+
+def markdown_in_sections(markdown: str, title: str, per: int = 2) -> None:
+    """A Markdown part whose top-level list is too long for one screen: projected, its lead and `per` items to a section.
+
+    Outside presenter mode it is drawn whole, as one part of the page.
+    """
+    if _current() is None:
+        st.markdown(markdown)
+        return
+    lead, items = [], []
+    for line in markdown.strip().splitlines():
+        # an item begins at "- " in the first column; its wrapped lines are indented under it
+        if line.startswith("- "):
+            items.append([line])
+        elif items:
+            items[-1].append(line)
+        else:
+            lead.append(line)
+    groups = [items[i : i + per] for i in range(0, len(items), per)] or [[]]
+    for number, group in enumerate(groups):
+        if number:
+            section(f"{title} ({number + 1} of {len(groups)})")
+        parts = (lead if number == 0 else []) + [line for item in group for line in item]
+        st.markdown("\n".join(parts))
+
+
+def headline(markdown: str, key: str) -> None:
+    """A scene's one idea in a sentence, in larger type (on a screen and projected alike); `key` carries the page's name."""
+    st.container(key=f"{key}__headline").markdown(markdown)
+
+
+def more(markdown: str, key: str) -> None:
+    """Words for the learner reading alone: drawn on a screen, left out when projected (ui/presenter.css)."""
+    st.container(key=f"{key}__more").markdown(markdown)

@@ -34,4 +34,4 @@ def _starting_choice() -> str:
 
 def builtin_label(info) -> str:
     """What the shipped model's panels say: what it is, that it is not Qwen3, and where its provenance is."""
-    return f"Shipped model: {info.note}. [How it was trained, and what it gets wrong]({PROVENANCE_PAGE})"
+    return f"Shipped model: {info.note}. [How it was trained]({PROVENANCE_PAGE})"

@@ -4,11 +4,12 @@ import streamlit as st
 
 from engine.core.styles import parse_turn
 from ui.literal import draw_reply, plural
+from ui.sections import section
 
 
-def show_pair(mode: str, tools: list[dict], text: dict, turns: dict, who: str | None, limit: int) -> None:
+def show_pair(mode: str, tools: list[dict], text: dict, turns: dict, who: str | None, limit: int) -> bool:
     """The free and the constrained turn (label -> (text, finish)) in two columns, each with its verdict under
-    tool_choice `mode`; `who` labels each reply, `text` holds lesson 6's words."""
+    tool_choice `mode`; `who` labels each reply, `text` holds lesson 6's words. True when the two are the same."""
     for column, (label, (said, finish)) in zip(st.columns(2), turns.items(), strict=True):
         with column:
             st.markdown(f"**{label}** ({'no grammar' if label == 'free' or mode == 'none' else 'tool_choice ' + mode})")
@@ -24,5 +25,11 @@ def show_pair(mode: str, tools: list[dict], text: dict, turns: dict, who: str | 
                 st.markdown(f"Calls that pass every check: **{len(verdict.calls)}**. It {ended}." + (f" Errors: `{errors}`" if errors else ""))
                 if finish == "length" and not verdict.calls:
                     st.warning(text["cut off in decode both"])
-    if len({said for said, _ in turns.values()}) == 1 and mode != "none":  # same seed, same tokens: say why
-        st.info(text["identical" if mode == "auto" else "identical forced"])
+    # same seed, same tokens: the page says why, on a screen of its own when projected
+    return len({said for said, _ in turns.values()}) == 1 and mode != "none"
+
+
+def explain_identical(mode: str, text: dict) -> None:
+    """Why the free and the constrained reply came out the same (show_pair returned True): a section of its own."""
+    section("Why the two replies are the same")
+    st.info(text["identical" if mode == "auto" else "identical forced"])
