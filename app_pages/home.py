@@ -41,8 +41,8 @@ for group in ("Lessons", "Tools"):
     for entry in lesson_index():
         if entry["section"] == group and Path(ROOT / entry["page"]).exists():
             shown += 1
-            if shown == 5 and group == "Lessons":  # presenter mode: four lessons to a screen
-                section("The lessons, continued")
+            if shown % 4 == 1 and shown > 1:  # presenter mode: four pages to a screen
+                section(f"The {group.lower()}, continued")
             st.page_link(entry["page"], label=page_title(entry["id"]))
             minutes = minutes_words(entry["id"])
             if entry["id"] in lines or minutes:

@@ -91,6 +91,7 @@ marks = [("First token", 1)] + ([("First token of the name", name_at + 1)] if na
 step_view(token_run(rows, tok.is_special, start=step, marks=marks, caption=TINY_LABEL if kind == "random" else "",
                     allowed=allowed, vocab=REAL_VOCAB),
           key="the_model_writes_a_call_view")
+section("Under the tokens")  # (projected, the view fills the first screen: what its numbers mean comes next)
 if allowed is not None:
     st.caption(words("the-model-writes-a-call", "allowed counts", vocab=f"{REAL_VOCAB:,}"))
 # the word of lesson 1, cut differently inside the call's JSON string (no leading space there)

@@ -72,7 +72,7 @@ def test_lesson_5_shows_the_recorded_p_tool_call_for_both_questions(pack):
     at = open_page(P5, model="off")
     shown = [m.value for m in at.metric if m.label == "P(<tool_call>) as the first token"]
     assert shown == [format_percent(pack.run(f"when-not-to-call.first-token.{q}").data["p_tool_call"]) for q in ("strawberry", "france")]
-    assert infos(at).count(LABEL) == 2
+    assert infos(at).count(LABEL) == 1  # one line above both questions says the pack recorded them
 
 
 def test_lesson_1_shows_both_recorded_runs(pack):

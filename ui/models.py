@@ -26,7 +26,7 @@ RANDOM_LABEL = "its words and probabilities mean nothing, only the mechanics are
 SETUP_PAGE = "app_pages/setup.py"  # the teacher's page: getting and loading a model, the engine, run_tests, packs
 
 
-def setup_link(label: str = "Set-up (for teachers)") -> None:
+def setup_link(label: str = "Set-up") -> None:
     """The one link a lesson page or the sidebar gives for everything operational."""
     st.page_link(SETUP_PAGE, label=label, icon=":material/settings:")
 
