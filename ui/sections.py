@@ -15,6 +15,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.state.session_state_proxy import get_session_state
 
+from ui.screens import blocks, texts
 from ui.state import from_url, to_url
 from ui.views import read_asset
 
@@ -162,21 +163,15 @@ def markdown_in_sections(markdown: str, title: str, per: int = 2) -> None:
     if _current() is None:
         st.markdown(markdown)
         return
-    lead, items = [], []
-    for line in markdown.strip().splitlines():
-        # an item begins at "- " in the first column; its wrapped lines are indented under it
-        if line.startswith("- "):
-            items.append([line])
-        elif items:
-            items[-1].append(line)
-        else:
-            lead.append(line)
+    parts = blocks(markdown)  # paragraphs and list items, cut where a screen may end
+    first = next((n for n, part in enumerate(parts) if part.startswith("- ")), len(parts))
+    lead, items = parts[:first], parts[first:]
     groups = [items[i : i + per] for i in range(0, len(items), per)] or [[]]
     for number, group in enumerate(groups):
         if number:
             section(f"{title} ({number + 1} of {len(groups)})")
-        parts = (lead if number == 0 else []) + [line for item in group for line in item]
-        st.markdown("\n".join(parts))
+        for text in texts((lead if number == 0 else []) + group):
+            st.markdown(text)
 
 
 def headline(markdown: str, key: str) -> None:
