@@ -5,6 +5,7 @@ import json
 import plotly.graph_objects as go
 import streamlit as st
 
+from engine.core.call_formats import get_format
 from engine.core.prompt import render
 from engine.core.tokenizer import TOOL_CALL
 from engine.errors import EngineError
@@ -18,7 +19,7 @@ from ui.numbers import format_percent
 from ui.sections import headline, more, section
 from ui.state import style
 from ui.understanding import check_understanding
-from ui.words import LESSONS, lesson
+from ui.words import LESSONS, for_format, lesson
 
 ID = "when-not-to-call"
 DATA = json.loads((LESSONS / f"{ID}.json").read_text(encoding="utf-8"))
@@ -47,7 +48,7 @@ def conversation_html(prompt) -> str:
 st.header("With the result in context")
 run = scripted(chosen_style, False)
 last = run.calls[-1]
-st.markdown(text["the answer (react)" if chosen_style == "react" else "the answer"])
+st.markdown(for_format(text, "the answer", chosen_style))
 st.markdown(legend_html(), unsafe_allow_html=True)
 st.container(key="answer_and_when_not_to_call_prompt").markdown(conversation_html(last.prompt), unsafe_allow_html=True)
 section("Its answer")
@@ -61,7 +62,7 @@ section("When not to call")
 st.header("When not to call")
 headline(text["when not to call, headline"], key="answer_and_when_not_to_call_first_token")
 more(text["when not to call"], key="answer_and_when_not_to_call_first_token")
-if chosen_style == "react":
+if not get_format(chosen_style).special_opener:  # the first-token panel needs an opener that is one token
     st.caption(text["native only"])
 
 

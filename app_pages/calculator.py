@@ -3,8 +3,7 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.core.families import DEFAULT_FAMILY, FAMILIES
-from engine.core.styles import other_style
+from engine.core.call_formats import family_formats, get_format, other_lesson_format
 from engine.errors import BadInput
 from engine.teaching.calculator import measure_family_tools_cost, measure_tools_cost, plan_run
 from ui.chart_words import chart_caption
@@ -70,7 +69,7 @@ def usable(tools, calls: int, bad: int) -> str | None:
 def plan_runs(tools, calls: int, bad: int, place: str):
     """This run, the same run in the other style, and the run without its malformed calls."""
     return (plan_run(tools, style(), calls=calls, malformed=bad, place=place),
-            plan_run(tools, other_style(style()), calls=calls, malformed=bad, place=place),
+            plan_run(tools, other_lesson_format(style()), calls=calls, malformed=bad, place=place),
             plan_run(tools, style(), calls=calls, malformed=0))
 
 
@@ -93,10 +92,13 @@ with right:
         st.error(problem)
     if not projected:
         calls, bad, place = run_settings(in_a_row=False)
-    st.caption(f"Style: {'Native' if style() == 'native' else 'ReAct'} (switch it in the sidebar)")
-    family = from_url("calculator_family", "family", DEFAULT_FAMILY, str, tuple(FAMILIES))
-    st.selectbox("Also price the tools in", tuple(FAMILIES), key="calculator_family", format_func=lambda n: FAMILIES[n].label)
-    to_url(family=None if family == DEFAULT_FAMILY else family)
+    st.caption(f"Style: {get_format(style()).label} (switch it in the sidebar)")
+    # the families by the format their maker trained them on; the first is the site's own (Qwen3), so no second price
+    families = {f.family: f for f in family_formats()}
+    home = next(iter(families))
+    family = from_url("calculator_family", "family", home, str, tuple(families))
+    st.selectbox("Also price the tools in", tuple(families), key="calculator_family", format_func=lambda n: families[n].display_family)
+    to_url(family=None if family == home else family)
     with st.expander("How the run is built"):
         st.markdown(text["how the run is built"])
 
@@ -116,19 +118,19 @@ cols[2].metric("of which the tools cost", f"{totals['tools_cost']:,}",
                help="Definitions plus the template's instructions around them, on every call.")
 cols[3].metric("Output tokens", f"{totals['output_tokens']:,}")
 cols = st.columns(4)
-cols[0].metric(f"Same run in {'ReAct' if style() == 'native' else 'native'} style", f"{other.input_tokens:,}", help="input tokens")
+cols[0].metric(f"Same run in {get_format(other_lesson_format(style())).noun} style", f"{other.input_tokens:,}", help="input tokens")
 cols[1].metric("Extra input from the malformed calls", f"{run.input_tokens - clean.input_tokens:,}")
 if tools:
     per_call = measure_tools_cost(tools, style())
     st.markdown(text["tools cost per call"].format(total=format_count(per_call.total), definitions=format_count(per_call.definitions),
                                                    instructions=format_count(per_call.instructions), calls=totals["calls"]))
-    if family != DEFAULT_FAMILY:
+    if family != home:
         try:
             there = measure_family_tools_cost(tools, family)
         except BadInput as refused:
             st.warning(str(refused))
             st.stop()
-        st.markdown(text["in another family"].format(family=FAMILIES[family].label, total=format_count(there.total),
+        st.markdown(text["in another family"].format(family=families[family].display_family, total=format_count(there.total),
                                                      definitions=format_count(there.definitions),
                                                      instructions=format_count(there.instructions), calls=totals["calls"],
                                                      run_total=there.total * totals["calls"]))

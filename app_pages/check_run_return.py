@@ -3,8 +3,8 @@
 
 import streamlit as st
 
+from engine.core.call_formats import get_format, parse_turn
 from engine.core.parse import POLICIES
-from engine.core.styles import get_style, parse_turn
 from engine.harness.loop import list_scenarios, load_scenario, returned_text, run_scenario
 from engine.teaching.cost import measure_malformed_cost
 from ui.chart_words import chart_caption
@@ -81,9 +81,9 @@ if not projected:
 
 if chosen_style not in scenario.styles:
     other = scenario.styles[0]
-    st.warning(words(ID, "only one style", scenario=scenario.title, have=get_style(other).noun,
+    st.warning(words(ID, "only one style", scenario=scenario.title, have=get_format(other).noun,
                      why=text[f"why {other} only"]))
-    st.button(f"Show it in the {get_style(other).noun} style", key="check_run_return_switch_style",
+    st.button(f"Show it in the {get_format(other).noun} style", key="check_run_return_switch_style",
               on_click=switch_style, args=(other,), type="primary")
     to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=None)
     notice(text["what to notice"])
@@ -145,7 +145,7 @@ with chart:
 section("Forgiving or all-or-nothing")
 # -- the two policies side by side ------------------------------------------------------------------
 st.header("Forgiving or all-or-nothing")
-if not get_style(chosen_style).parallel:
+if not get_format(chosen_style).parallel:
     # one call per reply: the two policies cannot differ
     st.markdown(text["policies in react"])
 else:

@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.constrain.masks import inspect_mask, walk
+from engine.core.call_formats import constrained_format, find_name_token, get_format, parse_turn
 from engine.core.prompt import render
-from engine.core.styles import find_name_token, parse_turn
 from engine.core.tokenizer import REAL_VOCAB, TOOL_CALL
 from engine.core.tooldefs import load_tool_set
 from engine.errors import EngineError
@@ -38,8 +38,8 @@ projected = presenting()  # projected, the first screen is the mask at work: the
 st.title(text["title"])
 if not projected:
     show_intro(ID, text["intro"])
-    (st.warning if style() == "react" else st.caption)(text["native only"])
-elif style() == "react":  # projected: one line here, the reason on the next screen
+    (st.caption if get_format(style()).constrained else st.warning)(text["native only"])
+elif not get_format(style()).constrained:  # projected: one line here, the reason on the next screen
     st.warning(text["native only (short)"])
 
 
@@ -149,7 +149,7 @@ if projected:
     section("What the mask does")
     st.header("What the mask does")
     show_intro(ID, text["intro"])
-    (st.warning if style() == "react" else st.caption)(text["native only"])
+    (st.caption if get_format(style()).constrained else st.warning)(text["native only"])
     at_name = headline_figure()
     mask_words()
 
@@ -239,9 +239,9 @@ st.markdown(words(ID, "wrong tool", allowed=sum(s.ok for s in other), total=len(
 section("It cannot stop a cut-off")
 st.subheader("It cannot stop a cut-off", anchor="cut-off")
 cut = load_scenario("cut-off")
-cut_steps = walked_cut(cut_text := cut.turns["native"][cut.malformed_turn].text)
+cut_steps = walked_cut(cut_text := cut.turns[constrained_format().name][cut.malformed_turn].text)
 st.markdown(words(ID, "cut off", allowed=sum(s.ok for s in cut_steps), total=len(cut_steps)))
-cut_verdict = parse_turn(cut_text, cut.tools, "native")
+cut_verdict = parse_turn(cut_text, cut.tools, constrained_format().name)
 st.code(cut_verdict.errors[0].error if cut_verdict.errors else "(no error)", language=None, wrap_lines=True)
 st.caption(text["reported elsewhere"])
 

@@ -9,6 +9,7 @@ from ui.model_status import model_summary
 from ui.models import live_model_name, setup_link
 from ui.numbers import format_count
 from ui.sections import section
+from ui.state import STYLE_NAMES
 from ui.teacher import minutes_words
 from ui.views.loop_view import loop_view, run_frames
 from ui.words import NUMBERED, ROOT, lesson, lesson_index, page_title, words
@@ -21,7 +22,7 @@ st.markdown(text["intro"])
 @st.cache_resource(show_spinner=False)
 def strawberry_frames() -> list:
     """The loop's stages as the scripted strawberry run goes through them (computed by the harness)."""
-    return run_frames(run_scenario(load_scenario("strawberry"), "native").calls)
+    return run_frames(run_scenario(load_scenario("strawberry"), STYLE_NAMES[0]).calls)
 
 
 loop_view("home_loop", frames=strawberry_frames())

@@ -5,7 +5,14 @@ import html
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.core.families import FAMILIES, call_tokens, get_family, parse_family, price_tools, render_family
+from engine.core.call_formats import (
+    call_tokens,
+    constrained_format,
+    family_formats,
+    parse_turn,
+    price_tools,
+    render_tokens,
+)
 from engine.core.tooldefs import load_tool_set
 from engine.teaching.quiz import figure_the_model_writes_a_call
 from ui.draw import chart_layout, notice, token_strip
@@ -21,6 +28,7 @@ ID = "other-model-families"
 ARGUMENTS = {"word": "strawberry", "letter": "r"}
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 
+FAMILIES = {f.family: f for f in family_formats()}  # family -> the format its maker trained it on, in order
 text = lesson(ID)
 st.title(text["title"])
 show_intro(ID, text["intro"])
@@ -29,14 +37,14 @@ show_intro(ID, text["intro"])
 @st.cache_data(show_spinner="Rendering the tools in each family…", max_entries=8)
 def prices(tool_set: str) -> dict:
     tools = load_tool_set(tool_set)
-    return {name: price_tools(name, QUESTION, tools) for name in FAMILIES}
+    return {name: price_tools(f.name, QUESTION, tools) for name, f in FAMILIES.items()}
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def written_call(name: str) -> tuple[list[int], list[str], list[bool], int, list[str]]:
-    family = get_family(name)
-    turn, ids, tokens = call_tokens(name, "count_letter", ARGUMENTS)
-    verdict = parse_family(name, turn, load_tool_set("strawberry"))
+    family = FAMILIES[name]
+    turn, ids, tokens = call_tokens(family.name, "count_letter", ARGUMENTS)
+    verdict = parse_turn(turn, load_tool_set("strawberry"), family.name)
     return ids, tokens, [family.is_special(i) for i in ids], len(verdict.calls), [e.error for e in verdict.errors]
 
 
@@ -45,18 +53,18 @@ def allowed_at_names() -> dict[str, tuple[int, int]]:
     from engine.constrain.families import allowed_at_name
 
     tools = load_tool_set("strawberry")
-    return {name: (m.allowed, m.vocab) for name in FAMILIES for m in [allowed_at_name(name, tools)]}
+    return {name: (m.allowed, m.vocab) for name, f in FAMILIES.items() for m in [allowed_at_name(f.name, tools)]}
 
 
 @st.cache_data(show_spinner="Rendering the prompt…", max_entries=8)
 def rendering(name: str):
-    return render_family(name, QUESTION, load_tool_set("strawberry"))
+    return render_tokens(FAMILIES[name].name, QUESTION, load_tool_set("strawberry"))
 
 
 def draw_prices(tool_set: str, key: str) -> None:
     """Stacked bars per family, definitions then the template's instructions, with the numbers behind an expander."""
     priced = prices(tool_set)
-    labels = [FAMILIES[n].label for n in priced]
+    labels = [FAMILIES[n].display_family for n in priced]
     figure = go.Figure([
         go.Bar(name="definitions", y=labels, x=[p.definitions for p in priced.values()], orientation="h", marker_color="#a35c00"),
         go.Bar(name="template's instructions", y=labels, x=[p.instructions for p in priced.values()], orientation="h",
@@ -68,7 +76,7 @@ def draw_prices(tool_set: str, key: str) -> None:
     st.plotly_chart(figure, key=key)
     with st.expander("The numbers, and how they are counted"):
         st.markdown(text["how the price is counted"])
-        st.markdown(table_html([{"Family": FAMILIES[n].label, "Tools cost": f"{p.total:,}", "Definitions": f"{p.definitions:,}",
+        st.markdown(table_html([{"Family": FAMILIES[n].display_family, "Tools cost": f"{p.total:,}", "Definitions": f"{p.definitions:,}",
                                  "Template's instructions": f"{p.instructions:,}"} for n, p in priced.items()]),
                     unsafe_allow_html=True)
 
@@ -85,7 +93,7 @@ st.header("The five families")
 st.markdown(text["the families"])
 with st.expander("Who renders each prompt"):
     st.markdown(text["who renders each"])
-    st.markdown(table_html([{"Family": f.label, "Rendered by": f.renderer, "Read back as": f.parser_reference,
+    st.markdown(table_html([{"Family": f.display_family, "Rendered by": f.renderer, "Read back as": f.parser_reference,
                              "Its opener": f.opener.note} for f in FAMILIES.values()]), unsafe_allow_html=True)
 
 section("What twelve tools cost")
@@ -96,9 +104,9 @@ draw_prices("coding-agent", "other_model_families_twelve_chart")
 section("The same call")
 st.header("The same call, five ways")
 # lesson 3 counts the same call with the <|im_end|> that ends its turn: both figures from the engine
-st.markdown(words(ID, "the same call", qwen_call=format_count(len(written_call("qwen3")[0])),
-                  with_end=format_count(figure_the_model_writes_a_call("native").call_tokens)))
-for tab, name in zip(st.tabs([f.label for f in FAMILIES.values()]), FAMILIES, strict=True):
+st.markdown(words(ID, "the same call", qwen_call=format_count(len(written_call(constrained_format().family)[0])),
+                  with_end=format_count(figure_the_model_writes_a_call(constrained_format().name).call_tokens)))
+for tab, name in zip(st.tabs([f.display_family for f in FAMILIES.values()]), FAMILIES, strict=True):
     with tab:
         ids, tokens, special, calls, errors = written_call(name)
         # no ids under the boxes: five strips of a call each fit a projector's screen that way
@@ -110,7 +118,7 @@ section("The opener")
 st.header("The opener")
 st.markdown(text["the opener"])
 at_name = allowed_at_names()
-st.markdown(table_html([{"Family": f.label, "Opener": f.opener.text or f.opener.note,
+st.markdown(table_html([{"Family": f.display_family, "Opener": f.opener.text or f.opener.note,
                          "Allowed at the name": f"{at_name[n][0]} of {at_name[n][1]:,}"} for n, f in FAMILIES.items()]),
             unsafe_allow_html=True)
 
@@ -118,7 +126,7 @@ section("Where the tools go")
 st.header("Where the tools go")
 names = list(FAMILIES)
 shown = from_url("other_model_families_family", "family", "llama3.1", str, names)
-st.selectbox("Family", names, key="other_model_families_family", format_func=lambda n: FAMILIES[n].label)
+st.selectbox("Family", names, key="other_model_families_family", format_func=lambda n: FAMILIES[n].display_family)
 to_url(family=None if shown == "llama3.1" else shown)
 prompt = rendering(shown)
 parts = [f'<span class="k-{s.kind}" title="{html.escape(s.label)}: {s.tokens} tokens">'

@@ -5,7 +5,7 @@ import json
 import streamlit as st
 
 from engine.harness.loop import list_gallery, list_scenarios, load_scenario
-from engine.wire.formats import scenario_exchanges
+from engine.teaching.exchanges import scenario_exchanges
 from ui.chrome import presenting
 from ui.draw import notice
 from ui.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from engine.core.styles import find_name_token
+from engine.core.call_formats import find_name_token, get_format
 from engine.core.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, TOOL_CALL_END
 from engine.harness.loop import load_scenario
 from engine.settings import BUILTIN
@@ -17,7 +17,7 @@ from ui.stream import TokenStream
 from ui.understanding import check_understanding
 from ui.views.step_data import token_run
 from ui.views.step_view import adopt_step, step_view
-from ui.words import lesson, words
+from ui.words import for_format, lesson, words
 
 text = lesson("the-model-writes-a-call")
 tok = tokenizer()
@@ -68,7 +68,7 @@ if steps is None:  # the scripted call's tokens, drawn as text after the step-th
     call = scenario.turns[style()][0].text
     pieces = tok.encode_and_show_work(call)
     rows = [(p.id, p.text, None, None) for p in pieces] + [(IM_END, tok.token_text(IM_END), None, None)]
-    if kind == "none" and style() == "native":
+    if kind == "none" and get_format(style()).constrained:
         counts = grammar_counts(call)
         allowed = [n for _, n in counts] if [i for i, _ in counts] == [r[0] for r in rows] else None
 else:
@@ -102,12 +102,11 @@ if spelled:
 if steps is None:  # (projected, the two decisive tokens open the screen of the call's text)
     section("The call")
 if rows[0][2] is None:
-    st.markdown(text["decisive moments" if style() == "native" else "decisive moments (react)"])
+    st.markdown(for_format(text, "decisive moments", style()))
 
 if steps is None:
     st.header("The call")
-    st.markdown(words("the-model-writes-a-call", "the call", tool_call=TOOL_CALL, tool_call_end=TOOL_CALL_END)
-                if style() == "native" else text["the call (react)"])
+    st.markdown(for_format(text, "the call", style()).format(tool_call=TOOL_CALL, tool_call_end=TOOL_CALL_END))
     st.code(call, language=None, wrap_lines=True)
     if kind == "none":
         draw_source(source)

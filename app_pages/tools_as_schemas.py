@@ -4,9 +4,10 @@ import html
 
 import plotly.graph_objects as go
 import streamlit as st
+from plotly.colors import qualitative
 
+from engine.core.call_formats import get_format, lesson_formats, other_lesson_format
 from engine.core.prompt import Request, render
-from engine.core.styles import get_style, other_style
 from engine.harness.loop import load_scenario
 from engine.teaching.calculator import measure_tools_cost
 from ui.chart_words import chart_caption
@@ -16,7 +17,7 @@ from ui.glossary import show_intro
 from ui.literal import plural, table_html
 from ui.numbers import format_count
 from ui.sections import section
-from ui.state import STYLES, from_url, style, to_url
+from ui.state import STYLE_NAMES, from_url, style, to_url
 from ui.tool_editor import read_editor_tools, tool_editor
 from ui.understanding import check_understanding
 from ui.words import lesson
@@ -34,7 +35,7 @@ if tools is None:
     tools = st.session_state.get("tools_as_schemas_last_good", [])
 else:
     st.session_state["tools_as_schemas_last_good"] = tools
-costs = {name: (render(Request(messages, tools, name)).count, measure_tools_cost(tools, name, messages)) for name in STYLES}
+costs = {name: (render(Request(messages, tools, name)).count, measure_tools_cost(tools, name, messages)) for name in STYLE_NAMES}
 
 def coloured_parts_html(spans) -> str:
     """The prompt's parts and their token counts, each in its colour in the prompt: the legend and the table in one."""
@@ -46,7 +47,7 @@ def coloured_parts_html(spans) -> str:
 st.header("The prompt")
 st.markdown(text["the prompt"])
 prompt = render(Request(messages, tools, style()))
-shown_words = f"Shown: the <b>{get_style(style()).noun}</b> prompt."
+shown_words = f"Shown: the <b>{get_format(style()).noun}</b> prompt."
 projected = presenting()  # one screen: the table of parts, coloured, is the legend, and the switch sits under it
 if not projected:
     st.markdown(legend_html() + f"<p>{shown_words}</p>", unsafe_allow_html=True)
@@ -54,7 +55,7 @@ from_url("tools_as_schemas_tokens", "tokens", False, lambda v: v == "1")
 by_token = False if projected else st.toggle("Show every token (ids and boundaries)", key="tools_as_schemas_tokens")
 view, table = st.columns([5, 2] if projected else [3, 1], gap="medium")
 # (projected, the metric names the style shown: one line fewer beside the prompt)
-table.metric(f"Tokens in this {get_style(style()).noun} prompt" if projected else "Tokens in this prompt", format_count(prompt.count))
+table.metric(f"Tokens in this {get_format(style()).noun} prompt" if projected else "Tokens in this prompt", format_count(prompt.count))
 if projected:
     table.markdown(coloured_parts_html(prompt.spans), unsafe_allow_html=True)
     by_token = table.toggle("Every token", key="tools_as_schemas_tokens")
@@ -81,21 +82,22 @@ with right:
         st.caption("The counts below are for the last tools that had no problems.")
     st.subheader("Costs")
     st.markdown(text["costs"])
-    for column, name in zip(st.columns(len(STYLES)), STYLES, strict=True):
+    for column, name in zip(st.columns(len(STYLE_NAMES)), STYLE_NAMES, strict=True):
         prompt_tokens, tools_tokens = costs[name]
-        column.metric(f"{get_style(name).label}: prompt tokens", format_count(prompt_tokens))
-        column.metric(f"{get_style(name).label}: tools cost", format_count(tools_tokens.total))
+        column.metric(f"{get_format(name).label}: prompt tokens", format_count(prompt_tokens))
+        column.metric(f"{get_format(name).label}: tools cost", format_count(tools_tokens.total))
     shown = costs[style()][1]
-    # ReAct's figure is said to be a different format, never set beside the native 241 as the same measure
-    figure = "tools cost figure" if style() == "native" else "tools cost figure react"
-    st.markdown(text[figure].format(count=len(tools), tokens=format_count(shown.total), native=format_count(costs["native"][1].total)))
+    # a format only the prompt asks for (ReAct) is said to be a different format, never set beside the maker's own figure as the same measure
+    figure = "tools cost figure" if get_format(style()).maker_format else "tools cost figure react"
+    makers = next(f.name for f in lesson_formats() if f.maker_format)
+    st.markdown(text[figure].format(count=len(tools), tokens=format_count(shown.total), native=format_count(costs[makers][1].total)))
     st.markdown(text["tools cost parts"].format(tokens=format_count(shown.total), definitions=format_count(shown.definitions),
                                                 instructions=format_count(shown.instructions)))
 
     def switch_style():
-        st.session_state["style"] = other_style(style())
+        st.session_state["style"] = other_lesson_format(style())
 
-    st.button(f"Switch to the {get_style(other_style(style())).noun} prompt", key="tools_as_schemas_switch", on_click=switch_style, type="primary")
+    st.button(f"Switch to the {get_format(other_lesson_format(style())).noun} prompt", key="tools_as_schemas_switch", on_click=switch_style, type="primary")
 
 section("Over a run")
 # -- over a run -----------------------------------------------------------------------------------------
@@ -105,16 +107,18 @@ from_url("tools_as_schemas_calls", "calls", 5, int, range(1, 21))
 calls = st.slider("Number of calls in the run", 1, 20, key="tools_as_schemas_calls")
 to_url(calls=calls)
 figure = go.Figure()
-for name, colour in zip(STYLES, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"), strict=False):
+# one colour per format, as many as there are formats (plotly's D3 sequence, repeated past its ten)
+for index, name in enumerate(STYLE_NAMES):
+    colour = qualitative.D3[index % len(qualitative.D3)]
     per_call = costs[name][1].total
-    figure.add_bar(x=list(range(1, calls + 1)), y=[per_call * k for k in range(1, calls + 1)], name=get_style(name).label, marker_color=colour)
+    figure.add_bar(x=list(range(1, calls + 1)), y=[per_call * k for k in range(1, calls + 1)], name=get_format(name).label, marker_color=colour)
 chart_layout(figure, 220 if projected else 360, barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on the tools",
              legend={"orientation": "h"})
 
 st.plotly_chart(figure, width="stretch")
 chart_caption(figure, "after {} calls")
-for column, name in zip(st.columns(len(STYLES)), STYLES, strict=True):
-    column.metric(f"{get_style(name).label}: tools cost over {plural(calls, 'call')}", format_count(costs[name][1].total * calls))
+for column, name in zip(st.columns(len(STYLE_NAMES)), STYLE_NAMES, strict=True):
+    column.metric(f"{get_format(name).label}: tools cost over {plural(calls, 'call')}", format_count(costs[name][1].total * calls))
 
 section("What to notice")
 notice(text["what to notice"])

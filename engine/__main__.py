@@ -12,10 +12,18 @@ import json
 import sys
 from pathlib import Path
 
-from .core.families import DEFAULT_FAMILY, family_names, parse_family, price_tools, render_family
+from .core.call_formats import (
+    CallFormat,
+    family_names,
+    format_of_family,
+    get_format,
+    lesson_format_names,
+    parse_turn,
+    price_tools,
+    render_tokens,
+)
 from .core.json_input import MAX_FILE_BYTES, InputProblem, read_json_text, read_text_file
 from .core.prompt import Request, count_tools_tokens, render
-from .core.styles import parse_turn, style_names
 from .core.tooldefs import check_tool_definitions
 from .errors import BadInput, EngineError
 from .harness.loop import check_messages, load_scenario, run_scenario
@@ -92,20 +100,32 @@ def cmd_tokens(args) -> dict:
     }
 
 
+def chosen_format(family: str | None, style: str) -> CallFormat:
+    """The call format a command reads: --style's, or with --family that family's own format. --style picks
+    between the lesson formats, which are written in Qwen3's template, so with another family it stays at its default."""
+    if family is None:
+        return get_format(style)
+    fmt = format_of_family(family)
+    if fmt.in_lessons:
+        return get_format(style)
+    if style != lesson_format_names()[0]:
+        families = ", ".join(f.family for f in map(get_format, lesson_format_names()))
+        raise BadInput(f"--style {style} is written in Qwen3's template only; use --family {families} with it")
+    return fmt
+
+
 def family_tokens(family: str, messages: list[dict], tools: list[dict], style: str) -> dict:
     """`tokens --family F`: today's keys, in that family's own renderer, plus the family and the tools' split."""
-    if family == DEFAULT_FAMILY:
-        request = Request(messages, tools, style)
-        prompt = render(request)
+    fmt = chosen_format(family, style)
+    if fmt.in_lessons:
+        prompt = render(Request(messages, tools, fmt.name))
         spans = [{"label": s.label, "tokens": s.tokens} for s in prompt.spans]
         count = prompt.count
-    elif style != "native":
-        raise BadInput(f"--style {style} is written in Qwen3's template only; use --family qwen3 with it")
     else:
-        rendering = render_family(family, messages, tools)
+        rendering = render_tokens(fmt.name, messages, tools)
         spans = [{"label": s.label, "tokens": s.tokens} for s in rendering.spans]
         count = rendering.count
-    price = price_tools(family, messages, tools)
+    price = price_tools(fmt.name, messages, tools)
     return {
         "style": style,
         "prompt_tokens": count,
@@ -118,12 +138,10 @@ def family_tokens(family: str, messages: list[dict], tools: list[dict], style: s
 
 
 def cmd_parse(args) -> dict:
-    if args.family not in (None, DEFAULT_FAMILY):
-        if args.style != "native" or args.policy != "per-block":
-            raise BadInput("--style and --policy apply to --family qwen3 only; other families are read per call")
-        result = parse_family(args.family, _read_stdin(), _read_tools(args.tools))
-    else:
-        result = parse_turn(_read_stdin(), _read_tools(args.tools), args.style, args.policy)
+    fmt = chosen_format(args.family, args.style)
+    if args.policy not in fmt.policies:
+        raise BadInput(f"--policy {args.policy} applies to {', '.join(lesson_format_names())} only; {fmt.label} is read per call")
+    result = parse_turn(_read_stdin(), _read_tools(args.tools), fmt.name, args.policy)
     return {
         "calls": [{"name": c.name, "arguments": c.arguments} for c in result.calls],
         "errors": [{"block": e.block, "error": e.error} for e in result.errors],
@@ -152,7 +170,7 @@ def cmd_mask(args) -> dict:
     # constrain imports torch and xgrammar: only the commands that need them pay for it
     from .constrain.masks import inspect_mask
 
-    if args.family not in (None, DEFAULT_FAMILY):
+    if args.family is not None and not format_of_family(args.family).constrained:
         from .constrain.families import inspect_family_mask
 
         if args.tool_choice != "auto" or args.thinking:
@@ -160,7 +178,7 @@ def cmd_mask(args) -> dict:
                 f"--family {args.family} masks only under --tool-choice auto, without --thinking "
                 "(required, a named tool and thinking are Qwen3's grammars)"
             )
-        mask = inspect_family_mask(args.family, _read_tools(args.tools), args.prefix)
+        mask = inspect_family_mask(format_of_family(args.family).name, _read_tools(args.tools), args.prefix)
         return {
             "vocab": mask.vocab,
             "allowed": mask.allowed,
@@ -326,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tokens", help="count a prompt's tokens, by span")
     p.add_argument("--tools", required=True)
     p.add_argument("--messages")
-    p.add_argument("--style", choices=style_names(), default="native")
+    p.add_argument("--style", choices=lesson_format_names(), default=lesson_format_names()[0])
     p.add_argument(
         "--family",
         choices=family_names(),
@@ -337,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("parse", help="parse one assistant turn read from stdin")
     p.add_argument("--tools", required=True)
-    p.add_argument("--style", choices=style_names(), default="native")
+    p.add_argument("--style", choices=lesson_format_names(), default=lesson_format_names()[0])
     p.add_argument("--policy", choices=["per-block", "vllm"], default="per-block")
     p.add_argument(
         "--family",
@@ -420,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="a scripted harness run and its token ledger")
     p.add_argument("--scenario", required=True)
-    p.add_argument("--style", choices=style_names(), default="native")
+    p.add_argument("--style", choices=lesson_format_names(), default=lesson_format_names()[0])
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser(

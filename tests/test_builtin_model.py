@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
+from engine.core.call_formats import parse_turn
 from engine.core.generation import GenerationSettings
 from engine.core.prompt import Request
-from engine.core.styles import parse_turn
 from engine.core.tokenizer import TOOL_CALL
 from engine.settings import BUILTIN, BUILTIN_FOLDER, LESSONS, ROOT
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from engine.core.call_formats import parse_turn
 from engine.core.prompt import Request, count_tools_tokens, render
-from engine.core.styles import parse_turn
 from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
 from engine.harness.loop import load_scenario, run_scenario

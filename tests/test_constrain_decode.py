@@ -15,9 +15,9 @@ from helpers import BOUNDED
 
 from engine.constrain.grammar import compile_calls
 from engine.constrain.masks import make_constraint
+from engine.core.call_formats import parse_turn
 from engine.core.parse import NOT_CLOSED
 from engine.core.prompt import Request, render
-from engine.core.styles import parse_turn
 from engine.core.tokenizer import END_OF_TEXT, IM_END, REAL_VOCAB
 from engine.core.tooldefs import load_tool_set
 from engine.model.live import side_by_side

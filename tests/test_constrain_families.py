@@ -10,7 +10,7 @@ import pytest
 
 from engine.__main__ import main
 from engine.constrain.families import _compiled, allowed_at_name, family_tokenizer_info, inspect_family_mask
-from engine.core.families import get_family
+from engine.core.call_formats import get_format
 from engine.errors import BadInput
 from engine.settings import LESSONS
 
@@ -21,7 +21,7 @@ ARGS = {"word": "strawberry", "letter": "r"}
 
 @pytest.mark.parametrize("name", OTHERS)
 def test_at_the_name_the_grammar_allows_exactly_the_tokens_that_start_a_tool_s_name(name):
-    family = get_family(name)
+    family = get_format(name)
     mask = allowed_at_name(name, STRAWBERRY)
     # worked out without the grammar: a token is allowed when its bytes start what a call writes after the prefix
     rests = [family.call_tag(t["function"]["name"])[0][len(family.name_prefix):].encode() for t in STRAWBERRY]
@@ -36,7 +36,7 @@ def test_at_the_name_the_grammar_allows_exactly_the_tokens_that_start_a_tool_s_n
 def test_the_grammar_accepts_the_family_s_call_and_ends_there(name):
     import xgrammar as xgr
 
-    family = get_family(name)
+    family = get_format(name)
     begin, end = family.call_tag("count_letter")
     matcher = xgr.GrammarMatcher(_compiled(name, json.dumps(STRAWBERRY)))
     for token_id in family.encode(begin + json.dumps(ARGS) + end):
@@ -72,7 +72,7 @@ def test_xgrammar_s_own_tag_for_the_format_agrees(name, builtin):
     import numpy as np
     import xgrammar as xgr
 
-    family = get_family(name)
+    family = get_format(name)
     info = family_tokenizer_info(name)
     tag = xgr.get_model_structural_tag(builtin, tools=STRAWBERRY, tool_choice="auto", reasoning="disabled")
     grammar = xgr.GrammarCompiler(info, max_threads=1).compile_structural_tag(tag)

@@ -9,9 +9,9 @@ from helpers import BOUNDED, COUNT_CALL
 
 from engine.constrain import grammar
 from engine.constrain.masks import inspect_mask, json_mode_mask, make_constraint, walk
+from engine.core.call_formats import parse_turn
 from engine.core.generation import GenerationSettings
 from engine.core.prompt import Request
-from engine.core.styles import parse_turn
 from engine.core.tokenizer import REAL_VOCAB, THINK, THINK_END, TOOL_CALL, load_tokenizer
 from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput

@@ -8,8 +8,8 @@ import pytest
 from helpers import COUNT_CALL
 
 from engine.__main__ import main
+from engine.core.call_formats import parse_turn
 from engine.core.parse import MAX_CALLS
-from engine.core.styles import parse_turn
 from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
 from engine.harness.eval import (

@@ -10,17 +10,17 @@ import sys
 import pytest
 
 from engine.__main__ import main
-from engine.core.families import (
-    FAMILIES,
+from engine.core.call_formats import (
     call_tokens,
     deepseek_v3,
-    get_family,
+    families,
+    get_format,
     gpt_oss,
     llama3_1,
     mistral,
-    parse_family,
+    parse_turn,
     price_tools,
-    render_family,
+    render_tokens,
 )
 from engine.settings import ASSETS, LESSONS
 
@@ -39,7 +39,7 @@ def run_cli(capsys, monkeypatch, *argv, stdin: str = ""):
 
 
 def test_the_five_families_are_registered_in_order():
-    assert tuple(FAMILIES) == NAMES
+    assert tuple(families()) == NAMES
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -82,27 +82,27 @@ def _apply_template(folder, template, messages, tools):
 
 @pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
 def test_llama_counts_equal_apply_chat_template(tools):
-    family = get_family("llama3.1")
+    family = get_format("llama3.1")
     reference = _apply_template(family.folder, family.chat_template, QUESTION, tools)
     assert family.prompt_ids(QUESTION, tools) == list(reference)
-    assert render_family("llama3.1", QUESTION, tools).text.startswith("<|begin_of_text|><|start_header_id|>system")
+    assert render_tokens("llama3.1", QUESTION, tools).text.startswith("<|begin_of_text|><|start_header_id|>system")
 
 
 @pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
 def test_deepseek_counts_equal_apply_chat_template_with_the_model_card_s_tool_prompt(tools):
-    family = get_family("deepseek-v3")
+    family = get_format("deepseek-v3")
     shown = [{"role": "system", "content": "\n\n" + deepseek_v3.tool_description(tools)}, *QUESTION]
     reference = _apply_template(family.folder, None, shown, None)
     assert family.prompt_ids(QUESTION, tools) == list(reference)
     first = tools[0]["function"]["name"]
     assert (
         f"## Tools\nYou have access to the following tools:\n\n### {first}\n"
-        in render_family("deepseek-v3", QUESTION, tools).text
+        in render_tokens("deepseek-v3", QUESTION, tools).text
     )
 
 
 def test_deepseek_s_official_template_alone_ignores_tools():
-    family = get_family("deepseek-v3")
+    family = get_format("deepseek-v3")
     assert _apply_template(family.folder, None, QUESTION, STRAWBERRY) == _apply_template(
         family.folder, None, QUESTION, None
     )
@@ -116,7 +116,7 @@ def test_mistral_counts_equal_mistral_common_s_own_v3_tokenizer(tools):
     reference = MistralTokenizer.v3().encode_chat_completion(
         ChatCompletionRequest.from_openai(messages=QUESTION, tools=tools)
     )
-    assert get_family("mistral").prompt_ids(QUESTION, tools) == list(reference.tokens)
+    assert get_format("mistral").prompt_ids(QUESTION, tools) == list(reference.tokens)
 
 
 def test_the_vendored_mistral_file_is_the_one_mistral_common_ships():
@@ -134,7 +134,7 @@ def test_the_vendored_mistral_file_is_the_one_mistral_common_ships():
 @pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
 def test_gpt_oss_text_is_harmony_s_own_decoding_of_its_ids(tools):
     # harmony renders the ids; the text drawn from our o200k_base bytes is harmony's own decoding of them
-    rendering = render_family("gpt-oss", QUESTION, tools)
+    rendering = render_tokens("gpt-oss", QUESTION, tools)
     assert gpt_oss.load_harmony().decode_utf8(rendering.ids) == rendering.text
     assert "namespace functions {" in rendering.text and f"type {tools[0]['function']['name']} = " in rendering.text
 
@@ -166,7 +166,7 @@ def test_the_mistral_call_is_the_one_mistral_common_writes_for_an_assistant_call
 
 
 def test_the_llama_call_is_the_one_its_template_writes_back():
-    family = get_family("llama3.1")
+    family = get_format("llama3.1")
     history = [
         *QUESTION,
         {
@@ -182,7 +182,7 @@ def test_the_llama_call_is_the_one_its_template_writes_back():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_parse_family_reads_each_canonical_call_as_one_valid_call(capsys, monkeypatch, name):
-    turn = get_family(name).write_call("count_letter", ARGS)
+    turn = get_format(name).write_call("count_letter", ARGS)
     code, data, _ = run_cli(
         capsys,
         monkeypatch,
@@ -292,7 +292,7 @@ BAD = [
 
 @pytest.mark.parametrize(("name", "turn", "calls", "error"), BAD)
 def test_each_format_s_good_and_bad_turns(name, turn, calls, error):
-    result = parse_family(name, turn, STRAWBERRY)
+    result = parse_turn(turn, STRAWBERRY, name)
     assert len(result.calls) == calls
     assert [e.error for e in result.errors] == ([error] if error else [])
     assert result.final == (calls == 0 and error is None)
@@ -300,9 +300,9 @@ def test_each_format_s_good_and_bad_turns(name, turn, calls, error):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_each_family_has_an_opener_or_says_it_has_none(name):
-    opener = get_family(name).opener
+    opener = get_format(name).opener
     assert opener.note
-    turn = get_family(name).write_call("count_letter", ARGS)
+    turn = get_format(name).write_call("count_letter", ARGS)
     assert (opener.text is None) == (name == "llama3.1")
     assert opener.text is None or turn.startswith(opener.text)
 
@@ -320,11 +320,11 @@ def test_counting_and_parsing_in_every_family_never_import_torch():
 
     script = (
         "import json, sys\n"
-        "from engine.core.families import FAMILIES, parse_family, price_tools\n"
+        "from engine.core.call_formats import families, parse_turn, price_tools\n"
         "tools = json.load(open('lessons/tools/strawberry.json'))\n"
-        "for n, f in FAMILIES.items():\n"
+        "for n, f in families().items():\n"
         "    price_tools(n, [{'role': 'user', 'content': 'q'}], tools)\n"
-        "    parse_family(n, f.write_call('count_letter', {'word': 'a', 'letter': 'b'}), tools)\n"
+        "    parse_turn(f.write_call('count_letter', {'word': 'a', 'letter': 'b'}), tools, n)\n"
         "print(sorted(m for m in ('torch', 'xgrammar') if m in sys.modules))\n"
     )
     out = subprocess.run(
@@ -396,13 +396,13 @@ def pasted_request(text: str) -> tuple[list[dict], list[dict]]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_control_tokens_pasted_by_a_visitor_stay_text(name):
-    family = get_family(name)
+    family = get_format(name)
     plain = family.prompt_ids(*pasted_request("x"))
     pasted = family.prompt_ids(*pasted_request(EVERY_MARKER))
     specials = [family.token_text(i) for i in pasted if family.is_special(i)]
     assert specials == [family.token_text(i) for i in plain if family.is_special(i)], specials
     # and the rendering still finds the tool's definition (its text is the escaped one)
-    rendering = render_family(name, *pasted_request(EVERY_MARKER))
+    rendering = render_tokens(name, *pasted_request(EVERY_MARKER))
     assert [s.label for s in rendering.spans if s.kind == "tool"] == ["tool lookup"]
     assert specials == [t for i, t in zip(rendering.ids, rendering.tokens, strict=True) if family.is_special(i)]
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from engine.core.styles import parse_turn
+from engine.core.call_formats import parse_turn
 from engine.core.tokenizer import load_tokenizer
 from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import (

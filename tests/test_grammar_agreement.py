@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from engine.constrain import grammar
 from engine.constrain.grammar import compile_calls
 from engine.constrain.masks import make_constraint
-from engine.core.styles import parse_turn
+from engine.core.call_formats import parse_turn
 from engine.core.tokenizer import IM_END, load_tokenizer
 from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput

@@ -15,9 +15,8 @@ import re
 import pytest
 from helpers import open_page, view_data, view_step
 
-from engine.core.families import call_tokens
+from engine.core.call_formats import call_tokens, parse_turn
 from engine.core.parse import CHECK_TITLES
-from engine.core.styles import parse_turn
 from engine.core.tokenizer import IM_END, TOOL_CALL, TOOL_CALL_END, load_tokenizer
 from engine.harness.loop import list_gallery, load_scenario
 from engine.teaching.quiz import compute_quiz_values, word_pieces

@@ -21,9 +21,9 @@ from helpers import BOUNDED, ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 
+from engine.core.call_formats import parse_turn  # noqa: E402
 from engine.core.generation import GenerationSettings  # noqa: E402
 from engine.core.prompt import Request, render  # noqa: E402
-from engine.core.styles import parse_turn  # noqa: E402
 
 REQUEST = Request([{"role": "user", "content": "How many times does the letter r appear in strawberry?"}],
                   json.loads((ROOT / "lessons" / "tools" / "strawberry.json").read_text()))

@@ -16,11 +16,10 @@ import tempfile
 import pytest
 
 from engine.__main__ import main
+from engine.core.openai_encodings import ENCODING_SPECS, ENCODINGS_DIR
 from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
 from engine.wire.openai_tokens import (
-    ENCODING_SPECS,
-    ENCODINGS_DIR,
     compare_tool_costs,
     compare_with_openai,
     count_openai_messages,
@@ -111,7 +110,7 @@ def test_vendored_files_are_byte_for_byte_the_official_ones(name):
 
 
 def test_a_damaged_encoding_file_is_refused(monkeypatch, tmp_path):
-    import engine.wire.openai_tokens as module
+    import engine.core.openai_encodings as module
 
     damaged = tmp_path / "cl100k_base.tiktoken"
     damaged.write_bytes((ENCODINGS_DIR / "cl100k_base.tiktoken").read_bytes()[:-10])

@@ -7,7 +7,7 @@ import html
 import pytest
 from helpers import open_page, page_text
 
-from engine.core.families import FAMILIES, call_tokens, price_tools
+from engine.core.call_formats import call_tokens, families, price_tools
 from engine.core.tooldefs import load_tool_set
 
 PAGE = "app_pages/other_model_families.py"
@@ -22,10 +22,10 @@ def page():
 def test_the_page_prices_the_strawberry_tools_in_every_family(page):
     shown = page_text(page)
     tools = load_tool_set("strawberry")
-    for name, family in FAMILIES.items():
+    for name, family in families().items():
         price = price_tools(name, QUESTION, tools)
-        assert family.label in shown
-        assert (f"<td>{family.label}</td><td>{price.total:,}</td><td>{price.definitions:,}</td>"
+        assert family.display_family in shown
+        assert (f"<td>{family.display_family}</td><td>{price.total:,}</td><td>{price.definitions:,}</td>"
                 f"<td>{price.instructions:,}</td>") in shown
     assert f"Qwen3 pays **{price_tools('qwen3', QUESTION, tools).total}** tokens" in shown
 
@@ -33,30 +33,30 @@ def test_the_page_prices_the_strawberry_tools_in_every_family(page):
 def test_the_twelve_tools_are_priced_too(page):
     shown = page_text(page)
     tools = load_tool_set("coding-agent")
-    for name, family in FAMILIES.items():
+    for name, family in families().items():
         price = price_tools(name, QUESTION, tools)
-        assert f"<td>{family.label}</td><td>{price.total:,}</td><td>{price.definitions:,}</td>" in shown
+        assert f"<td>{family.display_family}</td><td>{price.total:,}</td><td>{price.definitions:,}</td>" in shown
 
 
 def test_every_family_s_call_is_drawn_and_reads_back_as_one_valid_call(page):
     captions = [c.value for c in page.caption]
-    for name in FAMILIES:
+    for name in families():
         _, ids, _ = call_tokens(name, "count_letter", {"word": "strawberry", "letter": "r"})
-        assert f"{len(ids)} tokens · read back as the {FAMILIES[name].parser_reference} reads it: one valid call" in captions
+        assert f"{len(ids)} tokens · read back as the {families()[name].parser_reference} reads it: one valid call" in captions
 
 
 def test_the_openers_and_llama_s_none(page):
     shown = page_text(page)
-    for family in FAMILIES.values():
+    for family in families().values():
         assert f"<td>{family.opener.note}</td></tr>" in shown
     assert "<td>Llama 3.1</td><td>none: a call is bare JSON</td>" in shown
     assert "<td>[TOOL_CALLS]</td>" in shown and "<td>&lt;tool_call&gt;</td>" in shown
     from engine.constrain.families import allowed_at_name
 
-    for name, family in FAMILIES.items():
+    for name, family in families().items():
         mask = allowed_at_name(name, load_tool_set("strawberry"))
         opener = html.escape(family.opener.text or family.opener.note, quote=False)
-        assert f"<td>{family.label}</td><td>{opener}</td><td>{mask.allowed} of {mask.vocab:,}</td>" in shown
+        assert f"<td>{family.display_family}</td><td>{opener}</td><td>{mask.allowed} of {mask.vocab:,}</td>" in shown
 
 
 def test_the_chosen_family_s_prompt_is_shown(page):

@@ -17,8 +17,8 @@ from engine.core.tokenizer import REAL_VOCAB
 from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import list_gallery, list_scenarios, load_scenario
 from engine.teaching.cost import measure_malformed_cost
+from engine.teaching.exchanges import scenario_exchanges
 from engine.teaching.gallery import check_grammar, measure_retry_loop, measure_schema_cost
-from engine.wire.formats import scenario_exchanges
 from engine.wire.openai_tokens import compare_tool_costs
 from ui.sources import cite, expand_citations
 

@@ -192,14 +192,14 @@ def test_calculator_inputs_style_and_tool_sets():
 
 @pytest.mark.parametrize("family", ["llama3.1", "gpt-oss"])
 def test_calculator_prices_the_same_tools_in_another_family(family):
-    from engine.core.families import FAMILIES, price_tools
+    from engine.core.call_formats import families, price_tools
 
     at = open_page(CALC)
     assert not any("per call** = " in m.value and "In " in m.value for m in at.markdown)  # Qwen3 alone by default
     at.selectbox(key="calculator_family").set_value(family).run()
     price = price_tools(family, [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}],
                         load_tool_set("strawberry"))
-    line = f"**In {FAMILIES[family].label}: {price.total} tokens per call** = {price.definitions} for the tool definitions + {price.instructions}"
+    line = f"**In {families()[family].display_family}: {price.total} tokens per call** = {price.definitions} for the tool definitions + {price.instructions}"
     assert any(line in m.value for m in at.markdown)
     assert any(f"that is {price.total * 5:,} tokens for the tools" in m.value for m in at.markdown)
     assert metrics(at)["Input tokens, whole run"] == f"{plan_run(load_tool_set('strawberry'), 'native', calls=3, malformed=1).input_tokens:,}"

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from engine.core.call_formats import parse_turn
 from engine.core.parse import (
     ARGS_NOT_OBJECT,
     BAD_SHAPE,
@@ -22,7 +23,6 @@ from engine.core.parse import (
     REACT_NOT_JSON,
     find_blocks,
 )
-from engine.core.styles import parse_turn
 from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
 
@@ -191,7 +191,7 @@ def test_react(case, policy):
 
 
 def test_unknown_style_and_policy_are_refused():
-    with pytest.raises(BadInput, match="style"):
+    with pytest.raises(BadInput, match="unknown call format 'xml'; the call formats are native, react, llama3.1"):
         parse_turn(GOOD, TOOLS, "xml")
     with pytest.raises(BadInput, match="policy"):
         parse_turn(GOOD, TOOLS, "native", "lenient")
@@ -212,6 +212,6 @@ def test_broken_tool_schema_is_the_tools_fault_not_a_crash():
     (["<tool_call>", "\n", '{"name": "'], "native", None),  # cut off before the name
 ], ids=["native split marker", "marker in one token", "react", "prose", "cut before the name"])
 def test_find_name_token(tokens, style, expected):
-    from engine.core.styles import find_name_token
+    from engine.core.call_formats import find_name_token
 
     assert find_name_token(tokens, style) == expected

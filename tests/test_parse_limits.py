@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from engine.core.call_formats import parse_turn
 from engine.core.parse import (
     BLOCK_PATTERN,
     ENDED_EARLY,
@@ -17,7 +18,6 @@ from engine.core.parse import (
     split_reasoning,
     too_many_calls,
 )
-from engine.core.styles import parse_turn
 from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import STOP_FINAL, list_scenarios, load_scenario, run_scenario
 

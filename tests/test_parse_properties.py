@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from engine.core.call_formats import parse_turn
 from engine.core.parse import BLOCK_PATTERN, ArgumentValidator, Block, Call, ParseResult
-from engine.core.styles import parse_turn
 from engine.core.tooldefs import load_tool_set
 
 TOOLS = load_tool_set("strawberry") + load_tool_set("harness")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.core.prompt import Request, count_tools_tokens, describe_tool_react, render
+from engine.core.call_formats.react import describe_tool_react
+from engine.core.prompt import Request, count_tools_tokens, render
 from engine.core.tokenizer import load_tokenizer
 from engine.core.tooldefs import load_tool_set
 

@@ -108,8 +108,8 @@ def test_the_command_line_gives_the_same_json_keys_from_a_server(server, tmp_pat
 # -- tool_choice required and named through vLLM: the grammar travels with our prompt -----------------------------
 def test_a_vllm_server_gets_the_named_tools_grammar_with_our_prompt_in_structured_outputs(server):
     from engine.constrain.server_grammar import build_server_grammar
+    from engine.core.call_formats import parse_turn
     from engine.core.prompt import render
-    from engine.core.styles import parse_turn
     from engine.model.live import build_constraint
 
     url = server("vllm")
@@ -140,7 +140,7 @@ def test_a_vllm_server_gets_the_named_tools_grammar_with_our_prompt_in_structure
 
 
 def test_tool_choice_required_through_vllm_calls_one_of_the_tools(server):
-    from engine.core.styles import parse_turn
+    from engine.core.call_formats import parse_turn
     from engine.model.live import build_constraint
 
     remote = connect(server("vllm"))

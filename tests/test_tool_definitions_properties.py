@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from engine.core.styles import parse_turn
+from engine.core.call_formats import parse_turn
 from engine.core.tooldefs import (
     NAME_PATTERN,
     TOOL_SETS,

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
+from engine.core.call_formats import get_format, parse_turn
 from engine.core.prompt import Request, render
-from engine.core.styles import get_style, parse_turn
 from engine.core.tokenizer import IM_END, load_tokenizer
 from engine.train import data
 
@@ -52,7 +52,7 @@ def test_a_count_question_asks_for_the_word_and_letter_it_names_and_its_answer_g
             (
                 m
                 for m in [
-                    get_style("native").written_call(b, conv.messages[1]["content"])
+                    get_format("native").written_call(b, conv.messages[1]["content"])
                     for b in parse_turn(conv.messages[1]["content"], conv.tools, "native").blocks
                 ]
                 if m

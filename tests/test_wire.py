@@ -30,13 +30,13 @@ from jsonschema import Draft202012Validator
 from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
 from engine.harness.loop import list_gallery, list_scenarios, load_scenario
+from engine.teaching.exchanges import scenario_exchanges
 from engine.wire.formats import (
-    DIFFERENCES,
-    FORMATS,
-    TOOL_CHOICES,
     WireCall,
     call_id,
-    scenario_exchanges,
+    differences,
+    format_names,
+    get_format,
     tool_choice_for,
     write_all,
     write_call,
@@ -394,7 +394,7 @@ def test_every_scenario_renders_in_all_five_formats(name, style):
     steps = scenario_exchanges(name, style)
     assert any(step.calls for step in steps) or name == "tool-choice-none"
     for step in steps:
-        assert [e.format for e in step.exchanges] == list(FORMATS)
+        assert [e.format for e in step.exchanges] == list(format_names())
         for exchange in step.exchanges:
             if step.answer is None:
                 check_exchange(exchange, step.calls)
@@ -480,15 +480,15 @@ def test_tool_choice_words(fmt, choice, expected):
 
 def test_tool_choice_table_is_not_changed_by_use():
     tool_choice_for("anthropic", "tokenize")
-    assert TOOL_CHOICES["anthropic"]["named"] == {"type": "tool", "name": "<tool name>"}
+    assert get_format("anthropic").tool_choice["named"] == {"type": "tool", "name": "<tool name>"}
 
 
 def test_differences_cover_every_format():
-    aspects = [row["aspect"] for row in DIFFERENCES]
+    aspects = [row["aspect"] for row in differences()]
     assert {"arguments", "how a result finds its call", "parallel calls"} <= set(aspects)
     assert any(a.startswith("tool_choice") for a in aspects)
-    for row in DIFFERENCES:
-        assert set(row) == {"aspect", *FORMATS}
+    for row in differences():
+        assert set(row) == {"aspect", *format_names()}
 
 
 @pytest.mark.parametrize(

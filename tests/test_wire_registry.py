@@ -39,25 +39,25 @@ class Echo(WireFormat):
 
 
 @pytest.fixture
-def echo(monkeypatch):
-    monkeypatch.setitem(REGISTRY, "echo", Echo())  # removed again after the test
-    return REGISTRY["echo"]
+def echo():
+    register_format(Echo())
+    yield REGISTRY.get("echo")
+    REGISTRY.unregister("echo")
 
 
 def test_the_registry_lists_exactly_the_shipped_formats_in_order():
     assert format_names() == ("qwen3", "react", "openai-chat", "openai-responses", "anthropic")
-    assert formats.FORMATS == format_names()
-    assert list(formats.TOOL_CHOICES) == ["openai-chat", "openai-responses", "anthropic"]
+    assert [f.key for f in formats.tool_choice_formats()] == ["openai-chat", "openai-responses", "anthropic"]
     assert text_format_for("native").key == "qwen3" and text_format_for("react").key == "react"
 
 
 def test_each_text_format_writes_its_styles_call():
-    from engine.core.styles import get_style
+    from engine.core.call_formats import get_format
 
     for exchange in write_all([CALL], TOOLS, QUESTION):
         fmt = REGISTRY[exchange.format]
         if fmt.is_text:
-            assert get_style(fmt.style).parse(exchange.replies[0].removesuffix("<|im_end|>"), TOOLS).calls[0].arguments == CALL.arguments
+            assert get_format(fmt.style).parse(exchange.replies[0].removesuffix("<|im_end|>"), TOOLS).calls[0].arguments == CALL.arguments
 
 
 def test_a_registered_format_appears_in_the_engines_tables_and_the_views_data(echo):

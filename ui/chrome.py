@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.core.styles import get_style
+from engine.core.call_formats import get_format
 from ui.draw import CSS, PRESENTER_CSS
 from ui.model_status import choice_label, model_status
 from ui.models import live_model_name, setup_link
 from ui.next_lesson import next_lesson
 from ui.sections import finish_sections, start_sections
 from ui.shipped_model import default_model_choice
-from ui.state import MODEL_CHOICES, STYLES, keep_page_state, setup_defaults, style, to_url
+from ui.state import MODEL_CHOICES, STYLE_NAMES, keep_page_state, setup_defaults, style, to_url
 from ui.teacher import minutes_words, own_page_keys, teacher_sidebar
 from ui.words import ROOT, lesson_index, page_title
 
@@ -92,9 +92,9 @@ def sidebar() -> None:
     st.markdown(CSS, unsafe_allow_html=True)
     with st.sidebar:
         st.segmented_control(
-            "Tool-call style", STYLES, key="style", required=True,
-            format_func=lambda s: get_style(s).label,
-            help=" ".join(f"{s.label}: {s.help}." for s in map(get_style, STYLES)),
+            "Tool-call style", STYLE_NAMES, key="style", required=True,
+            format_func=lambda s: get_format(s).label,
+            help=" ".join(f"{s.label}: {s.help}." for s in map(get_format, STYLE_NAMES)),
         )
         name = live_model_name()
         st.radio("Model", MODEL_CHOICES, key="model", format_func=lambda c: choice_label(c, name))

@@ -13,7 +13,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.core.parse import CHECK_TITLES
+from engine.core.call_formats import check_title
 from ui.literal import literal
 
 HERE = Path(__file__).resolve().parent
@@ -168,13 +168,14 @@ def turn_html(turn_text: str, blocks, dropped: bool = False) -> str:
     return f'<div class="turn-view">{"".join(parts)}</div>'
 
 
-def checks_html(block, errors: bool = True) -> str:
-    """A block's checks as a table: verdict, check, and (`errors`) the error a failed check sends back."""
+def checks_html(block, style: str, errors: bool = True) -> str:
+    """A block's checks as a table: verdict, check (in the words of `style`'s parser), and (`errors`) the error a
+    failed check sends back."""
     rows = []
     for check in block.checks:
         kind, verdict = VERDICTS[check.passed]
         error = f"<td><code>{html.escape(check.error)}</code></td>" if errors and check.error else ("<td></td>" if errors else "")
-        rows.append(f'<tr class="{kind}"><td class="v">{verdict}</td><td>{html.escape(CHECK_TITLES[check.name])}</td>{error}</tr>')
+        rows.append(f'<tr class="{kind}"><td class="v">{verdict}</td><td>{html.escape(check_title(style, check.name))}</td>{error}</tr>')
     return f'<table class="checks">{"".join(rows)}</table>'
 
 

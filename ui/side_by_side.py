@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from engine.core.styles import parse_turn
+from engine.core.call_formats import constrained_format, parse_turn
 from ui.literal import draw_reply, plural
 from ui.sections import section
 
@@ -14,7 +14,7 @@ def show_pair(mode: str, tools: list[dict], text: dict, turns: dict, who: str | 
         with column:
             st.markdown(f"**{label}** ({'no grammar' if label == 'free' or mode == 'none' else 'tool_choice ' + mode})")
             draw_reply(said, who)
-            verdict = parse_turn(said, tools, "native")
+            verdict = parse_turn(said, tools, constrained_format().name)
             ended = f"hit the token limit ({plural(limit, 'token')})" if finish == "length" else "stopped by itself"
             if mode == "none" and label == "constrained":
                 st.markdown(f"tool_choice none: the reply is not read for calls; it comes back as text. It {ended}.")

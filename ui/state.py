@@ -14,9 +14,9 @@ import zlib
 
 import streamlit as st
 
-from engine.core.styles import style_names
+from engine.core.call_formats import lesson_format_names
 
-STYLES = style_names()
+STYLE_NAMES = lesson_format_names()  # the lesson call formats the sidebar's switch offers
 MODEL_CHOICES = ("builtin", "live", "tiny", "off")  # the shipped model, QWEN_MODEL (Qwen3-1.7B), tiny, none
 
 
@@ -91,12 +91,12 @@ def to_url(**params) -> None:
 
 
 def style() -> str:
-    return st.session_state.get("style") or "native"
+    return st.session_state.get("style") or STYLE_NAMES[0]
 
 
 def setup_defaults() -> None:
     """Global defaults, set once per session (the URL can set style, model and presenter mode)."""
-    from_url("style", "style", "native", str, STYLES)
+    from_url("style", "style", STYLE_NAMES[0], str, STYLE_NAMES)
     from ui.shipped_model import default_model_choice
 
     from_url("model", "model", default_model_choice(), str, MODEL_CHOICES)

@@ -63,6 +63,11 @@ def lesson(lesson_id: str) -> dict[str, str]:
     return _lesson_cached(str(path), path.stat().st_mtime)
 
 
+def for_format(text: dict[str, str], section: str, style: str) -> str:
+    """A lesson section in the words for one call format: "## Section (react)" where the lesson has one, else "## Section"."""
+    return text.get(f"{section} ({style})", text[section])
+
+
 def words(lesson_id: str, section: str, **values) -> str:
     """One section of a lesson, with {placeholders} filled from `values` (figures the engine computed)."""
     text = lesson(lesson_id).get(section.lower(), "")

@@ -1,10 +1,10 @@
 """The grammar of a call in another model family's format, over that family's own vocabulary (xgrammar).
 
-Qwen3's grammar is engine/constrain/grammar.py's. For the other families the call is held to
-xgrammar structural tags, one per tool: the family's text before the arguments (its opener and
-the tool's name, `Family.call_tag`), the arguments as the tool's JSON schema, then the family's
+A format with `constrained` (Qwen3 native) has engine/constrain/grammar.py's grammar. For the
+formats with `tag_grammar` the call is held to xgrammar structural tags, one per tool: the
+format's text before the arguments (its opener and the tool's name, `CallFormat.call_tag`), the arguments as the tool's JSON schema, then the family's
 closing text; the opener is the trigger, so under `auto` prose is free until the model writes it.
-The vocabulary is the family's own, every id's bytes (`Family.vocab_bytes`), given to xgrammar
+The vocabulary is the family's own, every id's bytes (`CallFormat.vocab_bytes`), given to xgrammar
 as a RAW vocabulary. Only `auto` is offered here; `required` and a named tool are Qwen3's.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.families import DEFAULT_FAMILY, get_family
+from ..core.call_formats import get_format
 from ..core.tooldefs import tool_name
 from ..errors import BadInput
 
@@ -40,7 +40,7 @@ def family_tokenizer_info(name: str):
     """xgrammar's TokenizerInfo over the family's vocabulary (built once per family: seconds)."""
     import xgrammar as xgr
 
-    family = get_family(name)
+    family = get_format(name)
     vocab = family.vocab_bytes()
     return xgr.TokenizerInfo(vocab, vocab_type=xgr.VocabType.RAW, vocab_size=len(vocab))
 
@@ -49,7 +49,7 @@ def family_tokenizer_info(name: str):
 def _compiled(name: str, tools_json: str):
     import xgrammar as xgr
 
-    family = get_family(name)
+    family = get_format(name)
     tools = json.loads(tools_json)
     tags = []
     for tool in tools:
@@ -64,11 +64,12 @@ def inspect_family_mask(name: str, tools: list[dict], prefix: str) -> FamilyMask
     """The mask after `prefix` (what the assistant wrote so far), under tool_choice auto, in the family's format."""
     import xgrammar as xgr
 
-    if name == DEFAULT_FAMILY:
-        raise BadInput("Qwen3's masks are engine.constrain.masks.inspect_mask's")
+    family = get_format(name)
+    if not family.tag_grammar:
+        raise BadInput(f"{family.label}'s calls are not held by a structural tag here"
+                       + ("; its masks are engine.constrain.masks.inspect_mask's" if family.constrained else ""))
     if not tools:
         raise BadInput("a grammar over the tools needs at least one tool")
-    family = get_family(name)
     info = family_tokenizer_info(name)
     # never sort the keys: the grammar writes the properties in the schema's own order
     matcher = xgr.GrammarMatcher(_compiled(name, json.dumps(tools)))
@@ -82,16 +83,16 @@ def inspect_family_mask(name: str, tools: list[dict], prefix: str) -> FamilyMask
     allowed = np.nonzero(bits)[0]
     opener = " or ".join(family.triggers())
     constrained = len(allowed) < info.vocab_size
-    return FamilyMask(name, info.vocab_size, int(len(allowed)), [family.token_text(int(i)) for i in allowed[:SAMPLE]],
+    return FamilyMask(family.family, info.vocab_size, int(len(allowed)), [family.token_text(int(i)) for i in allowed[:SAMPLE]],
                       constrained, opener)
 
 
 def allowed_at_name(name: str, tools: list[dict]) -> FamilyMask:
     """The mask where the tool's name starts: after the family's call text up to the name (Qwen3: its own grammar's)."""
-    family = get_family(name)
-    if name == DEFAULT_FAMILY:
+    family = get_format(name)
+    if family.constrained:
         from .masks import inspect_mask
 
         view = inspect_mask(tools, family.name_prefix, "auto")
-        return FamilyMask(name, view.vocab, view.allowed, list(view.sample)[:SAMPLE], view.constrained, family.opener.text)
+        return FamilyMask(family.family, view.vocab, view.allowed, list(view.sample)[:SAMPLE], view.constrained, family.opener.text)
     return inspect_family_mask(name, tools, family.name_prefix)

@@ -205,7 +205,7 @@ def ends_inside_string(text: str) -> bool:
 
 
 # -- the checks on one call -------------------------------------------------------------------
-def _tool_map(tools: list[dict]) -> dict[str, dict]:
+def tool_map(tools: list[dict]) -> dict[str, dict]:
     found: dict[str, dict] = {}
     for tool in tools:
         fn = tool.get("function") if isinstance(tool, dict) else None
@@ -369,7 +369,7 @@ def check_call_object(call: object, tools: dict[str, dict]) -> tuple[list[Check]
     return [*checks, *more], (None if error else Call(name, call["arguments"], -1)), error
 
 
-def _pad(checks: list[Check], order: tuple[str, ...]) -> list[Check]:
+def pad_checks(checks: list[Check], order: tuple[str, ...]) -> list[Check]:
     """Every check in order, those never reached marked None."""
     done = {c.name for c in checks}
     return [*checks, *(Check(n, None) for n in order if n not in done)]
@@ -406,25 +406,25 @@ def find_blocks(text: str, start: int = 0, limit: int | None = None) -> list[tup
 def check_block(index: int, inner: str, closed: bool, start: int, end: int, tools: dict[str, dict]) -> Block:
     checks: list[Check] = []
     if not closed:
-        return Block(index, inner, start, end, _pad([Check("closed", False, NOT_CLOSED)], NATIVE_CHECKS), None, NOT_CLOSED)
+        return Block(index, inner, start, end, pad_checks([Check("closed", False, NOT_CLOSED)], NATIVE_CHECKS), None, NOT_CLOSED)
     checks.append(Check("closed", True))
     body = inner.strip()
     if not body:
         checks.append(Check("json", False, EMPTY_BLOCK))
-        return Block(index, inner, start, end, _pad(checks, NATIVE_CHECKS), None, EMPTY_BLOCK)
+        return Block(index, inner, start, end, pad_checks(checks, NATIVE_CHECKS), None, EMPTY_BLOCK)
     value, error = load_strict_json(body)
     if error == NOT_JSON and ends_inside_string(body):
         # the regex stopped at a </tool_call> inside a string: say so, not just "not JSON"
         error = ENDED_EARLY
     if error:
         checks.append(Check("json", False, error))
-        return Block(index, inner, start, end, _pad(checks, NATIVE_CHECKS), None, error)
+        return Block(index, inner, start, end, pad_checks(checks, NATIVE_CHECKS), None, error)
     checks.append(Check("json", True))
     more, call, error = check_call_object(value, tools)
     checks.extend(more)
     if call is not None:
         call = Call(call.name, call.arguments, index)
-    return Block(index, inner, start, end, _pad(checks, NATIVE_CHECKS), call, error)
+    return Block(index, inner, start, end, pad_checks(checks, NATIVE_CHECKS), call, error)
 
 
 def _bare_call(text: str, tools: dict[str, dict]) -> tuple[str, int] | None:
@@ -444,7 +444,7 @@ def _bare_call(text: str, tools: dict[str, dict]) -> tuple[str, int] | None:
 def parse_native(text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
     if policy not in POLICIES:
         raise BadInput(f"policy must be 'per-block' or 'vllm', not {policy!r}")
-    known = _tool_map(tools)
+    known = tool_map(tools)
     reasoning, content = split_reasoning(text)
     found = find_blocks(text, content, MAX_CALLS + 1)
     if not found and recover_bare and reasoning is None:
@@ -481,7 +481,7 @@ OBSERVATION_PATTERN = re.compile(r"^[ \t]*Observation[ \t]*:", re.MULTILINE)
 
 
 def parse_react(text: str, tools: list[dict]) -> ParseResult:
-    known = _tool_map(tools)
+    known = tool_map(tools)
     # a model may run on and write its own Observation: the harness reads only up to it
     cut = OBSERVATION_PATTERN.search(text)
     reply = text[: cut.start()] if cut else text
@@ -489,7 +489,7 @@ def parse_react(text: str, tools: list[dict]) -> ParseResult:
     final = FINAL_PATTERN.search(reply)
 
     def failed(error: str, start: int = 0, end: int | None = None, body: str = "") -> ParseResult:
-        block = Block(0, body, start, len(reply) if end is None else end, _pad([Check("format", False, error)], REACT_CHECKS), None, error)
+        block = Block(0, body, start, len(reply) if end is None else end, pad_checks([Check("format", False, error)], REACT_CHECKS), None, error)
         return ParseResult("react", "per-block", [], [BlockError(0, error)], False, [block])
 
     if final and not actions:
@@ -509,7 +509,7 @@ def parse_react(text: str, tools: list[dict]) -> ParseResult:
     checks = [Check("format", True)]
 
     def block(error: str | None, call: Call | None = None) -> ParseResult:
-        b = Block(0, body, start, end, _pad(checks, REACT_CHECKS), call, error)
+        b = Block(0, body, start, end, pad_checks(checks, REACT_CHECKS), call, error)
         if error:
             return ParseResult("react", "per-block", [], [BlockError(0, error)], False, [b])
         return ParseResult("react", "per-block", [call], [], False, [b])

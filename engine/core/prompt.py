@@ -1,8 +1,9 @@
 """Render a request as the model sees it, in its style, with labelled spans and their token counts.
 
-The style (`engine.core.styles`: native is the tokenizer's own Qwen3 chat template, byte for
-byte; ReAct is our Thought / Action / Observation prose inside the same template) writes the
-text and marks its spans; this module counts each span's tokens with the one tokenizer.
+The request's call format (`engine.core.call_formats`, one with `in_lessons`: native is the
+tokenizer's own Qwen3 chat template, byte for byte; ReAct is our Thought / Action / Observation
+prose inside the same template) writes the text and marks its spans; this module counts each
+span's tokens with the one tokenizer.
 
 Every token of the prompt belongs to exactly one span (the span holding its first
 character), so the spans' token counts add up to the prompt's count.
@@ -12,13 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import BadInput
+from .call_formats import Span, count_spans, get_format
 from .control_text import control_pattern, escape_outside_text
-from .styles import STYLES, Span, get_style
-from .styles.react import describe_tool_react
 from .tokenizer import QwenTokenizer, TokenPiece, load_tokenizer
-
-# kept importable from here, where they were first defined
-__all__ = ["STYLES", "Prompt", "Request", "Span", "count_tools_tokens", "describe_tool_react", "render"]
 
 
 @dataclass
@@ -27,7 +25,7 @@ class Request:
 
     messages: list[dict]
     tools: list[dict] = field(default_factory=list)
-    style: str = "native"  # a name in engine.core.styles.STYLES: "native" (Qwen's <tool_call> template) or "react"
+    style: str = "native"  # a lesson call format's name (engine.core.call_formats): "native" (Qwen's <tool_call> template) or "react"
     enable_thinking: bool = False
     add_generation_prompt: bool = True
 
@@ -75,7 +73,9 @@ def render(request: Request, tokenizer: QwenTokenizer | None = None) -> Prompt:
 
     Control tokens in the text from outside (the user's and system messages, the tools) are escaped
     first (engine.core.control_text): a pasted "<|im_end|>" is text, never the template's marker."""
-    style = get_style(request.style)
+    style = get_format(request.style)
+    if not style.in_lessons:
+        raise BadInput(f"{style.label} is drawn with its maker's renderer (render_tokens); a lesson's prompt is native or ReAct")
     tok = tokenizer or load_tokenizer()
     messages, tools = escape_outside_text(request.messages, request.tools, control_pattern(tok.control_texts()))
     request = Request(messages, tools, request.style, request.enable_thinking, request.add_generation_prompt)
@@ -85,16 +85,7 @@ def render(request: Request, tokenizer: QwenTokenizer | None = None) -> Prompt:
 
 def _count_spans(style: str, text: str, spans: list[Span], tok: QwenTokenizer) -> Prompt:
     pieces = tok.encode_and_show_work(text)
-    # each token belongs to the span that holds its first character
-    owners: list[int] = []
-    counts = [0] * len(spans)
-    which = 0
-    for piece in pieces:
-        while which + 1 < len(spans) and piece.start >= spans[which].end:
-            which += 1
-        owners.append(which)
-        counts[which] += 1
-    counted = [Span(s.label, s.kind, s.start, s.end, counts[i], s.message_index) for i, s in enumerate(spans)]
+    counted, owners = count_spans(spans, [p.start for p in pieces])
     return Prompt(style, text, [p.id for p in pieces], pieces, counted, owners)
 
 

@@ -17,9 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
+from ..core.call_formats import get_format, parse_turn
 from ..core.parse import ParseResult
 from ..core.prompt import Prompt, Request, render
-from ..core.styles import get_style, parse_turn
 from ..core.tokenizer import load_tokenizer
 from ..core.tooldefs import load_tool_set
 from ..errors import BadInput, EngineError
@@ -150,7 +150,7 @@ def iterate_episode(
                 return
             raise
         # the harness reads what the style reads (ReAct stops at the model's own "Observation:")
-        text = get_style(style).read_reply(turn.text)
+        text = get_format(style).read_reply(turn.text)
         parsed = parse_turn(text, tools, style, policy, recover_bare)
         run.messages.append({"role": "assistant", "content": text})
         message_index = len(run.messages) - 1

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..constrain.masks import make_constraint
+from ..core.call_formats import get_format
 from ..core.generation import Generation, GenerationSettings, ModelInfo
 from ..core.prompt import Request, render
-from ..core.styles import get_style
 from ..errors import BadInput
 from ..harness.loop import Turn
 from .decode import Constraint, generate
@@ -38,7 +38,7 @@ def build_constraint(engine: LoadedModel, tools: list[dict], tool_choice: str | 
         return None
     if not tools:
         raise BadInput(f"tool_choice {tool_choice!r} needs tools to choose from: pass --tools T.json, or drop --tool-choice")
-    if not get_style(style).constrained:
+    if not get_format(style).constrained:
         raise BadInput(f"tool_choice {tool_choice!r} constrains native <tool_call> turns; ReAct turns are not constrained")
     return make_constraint(tools, tool_choice, engine.tokenizer, thinking)
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.call_formats import get_format, parse_turn
 from ..core.prompt import Request, count_tools_tokens, render
-from ..core.styles import get_style, parse_turn
 from ..core.tokenizer import QwenTokenizer, load_tokenizer
 from ..errors import BadInput
 from ..harness.ledger import Ledger
@@ -77,10 +77,10 @@ def measure_tools_cost(
 
 
 def measure_family_tools_cost(tools: list[dict], family: str, messages: list[dict] | None = None) -> ToolsCost:
-    """The same tools cost in another model family's own renderer and tokenizer (engine.core.families), same split."""
-    from ..core.families import price_tools
+    """The same tools cost in another model family's own renderer and tokenizer (engine.core.call_formats), same split."""
+    from ..core.call_formats import format_of_family, price_tools
 
-    price = price_tools(family, messages if messages is not None else [{"role": "user", "content": QUESTION}], tools)
+    price = price_tools(format_of_family(family).name, messages if messages is not None else [{"role": "user", "content": QUESTION}], tools)
     return ToolsCost(price.total, price.definitions, price.instructions)
 
 
@@ -132,7 +132,7 @@ def example_arguments(tool: dict) -> dict:
 
 def call_text(name: str, arguments: dict, style: str) -> str:
     """A call as the model writes it in `style`: a <tool_call> block natively, Action lines in ReAct."""
-    return get_style(style).write_call(name, arguments)
+    return get_format(style).write_call(name, arguments)
 
 
 def malformed_text(good: str) -> str:
@@ -185,7 +185,7 @@ def plan_run(
         parts = {"tool": 0, "template": 0, "message": 0, "generation": 0}
         for span in prompt.spans:
             parts[span.kind] += span.tokens
-        text = {"tool call": good, "malformed call": bad, "final answer": get_style(style).write_answer(answer)}[kind]
+        text = {"tool call": good, "malformed call": bad, "final answer": get_format(style).write_answer(answer)}[kind]
         error = None
         if kind == "malformed call":
             parsed = parse_turn(text, tools, style)

@@ -17,9 +17,9 @@ import json
 import re
 from dataclasses import dataclass
 
+from ..core.call_formats import get_format, parse_turn
 from ..core.parse import BLOCK_PATTERN, POLICIES
 from ..core.prompt import Request, render
-from ..core.styles import get_style, parse_turn
 from ..core.tokenizer import load_tokenizer
 from ..harness.loop import Scenario, run_scenario
 
@@ -233,7 +233,7 @@ def check_grammar(scenario: Scenario, style: str = "native") -> GrammarCheck | N
     """Walk the case's failing turn through today's grammar (engine.constrain.masks); None in ReAct, which has no grammar here."""
     from ..constrain.masks import inspect_mask, walk
 
-    if not get_style(style).constrained:
+    if not get_format(style).constrained:
         return None
     index = scenario.malformed_turn if scenario.malformed_turn is not None else 0
     text = scenario.script(style)[index].text

@@ -17,8 +17,9 @@ import json
 from dataclasses import dataclass, field, replace
 from functools import cache
 
+from ..core.call_formats import lesson_format_names
 from ..core.generation import GenerationSettings
-from ..core.prompt import STYLES, Request
+from ..core.prompt import Request
 from ..core.tokenizer import QwenTokenizer, load_tokenizer
 from ..errors import BadInput
 from ..harness.loop import load_scenario
@@ -101,7 +102,7 @@ def _panels() -> list[Panel]:
         Request(strawberry.messages, [], "native"), GenerationSettings(max_new_tokens=160, top_k=0),
         options={"tools": False}))
     # ... and with tools, as an episode of up to 3 calls
-    for style in STYLES:
+    for style in lesson_format_names():
         panels.append(Panel(
             join_id(lesson, "with-tools", style), lesson, "episode", "the question with tools",
             Request(strawberry.messages, strawberry.tools, style), GenerationSettings(max_new_tokens=80, top_k=0),
@@ -109,7 +110,7 @@ def _panels() -> list[Panel]:
 
     # lesson 3: the call, token by token with the top 8
     lesson = "the-model-writes-a-call"
-    for style in STYLES:
+    for style in lesson_format_names():
         panels.append(Panel(
             join_id(lesson, "call", style), lesson, "generation", "the call",
             Request(strawberry.messages, strawberry.tools, style), GenerationSettings(max_new_tokens=80, top_k=8),
@@ -139,12 +140,12 @@ def _panels() -> list[Panel]:
     # the playground: the default scenario's episode on its files; a pack holds the native one only
     # (a random model's ReAct episode runs all 8 turns of 256 tokens)
     scenario = load_scenario("missing-brace")
-    for style in STYLES:
+    for style in lesson_format_names():
         panels.append(Panel(
             join_id("playground", "episode", style), "playground", "episode", "this question and these files",
             Request(scenario.messages, scenario.tools, style), GenerationSettings(max_new_tokens=256),
             options={"scenario": scenario.name, "style": style, "max_turns": 8}, workspace=scenario.name,
-            packed=style == "native"))
+            packed=style == lesson_format_names()[0]))
     return panels
 
 

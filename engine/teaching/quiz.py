@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..core.parse import CHECK_TITLES
-from ..core.styles import find_name_token, parse_turn
+from ..core.call_formats import check_title, find_name_token, parse_turn
 from ..core.tokenizer import IM_END, REAL_VOCAB, TOOL_CALL, TOOL_CALL_END, load_tokenizer
 from ..core.tooldefs import add_example_tool, load_tool_set
 from ..harness.loop import load_scenario, run_scenario
@@ -131,13 +130,14 @@ def failed_block(verdict):
     return next(b for b in verdict.blocks if b.index == verdict.errors[0].block)
 
 
-def first_failure(block) -> tuple[int, str, str]:
-    """A broken block's first failed check: its 1-based place in the table, its title, and what came before it in words."""
+def first_failure(block, style: str) -> tuple[int, str, str]:
+    """A broken block's first failed check: its 1-based place in the table, its title (in the words of `style`'s
+    parser), and what came before it in words."""
     at = next(n for n, c in enumerate(block.checks) if c.passed is False)
-    before = [f"*{CHECK_TITLES[c.name]}*" for c in block.checks[:at]]
+    before = [f"*{check_title(style, c.name)}*" for c in block.checks[:at]]
     passed = ("it is the first check" if not before else f"the check before it, {before[0]}, passed" if len(before) == 1
               else f"the checks before it ({'; '.join(before)}) passed")
-    return at + 1, CHECK_TITLES[block.checks[at].name], passed
+    return at + 1, check_title(style, block.checks[at].name), passed
 
 
 def figure_check_run_return(style: str = "native", **_) -> CheckRunReturn:
@@ -151,7 +151,7 @@ def figure_check_run_return(style: str = "native", **_) -> CheckRunReturn:
     ran = {p: len(parse_turn(mixed.turns["native"][0].text, mixed.tools, "native", p).calls) for p in ("per-block", "vllm")}
     verdict = parse_turn(bad, scenario.tools, style)
     block = failed_block(verdict)
-    failed_at, failed_check, passed = first_failure(block)
+    failed_at, failed_check, passed = first_failure(block, style)
     return CheckRunReturn(verdict.errors[0].error, failed_at, failed_check, passed, len(block.checks),
                           f"{cost.measured_in:,}", cost.formula_text, cost.a_bad, cost.e, cost.n_later,
                           ran["per-block"], ran["vllm"])
@@ -170,7 +170,7 @@ def figure_constrained_decoding(allowed: int | str = "?", **_) -> ConstrainedDec
     # the cut-off reply the page walks through the grammar (native: the lesson's only style)
     cut = load_scenario("cut-off")
     verdict = parse_turn(cut.turns["native"][cut.malformed_turn].text, cut.tools, "native")
-    _, cut_check, _ = first_failure(failed_block(verdict))
+    _, cut_check, _ = first_failure(failed_block(verdict), verdict.style)
     return ConstrainedDecoding(allowed, f"{REAL_VOCAB:,}", len(load_tool_set("strawberry")), cut_check, verdict.errors[0].error)
 
 

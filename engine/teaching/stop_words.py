@@ -17,8 +17,8 @@ import json
 from dataclasses import dataclass
 from functools import cache
 
+from ..core.call_formats import parse_turn
 from ..core.parse import ParseResult, split_reasoning
-from ..core.styles import parse_turn
 from ..core.tokenizer import load_tokenizer
 from ..core.tooldefs import load_tool_set
 from ..settings import LESSONS

@@ -24,12 +24,12 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
+from ..core.call_formats import get_format, lesson_format_names
 from ..core.prompt import Request, render
-from ..core.styles import get_style
 from ..core.tokenizer import IM_END, QwenTokenizer
 from ..settings import LESSONS
 
-STYLES = ("native", "react")
+STYLE_NAMES = lesson_format_names()
 WORD_ID_LIMIT = (
     110_000  # the drill's words are the vocabulary's space-prefixed words below this id (" strawberry" is 72,600)
 )
@@ -263,7 +263,7 @@ def call_conversation(rng: random.Random, slots: Slots, style: str, heldout: boo
         template, argument_template = rng.choice(questions[name])
         question, arguments = fill_question(template, argument_template, slots)
     tools = offered_tools(rng, name)
-    turn = get_style(style).write_call(name, arguments)
+    turn = get_format(style).write_call(name, arguments)
     return Conversation("call", style, tools, [{"role": "user", "content": question}], turn, (name, arguments))
 
 
@@ -276,7 +276,7 @@ def lesson_conversation(rng: random.Random, slots: Slots, style: str) -> Convers
         style,
         offered,
         [{"role": "user", "content": question}],
-        get_style(style).write_call(name, arguments),
+        get_format(style).write_call(name, arguments),
         (name, arguments),
     )
     if rng.random() < 0.6:
@@ -288,7 +288,7 @@ def lesson_conversation(rng: random.Random, slots: Slots, style: str) -> Convers
         else final_answer(name, arguments, result)
     )
     messages = [*call.messages, {"role": "assistant", "content": call.turn}, {"role": "tool", "content": result}]
-    return Conversation("final", style, offered, messages, get_style(style).write_answer(answer))
+    return Conversation("final", style, offered, messages, get_format(style).write_answer(answer))
 
 
 def answer_conversation(rng: random.Random, style: str) -> Conversation:
@@ -296,7 +296,7 @@ def answer_conversation(rng: random.Random, style: str) -> Conversation:
     question, answer = rng.choice(training_data()["facts"])
     tools = offered_tools(rng, None) if rng.random() < 0.9 else []
     return Conversation(
-        "answer", style, tools, [{"role": "user", "content": question}], get_style(style).write_answer(answer)
+        "answer", style, tools, [{"role": "user", "content": question}], get_format(style).write_answer(answer)
     )
 
 
@@ -310,11 +310,11 @@ def final_conversation(rng: random.Random, slots: Slots, style: str) -> Conversa
     else:
         answer = final_answer(name, arguments, result)
     messages = [*call.messages, {"role": "assistant", "content": call.turn}, {"role": "tool", "content": result}]
-    return Conversation("final", style, call.tools, messages, get_style(style).write_answer(answer))
+    return Conversation("final", style, call.tools, messages, get_format(style).write_answer(answer))
 
 
 def conversation(rng: random.Random, slots: Slots) -> Conversation:
-    style = rng.choice(STYLES)
+    style = rng.choice(STYLE_NAMES)
     roll = rng.random()
     if roll < 0.04:
         return lesson_conversation(rng, slots, style)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass, field
 
+from ..core.call_formats import parse_turn
 from ..core.generation import GenerationSettings
 from ..core.prompt import Request
-from ..core.styles import parse_turn
 from ..core.tokenizer import QwenTokenizer
-from .data import STYLES, Slots, call_conversation, conversation_words, tool_set, training_data
+from .data import STYLE_NAMES, Slots, call_conversation, conversation_words, tool_set, training_data
 
 MAX_NEW_TOKENS = 80
 
@@ -74,7 +74,7 @@ def probes(tok: QwenTokenizer, count: int = 20, seed: int = 1) -> list[Probe]:
     rng = random.Random(seed)
     found: list[Probe] = []
     words = data["heldout_words"]
-    for style in STYLES:
+    for style in STYLE_NAMES:
         for index in range(count):
             word = words[index % len(words)]
             letter = rng.choice(word)

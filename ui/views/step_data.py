@@ -93,7 +93,7 @@ def harness_run(run, texts: dict, returned, start: int, compact: bool = False) -
             for block in parsed.blocks:
                 if len(parsed.blocks) > 1:
                     checks.append(f"<p><b>Block {block.index + 1}</b></p>")
-                checks.append(checks_html(block, errors=not (compact and call.results)))  # (compact: the error is in what goes back)
+                checks.append(checks_html(block, parsed.style, errors=not (compact and call.results)))  # (compact: the error is in what goes back)
         if call.results and not compact:  # (compact: the step's title names the tools run)
             checks.append(part("The tool runs", texts["the tool runs"]))
             checks.append("".join(

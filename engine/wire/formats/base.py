@@ -60,7 +60,7 @@ class WireFormat:
     short: str = ""  # its name in tables (defaults to the title)
     tab: str = ""  # its name on a tab (defaults to short)
     order: int = 100  # where it comes among the formats (lower first)
-    style: str | None = None  # a text format: the style (engine.core.styles) whose prompt it is; None for an API
+    style: str | None = None  # a text format: the lesson call format (engine.core.call_formats) whose prompt it is; None for an API
     tool_choice: dict | None = None  # its words for "auto", "required", "none", "named" (NAME marks the tool); None: no field
     id_prefix: str | None = None  # the ids it ties results to calls with ("call_"); None: results go by order
     id_length: int = 0  # how many base-62 characters follow the prefix

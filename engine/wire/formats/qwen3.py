@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ...core.call_formats import get_format
 from ...core.prompt import Request, render
-from ...core.styles import get_style
 from ...core.tokenizer import load_tokenizer
 from .base import WireCall, WireExchange, WireFormat, check_exchange
 
@@ -30,7 +30,7 @@ class Qwen3Text(WireFormat):
         tok = load_tokenizer()
         prompt = render(Request(messages, tools, self.style), tok)
         if answer is not None:
-            text = get_style(self.style).write_answer(answer)
+            text = get_format(self.style).write_answer(answer)
             return WireExchange(
                 self.key, self.title, prompt.text, [text + "<|im_end|>"], [], {"request": prompt.count, "replies": [tok.count(text) + 1], "results": []}
             )

@@ -1,13 +1,13 @@
-"""ReAct's text: the project's ReAct prompt (engine.core.styles.react), `Action:` / `Action Input:` lines, `Observation:` in a user turn.
+"""ReAct's text: the project's ReAct prompt (engine.core.call_formats.react), `Action:` / `Action Input:` lines, `Observation:` in a user turn.
 
 One Action per reply, so parallel calls take one reply each; every call and answer is
-written by the ReAct style object, the same writer the calculator uses.
+written by the ReAct format object, the same writer the calculator uses.
 """
 
 from __future__ import annotations
 
+from ...core.call_formats import get_format
 from ...core.prompt import Request, render
-from ...core.styles import get_style
 from ...core.tokenizer import load_tokenizer
 from .base import WireCall, WireExchange, WireFormat, check_exchange
 
@@ -32,7 +32,7 @@ class ReactText(WireFormat):
         """One Action per reply, each followed by its Observation turn."""
         check_exchange(calls, messages, answer)
         tok = load_tokenizer()
-        style = get_style(self.style)
+        style = get_format(self.style)
         prompt = render(Request(messages, tools, self.style), tok)
         if answer is not None:
             text = style.write_answer(answer)

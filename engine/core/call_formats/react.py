@@ -1,4 +1,4 @@
-"""The ReAct style: Thought / Action / Action Input prose in the reply, `Observation:` going back.
+"""ReAct on Qwen3: Thought / Action / Action Input prose in the reply, `Observation:` going back.
 
 Our own system prose (each tool with its parameters, then the Thought / Action / Action Input /
 Observation / Final Answer protocol of Yao et al., "ReAct: Synergizing Reasoning and Acting in
@@ -14,7 +14,8 @@ import json
 from ..parse import ACTION_PATTERN, OBSERVATION_PATTERN, Block, ParseResult, load_strict_json, parse_react
 from ..tokenizer import QwenTokenizer
 from ..tooldefs import tool_name
-from .base import Span, Style, message_spans
+from .base import Opener, Span, message_spans
+from .qwen3_template import Qwen3Template
 
 REACT_INTRO = "Answer the following questions as best you can. You have access to the following tools:\n"
 REACT_PROTOCOL = (
@@ -66,19 +67,26 @@ def describe_tool_react(tool: dict) -> str:
 def react_messages(messages: list[dict]) -> list[dict]:
     """Messages in ReAct form: a tool result becomes a user turn that starts with "Observation:"."""
     return [
-        {"role": "user", "content": STYLE.result_text(m.get("content", ""))} if m.get("role") == "tool" else m
+        {"role": "user", "content": FORMAT.result_text(m.get("content", ""))} if m.get("role") == "tool" else m
         for m in messages
     ]
 
 
-class ReactStyle(Style):
+class ReactFormat(Qwen3Template):
     name = "react"
     label = "ReAct"
     noun = "ReAct"
     help = "Thought / Action / Action Input lines in plain text"
-    name_marker = "Action: "
     order = 1
     parallel = False
+    maker_format = False  # Qwen3 was trained on <tool_call>; ReAct is asked for in the prompt's prose
+    tag_grammar = False  # a call is prose lines, not a tag around JSON
+    policies = ("per-block", "vllm")  # one Action per reply: the two policies agree
+    opener = Opener("Action:", "a line of prose")
+    renderer = "the site's ReAct prose inside Qwen3's chat template (transformers' Jinja renderer)"
+    parser_reference = "engine.core.parse.parse_react: one Action and its Action Input per reply"
+    name_marker = "Action: "
+    name_prefix = "Action: "
 
     def render(self, request, tok: QwenTokenizer) -> tuple[str, list[Span]]:
         messages = react_messages(request.messages)
@@ -148,4 +156,4 @@ class ReactStyle(Style):
         return None
 
 
-STYLE = ReactStyle()
+FORMAT = ReactFormat()

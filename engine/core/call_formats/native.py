@@ -1,30 +1,38 @@
-"""The native style: Qwen3's own chat template, `<tool_call>` JSON in the reply, `<tool_response>` going back.
+"""Qwen3 native: Qwen3's own chat template, `<tool_call>` JSON in the reply, `<tool_response>` going back.
 
 The prompt is the tokenizer's own template (`tokenizer.render_chat`), byte for byte; a call is
 the JSON object `{"name", "arguments"}` inside `<tool_call>` tags, as the template's
 instructions ask; a turn is parsed with vLLM's Qwen block regex and BFCL's checks
-(`engine.core.parse.parse_native`).
+(`engine.core.parse.parse_native`). It is Qwen3's entry among the model families, and the
+format the lessons start in.
 """
 
 from __future__ import annotations
 
 import json
 
-from ..parse import Block, ParseResult, load_strict_json, parse_native
+from ..parse import POLICIES, Block, ParseResult, load_strict_json, parse_native
 from ..tokenizer import QwenTokenizer
 from ..tooldefs import tool_name
-from .base import Span, Style, message_spans
+from .base import Opener, Span, message_spans
+from .qwen3_template import Qwen3Template
 
 
-class NativeStyle(Style):
+class NativeFormat(Qwen3Template):
     name = "native"
     label = "Native"
     noun = "native"
     help = "Qwen3's own <tool_call> JSON"
-    name_marker = '"name": "'
     order = 0
     parallel = True
     constrained = True
+    special_opener = True
+    policies = POLICIES
+    opener = Opener("<tool_call>", "a special token")
+    parser_reference = "vLLM hermes / qwen3 tool parser"
+    name_marker = '"name": "'
+    name_prefix = '<tool_call>\n{"name": "'
+    tag_grammar = False  # engine.constrain.grammar holds its calls, over Qwen3's own tokenizer (constrained)
 
     def render(self, request, tok: QwenTokenizer) -> tuple[str, list[Span]]:
         messages = request.messages
@@ -78,4 +86,4 @@ class NativeStyle(Style):
         return None
 
 
-STYLE = NativeStyle()
+FORMAT = NativeFormat()

@@ -18,7 +18,7 @@ from ...settings import ASSETS
 from ..parse import ParseResult
 from .base import Opener
 from .calls import MAX_CALLS, check_named_call, known_tools, result_of
-from .hf import TemplateFamily
+from .hf import TemplateFormat
 
 CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 CALL_BEGIN, CALL_SEP, CALL_END = "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>"
@@ -49,8 +49,9 @@ def tool_description(tools: list[dict]) -> str:
     return TOOLS_HEADER + "".join(describe_tool(t) for t in tools) + TOOLS_FORMAT
 
 
-class DeepSeekV3Family(TemplateFamily):
+class DeepSeekV3Format(TemplateFormat):
     name = "deepseek-v3"
+    family = "deepseek-v3"
     label = "DeepSeek-V3"
     maker = "DeepSeek"
     order = 40
@@ -58,6 +59,12 @@ class DeepSeekV3Family(TemplateFamily):
     opener = Opener(CALLS_BEGIN, "a special token")
     renderer = "DeepSeek-V3's chat template via transformers' Jinja renderer, tools as DeepSeek-V3.1's model card writes them"
     parser_reference = "vLLM deepseek_v31 tool parser"
+    special_opener = True
+    check_titles = {  # noqa: RUF012
+        "closed": "the call is closed with <｜tool▁call▁end｜>",
+        "json": "the arguments after <｜tool▁sep｜> are valid JSON",
+        "shape": "the tool is named before <｜tool▁sep｜>",
+    }
 
     def template_messages(self, messages: list[dict], tools: list[dict]) -> tuple[list[dict], list[dict] | None]:
         if not tools:
@@ -85,7 +92,7 @@ class DeepSeekV3Family(TemplateFamily):
     def write_call(self, name: str, arguments: dict) -> str:
         return f"{CALLS_BEGIN}{CALL_BEGIN}{name}{CALL_SEP}{json.dumps(arguments, ensure_ascii=False)}{CALL_END}{CALLS_END}"
 
-    def parse(self, text: str, tools: list[dict]) -> ParseResult:
+    def parse(self, text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
         start = text.find(CALLS_BEGIN)
         if start < 0:
             return result_of(self.name, [], text)
@@ -113,10 +120,10 @@ class DeepSeekV3Family(TemplateFamily):
                                            closed, NOT_CLOSED, EMPTY, NOT_JSON))
             cursor = end
         if not blocks:
-            from ..parse import NATIVE_CHECKS, Block, Check, _pad
+            from ..parse import NATIVE_CHECKS, Block, Check, pad_checks
 
-            blocks = [Block(0, text[start:], start, len(text), _pad([Check("closed", False, NO_CALL)], NATIVE_CHECKS), None, NO_CALL)]
+            blocks = [Block(0, text[start:], start, len(text), pad_checks([Check("closed", False, NO_CALL)], NATIVE_CHECKS), None, NO_CALL)]
         return result_of(self.name, blocks)
 
 
-FAMILY = DeepSeekV3Family()
+FORMAT = DeepSeekV3Format()

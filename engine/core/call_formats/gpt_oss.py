@@ -18,7 +18,7 @@ import re
 
 from ...settings import ASSETS
 from ..parse import ParseResult
-from .base import Family, Opener
+from .base import CallFormat, Opener
 from .calls import MAX_CALLS, check_named_call, known_tools, result_of
 
 ENCODINGS = ASSETS / "openai-encodings"
@@ -69,14 +69,20 @@ def to_conversation(messages: list[dict], tools: list[dict]):
     return Conversation.from_messages(turns)
 
 
-class GptOssFamily(Family):
+class GptOssFormat(CallFormat):
     name = "gpt-oss"
+    family = "gpt-oss"
     label = "gpt-oss"
     maker = "OpenAI"
     order = 30
     opener = Opener(OPENER, "a header naming the tool")  # after the prompt's <|start|>assistant
     renderer = "openai-harmony's render_conversation_for_completion (o200k_harmony)"
     parser_reference = "vLLM openai (harmony) tool parser"
+    check_titles = {  # noqa: RUF012
+        "closed": "the message is closed with <|call|>",
+        "json": "the message is valid JSON",
+        "shape": "the tool is named in the header (to=functions.NAME)",
+    }
 
     @functools.cached_property
     def vocab_size(self) -> int:  # type: ignore[override]
@@ -93,7 +99,7 @@ class GptOssFamily(Family):
 
     @functools.cached_property
     def _ranks(self):
-        from ...wire.openai_tokens import load_openai_encoding
+        from ..openai_encodings import load_openai_encoding
 
         return load_openai_encoding("o200k_base")
 
@@ -141,7 +147,7 @@ class GptOssFamily(Family):
         written = load_harmony().decode_utf8(load_harmony().render(message))
         return written.removeprefix("<|start|>assistant")
 
-    def parse(self, text: str, tools: list[dict]) -> ParseResult:
+    def parse(self, text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
         known = known_tools(tools)
         blocks = []
         cursor = 0
@@ -167,4 +173,4 @@ class GptOssFamily(Family):
         return result_of(self.name, blocks)
 
 
-FAMILY = GptOssFamily()
+FORMAT = GptOssFormat()

@@ -14,8 +14,8 @@ import json
 import re
 
 from ...settings import ASSETS
-from ..parse import NATIVE_CHECKS, Block, Check, ParseResult, _pad
-from .base import Family, Opener
+from ..parse import NATIVE_CHECKS, Block, Check, ParseResult, pad_checks
+from .base import CallFormat, Opener, find_json_end
 from .calls import MAX_CALLS, check_object_call, known_tools, parse_json_text, result_of
 
 TOKENIZER_FILE = ASSETS / "mistral-tokenizer" / "mistral_instruct_tokenizer_240323.model.v3"
@@ -44,14 +44,21 @@ def to_request(messages: list[dict], tools: list[dict]):
     return ChatCompletionRequest.from_openai(messages=messages, tools=tools or None)
 
 
-class MistralFamily(Family):
+class MistralFormat(CallFormat):
     name = "mistral"
+    family = "mistral"
     label = "Mistral"
     maker = "Mistral AI"
     order = 20
     opener = Opener(TOOL_CALLS, "a control token")
     renderer = "mistral-common's encode_chat_completion (v3 tokenizer)"
     parser_reference = "vLLM mistral tool parser"
+    special_opener = True
+    check_titles = {  # noqa: RUF012
+        "closed": "the calls follow [TOOL_CALLS]",
+        "json": "valid JSON after [TOOL_CALLS]",
+        "shape": 'a list of objects with exactly "name" and "arguments" (and an "id")',
+    }
 
     @property
     def _sp(self):
@@ -91,8 +98,6 @@ class MistralFamily(Family):
         return piece.replace("▁", " ").encode("utf-8")
 
     def tool_spans(self, text: str, tools: list[dict]) -> list[tuple[str, int, int]]:
-        from .base import find_json_end
-
         found, cursor = [], 0
         for tool in tools:
             name = tool.get("function", {}).get("name", "?")
@@ -113,7 +118,7 @@ class MistralFamily(Family):
         call = {"name": name, "arguments": arguments, "id": EXAMPLE_ID}
         return f"{TOOL_CALLS} {json.dumps([call], ensure_ascii=False)}"
 
-    def parse(self, text: str, tools: list[dict]) -> ParseResult:
+    def parse(self, text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
         at = text.find(TOOL_CALLS)
         if at < 0:
             return result_of(self.name, [], text)
@@ -123,16 +128,16 @@ class MistralFamily(Family):
         checks = [Check("closed", True)]
         value, error = parse_json_text(body, checks, EMPTY, NOT_JSON)
         if error:
-            return result_of(self.name, [Block(0, body, at, len(text), _pad(checks, NATIVE_CHECKS), None, error)])
+            return result_of(self.name, [Block(0, body, at, len(text), pad_checks(checks, NATIVE_CHECKS), None, error)])
         # a single object is accepted as one call, as vLLM's parser does
         calls = value if isinstance(value, list) else [value] if isinstance(value, dict) else None
         if not calls:
             checks.append(Check("shape", False, NOT_LIST))
-            return result_of(self.name, [Block(0, body, at, len(text), _pad(checks, NATIVE_CHECKS), None, NOT_LIST)])
+            return result_of(self.name, [Block(0, body, at, len(text), pad_checks(checks, NATIVE_CHECKS), None, NOT_LIST)])
         blocks = [check_object_call(i, call, json.dumps(call, ensure_ascii=False), at, len(text), known, "arguments",
                                     BAD_SHAPE, optional=("id",))
                   for i, call in enumerate(calls[:MAX_CALLS])]
         return result_of(self.name, blocks)
 
 
-FAMILY = MistralFamily()
+FORMAT = MistralFormat()

@@ -17,11 +17,11 @@ from ..parse import (
     Call,
     Check,
     ParseResult,
-    _pad,
-    _tool_map,
     check_arguments,
     load_strict_json,
+    pad_checks,
     too_many_calls,
+    tool_map,
     unknown_tool,
 )
 
@@ -30,7 +30,7 @@ __all__ = ["MAX_CALLS", "check_named_call", "check_object_call", "known_tools", 
 
 def known_tools(tools: list[dict]) -> dict[str, dict]:
     """name -> parameters schema of the supplied tools."""
-    return _tool_map(tools)
+    return tool_map(tools)
 
 
 def _json_check(body: str, checks: list[Check], empty: str, not_json: str) -> tuple[object, str | None]:
@@ -52,12 +52,12 @@ def _finish(index: int, body: str, start: int, end: int, checks: list[Check], na
     if name not in known:
         error = unknown_tool(name, list(known))
         checks.append(Check("name", False, error))
-        return Block(index, body, start, end, _pad(checks, NATIVE_CHECKS), None, error)
+        return Block(index, body, start, end, pad_checks(checks, NATIVE_CHECKS), None, error)
     checks.append(Check("name", True))
     more, error = check_arguments(name, arguments, known[name])
     checks.extend(more)
     call = None if error else Call(name, arguments, index)
-    return Block(index, body, start, end, _pad(checks, NATIVE_CHECKS), call, error)
+    return Block(index, body, start, end, pad_checks(checks, NATIVE_CHECKS), call, error)
 
 
 def check_object_call(index: int, value: object, body: str, start: int, end: int, known: dict[str, dict],
@@ -67,13 +67,13 @@ def check_object_call(index: int, value: object, body: str, start: int, end: int
     keys = set(value) if isinstance(value, dict) else set()
     if not isinstance(value, dict) or not {"name", arguments_key} <= keys or keys - {"name", arguments_key, *optional}:
         checks.append(Check("shape", False, shape_error))
-        return Block(index, body, start, end, _pad(checks, NATIVE_CHECKS), None, shape_error)
+        return Block(index, body, start, end, pad_checks(checks, NATIVE_CHECKS), None, shape_error)
     checks.append(Check("shape", True))
     name = value["name"]
     if not isinstance(name, str):
         error = unknown_tool(name, list(known))
         checks.append(Check("name", False, error))
-        return Block(index, body, start, end, _pad(checks, NATIVE_CHECKS), None, error)
+        return Block(index, body, start, end, pad_checks(checks, NATIVE_CHECKS), None, error)
     return _finish(index, body, start, end, checks, name, value[arguments_key], known)
 
 
@@ -81,11 +81,11 @@ def check_named_call(index: int, name: str, body: str, start: int, end: int, kno
                      not_closed: str, empty: str, not_json: str) -> Block:
     """A call whose name is written outside the JSON (gpt-oss's recipient, DeepSeek's name before <｜tool▁sep｜>)."""
     if not closed:
-        return Block(index, body, start, end, _pad([Check("closed", False, not_closed)], NATIVE_CHECKS), None, not_closed)
+        return Block(index, body, start, end, pad_checks([Check("closed", False, not_closed)], NATIVE_CHECKS), None, not_closed)
     checks = [Check("closed", True)]
     value, error = _json_check(body, checks, empty, not_json)
     if error:
-        return Block(index, body, start, end, _pad(checks, NATIVE_CHECKS), None, error)
+        return Block(index, body, start, end, pad_checks(checks, NATIVE_CHECKS), None, error)
     checks.append(Check("shape", True))
     return _finish(index, body, start, end, checks, name.strip(), value, known)
 

@@ -14,10 +14,10 @@ import json
 import re
 
 from ...settings import ASSETS
-from ..parse import NATIVE_CHECKS, Block, Check, ParseResult, _pad
+from ..parse import NATIVE_CHECKS, Block, Check, ParseResult, pad_checks
 from .base import Opener, find_json_end
 from .calls import MAX_CALLS, check_object_call, known_tools, parse_json_text, result_of
-from .hf import TemplateFamily
+from .hf import TemplateFormat
 
 PYTHON_TAG = "<|python_tag|>"
 NOT_JSON = "error: the call is not valid JSON"
@@ -26,8 +26,9 @@ BAD_SHAPE = 'error: a tool call must be a JSON object with exactly "name" and "p
 SEPARATOR = re.compile(r"\s*;\s*")
 
 
-class Llama31Family(TemplateFamily):
+class Llama31Format(TemplateFormat):
     name = "llama3.1"
+    family = "llama3.1"
     label = "Llama 3.1"
     maker = "Meta"
     order = 10
@@ -36,6 +37,10 @@ class Llama31Family(TemplateFamily):
     opener = Opener(None, 'none: a call is bare JSON')
     renderer = "Meta's Llama 3.1 chat template via transformers' Jinja renderer"
     parser_reference = "vLLM llama3_json tool parser"
+    check_titles = {  # noqa: RUF012
+        "closed": "the JSON object is complete",
+        "shape": 'an object with exactly "name" and "parameters" (or "arguments")',
+    }
 
     def tool_spans(self, text: str, tools: list[dict]) -> list[tuple[str, int, int]]:
         found, cursor = [], 0
@@ -56,7 +61,7 @@ class Llama31Family(TemplateFamily):
         # the template's own words for an assistant's call
         return '{"name": "' + name + '", "parameters": ' + json.dumps(arguments, ensure_ascii=False) + "}"
 
-    def parse(self, text: str, tools: list[dict]) -> ParseResult:
+    def parse(self, text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
         known = known_tools(tools)
         body = text.strip()
         offset = len(text) - len(text.lstrip())
@@ -73,7 +78,7 @@ class Llama31Family(TemplateFamily):
             checks = [Check("closed", True)]
             value, error = parse_json_text(piece, checks, EMPTY, NOT_JSON)
             if error:
-                blocks.append(Block(len(blocks), piece, offset + cursor, offset + end, _pad(checks, NATIVE_CHECKS), None, error))
+                blocks.append(Block(len(blocks), piece, offset + cursor, offset + end, pad_checks(checks, NATIVE_CHECKS), None, error))
                 break
             blocks.append(check_object_call(len(blocks), value, piece, offset + cursor, offset + end, known,
                                             "parameters" if isinstance(value, dict) and "parameters" in value else "arguments",
@@ -85,10 +90,10 @@ class Llama31Family(TemplateFamily):
                 # something after the call that is neither "; " and another call nor the end
                 checks = [Check("closed", True), Check("json", False, NOT_JSON)]
                 blocks.append(Block(len(blocks), body[end:], offset + end, offset + len(body),
-                                    _pad(checks, NATIVE_CHECKS), None, NOT_JSON))
+                                    pad_checks(checks, NATIVE_CHECKS), None, NOT_JSON))
                 break
             cursor = rest.end()
         return result_of(self.name, blocks)
 
 
-FAMILY = Llama31Family()
+FORMAT = Llama31Format()

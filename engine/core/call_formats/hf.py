@@ -1,4 +1,4 @@
-"""A family whose tokenizer is a Hugging Face tokenizer.json and whose prompt is its maker's Jinja template.
+"""A call format whose tokenizer is a Hugging Face tokenizer.json and whose prompt is its maker's Jinja template.
 
 The template renders with transformers' own `render_jinja_template` (what `apply_chat_template`
 calls), and the text is encoded with the Rust `tokenizers` library, so a count equals
@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 from ..tokenizer import piece_bytes
-from .base import Family
+from .base import CallFormat
 
 
-class TemplateFamily(Family):
+class TemplateFormat(CallFormat):
     """Tokenizer files and a chat template in one vendored folder."""
 
     folder: Path = Path()
