@@ -10,16 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from engine.layers import LAYERS, layer_of
+
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "engine"
-# the only engine folders whose files may import these (bench/ and tests/ aside)
-HEAVY = {"torch": ("model", "constrain"), "xgrammar": ("model", "constrain")}
+# the only engine folders whose files may import these (bench/ and tests/ aside; train/ trains the shipped model)
+HEAVY = {"torch": ("model", "constrain", "train"), "xgrammar": ("model", "constrain")}
 # packages that must load without torch or xgrammar, and what a page imports
 LIGHT_MODULES = (
     "engine.core.tokenizer", "engine.core.prompt", "engine.core.parse", "engine.core.tooldefs",
     "engine.core.generation", "engine.harness.loop", "engine.harness.playground", "engine.packs.pack",
     "engine.packs.trace", "engine.wire.formats", "engine.wire.openai_tokens", "engine.teaching.calculator",
-    "engine.teaching.cost", "engine.teaching.gallery", "engine.teaching.panels", "engine.teaching.panel_source",
+    "engine.teaching.cost", "engine.teaching.gallery", "engine.teaching.panels", "engine.packs.panel_source",
     "engine.model.loading", "engine.model.weights",
 )
 
@@ -48,17 +50,29 @@ def resolve(path: Path, node: ast.ImportFrom) -> list[str]:
 PACKAGES = {p.name for p in ENGINE.iterdir() if (p / "__init__.py").exists()}
 
 
+def imports_of(path: Path, source: str) -> set[str]:
+    """The engine modules one file's source imports, at the top or inside a function."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            names.update(resolve(path, node))
+        elif isinstance(node, ast.Import):  # import engine.model.live
+            names.update(a.name.removeprefix("engine.") for a in node.names if a.name.startswith("engine."))
+    return names
+
+
 def engine_imports() -> dict[str, set[str]]:
     """Each engine module and the engine modules it imports, at the top or inside a function."""
     graph: dict[str, set[str]] = {}
     for path in ENGINE.rglob("*.py"):
         name = module_name(path)
-        names: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom):
-                names.update(resolve(path, node))
-        graph[name] = names - {name}
+        graph[name] = imports_of(path, path.read_text(encoding="utf-8")) - {name}
     return graph
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that runs up engine/layers.py's order, as "importer -> imported"."""
+    return sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps if layer_of(d) > layer_of(m))
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -114,6 +128,34 @@ def test_engine_imports_run_one_way():
     assert {"harness.loop", "harness.ledger", "model.live", "constrain.masks", "core.parse"} <= set(graph)
     assert "core.tokenizer" in graph["core.prompt"] and "model.loading" in graph["model.decode"]
     assert find_cycle(graph) is None, f"import cycle: {' -> '.join(find_cycle(graph))}"
+
+
+def test_every_engine_package_has_a_layer():
+    assert {layer_of(m) for m in engine_imports()} == set(range(len(LAYERS)))
+
+
+def test_no_engine_import_runs_up_a_layer():
+    assert upward_imports(engine_imports()) == []
+
+
+@pytest.mark.parametrize(("where", "line"), [
+    ("core/prompt.py", "from ..harness.loop import run_scenario"),  # at the top
+    ("core/parse.py", "def later():\n    from ..packs.pack import Pack"),  # inside a function
+    ("model/live.py", "import engine.teaching.quiz"),
+    ("constrain/masks.py", "from ..wire.formats import write_all"),
+])
+def test_a_planted_upward_import_is_caught(where, line):
+    graph = engine_imports()
+    name = module_name(ENGINE / where)
+    graph[name] = graph[name] | imports_of(ENGINE / where, line)
+    assert upward_imports(graph), f"{where}: {line!r} was not caught"
+
+
+def test_core_model_and_constrain_import_nothing_from_the_layers_above_harness():
+    graph = engine_imports()
+    above = {"harness", "wire", "packs", "teaching", "train"}
+    assert [f"{m} -> {d}" for m, deps in graph.items() if m.split(".")[0] in ("core", "model", "constrain")
+            for d in deps if d.split(".")[0] in above] == []
 
 
 def test_only_the_model_and_constrain_folders_import_torch_or_xgrammar():

@@ -98,7 +98,7 @@ def test_the_drill_words_are_the_vocabularys_space_words_and_include_strawberry(
 
 def test_a_few_training_steps_of_a_small_network_lower_the_loss(tmp_path):
     pytest.importorskip("torch")
-    from engine.model.training import TrainConfig, train
+    from engine.train.training import TrainConfig, train
 
     config = TrainConfig(
         hidden=32,

@@ -3,7 +3,7 @@
 The live model lives in the engine's process-wide registry (engine.model.loading): loaded once, from
 whichever session pressed the sidebar's button, then found loaded by every session of the server.
 
-Also a panel's source (engine/teaching/panel_source.py chooses: the model, a lesson pack's run, or
+Also a panel's source (engine/packs/panel_source.py chooses: the model, a lesson pack's run, or
 nothing) and the one line that says what made a panel's figures, or why there are none. The model's
 status lines and load button are in ui/model_status.py.
 """
@@ -16,7 +16,7 @@ from engine.core.tokenizer import load_tokenizer
 from engine.errors import EngineError
 from engine.model.loading import TINY, find_loaded, load_model
 from engine.settings import BUILTIN, load_settings
-from engine.teaching.panel_source import PREPARE, PanelSource, choose_source
+from engine.packs.panel_source import PREPARE, PanelSource, choose_source
 from engine.teaching.panels import Panel
 from ui.shipped_model import builtin_engine, builtin_label
 from ui.words import words

@@ -202,3 +202,13 @@ class Generation:
             "seconds": round(self.seconds, 4),
             "first_token_seconds": round(self.first_token_seconds, 4),
         }
+
+
+@dataclass
+class Turn:
+    """What a model wrote for one call."""
+
+    text: str
+    finish: str = "stop"  # "stop" at <|im_end|>, or "length" at the token limit
+    output_tokens: int | None = None  # generated ids, <|im_end|> included; counted from text if None
+    steps: list | None = None  # the live engine's per-token steps, when there are any

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..core.call_formats import get_format, parse_turn
+from ..core.generation import Turn
 from ..core.parse import ParseResult
 from ..core.prompt import Prompt, Request, render
 from ..core.tokenizer import load_tokenizer
@@ -29,16 +30,6 @@ from .tools import run_tool
 from .workspace import Workspace
 
 ROLES = ("system", "user", "assistant", "tool")
-
-
-@dataclass
-class Turn:
-    """What a model wrote for one call."""
-
-    text: str
-    finish: str = "stop"  # "stop" at <|im_end|>, or "length" at the token limit
-    output_tokens: int | None = None  # generated ids, <|im_end|> included; counted from text if None
-    steps: list | None = None  # the live engine's per-token steps, when there are any
 
 
 class TurnModel(Protocol):

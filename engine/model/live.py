@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 from ..constrain.masks import make_constraint
 from ..core.call_formats import get_format
-from ..core.generation import Generation, GenerationSettings, ModelInfo
+from ..core.generation import Generation, GenerationSettings, ModelInfo, Turn
 from ..core.prompt import Request, render
 from ..errors import BadInput
-from ..harness.loop import Turn
 from .decode import Constraint, generate
 from .loading import LoadedModel
 from .remote import GRAMMAR_FIELDS, RemoteEngine, ServerCannot, generate_remote, grammar_problem

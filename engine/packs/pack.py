@@ -4,7 +4,7 @@ A pack is a folder (or a .zip of one) holding `manifest.json` and one JSON file 
 `runs/`. The manifest says which model made the pack (name, revision, dtype, device,
 parameter count), when, with which version of this project, and lists every run: its panel,
 its settings, the sha256 of the prompt's token ids and the sha256 of the run's file. A run's id
-is its panel's (engine/teaching/panels.py), and engine/teaching/panel_source.py shows it only
+is its panel's (engine/teaching/panels.py), and engine/packs/panel_source.py shows it only
 while its settings are the panel's and the prompt the page computes now hashes to the recorded
 one, so a pack never passes off figures for settings or a prompt that have since changed.
 `engine/packs/prepare.py` writes packs; this module reads and checks them, and never imports torch.

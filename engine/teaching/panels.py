@@ -7,7 +7,7 @@ stable id (the lesson's id from lessons/index.json, then the panel, then its var
 `the-model-writes-a-call.call.native`), its request, its generation settings and the kind of
 run it makes. The pages read their request and settings from it, `python -m engine prepare`
 (engine/packs/prepare.py) records every panel into a lesson pack under the panel's id with the
-panel's settings, and engine/teaching/panel_source.py refuses a recorded run whose settings
+panel's settings, and engine/packs/panel_source.py refuses a recorded run whose settings
 are no longer the panel's. Torch-free: a panel is data.
 """
 

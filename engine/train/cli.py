@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import BadInput
-from ..model.training import TrainConfig, train
+from .training import TrainConfig, train
 
 
 def train_builtin(args) -> dict:

@@ -55,7 +55,7 @@ def write_provenance(folder: Path, command: str) -> Path:
         "",
         "## How it was trained",
         "",
-        f"- Command: `{command}` (engine/model/training.py, engine/train/data.py); seed {config['seed']}, "
+        f"- Command: `{command}` (engine/train/training.py, engine/train/data.py); seed {config['seed']}, "
         f"{run['steps']:,} steps of AdamW (lr {config['lr']}, warm-up {config['warmup']}, cosine to "
         f"{config['min_lr_ratio']}×, weight decay {config['weight_decay']}), batches of at most {config['batch_tokens']:,} "
         f"padded tokens, {config['threads']} CPU thread{'s' if config['threads'] != 1 else ''}, autocast {run['autocast']}.",

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.tokenizer import QwenTokenizer
-from ..packs.pack import Pack, PackRun
-from .panels import Panel
+from ..teaching.panels import Panel
+from .pack import Pack, PackRun
 
 PREPARE = "python -m engine prepare --model MODEL --out DIR"
 

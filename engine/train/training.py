@@ -1,4 +1,4 @@
-"""Train the shipped model (engine/train holds its data and measure): a small Qwen3 with Qwen3's tokenizer, on engine/train/data.py's samples, on a CPU.
+"""Train the shipped model (this package holds its data and measure too; it imports torch to train): a small Qwen3 with Qwen3's tokenizer, on engine/train/data.py's samples, on a CPU.
 
 The network is Qwen3ForCausalLM itself (Qwen3's architecture and vocabulary of 151,936 rows, the
 embedding tied to the output layer as in Qwen3-0.6B), so every path of the site (int8, the C decode
@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from ..core.tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB, QwenTokenizer, load_tokenizer
-from ..train.data import Sample, build_samples, spelling_candidates
+from .data import Sample, build_samples, spelling_candidates
 
 
 @dataclass

@@ -1,0 +1,31 @@
+"""The order of engine's packages, lowest first: a module imports its own layer and the layers below it, never above.
+
+tests/test_layout.py reads this and fails on any engine import that runs up, at a module's top or
+inside a function. Pages (app_pages/) and their parts (ui/) sit above every layer.
+"""
+
+from __future__ import annotations
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "settings", "layers"),  # what every layer may raise and read
+    ("core",),  # tokenizer, prompt rendering, the call formats, parsing: no torch
+    ("constrain",),  # grammars over a request's tools, masks (xgrammar)
+    ("model",),  # running a model: weights, loading, decoding, a remote server (torch)
+    ("harness",),  # the loop, the ledger, the tools and their sandbox
+    ("wire",),  # one call in each API's wire format
+    ("train",),  # the shipped model's data, training and measure
+    ("teaching",),  # each lesson's figures, panels and questions
+    ("packs",),  # recording and reading lesson packs, and choosing between a pack and the model
+    ("__main__",),  # the command line
+)
+
+
+def layer_of(module: str) -> int:
+    """The layer of an engine module named as `core.parse` or `__main__` (its top package decides)."""
+    top = module.split(".")[0]
+    if not top:  # engine/__init__.py, which imports nothing
+        return 0
+    for index, packages in enumerate(LAYERS):
+        if top in packages:
+            return index
+    raise KeyError(f"engine/{top} is in no layer: add it to LAYERS in engine/layers.py")
