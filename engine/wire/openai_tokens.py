@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Literal
 
 from ..core.openai_encodings import load_openai_encoding
 from ..core.prompt import Request, count_tools_tokens, render
@@ -80,7 +81,7 @@ class ToolLine:
     """One line the method counts, and what it adds."""
 
     tool: str
-    kind: str  # "function" | "property" | "enum item" | "constant"
+    kind: Literal["function", "property", "enum item", "constant"]
     text: str  # the text encoded ("" for a constant)
     tokens: int  # tokens of the text plus the constant added with it
 
