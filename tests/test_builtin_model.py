@@ -16,6 +16,7 @@ from engine.core.generation import GenerationSettings
 from engine.core.prompt import Request
 from engine.core.tokenizer import TOOL_CALL
 from engine.settings import BUILTIN, BUILTIN_FOLDER, LESSONS, ROOT
+from ui.words import lesson
 
 STRAWBERRY_TOOLS = json.loads((LESSONS / "tools" / "strawberry.json").read_text())
 STRAWBERRY = "How many times does the letter r appear in strawberry?"
@@ -160,3 +161,29 @@ def test_lesson_3_with_no_setting_shows_the_shipped_models_call_with_probabiliti
     assert steps[0]["title"] == "<tool_call>" and all(s["bars"] for s in steps[:-1])
     written = "".join(s["title"] for s in steps)
     assert "count_letter" in written.replace("_", "_") or "count" in written
+
+
+def test_home_and_the_sidebar_never_wait_for_the_shipped_model_while_it_loads(monkeypatch):
+    import threading
+    import time
+
+    from helpers import open_page, page_text
+
+    import ui.shipped_model as shipped
+    from engine.model.loading import LoadJob
+
+    # a load that is still running: nothing loaded yet, the job unfinished
+    running = LoadJob(BUILTIN)
+    started: list[str] = []
+    monkeypatch.setattr(shipped, "find_loaded", lambda name=None: None)
+    monkeypatch.setattr(shipped, "start_load", lambda name=None: started.append(name) or running)
+    monkeypatch.delenv("QWEN_MODEL", raising=False)
+    shipped._starting_choice.clear()
+    began = time.perf_counter()
+    at = open_page("app_pages/home.py", timeout=60)
+    assert time.perf_counter() - began < 30  # no wait on the load (a real one would never finish here)
+    assert at.session_state["model"] == "builtin" and started and set(started) == {BUILTIN}
+    loading = lesson("home")["shipped model loading"]
+    assert loading in [i.value for i in at.info] and loading in [c.value for c in at.sidebar.caption]
+    assert not running.finished.is_set() and isinstance(running.finished, threading.Event)
+    assert "Shipped model:" not in page_text(at)  # its label comes once it is loaded

@@ -11,7 +11,7 @@ import streamlit as st
 from engine.model.loading import check_model, find_job, find_loaded, start_load
 from engine.settings import BUILTIN, load_settings
 from ui.models import RANDOM_LABEL, TINY_LABEL, current_engine, random_label, server_engine
-from ui.shipped_model import builtin_engine, builtin_label
+from ui.shipped_model import builtin_if_ready, builtin_label
 from ui.words import words
 
 
@@ -58,8 +58,12 @@ def load_live_model(name: str):
 def model_summary(name: str) -> None:
     """One line on the model the sidebar chose: loaded, random, waiting to be loaded, off or missing."""
     choice = st.session_state.get("model", "live")
-    engine = current_engine()
-    if choice == "tiny":
+    shipped = choice == "builtin" or (choice == "live" and name == BUILTIN and not load_settings().engine_url)
+    # the shipped model loads in the background: this line never waits for it
+    engine = builtin_if_ready() if shipped else current_engine()
+    if shipped and engine is None:
+        st.info(words("home", "shipped model loading") if not st.session_state.get("model_error") else st.session_state["model_error"])
+    elif choice == "tiny":
         st.warning("The tiny model is selected: random weights, its words and probabilities mean nothing, only the mechanics are real.")
     elif engine is not None and engine.info.name == BUILTIN:
         st.info(builtin_label(engine.info))
@@ -86,11 +90,13 @@ def model_status(name: str) -> None:
         st.caption(f"Tiny model: {TINY_LABEL}.")
         return
     if choice == "builtin" or (name == BUILTIN and not load_settings().engine_url):
-        engine = builtin_engine()
+        engine = builtin_if_ready()  # never waits: a panel that draws the model waits for the same load
         if engine is not None:
             st.caption(builtin_label(engine.info))
+        elif st.session_state.get("model_error"):
+            st.error(st.session_state["model_error"])
         else:
-            st.error(st.session_state.get("model_error", "the shipped model could not be loaded"))
+            st.caption(words("home", "shipped model loading"))
         return
     if load_settings().engine_url:
         server = server_engine()

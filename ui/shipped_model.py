@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.errors import EngineError
-from engine.model.loading import load_model, starting_model
+from engine.model.loading import find_loaded, load_model, start_load, starting_model
 from engine.settings import BUILTIN, load_settings
 
 PROVENANCE_PAGE = "/shipped_model"  # the page with its provenance: how it was trained, what it gets wrong
@@ -19,6 +19,24 @@ def builtin_engine():
     except EngineError as error:
         st.session_state["model_error"] = str(error)
         return None
+
+
+def start_builtin_load() -> None:
+    """Start loading the shipped model in the background when it is where every session starts, so no page waits
+    for it but a panel that draws it (it joins the same load). Once per process; the sidebar watches the load."""
+    if not load_settings().model_chosen and _starting_choice() == "builtin":
+        start_load(BUILTIN)
+
+
+def builtin_if_ready():
+    """The shipped model if this server has loaded it, else None; never waits (the sidebar and Home's one line).
+    Starts the load when nothing has (a session that switched to it)."""
+    loaded = find_loaded(BUILTIN)
+    if loaded is None:
+        job = start_load(BUILTIN)
+        if job.finished.is_set() and job.error:
+            st.session_state["model_error"] = job.error
+    return loaded
 
 
 def default_model_choice() -> str:

@@ -1,0 +1,123 @@
+"""What a teacher waits for moving between pages, in a real browser: the first page of a fresh server, then each page warm.
+
+Starts `streamlit run app.py` on a free local port, opens Home in headless Chromium (Debian's
+chromium through playwright, as the browser tests do) and times until the script has finished and
+the page's title is drawn: that is "fresh", the first visitor after a start. Then it clicks through
+the sidebar's links, page after page, `--rounds` times: the first round is each page's first visit
+on this server (its caches still cold), the later rounds are "warm", what a class waits for when
+the teacher goes back and forth. Medians per page; prints one JSON object.
+
+    python bench/bench_navigation.py [--rounds 3] [--model off|builtin|tiny] [--present]
+
+--model is the sidebar's model choice, set in the first page's link (the site's default is the
+shipped model); --present times presenter mode (?present=1), where each page is cut into screens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+sys.path.insert(0, str(ROOT))
+
+from ui.words import LESSONS, lesson, lesson_index  # noqa: E402
+
+# finished: the script is not running and the page's own title is drawn (a click leaves the old page up
+# until the new run starts, so "not running" alone could be the old page)
+DRAWN = """(title) => { const app = document.querySelector('[data-testid="stApp"]');
+    const h1 = document.querySelector('[data-testid="stMain"] h1');
+    return !!app && app.getAttribute('data-test-script-state') === 'notRunning' && !!h1 && h1.innerText.includes(title); }"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int) -> subprocess.Popen:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
+                if answer.read().strip() == b"ok":
+                    return server
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    raise SystemExit("streamlit did not start")
+
+
+def title_of(entry: dict) -> str:
+    """Words of a page's h1: its lesson file's title (Home's is its own), else the index's, without a lesson number."""
+    own = lesson(entry["id"]).get("title") if (LESSONS / f"{entry['id']}.md").is_file() else None
+    return (own or entry["title"]).split(" · ")[-1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--model", choices=["off", "builtin", "tiny"], default=None)
+    parser.add_argument("--present", action="store_true")
+    args = parser.parse_args()
+
+    from playwright.sync_api import sync_playwright
+
+    pages = [e for e in lesson_index() if e["id"] != "home"]
+    port = free_port()
+    query = "&".join(q for q in (f"model={args.model}" if args.model else "", "present=1" if args.present else "") if q)
+    started = time.perf_counter()
+    server = start_server(port)
+    server_s = time.perf_counter() - started
+    times: dict[str, list[float]] = {e["id"]: [] for e in pages}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            t = time.perf_counter()
+            page.goto(f"http://127.0.0.1:{port}/" + (f"?{query}" if query else ""))
+            home = title_of(next(e for e in lesson_index() if e["id"] == "home"))
+            page.wait_for_function(DRAWN, arg=home, polling="raf", timeout=300_000)
+            fresh_s = time.perf_counter() - t
+            for _ in range(args.rounds):
+                for entry in pages:
+                    link = page.locator(f'[data-testid="stSidebarNav"] a[href$="/{entry["url_path"]}"]').first
+                    t = time.perf_counter()
+                    link.click()
+                    page.wait_for_function(DRAWN, arg=title_of(entry), polling="raf", timeout=300_000)
+                    times[entry["id"]].append(time.perf_counter() - t)
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    first = {k: round(v[0], 3) for k, v in times.items()}
+    warm = {k: round(statistics.median(v[1:]), 3) for k, v in times.items() if len(v) > 1}
+    print(json.dumps({
+        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "load": os.getloadavg()},
+        "model": args.model or "default", "present": args.present, "rounds": args.rounds,
+        "server_start_s": round(server_s, 3), "fresh_home_s": round(fresh_s, 3),
+        "first_visit_s": first, "warm_s": warm,
+        "warm_median_s": round(statistics.median(warm.values()), 3) if warm else None,
+        "warm_max_s": max(warm.values()) if warm else None,
+        "pages_over_1s_warm": sorted(k for k, v in warm.items() if v > 1.0),
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()
