@@ -2,8 +2,9 @@
 
 from engine.constrain.warmup import start_warmup
 from ui.chrome import route
-from ui.shipped_model import start_builtin_load
+from ui.shipped_model import builtin_first, load_builtin_in_background
 
-start_warmup()  # once per process, in the background: the tokenizer, the grammar engine, the shipped grammars
-start_builtin_load()  # the shipped model too, when it is where sessions start: no page waits for it unless it draws it
+# once per process, in the background: torch and xgrammar, the shipped model when sessions start on it (no page
+# waits for it unless it draws it), the tokenizer, the grammar engine, the shipped grammars
+start_warmup(then=load_builtin_in_background if builtin_first() else None)
 route()

@@ -176,7 +176,9 @@ def test_home_and_the_sidebar_never_wait_for_the_shipped_model_while_it_loads(mo
     running = LoadJob(BUILTIN)
     started: list[str] = []
     monkeypatch.setattr(shipped, "find_loaded", lambda name=None: None)
+    monkeypatch.setattr(shipped, "find_job", lambda name=None: None)  # nothing started it: the sidebar starts it
     monkeypatch.setattr(shipped, "start_load", lambda name=None: started.append(name) or running)
+    monkeypatch.setenv("QWEN_WARMUP", "0")
     monkeypatch.delenv("QWEN_MODEL", raising=False)
     shipped._starting_choice.clear()
     began = time.perf_counter()

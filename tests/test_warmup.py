@@ -63,3 +63,28 @@ def test_qwen_warmup_0_turns_it_off():
     result = run_child({"QWEN_WARMUP": "0"})
     assert result["first"] is False and result["second"] is False and result["finished"] is False
     assert "engine-warmup" not in result["threads"] and result["tokenizer_info_built"] == 0
+
+
+THEN = r"""
+import json, sys, threading
+sys.path.insert(0, {root!r})
+import engine.constrain.warmup as warmup
+seen = []
+warmup.warmup_steps = lambda: [("step", lambda: seen.append("step"))]
+warmup.start_warmup(then=lambda: seen.append(["then", threading.current_thread().name]))
+warmup.wait_warmup(600)
+print(json.dumps({{"seen": seen, "seconds": list(warmup.warmup_report().seconds)}}))
+"""
+
+
+def test_then_runs_in_the_warm_up_thread_before_its_steps():
+    import json
+    import os
+
+    done = subprocess.run([sys.executable, "-c", THEN.format(root=str(ROOT))], capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "QWEN_WARMUP": "1"}, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    # the shipped model's load goes here: one background thread imports transformers' models at a time
+    assert result["seen"] == [["then", "engine-warmup"], "step"]
+    assert result["seconds"][-2:] == ["then", "step"]

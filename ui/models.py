@@ -15,8 +15,8 @@ import streamlit as st
 from engine.core.tokenizer import load_tokenizer
 from engine.errors import EngineError
 from engine.model.loading import TINY, find_loaded, load_model
-from engine.settings import BUILTIN, load_settings
 from engine.packs.panel_source import PREPARE, PanelSource, choose_source
+from engine.settings import BUILTIN, load_settings
 from engine.teaching.panels import Panel
 from ui.shipped_model import builtin_engine, builtin_label
 from ui.words import words

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.errors import EngineError
-from engine.model.loading import find_loaded, load_model, start_load, starting_model
+from engine.model.loading import find_job, find_loaded, load_model, start_load, starting_model
 from engine.settings import BUILTIN, load_settings
 
 PROVENANCE_PAGE = "/shipped_model"  # the page with its provenance: how it was trained, what it gets wrong
@@ -21,20 +21,26 @@ def builtin_engine():
         return None
 
 
-def start_builtin_load() -> None:
-    """Start loading the shipped model in the background when it is where every session starts, so no page waits
-    for it but a panel that draws it (it joins the same load). Once per process; the sidebar watches the load."""
-    if not load_settings().model_chosen and _starting_choice() == "builtin":
-        start_load(BUILTIN)
+def builtin_first() -> bool:
+    """Whether every session starts on the shipped model (no QWEN_MODEL, no Qwen3 weights here)."""
+    return not load_settings().model_chosen and _starting_choice() == "builtin"
+
+
+def load_builtin_in_background() -> None:
+    """Load the shipped model and wait for it (in the warm-up's thread): no page waits for it but a panel that draws
+    it, which joins the same load; the sidebar watches the load's job meanwhile."""
+    start_load(BUILTIN).finished.wait()
 
 
 def builtin_if_ready():
-    """The shipped model if this server has loaded it, else None; never waits (the sidebar and Home's one line).
-    Starts the load when nothing has (a session that switched to it)."""
+    """The shipped model if this server has loaded it, else None; never waits for the load (the sidebar and Home's
+    one line). Starts the load when the warm-up will not (a session that switched to it)."""
     loaded = find_loaded(BUILTIN)
     if loaded is None:
-        job = start_load(BUILTIN)
-        if job.finished.is_set() and job.error:
+        job = find_job(BUILTIN)
+        if job is None and not (builtin_first() and load_settings().warmup):
+            job = start_load(BUILTIN)
+        if job is not None and job.finished.is_set() and job.error:
             st.session_state["model_error"] = job.error
     return loaded
 

@@ -4,9 +4,10 @@ The first render of a page after a server start paid for imports (torch, transfo
 xgrammar), the tokenizer, xgrammar's view of the vocabulary (0.9 s) and the grammars of the
 shipped tool sets: up to 8 s for the first learner of a class. `start_warmup()` (called by
 app.py on every run; only the first call in a process does anything) builds them in a
-daemon thread, so a page never waits for the warm-up to start or to finish: a page that
-needs a piece before it is warm builds it as it always did (xgrammar's vocabulary view is
-built under a lock, so never twice).
+daemon thread, so a page never waits for the warm-up to finish: a page that needs a piece
+before it is warm builds it as it always did (xgrammar's vocabulary view is built under a
+lock, so never twice). `start_warmup(then=...)` runs one more piece first in the same thread (the
+shipped model's load), so that only one background thread at a time imports transformers' models.
 
 Each step is timed and any failure is recorded, never raised (the warm-up is only a head
 start). QWEN_WARMUP=0 turns it off.
@@ -89,18 +90,35 @@ def run_warmup(report: WarmupReport) -> WarmupReport:
     return report
 
 
-def _background() -> None:
+def _background(then) -> None:
     try:
+        if then is not None:
+            started = time.perf_counter()
+            try:
+                then()  # in this thread, before the modules below: one thread imports transformers' models at a time
+            except Exception as error:  # a head start only
+                _report.errors["then"] = f"{type(error).__name__}: {str(error)[:200]}"
+            _report.seconds["then"] = round(time.perf_counter() - started, 3)
         run_warmup(_report)
     finally:
         _done.set()
 
 
-def start_warmup() -> bool:
+def _import(name: str) -> None:
+    started = time.perf_counter()
+    try:
+        importlib.import_module(name)
+    except Exception as error:  # the page that needs it reports its own error
+        _report.errors[f"import {name}"] = f"{type(error).__name__}: {str(error)[:200]}"
+    _report.seconds[f"import {name}"] = round(time.perf_counter() - started, 3)
+
+
+def start_warmup(then=None) -> bool:
     """Start the warm-up if this process has not yet; True if this call started it.
 
     The first call imports FIRST in its own thread (a few seconds, once per process; other
-    sessions' first runs wait for it here), then starts the background thread for the rest.
+    sessions' first runs wait for it here), then starts the background thread: `then()` if
+    given (the shipped model's load, waited for there), then the rest.
     """
     global _thread
     if not load_settings().warmup:
@@ -109,13 +127,8 @@ def start_warmup() -> bool:
         if _thread is not None:
             return False
         for name in FIRST:
-            started = time.perf_counter()
-            try:
-                importlib.import_module(name)
-            except Exception as error:  # the page that needs it reports its own error
-                _report.errors[f"import {name}"] = f"{type(error).__name__}: {str(error)[:200]}"
-            _report.seconds[f"import {name}"] = round(time.perf_counter() - started, 3)
-        _thread = threading.Thread(target=_background, name="engine-warmup", daemon=True)
+            _import(name)
+        _thread = threading.Thread(target=_background, args=(then,), name="engine-warmup", daemon=True)
         _thread.start()
         return True
 
