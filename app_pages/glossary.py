@@ -4,7 +4,7 @@ import streamlit as st
 
 from engine.core.markdown_text import code_span
 from ui import screens
-from ui.glossary import entry_text, glossary
+from ui.glossary import entry_text, glossary, term_url
 from ui.sections import section
 from ui.words import lesson_index, page_title
 
@@ -30,7 +30,8 @@ if wanted in terms:
 elif wanted is not None:
     st.info(f"No entry is called {code_span(repr(wanted[:60]))}; every term is listed below.")
 
-st.markdown(" · ".join(f"[{e['term']}](#{e['id']})" for e in data["terms"]))
+# each term's link opens it on the first screen (a bare #anchor is on another screen when projected)
+st.markdown(" · ".join(f"[{e['term']}]({term_url(e['id'])})" for e in data["terms"]))
 
 # -- every term, each under a heading whose anchor is its id; projected, a few to a screen ---------
 # projected, entries go to one screen while they fit it whole

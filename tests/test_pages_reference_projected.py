@@ -113,3 +113,17 @@ def test_packing_fills_screens_evenly_and_splits_a_long_table_under_its_header()
     assert len(tables) == 2 and all(t.startswith("| a | b |\n| --- | --- |\n") for t in tables)
     assert sum(len(t.splitlines()) - 2 for t in tables) == 14
     assert screens.texts(parts) == ["Some words.", *tables, "- one\n- two"]
+
+
+def test_a_glossary_link_projected_keeps_presenter_mode_and_opens_its_term_on_the_first_screen():
+    terms = glossary()["terms"]
+    at = open_page(GLOSSARY, present="1")
+    index = page_text(at)
+    # every term of the first screen's index: the entry told to the page, presenter mode kept (a link is a new session)
+    assert all(f"(glossary?term={t['id']}&present=1#{t['id']})" in index for t in terms)
+    assert "](#" not in index  # no bare anchor: projected, it would point at another screen
+    last = terms[-1]
+    at = open_page(GLOSSARY, present="1", term=last["id"])
+    assert where(at)[0] == 1 and f"**{last['term']}**:" in page_text(at)
+    # on a screen, the same links without presenter mode
+    assert f"(glossary?term={last['id']}#{last['id']})" in page_text(open_page(GLOSSARY))

@@ -47,8 +47,11 @@ def page_path() -> str:
 
 
 def term_url(term_id: str) -> str:
-    """A relative link to one entry: the glossary page, told the term, scrolled to its anchor."""
-    return f"{page_path()}?term={term_id}#{term_id}"
+    """A relative link to one entry: the glossary page, told the term (which it shows on its first screen), scrolled
+    to its anchor; in presenter mode the link keeps presenter mode (a link opens a new session, which reads the URL)."""
+    from ui.chrome import presenting
+
+    return f"{page_path()}?term={term_id}" + ("&present=1" if presenting() else "") + f"#{term_id}"
 
 
 def lesson_terms(lesson_id: str) -> list[dict]:
