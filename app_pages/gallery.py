@@ -1,7 +1,8 @@
-"""Failures seen in real servers: six scripted cases, each with its turn, the naive parser, ours, what prevents it, and the cost."""
+"""Ways a call goes wrong: scripted cases (each reported against a server, or built to show it), each with its turn, the naive parser, ours, what prevents it, and the cost."""
 
 import streamlit as st
 
+from engine.core.call_formats import get_format
 from engine.core.parse import POLICIES
 from engine.core.tokenizer import REAL_VOCAB
 from engine.harness.loop import list_gallery, load_scenario, run_scenario
@@ -13,7 +14,6 @@ from engine.teaching.gallery import (
     measure_schema_cost,
     show_gallery_case,
 )
-from ui.chrome import presenting
 from ui.draw import notice, show_token, turn_html
 from ui.gallery_view import (
     draw_length_cut,
@@ -23,7 +23,7 @@ from ui.gallery_view import (
     draw_schema_cost,
     draw_verdict,
 )
-from ui.sections import section
+from ui.sections import more, section
 from ui.sources import expand_citations
 from ui.state import from_url, style, to_url
 from ui.views.step_data import walk_run
@@ -33,26 +33,19 @@ from ui.words import lesson, words
 ID = "gallery"
 
 text = lesson(ID)
-projected = presenting()  # projected, the first screen is the case's failing turn: the words follow on the next
 st.title(text["title"])
-if not projected:
-    st.markdown(words(ID, "intro", cases=len(list_gallery())))
-
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def case_of(name: str, chosen_style: str):
     return show_gallery_case(load_scenario(name), chosen_style)
 
-
 @st.cache_resource(show_spinner=False, max_entries=64)
 def scripted_run(name: str, chosen_style: str, policy: str):
     return run_scenario(load_scenario(name), chosen_style, policy)
 
-
 @st.cache_resource(show_spinner="Walking the turn through the grammar…", max_entries=16)
 def grammar_of(name: str, chosen_style: str):
     return check_grammar(load_scenario(name), chosen_style)
-
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def cost_of(name: str, chosen_style: str):
@@ -67,11 +60,9 @@ def cost_of(name: str, chosen_style: str):
         return "malformed", measure_malformed_cost(scenario, chosen_style)
     return None, None
 
-
 def plain(data_text: str) -> str:
     """Scenario text as Markdown shows it: a backslash (JSON's escaped slash, <\\/tool_call>) stays visible."""
     return data_text.replace("\\", "\\\\")
-
 
 def step_through(walked, at, refused: bool = False, sample=None, allowed=None) -> None:
     """The turn token by token in the step view, with lesson 6's allowed count under each; `at` is the token discussed."""
@@ -83,7 +74,6 @@ def step_through(walked, at, refused: bool = False, sample=None, allowed=None) -
     st.caption(f"Under each token: how many of the {REAL_VOCAB:,} tokens the grammar allowed at that step (all: nothing "
                "restricted)" + ("; ✗ marks the token it refused." if refused else "."))
 
-
 # -- the case ---------------------------------------------------------------------------------------
 names = list_gallery()
 name = from_url("gallery_case", "case", names[0], str, names)
@@ -91,40 +81,30 @@ scenario = load_scenario(name)
 chosen_style = style() if style() in scenario.styles else scenario.styles[0]
 to_url(case=name)
 
-if not projected:
-    st.header("Pick a case")
-    st.markdown(text["pick a case"])
-st.selectbox("Case", names, key="gallery_case", label_visibility="collapsed" if projected else "visible",
+# the key visual first, on a screen and projected alike: the case's failing turn; its story follows
+st.selectbox("Case", names, key="gallery_case", label_visibility="collapsed",
              format_func=lambda n: f"{names.index(n) + 1} of {len(names)}: {load_scenario(n).gallery['failure']}")
-
 
 def about_case() -> None:
     st.markdown(f"**{plain(scenario.summary)}** {plain(scenario.lesson)}")
     # the report this case reproduces, or a plain word that it was constructed
     st.markdown(expand_citations(scenario.gallery["origin"]["text"]))
     if chosen_style != style():
-        st.info(f"This case is scripted in the {'ReAct' if chosen_style == 'react' else 'native'} style only, "
+        st.info(f"This case is scripted in the {get_format(chosen_style).noun} style only, "
                 "so it is shown that way whatever the sidebar says.")
 
-
-if not projected:
-    about_case()
 case = case_of(name, chosen_style)
 
 # -- 1. the turn ----------------------------------------------------------------------------------------
-if not projected:
-    section("The turn")
 st.header(f"1 · The turn (reply {case.turn_index + 1} of the script)")
-if not projected:
-    st.markdown(text["the turn"])
 st.markdown(turn_html(case.text, case.ours["per-block"].blocks), unsafe_allow_html=True)
-if projected:
-    # the gallery's opening words and this case's story, after the turn they explain
-    section("The case")
-    st.header("The case")
-    st.markdown(words(ID, "intro", cases=len(list_gallery())))
-    about_case()
-    st.markdown(text["the turn"])
+# the gallery's opening words and this case's story, after the turn they explain
+section("The case")
+st.header("The case")
+st.markdown(words(ID, "intro", cases=len(list_gallery())))
+more(text["pick a case"], key="gallery_pick")
+about_case()
+st.markdown(text["the turn"])
 if case.cut is not None and case.cut.inside_string:
     section("Where the block ends")
     st.markdown(words(ID, "the cut", cut_at=case.cut.cut_at, length=len(case.text)))

@@ -11,12 +11,11 @@ from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario
 from engine.teaching.calculator import measure_tools_cost
 from ui.chart_words import chart_caption
-from ui.chrome import presenting
-from ui.draw import chart_layout, legend_html, notice, prompt_html
+from ui.draw import chart_layout, notice, prompt_html
 from ui.glossary import show_intro
-from ui.literal import plural, table_html
+from ui.literal import plural
 from ui.numbers import format_count
-from ui.sections import section
+from ui.sections import screen_size, section
 from ui.state import STYLE_NAMES, from_url, style, to_url
 from ui.tool_editor import read_editor_tools, tool_editor
 from ui.understanding import check_understanding
@@ -47,21 +46,14 @@ def coloured_parts_html(spans) -> str:
 st.header("The prompt")
 st.markdown(text["the prompt"])
 prompt = render(Request(messages, tools, style()))
-shown_words = f"Shown: the <b>{get_format(style()).noun}</b> prompt."
-projected = presenting()  # one screen: the table of parts, coloured, is the legend, and the switch sits under it
-if not projected:
-    st.markdown(legend_html() + f"<p>{shown_words}</p>", unsafe_allow_html=True)
+# one screen, on a projector and a laptop alike: the prompt beside its parts (coloured: the table is the legend)
+view, table = st.columns([5, 2], gap="medium")
+table.metric("Tokens in this prompt", format_count(prompt.count))
+table.caption(f"Shown: the {get_format(style()).noun} prompt.")
+table.markdown(coloured_parts_html(prompt.spans), unsafe_allow_html=True)
 from_url("tools_as_schemas_tokens", "tokens", False, lambda v: v == "1")
-by_token = False if projected else st.toggle("Show every token (ids and boundaries)", key="tools_as_schemas_tokens")
-view, table = st.columns([5, 2] if projected else [3, 1], gap="medium")
-# (projected, the metric names the style shown: one line fewer beside the prompt)
-table.metric(f"Tokens in this {get_format(style()).noun} prompt" if projected else "Tokens in this prompt", format_count(prompt.count))
-if projected:
-    table.markdown(coloured_parts_html(prompt.spans), unsafe_allow_html=True)
-    by_token = table.toggle("Every token", key="tools_as_schemas_tokens")
-    view = view.container(key="tools_as_schemas_prompt")  # a shorter box on a projector (ui/presenter.css)
-else:
-    table.markdown(table_html([{"part": s.label, "tokens": format_count(s.tokens)} for s in prompt.spans]), unsafe_allow_html=True)
+by_token = table.toggle("Every token", key="tools_as_schemas_tokens", help="Each token's boundaries and its id")
+view = view.container(key="tools_as_schemas_prompt")  # a shorter box on a projector (ui/presenter.css)
 to_url(tokens="1" if by_token else None)
 view.markdown(prompt_html(prompt, by_token), unsafe_allow_html=True)
 if prompt.text.endswith(EMPTY_THINK):
@@ -74,7 +66,7 @@ st.header("Edit the tools")
 st.markdown(text["edit the tools"])
 left, right = st.columns([3, 2], gap="large")
 with left:
-    problems = tool_editor("tools_as_schemas", height=240 if projected else 420)[1]
+    problems = tool_editor("tools_as_schemas", height=screen_size(420, 240))[1]
 with right:
     for problem in problems:
         st.error(problem)
@@ -112,7 +104,7 @@ for index, name in enumerate(STYLE_NAMES):
     colour = qualitative.D3[index % len(qualitative.D3)]
     per_call = costs[name][1].total
     figure.add_bar(x=list(range(1, calls + 1)), y=[per_call * k for k in range(1, calls + 1)], name=get_format(name).label, marker_color=colour)
-chart_layout(figure, 220 if projected else 360, barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on the tools",
+chart_layout(figure, screen_size(360, 220), barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on the tools",
              legend={"orientation": "h"})
 
 st.plotly_chart(figure, width="stretch")

@@ -66,7 +66,7 @@ def test_gallery_opens_and_steps_to_the_next_case(streamlit_server, chromium, wi
     if query:  # the title is section 1's
         expect(page.get_by_text("Section 6 of")).to_be_visible(timeout=60_000)
     else:
-        expect(page.get_by_role("heading", name="Failures seen in real servers")).to_be_visible()
+        expect(page.get_by_role("heading", name="Ways a call goes wrong")).to_be_visible()
     # (projected, a paragraph shows its first two lines until pointed at: the section's heading instead)
     expect(page.get_by_role("heading", name="4 · What prevents it") if query else
            page.get_by_text("the parser is the fix")).to_be_visible(timeout=90_000)

@@ -148,7 +148,7 @@ def test_lesson_7_projected_stacks_the_panes_and_groups_the_table():
 # -- the failure gallery --------------------------------------------------------------------------------
 def test_gallery_opens_on_the_tag_inside_a_string():
     at = open_page(GALLERY)
-    assert at.title[0].value == "Failures seen in real servers"
+    assert at.title[0].value == "Ways a call goes wrong"
     assert at.session_state["gallery_case"] == "tag-in-string" and at.query_params["case"] == "tag-in-string"
     text = page_text(at)
     assert "at a `</tool_call>` that sits **inside** a\nJSON string" in text

@@ -179,6 +179,12 @@ def headline(markdown: str, key: str) -> None:
     st.container(key=f"{key}__headline").markdown(markdown)
 
 
+def screen_size(reading: int, projected: int) -> int:
+    """A chart's or a box's height in pixels: `projected` in presenter mode, where a section fills one screen whole,
+    else `reading`, for a learner scrolling a page (the one place a page's sizes depend on the mode)."""
+    return projected if _current() is not None else reading
+
+
 def more(markdown: str, key: str) -> None:
     """Words for the learner reading alone: drawn on a screen, left out when projected (ui/presenter.css)."""
     st.container(key=f"{key}__more").markdown(markdown)

@@ -255,7 +255,7 @@ def list_scenarios() -> list[str]:
 
 
 def list_gallery() -> list[str]:
-    """The failure gallery's scenarios (failures seen in real servers), in order."""
+    """The failure gallery's scenarios (ways a call goes wrong), in order."""
     order = json.loads((LESSONS / "scenarios" / "gallery.json").read_text(encoding="utf-8"))
     return list(order)
 

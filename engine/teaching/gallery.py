@@ -1,4 +1,4 @@
-"""Failures seen in real servers, measured on the gallery's scripted scenarios.
+"""Ways a call goes wrong (each reported against a real server, or built to show the failure), measured on the gallery's scripted scenarios.
 
 Each function returns its work as data for a page: what a naive parser does with a turn
 (only the first block, cut at the first closing tag), where a block was cut, what the tool
