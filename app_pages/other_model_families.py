@@ -1,4 +1,4 @@
-"""Lesson 8: the same tools and the same call in five model families, each with its own tokenizer and renderer."""
+"""Lesson 8: the same tools and the same call in each model family, with its own tokenizer, renderer and parsers."""
 
 import html
 
@@ -13,12 +13,14 @@ from engine.core.call_formats import (
     price_tools,
     render_tokens,
 )
+from engine.core.call_formats.policies import policy_differences
 from engine.core.tooldefs import load_tool_set
 from engine.teaching.quiz import figure_the_model_writes_a_call
 from ui.draw import chart_layout, notice, token_strip
 from ui.glossary import show_intro
 from ui.literal import table_html
 from ui.numbers import format_count
+from ui.palette import ink
 from ui.sections import section
 from ui.state import from_url, to_url
 from ui.understanding import check_understanding
@@ -66,9 +68,9 @@ def draw_prices(tool_set: str, key: str) -> None:
     priced = prices(tool_set)
     labels = [FAMILIES[n].display_family for n in priced]
     figure = go.Figure([
-        go.Bar(name="definitions", y=labels, x=[p.definitions for p in priced.values()], orientation="h", marker_color="#a35c00"),
+        go.Bar(name="definitions", y=labels, x=[p.definitions for p in priced.values()], orientation="h", marker_color=ink("tools")),
         go.Bar(name="template's instructions", y=labels, x=[p.instructions for p in priced.values()], orientation="h",
-               marker_color="#9a9a9a", text=[f"{p.total:,}" for p in priced.values()], textposition="outside"),
+               marker_color=ink("template"), text=[f"{p.total:,}" for p in priced.values()], textposition="outside"),
     ])
     chart_layout(figure, 230, barmode="stack", xaxis_title="tokens the tools add", yaxis={"autorange": "reversed"},
                  legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0})
@@ -88,8 +90,8 @@ st.markdown(words(ID, "what the tools cost", qwen3=strawberry["qwen3"].total, ll
                   gpt_oss=strawberry["gpt-oss"].total))
 draw_prices("strawberry", "other_model_families_two_chart")
 
-section("The five families")
-st.header("The five families")
+section("The families")
+st.header("The families")
 st.markdown(text["the families"])
 with st.expander("Who renders each prompt"):
     st.markdown(text["who renders each"])
@@ -102,7 +104,7 @@ st.markdown(text["twelve tools"])
 draw_prices("coding-agent", "other_model_families_twelve_chart")
 
 section("The same call")
-st.header("The same call, five ways")
+st.header("The same call in each family")
 # lesson 3 counts the same call with the <|im_end|> that ends its turn: both figures from the engine
 st.markdown(words(ID, "the same call", qwen_call=format_count(len(written_call(constrained_format().family)[0])),
                   with_end=format_count(figure_the_model_writes_a_call(constrained_format().name).call_tokens)))
@@ -125,15 +127,24 @@ st.markdown(table_html([{"Family": f.display_family, "Opener": f.opener.text or 
 section("Where the tools go")
 st.header("Where the tools go")
 names = list(FAMILIES)
-shown = from_url("other_model_families_family", "family", "llama3.1", str, names)
+# it opens on the first family the other lessons do not show (their own family's prompt is lesson 2's)
+first_other = next(n for n, f in FAMILIES.items() if not f.in_lessons)
+shown = from_url("other_model_families_family", "family", first_other, str, names)
 st.selectbox("Family", names, key="other_model_families_family", format_func=lambda n: FAMILIES[n].display_family)
-to_url(family=None if shown == "llama3.1" else shown)
+to_url(family=None if shown == first_other else shown)
 prompt = rendering(shown)
 parts = [f'<span class="k-{s.kind}" title="{html.escape(s.label)}: {s.tokens} tokens">'
          f'{html.escape(prompt.text[s.start:s.end])}</span>' for s in prompt.spans]
 with st.container(height=200):
     st.markdown(f'<div class="prompt-view">{"".join(parts)}</div>', unsafe_allow_html=True)
 st.caption(words(ID, "where the tools go", count=f"{prompt.count:,}"))
+
+section("Strict and server")
+st.header("Strict and server")
+st.markdown(text["strict and server"])
+st.markdown(table_html([{"Family": d.family, "The turn": d.turn, "Strict": d.strict, "Server": d.server,
+                         "Server's parser": d.parser_file} for d in policy_differences(load_tool_set("strawberry"))]),
+            unsafe_allow_html=True)
 
 section("Check your understanding")
 check_understanding(ID)

@@ -140,7 +140,7 @@ def family_tokens(family: str, messages: list[dict], tools: list[dict], style: s
 def cmd_parse(args) -> dict:
     fmt = chosen_format(args.family, args.style)
     if args.policy not in fmt.policies:
-        raise BadInput(f"--policy {args.policy} applies to {', '.join(lesson_format_names())} only; {fmt.label} is read per call")
+        raise BadInput(f"--policy {args.policy} does not apply to {fmt.label}: it is read with {' or '.join(fmt.policies)}")
     result = parse_turn(_read_stdin(), _read_tools(args.tools), fmt.name, args.policy)
     return {
         "calls": [{"name": c.name, "arguments": c.arguments} for c in result.calls],
@@ -356,7 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("parse", help="parse one assistant turn read from stdin")
     p.add_argument("--tools", required=True)
     p.add_argument("--style", choices=lesson_format_names(), default=lesson_format_names()[0])
-    p.add_argument("--policy", choices=["per-block", "vllm"], default="per-block")
+    p.add_argument("--policy", choices=["per-block", "vllm", "server"], default="per-block")
     p.add_argument(
         "--family",
         choices=family_names(),

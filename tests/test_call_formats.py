@@ -36,9 +36,9 @@ LESSONS = ("native", "react")
 
 
 def test_the_registry_lists_exactly_the_shipped_formats_in_order():
-    assert FORMATS.names() == ("native", "react", "llama3.1", "mistral", "gpt-oss", "deepseek-v3")
+    assert FORMATS.names() == ("native", "react", "llama3.1", "mistral", "gpt-oss", "deepseek-v3", "deepseek-v3.1")
     assert lesson_format_names() == LESSONS
-    assert family_names() == ("qwen3", "llama3.1", "mistral", "gpt-oss", "deepseek-v3")
+    assert family_names() == ("qwen3", "llama3.1", "mistral", "gpt-oss", "deepseek-v3", "deepseek-v3.1")
     assert [get_format(n).label for n in LESSONS] == ["Native", "ReAct"]
     assert all(isinstance(f, CallFormat) and f.label and f.family and f.renderer and f.parser_reference for f in FORMATS.values())
     assert all(f.help and f.noun and f.name_marker for f in map(get_format, LESSONS))
@@ -53,7 +53,7 @@ def test_flags_say_what_pages_ask():
     # every other family's format is its maker's, held by a structural tag over its own vocabulary
     others = [f for f in FORMATS.values() if not f.in_lessons]
     assert others and all(f.maker_format and f.tag_grammar and not f.constrained for f in others)
-    assert [f.family for f in FORMATS.values() if f.special_opener] == ["qwen3", "mistral", "deepseek-v3"]
+    assert [f.family for f in FORMATS.values() if f.special_opener] == ["qwen3", "mistral", "deepseek-v3", "deepseek-v3.1"]
 
 
 def test_a_family_name_stands_for_its_makers_format():
@@ -74,9 +74,13 @@ def test_a_lesson_prompt_is_only_drawn_in_a_lesson_format():
 
 
 def test_a_policy_a_format_does_not_have_is_refused():
-    assert get_format("native").policies == ("per-block", "vllm")
-    with pytest.raises(BadInput, match="is read under the per-block policy, not 'vllm'"):
+    assert get_format("native").policies == ("per-block", "vllm", "server")
+    assert [f.family for f in FORMATS.values() if "server" in f.policies] == [
+        "qwen3", "llama3.1", "mistral", "deepseek-v3", "deepseek-v3.1"]
+    with pytest.raises(BadInput, match="is read under the per-block or server policy, not 'vllm'"):
         parse_turn("{}", TOOLS, "llama3.1", "vllm")
+    with pytest.raises(BadInput, match="is read under the per-block policy, not 'server'"):
+        parse_turn("{}", TOOLS, "gpt-oss", "server")
     with pytest.raises(BadInput, match="not 'lenient'"):
         parse_turn("{}", TOOLS, "native", "lenient")
 

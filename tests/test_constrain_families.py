@@ -15,7 +15,7 @@ from engine.errors import BadInput
 from engine.settings import LESSONS
 
 STRAWBERRY = json.loads((LESSONS / "tools" / "strawberry.json").read_text())
-OTHERS = ("llama3.1", "mistral", "gpt-oss", "deepseek-v3")
+OTHERS = ("llama3.1", "mistral", "gpt-oss", "deepseek-v3", "deepseek-v3.1")
 ARGS = {"word": "strawberry", "letter": "r"}
 
 
@@ -66,7 +66,8 @@ def test_mask_family_on_the_command_line(capsys, monkeypatch):
     assert code == 2 and "only under --tool-choice auto" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("name", "builtin"), [("llama3.1", "llama"), ("gpt-oss", "harmony"), ("deepseek-v3", "deepseek_v3_1")])
+@pytest.mark.parametrize(("name", "builtin"), [("llama3.1", "llama"), ("gpt-oss", "harmony"), ("deepseek-v3", "deepseek_r1"),
+                                             ("deepseek-v3.1", "deepseek_v3_1")])
 def test_xgrammar_s_own_tag_for_the_format_agrees(name, builtin):
     # xgrammar ships structural tags for these formats: each accepts the family's call and allows as many tokens at the name
     import numpy as np

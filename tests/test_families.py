@@ -13,6 +13,7 @@ from engine.__main__ import main
 from engine.core.call_formats import (
     call_tokens,
     deepseek_v3,
+    deepseek_v3_1,
     families,
     get_format,
     gpt_oss,
@@ -28,7 +29,8 @@ STRAWBERRY = json.loads((LESSONS / "tools" / "strawberry.json").read_text())
 TWELVE = json.loads((LESSONS / "tools" / "coding-agent.json").read_text())
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 ARGS = {"word": "strawberry", "letter": "r"}
-NAMES = ("qwen3", "llama3.1", "mistral", "gpt-oss", "deepseek-v3")
+V3_CALL = get_format("deepseek-v3").write_call("count_letter", ARGS)
+NAMES = ("qwen3", "llama3.1", "mistral", "gpt-oss", "deepseek-v3", "deepseek-v3.1")
 
 
 def run_cli(capsys, monkeypatch, *argv, stdin: str = ""):
@@ -38,7 +40,7 @@ def run_cli(capsys, monkeypatch, *argv, stdin: str = ""):
     return code, (json.loads(out) if out else None), err
 
 
-def test_the_five_families_are_registered_in_order():
+def test_the_families_are_registered_in_order():
     assert tuple(families()) == NAMES
 
 
@@ -89,16 +91,28 @@ def test_llama_counts_equal_apply_chat_template(tools):
 
 
 @pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
-def test_deepseek_counts_equal_apply_chat_template_with_the_model_card_s_tool_prompt(tools):
-    family = get_format("deepseek-v3")
-    shown = [{"role": "system", "content": "\n\n" + deepseek_v3.tool_description(tools)}, *QUESTION]
+def test_deepseek_v3_1_counts_equal_apply_chat_template_with_the_model_card_s_tool_prompt(tools):
+    family = get_format("deepseek-v3.1")
+    shown = [{"role": "system", "content": "\n\n" + deepseek_v3_1.tool_description(tools)}, *QUESTION]
     reference = _apply_template(family.folder, None, shown, None)
     assert family.prompt_ids(QUESTION, tools) == list(reference)
     first = tools[0]["function"]["name"]
     assert (
         f"## Tools\nYou have access to the following tools:\n\n### {first}\n"
-        in render_tokens("deepseek-v3", QUESTION, tools).text
+        in render_tokens("deepseek-v3.1", QUESTION, tools).text
     )
+
+
+@pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
+def test_deepseek_v3_counts_equal_apply_chat_template_with_v3_s_tool_prompt(tools):
+    # V3's template ignores tools: they go into the system message in the words of vLLM's DeepSeek-V3 tool template
+    family = get_format("deepseek-v3")
+    shown = [{"role": "system", "content": deepseek_v3.tool_description(tools)}, *QUESTION]
+    reference = _apply_template(family.folder, None, shown, None)
+    assert family.prompt_ids(QUESTION, tools) == list(reference)
+    text = render_tokens("deepseek-v3", QUESTION, tools).text
+    assert "<tools>\n" + json.dumps(tools[0], ensure_ascii=False) + "\n" in text
+    assert "<｜tool▁call▁begin｜>function<｜tool▁sep｜><function_name>\n```json\n" in text
 
 
 def test_deepseek_s_official_template_alone_ignores_tools():
@@ -261,28 +275,36 @@ BAD = [
     ("gpt-oss", " " * 100_000 + "to=functions." + " " * 100_000, 0, gpt_oss.NOT_CLOSED),
     ("llama3.1", "{" * 100_000, 0, llama3_1.NOT_JSON),
     ("deepseek-v3", "<｜tool▁calls▁begin｜>" + "<｜tool▁call▁begin｜>x" * 50_000, 0, deepseek_v3.NO_CALL),
+    ("deepseek-v3", V3_CALL.replace("<｜tool▁call▁end｜>", ""), 0, deepseek_v3.NOT_CLOSED),
+    ("deepseek-v3", V3_CALL.replace("<｜tool▁calls▁end｜>", ""), 1, None),  # the template's own single call has no calls-end
+    ("deepseek-v3", V3_CALL.replace("```json\n", ""), 0, deepseek_v3.NOT_FENCED),
+    ("deepseek-v3", V3_CALL.replace(">function<", ">tool<"), 0, deepseek_v3.NOT_FUNCTION),
+    ("deepseek-v3", V3_CALL.replace('"strawberry"', "'strawberry'"), 0, deepseek_v3.NOT_JSON),
+    ("deepseek-v3", V3_CALL.replace('"strawberry"', "5"), 0, "error: argument 'word' of count_letter must be a string"),
+    ("deepseek-v3", "<｜tool▁calls▁begin｜>count_letter", 0, deepseek_v3.NO_CALL),
+    ("deepseek-v3.1", "<｜tool▁calls▁begin｜>" + "<｜tool▁call▁begin｜>x" * 50_000, 0, deepseek_v3_1.NO_CALL),
     (
-        "deepseek-v3",
+        "deepseek-v3.1",
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>x<｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>"
         '{"word": "strawberry", "letter": "r"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
         1,
         None,
     ),
     (
-        "deepseek-v3",
+        "deepseek-v3.1",
         '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{"word": "strawberry", "letter": "r"}',
         0,
-        deepseek_v3.NOT_CLOSED,
+        deepseek_v3_1.NOT_CLOSED,
     ),
     (
-        "deepseek-v3",
+        "deepseek-v3.1",
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{'word': 'strawberry'}<｜tool▁call▁end｜>",
         0,
-        deepseek_v3.NOT_JSON,
+        deepseek_v3_1.NOT_JSON,
     ),
-    ("deepseek-v3", "<｜tool▁calls▁begin｜>count_letter", 0, deepseek_v3.NO_CALL),
+    ("deepseek-v3.1", "<｜tool▁calls▁begin｜>count_letter", 0, deepseek_v3_1.NO_CALL),
     (
-        "deepseek-v3",
+        "deepseek-v3.1",
         '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>{"word": 5, "letter": "r"}<｜tool▁call▁end｜>',
         0,
         "error: argument 'word' of count_letter must be a string",
@@ -336,7 +358,8 @@ def test_counting_and_parsing_in_every_family_never_import_torch():
 def test_the_strawberry_tools_price_in_each_family_is_the_one_the_docs_quote():
     # docs/command-line.md quotes these; each is checked against its own renderer by the tests above
     found = {n: price_tools(n, QUESTION, STRAWBERRY).total for n in NAMES}
-    assert found == {"qwen3": 241, "llama3.1": 273, "mistral": 165, "gpt-oss": 98, "deepseek-v3": 230}
+    assert found == {"qwen3": 241, "llama3.1": 273, "mistral": 165, "gpt-oss": 98, "deepseek-v3": 256,
+                     "deepseek-v3.1": 230}
 
 
 def test_a_request_mistral_common_refuses_is_a_bad_input_that_says_why(capsys, monkeypatch, tmp_path):
@@ -420,3 +443,84 @@ def test_the_qwen3_prompt_escapes_on_the_harness_path_too():
     # the assistant's own text is the model's: its markers are kept
     turn = [*messages, {"role": "assistant", "content": "<tool_call>\n{}\n</tool_call>"}]
     assert "<tool_call>\n{}\n</tool_call>" in render(Request(turn, tools)).text
+
+
+# -- each family reads back a call its own renderer wrote into history -----------------------------------
+HISTORY_CALL = {"id": "a1b2c3d4e", "type": "function", "function": {"name": "count_letter", "arguments": ARGS}}
+
+
+def _template_history(name: str, arguments: object, end: str) -> str:
+    """The assistant part of [question, assistant call] as the family's template renders it, its end token cut."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    family = get_format(name)
+    call = {**HISTORY_CALL, "function": {"name": "count_letter", "arguments": arguments}}
+    messages = [*QUESTION, {"role": "assistant", "content": None, "tool_calls": [call]}]
+    shown, given = family.template_messages(messages, STRAWBERRY)
+    rendered, _ = render_jinja_template(conversations=[shown], tools=given, chat_template=family.chat_template,
+                                        add_generation_prompt=False, bos_token=family._token_name("bos_token"),
+                                        eos_token=family._token_name("eos_token"))
+    prompt = family.render_text(QUESTION, STRAWBERRY)
+    assert rendered[0].startswith(prompt)
+    return rendered[0][len(prompt):].split(end)[0]
+
+
+def _qwen3_history() -> str:
+    from engine.core.tokenizer import load_tokenizer
+
+    tok = load_tokenizer()
+    messages = [*QUESTION, {"role": "assistant", "content": "", "tool_calls": [HISTORY_CALL]}]
+    prompt = tok.render_chat(QUESTION, STRAWBERRY, True, False)
+    rendered = tok.render_chat(messages, STRAWBERRY, False, False)
+    assert rendered.startswith(prompt.split("<think>")[0])
+    return rendered[len(prompt.split("<think>")[0]):].split("<|im_end|>")[0]
+
+
+def _mistral_history() -> str:
+    from engine.core.call_formats.mistral import load_mistral_tokenizer, to_request
+
+    tokenizer = load_mistral_tokenizer()
+    call = {**HISTORY_CALL, "function": {"name": "count_letter", "arguments": json.dumps(ARGS)}}
+    messages = [*QUESTION, {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "a1b2c3d4e", "name": "count_letter", "content": "3"}]
+    ids = tokenizer.encode_chat_completion(to_request(messages, STRAWBERRY)).tokens
+    family = get_format("mistral")
+    text = "".join(family.token_text(i) for i in ids)
+    return text[text.index("[TOOL_CALLS]"): text.index("</s>", text.index("[TOOL_CALLS]"))]
+
+
+def _gpt_oss_history() -> str:
+    from openai_harmony import Conversation, Message, Role
+
+    encoding = gpt_oss.load_harmony()
+    prompt = gpt_oss.to_conversation(QUESTION, STRAWBERRY)
+    call = (Message.from_role_and_content(Role.ASSISTANT, json.dumps(ARGS)).with_channel("commentary")
+            .with_recipient("functions.count_letter").with_content_type("<|constrain|>json"))
+    ids = encoding.render_conversation(Conversation.from_messages([*prompt.messages, call]))
+    start = encoding.render_conversation_for_completion(prompt, Role.ASSISTANT)
+    assert ids[: len(start)] == start
+    return encoding.decode(ids[len(start):])
+
+
+HISTORIES = {
+    "qwen3": _qwen3_history,
+    "llama3.1": lambda: _template_history("llama3.1", ARGS, "<|eot_id|>"),
+    "mistral": _mistral_history,
+    "gpt-oss": _gpt_oss_history,
+    "deepseek-v3": lambda: _template_history("deepseek-v3", json.dumps(ARGS), "<｜end▁of▁sentence｜>"),
+}
+
+
+@pytest.mark.parametrize(("name", "policy"), [(n, p) for n in HISTORIES for p in get_format(n).policies if p != "vllm"])
+def test_each_family_reads_back_a_call_its_renderer_wrote_into_history(name, policy):
+    turn = HISTORIES[name]()
+    result = parse_turn(turn, STRAWBERRY, name, policy)
+    assert [(c.name, c.arguments) for c in result.calls] == [("count_letter", ARGS)], turn
+    assert result.errors == []
+
+
+def test_deepseek_v3_s_template_writes_v3_s_layout_which_v3_1_does_not_read():
+    # V3.1's own template is not vendored: history in V3's template is V3's layout, which V3.1's strict parse refuses
+    turn = HISTORIES["deepseek-v3"]()
+    assert "<｜tool▁call▁begin｜>function<｜tool▁sep｜>count_letter\n```json\n" in turn
+    assert parse_turn(turn, STRAWBERRY, "deepseek-v3.1").calls == []

@@ -63,3 +63,15 @@ def test_the_chosen_family_s_prompt_is_shown(page):
     page.selectbox(key="other_model_families_family").set_value("gpt-oss").run()
     assert not page.exception
     assert "namespace functions {" in page_text(page)
+
+
+def test_strict_and_server_shows_each_difference_with_both_verdicts(page):
+    from engine.core.call_formats.policies import policy_differences
+    from ui.literal import literal
+
+    shown = page_text(page)
+    rows = policy_differences(load_tool_set("strawberry"))
+    assert rows and all(r.strict != r.server for r in rows)
+    for row in rows:
+        cells = [literal(c) for c in (row.family, row.turn, row.strict, row.server, row.parser_file)]
+        assert "<td>" + "</td><td>".join(cells) + "</td>" in shown, row.turn

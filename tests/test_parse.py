@@ -215,3 +215,17 @@ def test_find_name_token(tokens, style, expected):
     from engine.core.call_formats import find_name_token
 
     assert find_name_token(tokens, style) == expected
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    (10, None),
+    (10.0, "error: argument 'n' of pick must be an integer"),  # BFCL: type(10.0) is float; JSON Schema would accept it
+    (True, "error: argument 'n' of pick must be an integer"),
+    ("10", "error: argument 'n' of pick must be an integer"),
+])
+def test_an_integer_parameter_takes_an_int_as_bfcl_checks_it(value, error):
+    tools = [{"type": "function", "function": {"name": "pick", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}}]
+    turn = '<tool_call>\n{"name": "pick", "arguments": {"n": ' + json.dumps(value) + "}}\n</tool_call>"
+    result = parse_turn(turn, tools, "native")
+    assert [e.error for e in result.errors] == ([error] if error else [])

@@ -9,7 +9,10 @@ fixed error string, which goes back to the model as that call's result.
 
 Policies for a turn with good and bad blocks: `per-block` runs the good calls and reports
 each bad one; `vllm` drops every call when any block is not valid JSON and returns the turn
-as text, as vLLM's Qwen parser does. A turn with no block is a final answer.
+as text, as vLLM's Qwen parser does, and reads a final block with no `</tool_call>` (its
+regex's second branch) as a call when its JSON is whole. `server` is each family's reading by
+the servers' own parsers (vLLM's and SGLang's); for Qwen3 it is the vllm policy under a name
+every family shares. A turn with no block is a final answer.
 
 Reasoning is separated first, as vLLM's Qwen3 reasoning parser does: the text up to the first
 `</think>` (a leading `<think>` dropped) is reasoning, and a `<tool_call>` written there is
@@ -35,7 +38,10 @@ from referencing.exceptions import Unresolvable
 
 from ..errors import BadInput
 
-POLICIES = ("per-block", "vllm")
+POLICIES = ("per-block", "vllm")  # the harness policies lesson 4 compares
+STRICT, SERVER = "per-block", "server"
+PARSE_POLICIES = (*POLICIES, SERVER)  # every name a parse takes: the harness policies and each family's server reading
+SERVER_POLICIES = ("vllm", SERVER)  # the policies that read a turn as a server does
 MAX_CALLS = 16  # blocks checked (and run) per turn; the rest are reported, not run
 MAX_ERROR_CHARS = 300  # the longest error string that goes back to the model
 QUOTE_CHARS = 40  # the most of the model's own text an error quotes (a name, an argument)
@@ -263,8 +269,15 @@ def _unique_items(validator, unique, instance, schema):
         seen.add(key)
 
 
+def _is_integer(checker, instance) -> bool:
+    """An int, as BFCL's checker reads "integer" (type(value) is int): 10.0 is a float, though JSON Schema counts
+    it an integer (its "integer" is any number with no fraction)."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
 ArgumentValidator = extend(Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties,
-                                                   "uniqueItems": _unique_items})
+                                                   "uniqueItems": _unique_items},
+                           type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
 
 
 def _type_words(expected: object) -> str:
@@ -442,8 +455,8 @@ def _bare_call(text: str, tools: dict[str, dict]) -> tuple[str, int] | None:
 
 
 def parse_native(text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
-    if policy not in POLICIES:
-        raise BadInput(f"policy must be 'per-block' or 'vllm', not {policy!r}")
+    if policy not in PARSE_POLICIES:
+        raise BadInput(f"policy must be one of {', '.join(PARSE_POLICIES)}, not {policy!r}")
     known = tool_map(tools)
     reasoning, content = split_reasoning(text)
     found = find_blocks(text, content, MAX_CALLS + 1)
@@ -455,6 +468,10 @@ def parse_native(text: str, tools: list[dict], policy: str = "per-block", recove
     if not found:
         return ParseResult("native", policy, [], [], True, [], answer=text[content:].strip(), reasoning=reasoning)
     excess = found[MAX_CALLS:]
+    if policy in SERVER_POLICIES:
+        # vLLM's regex takes a final block with no </tool_call> whole, and json.loads decides: whole JSON is a
+        # call; one cut off inside its JSON stays "not closed" (and the turn goes back as text)
+        found = [(inner, closed or load_strict_json(inner.strip())[1] is None, start, end) for inner, closed, start, end in found]
     blocks = [check_block(i, *item, known) for i, item in enumerate(found[:MAX_CALLS])]
     if excess:
         # the calls past the limit are counted (cheaply), reported as one error, and never run
@@ -466,7 +483,7 @@ def parse_native(text: str, tools: list[dict], policy: str = "per-block", recove
     calls = [b.call for b in blocks if b.call is not None]
     # vLLM's rule: one block that is not valid JSON and the whole turn is returned as text
     json_failed = any(c.name in ("closed", "json") and c.passed is False for b in blocks for c in b.checks)
-    if policy == "vllm" and json_failed:
+    if policy in SERVER_POLICIES and json_failed:
         return ParseResult("native", policy, [], errors, True, blocks, returned_as_text=True, answer=text.strip(), reasoning=reasoning)
     return ParseResult("native", policy, calls, errors, False, blocks, reasoning=reasoning)
 

@@ -48,6 +48,11 @@ def load_tool_set(name: str) -> list[dict]:
     return json.loads(_load_tool_set_text(name))
 
 
+def bfcl_name(name: str) -> str:
+    """A dotted function name as BFCL hands it to an OpenAI-style model: each "." an "_" (math.factorial -> math_factorial)."""
+    return name.replace(".", "_")
+
+
 def tool_name(tool: object) -> str:
     """A definition's name ({"type": "function", "function": {"name": ...}} or the bare function object); "" if none."""
     function = tool.get("function", tool) if isinstance(tool, dict) else None
@@ -118,6 +123,11 @@ def find_tool_problems(data: object) -> list[str]:
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             problems.append(f"{where}: it has no name")
+        elif "." in name and NAME_PATTERN.fullmatch(bfcl_name(name)):
+            # BFCL's own tools (math.factorial) reach an OpenAI-style model as math_factorial, and its calls are
+            # mapped back: the same name with underscores is what such an API takes
+            problems.append(f"{where}: the name {name!r} has a dot, which OpenAI-style tool APIs refuse; "
+                            f"name it {bfcl_name(name)!r}, as BFCL renames its dotted tools for these models")
         elif not NAME_PATTERN.fullmatch(name):
             shown = repr(name) if len(name) <= 64 else f"{name[:40]!r}... ({len(name):,} characters)"
             problems.append(f"{where}: the name {shown} may use only letters, digits, _ and -, up to 64 characters")

@@ -14,7 +14,7 @@ reads a turn in a format; `find_name_token` finds where a written call names its
 from __future__ import annotations
 
 from ...errors import BadInput
-from ..parse import POLICIES, ParseResult
+from ..parse import PARSE_POLICIES, ParseResult
 from .base import CallFormat, Opener, Rendering, Span, ToolsPrice, count_spans, decode_pieces, label_spans
 from .registry import Registry
 
@@ -76,7 +76,7 @@ def parse_turn(text: str, tools: list[dict], style: str = "native", policy: str 
     """Calls and errors of one assistant turn, in the named format, under one of its policies."""
     fmt = get_format(style)
     if policy not in fmt.policies:
-        known = POLICIES if policy not in POLICIES else fmt.policies
+        known = PARSE_POLICIES if policy not in PARSE_POLICIES else fmt.policies
         raise BadInput(f"{fmt.label} is read under the {' or '.join(known)} policy, not {policy!r}")
     return fmt.parse(text, tools, policy, recover_bare)
 

@@ -25,7 +25,7 @@ from ..parse import (
     unknown_tool,
 )
 
-__all__ = ["MAX_CALLS", "check_named_call", "check_object_call", "known_tools", "result_of", "too_many_calls"]
+__all__ = ["MAX_CALLS", "as_text", "check_named_call", "check_object_call", "known_tools", "result_of", "too_many_calls"]
 
 
 def known_tools(tools: list[dict]) -> dict[str, dict]:
@@ -95,10 +95,16 @@ def parse_json_text(body: str, checks: list[Check], empty: str, not_json: str) -
     return _json_check(body, checks, empty, not_json)
 
 
-def result_of(family: str, blocks: list[Block], answer: str | None = None) -> ParseResult:
+def result_of(family: str, blocks: list[Block], answer: str | None = None, policy: str = "per-block") -> ParseResult:
     """The turn's result: a final answer when no call was found, else the good calls and every block's error."""
     if not blocks:
-        return ParseResult(family, "per-block", [], [], True, [], answer=(answer or "").strip())
+        return ParseResult(family, policy, [], [], True, [], answer=(answer or "").strip())
     errors = [BlockError(b.index, b.error) for b in blocks if b.error]
     calls = [b.call for b in blocks if b.call is not None]
-    return ParseResult(family, "per-block", calls, errors, False, blocks)
+    return ParseResult(family, policy, calls, errors, False, blocks)
+
+
+def as_text(family: str, text: str, blocks: list[Block], policy: str) -> ParseResult:
+    """A turn a server hands back as plain text: the calls it found but could not read are dropped, none is run."""
+    errors = [BlockError(b.index, b.error) for b in blocks if b.error]
+    return ParseResult(family, policy, [], errors, True, blocks, returned_as_text=True, answer=text.strip())

@@ -3,9 +3,13 @@
 The prompt is Meta's official Llama 3.1 chat template (assets/llama3.1-tokenizer/chat_template.jinja),
 which by default puts the tool definitions, pretty-printed JSON, into the first user message
 with its own instructions. A call is the JSON object the template itself writes back for an
-assistant's tool call. Parsing follows vLLM's llama3_json tool parser: the reply is a call when
-it starts (after an optional `<|python_tag|>`) with `{`, several calls are separated by `; `,
-and the arguments may be under "parameters" or "arguments".
+assistant's tool call. Under the strict policy (per-block) the reply is a call when it starts
+(after an optional `<|python_tag|>`) with `{`, several calls are separated by `; `, and the
+arguments may be under "parameters" or "arguments". Under `server`, as the servers' parsers read
+it: a call may follow leading text (vLLM's llama_tool_parser.py), `<|python_tag|>` may follow
+text (SGLang's llama32_detector.py), calls may follow each other with no `;` and text may follow
+them (vLLM's llama_tool_parser.py), and a JSON list holds several calls (SGLang's
+llama32_detector.py); JSON that does not parse is text, not an error.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ NOT_JSON = "error: the call is not valid JSON"
 EMPTY = "error: the call is empty"
 BAD_SHAPE = 'error: a tool call must be a JSON object with exactly "name" and "parameters"'
 SEPARATOR = re.compile(r"\s*;\s*")
+OPENING = re.compile(r"[\[{]")  # where a JSON object or list of calls may start (server policy)
 
 
 class Llama31Format(TemplateFormat):
@@ -37,6 +42,8 @@ class Llama31Format(TemplateFormat):
     opener = Opener(None, 'none: a call is bare JSON')
     renderer = "Meta's Llama 3.1 chat template via transformers' Jinja renderer"
     parser_reference = "vLLM llama3_json tool parser"
+    policies = ("per-block", "server")
+    server_reference = "vLLM llama_tool_parser.py (llama3_json), SGLang llama32_detector.py"
     check_titles = {  # noqa: RUF012
         "closed": "the JSON object is complete",
         "shape": 'an object with exactly "name" and "parameters" (or "arguments")',
@@ -62,6 +69,8 @@ class Llama31Format(TemplateFormat):
         return '{"name": "' + name + '", "parameters": ' + json.dumps(arguments, ensure_ascii=False) + "}"
 
     def parse(self, text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
+        if policy == "server":
+            return self.parse_server(text, tools)
         known = known_tools(tools)
         body = text.strip()
         offset = len(text) - len(text.lstrip())
@@ -94,6 +103,34 @@ class Llama31Format(TemplateFormat):
                 break
             cursor = rest.end()
         return result_of(self.name, blocks)
+
+    def parse_server(self, text: str, tools: list[dict]) -> ParseResult:
+        """Every JSON object (or list of them) naming a tool with its "parameters" or "arguments", anywhere
+        in the reply after a `<|python_tag|>` if there is one; the rest of the reply is text."""
+        known = known_tools(tools)
+        tag = text.find(PYTHON_TAG)
+        cursor = tag + len(PYTHON_TAG) if tag >= 0 else 0
+        decoder = json.JSONDecoder()
+        blocks: list[Block] = []
+        while len(blocks) < MAX_CALLS:
+            found = OPENING.search(text, cursor)
+            if found is None:
+                break
+            at = found.start()
+            try:
+                value, end = decoder.raw_decode(text, at)
+            except (ValueError, RecursionError):
+                cursor = at + 1  # not JSON from here: text, as the servers leave it
+                continue
+            items = value if isinstance(value, list) else [value]
+            if not items or not all(isinstance(v, dict) and "name" in v and ({"parameters", "arguments"} & set(v)) for v in items):
+                cursor = end  # JSON that is not a call (an example, an answer's data) stays text
+                continue
+            for item in items[: MAX_CALLS - len(blocks)]:
+                key = "parameters" if "parameters" in item else "arguments"
+                blocks.append(check_object_call(len(blocks), item, text[at:end], at, end, known, key, BAD_SHAPE))
+            cursor = end
+        return result_of(self.name, blocks, text, "server")
 
 
 FORMAT = Llama31Format()

@@ -4,7 +4,11 @@ Rendered by Mistral's own package, mistral-common, with the v3 SentencePiece tok
 (assets/mistral-tokenizer, the file mistral-common ships for Mistral-7B-Instruct-v0.3): the
 prompt's ids are `encode_chat_completion`'s. A reply is a call when it holds `[TOOL_CALLS]`;
 what follows is one JSON list of {"name", "arguments"} objects (each with the 9-character "id"
-the v3 format adds), as vLLM's mistral tool parser reads it.
+the v3 format adds), as vLLM's mistral tool parser reads it. That is the strict policy
+(per-block): the whole text after `[TOOL_CALLS]` must be the list. Under `server`, text after
+the list is left as text (vLLM's mistral_tool_parser.py cuts the list out of the reply), and the
+newer layout `[TOOL_CALLS]name{arguments}`, one marker per call, is read as vLLM's
+mistral_tool_parser.py reads it for tokenizers from v11 on.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import re
 from ...settings import ASSETS
 from ..parse import NATIVE_CHECKS, Block, Check, ParseResult, pad_checks
 from .base import CallFormat, Opener, find_json_end
-from .calls import MAX_CALLS, check_object_call, known_tools, parse_json_text, result_of
+from .calls import MAX_CALLS, as_text, check_object_call, known_tools, parse_json_text, result_of
 
 TOKENIZER_FILE = ASSETS / "mistral-tokenizer" / "mistral_instruct_tokenizer_240323.model.v3"
 TOOL_CALLS = "[TOOL_CALLS]"
@@ -53,6 +57,8 @@ class MistralFormat(CallFormat):
     opener = Opener(TOOL_CALLS, "a control token")
     renderer = "mistral-common's encode_chat_completion (v3 tokenizer)"
     parser_reference = "vLLM mistral tool parser"
+    policies = ("per-block", "server")
+    server_reference = "vLLM mistral_tool_parser.py, SGLang mistral_detector.py"
     special_opener = True
     check_titles = {  # noqa: RUF012
         "closed": "the calls follow [TOOL_CALLS]",
@@ -121,7 +127,9 @@ class MistralFormat(CallFormat):
     def parse(self, text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
         at = text.find(TOOL_CALLS)
         if at < 0:
-            return result_of(self.name, [], text)
+            return result_of(self.name, [], text, policy)
+        if policy == "server":
+            return self.parse_server(text, tools, at)
         known = known_tools(tools)
         start = at + len(TOOL_CALLS)
         body = text[start:].replace("</s>", "")
@@ -138,6 +146,45 @@ class MistralFormat(CallFormat):
                                     BAD_SHAPE, optional=("id",))
                   for i, call in enumerate(calls[:MAX_CALLS])]
         return result_of(self.name, blocks)
+
+    def parse_server(self, text: str, tools: list[dict], at: int) -> ParseResult:
+        """The list (or one object) right after `[TOOL_CALLS]`, the text after it left as text; or, where no
+        JSON follows the marker, the newer layout: `[TOOL_CALLS]name{arguments}` for each call."""
+        known = known_tools(tools)
+        body = text[at + len(TOOL_CALLS):].replace("</s>", "")
+        first = len(body) - len(body.lstrip())
+        decoder = json.JSONDecoder()
+        if body[first:first + 1] in ("[", "{"):
+            try:
+                value, end = decoder.raw_decode(body, first)
+            except (ValueError, RecursionError):
+                checks = [Check("closed", True), Check("json", False, NOT_JSON)]
+                return as_text(self.name, text, [Block(0, body, at, len(text), pad_checks(checks, NATIVE_CHECKS), None, NOT_JSON)], "server")
+            calls = value if isinstance(value, list) else [value]
+            piece = body[first:end]
+            blocks = [check_object_call(i, call, piece, at, at + len(TOOL_CALLS) + end, known, "arguments", BAD_SHAPE,
+                                        optional=("id",))
+                      for i, call in enumerate(calls[:MAX_CALLS])]
+            return result_of(self.name, blocks, text, "server")
+        blocks: list[Block] = []
+        for piece in text[at:].replace("</s>", "").split(TOOL_CALLS)[1:]:
+            if len(blocks) >= MAX_CALLS:
+                break
+            brace = piece.find("{")
+            start = text.find(piece, at)
+            if brace < 0:
+                checks = [Check("closed", True), Check("json", False, EMPTY)]
+                blocks.append(Block(len(blocks), piece, start, start + len(piece), pad_checks(checks, NATIVE_CHECKS), None, EMPTY))
+                continue
+            try:
+                arguments, _ = decoder.raw_decode(piece, brace)
+            except (ValueError, RecursionError):
+                checks = [Check("closed", True), Check("json", False, NOT_JSON)]
+                blocks.append(Block(len(blocks), piece, start, start + len(piece), pad_checks(checks, NATIVE_CHECKS), None, NOT_JSON))
+                continue
+            call = {"name": piece[:brace].strip(), "arguments": arguments}
+            blocks.append(check_object_call(len(blocks), call, piece, start, start + len(piece), known, "arguments", BAD_SHAPE))
+        return result_of(self.name, blocks, text, "server")
 
 
 FORMAT = MistralFormat()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from ..parse import POLICIES, Block, ParseResult, load_strict_json, parse_native
+from ..parse import PARSE_POLICIES, Block, ParseResult, load_strict_json, parse_native
 from ..tokenizer import QwenTokenizer
 from ..tooldefs import tool_name
 from .base import Opener, Span, message_spans
@@ -27,7 +27,7 @@ class NativeFormat(Qwen3Template):
     parallel = True
     constrained = True
     special_opener = True
-    policies = POLICIES
+    policies = PARSE_POLICIES  # server: the vllm policy, under the name every family shares
     opener = Opener("<tool_call>", "a special token")
     parser_reference = "vLLM hermes / qwen3 tool parser"
     name_marker = '"name": "'
