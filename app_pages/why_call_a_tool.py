@@ -115,8 +115,9 @@ elif "pack" in (bare_source.kind, tools_source.kind):
         st.subheader("Without tools")
         draw_source(bare_source)
         if bare_source.run is not None:
-            st.markdown(bare_source.run.data["text"])
-            st.caption(f"{len(bare_source.run.data['steps'])} tokens, finish: {bare_source.run.data['finish']}")
+            recorded = bare_source.run.generation()
+            st.markdown(recorded.text)
+            st.caption(f"{format_count(recorded.output_tokens)} tokens, finish: {recorded.finish}")
     with right:
         st.subheader("With tools")
         played = None

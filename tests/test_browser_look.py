@@ -245,8 +245,8 @@ def test_lesson_3_with_the_tiny_model_points_to_the_generate_button(streamlit_se
     [
         pytest.param("check_run_return", "checks it one check after another", "checks it three", id="lesson-4-checks"),
         pytest.param("answer_and_when_not_to_call", "folded into the box under it", "This is the whole prompt", id="lesson-5-folded"),
-        pytest.param("same_call_five_ways", "inside tool_choice", "claude-3-opus", id="lesson-7-parallel-and-model"),
-        pytest.param("same_call_five_ways", "lists the Claude 3 models only", "in three public APIs: OpenAI Chat Completions", id="lesson-7-anthropic-table"),
+        pytest.param("same_call_in_other_apis", "inside tool_choice", "claude-3-opus", id="lesson-7-parallel-and-model"),
+        pytest.param("same_call_in_other_apis", "lists the Claude 3 models only", "in three public APIs: OpenAI Chat Completions", id="lesson-7-anthropic-table"),
         pytest.param("gallery?case=tag-in-string", "issue #45167", "a known bug report", id="gallery-names-the-report"),
         pytest.param("gallery?case=retry-loop", "1,722 input and 57 output tokens (1,779 in all)", "Tokens, budget", id="gallery-retry-figures"),
         pytest.param("glossary", "sampler", "A call the harness cannot use: not valid JSON", id="glossary-terms"),

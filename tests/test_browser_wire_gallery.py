@@ -41,7 +41,7 @@ def test_lesson_7_opens_and_switches_tabs(streamlit_server, chromium, width, hei
     context = chromium.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     # projected, the five formats are section 1, under the title (one section at a time)
-    page.goto(f"{streamlit_server}/same_call_five_ways{query}")
+    page.goto(f"{streamlit_server}/same_call_in_other_apis{query}")
     settle(page)
     if query:
         expect(page.get_by_text("Section 1 of")).to_be_visible(timeout=60_000)
@@ -50,7 +50,7 @@ def test_lesson_7_opens_and_switches_tabs(streamlit_server, chromium, width, hei
     settle(page)
     page.get_by_role("tab", name="Anthropic").click()
     expect(page.get_by_text('"stop_reason": "tool_use"').first).to_be_visible(timeout=30_000)
-    check_page(page, f"same-call-five-ways-{width}")
+    check_page(page, f"same-call-in-other-apis-{width}")
     context.close()
 
 

@@ -8,13 +8,12 @@ import pytest
 from helpers import BOUNDED, COUNT_CALL
 
 from engine.constrain import grammar
-from engine.constrain.masks import inspect_mask, json_mode_mask, make_constraint, walk
+from engine.constrain.masks import inspect_mask, make_constraint, walk
 from engine.core.call_formats import parse_turn
 from engine.core.generation import GenerationSettings
 from engine.core.prompt import Request
 from engine.core.tokenizer import REAL_VOCAB, THINK, THINK_END, TOOL_CALL, load_tokenizer
 from engine.core.tooldefs import load_tool_set
-from engine.errors import BadInput
 from engine.model.live import build_constraint, generate_turn
 
 
@@ -108,29 +107,8 @@ def test_tiny_model_writes_reasoning_then_a_well_formed_call(tiny_engine):
     assert 0 < thought < 8
 
 
-# -- JSON mode --------------------------------------------------------------------------------------
-def test_json_mode_from_the_first_token_forbids_the_opener(strawberry):
-    view = json_mode_mask()
-    assert (view.vocab, view.allowed, view.tool_call_allowed) == (REAL_VOCAB, 23, False)
-    assert view.sample[:9] == ["[", "{", "{\n", '["', "[]", "{\r\n", "{\n\n", '{"', "{}"]
-    assert view.reason == ("json_object: the reply must be JSON from its first token; 23 of 151,669 tokens can start it, "
-                           "and <tool_call> is not one of them")
-    # tool_choice auto without the JSON grammar: everything, the opener included
+# -- auto at the first token --------------------------------------------------------------------------
+def test_auto_leaves_the_first_token_free_the_opener_included(strawberry):
     free = inspect_mask(strawberry, "", "auto")
     assert free.mask is None and free.allowed == REAL_VOCAB
-
-
-def test_json_schema_mode(strawberry):
-    schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
-    view = json_mode_mask({"type": "json_schema", "json_schema": {"name": "a", "schema": schema}})
-    assert (view.allowed, view.tool_call_allowed, view.sample) == (2, False, ["{", '{"'])
-
-
-@pytest.mark.parametrize("bad, message", [
-    ({"type": "text"}, "response_format must be"),
-    ({"type": "json_schema"}, "needs"),
-    ({"type": "json_schema", "json_schema": {"schema": {"type": "string", "enum": list(range(2000))}}}, "the limit is 1,000"),
-])
-def test_json_mode_refuses_what_it_cannot_build(bad, message):
-    with pytest.raises(BadInput, match=message):
-        json_mode_mask(bad)
+    assert TOOL_CALL in free.allowed_ids()

@@ -49,3 +49,11 @@ def test_a_title_is_written_once(entry):
         return
     assert not first.startswith("# "), f"lessons/{entry['id']}.md repeats its title; it comes from lessons/index.json"
     assert lesson(entry["id"])["title"] == page_title(entry["id"])
+
+
+def test_a_renamed_pages_old_address_is_kept_and_names_no_current_page():
+    # teachers' links to lesson 7 under its earlier name (ui/chrome.py sends such a visit on to the page)
+    old = {path: entry["id"] for entry in INDEX for path in entry.get("old_url_paths", [])}
+    assert old["same_call_five_ways"] == "same-call-in-other-apis"
+    assert not set(old) & {e["url_path"] for e in INDEX}
+    assert sum(len(e.get("old_url_paths", [])) for e in INDEX) == len(old)

@@ -20,7 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.__main__ import main
+from engine.core.generation import Generation, GenerationSettings
 from engine.core.prompt import Request, render
+from engine.core.tokenizer import TOOL_CALL
+from engine.errors import BadInput
+from engine.model.results import FirstToken, MaskRow, SideBySide
 from engine.packs.pack import (
     MAX_FILE_BYTES,
     MAX_FILES,
@@ -31,6 +35,7 @@ from engine.packs.pack import (
     read_pack,
     read_pack_bytes,
 )
+from engine.teaching.panels import KINDS
 
 LESSONS = {"why-call-a-tool", "the-model-writes-a-call", "when-not-to-call", "constrained-decoding", "playground"}
 MODES = ("auto", "required", "count_letter", "tokenize", "none")
@@ -114,7 +119,7 @@ def test_replaying_lesson_3_gives_the_tokens_and_probabilities_of_a_fresh_greedy
             Request(STRAWBERRY, _strawberry_tools(), style),
             find_panel("the-model-writes-a-call", "call", style).generation_for(True),
         )
-        replayed = pack.run(f"the-model-writes-a-call.call.{style}").steps
+        replayed = pack.run(f"the-model-writes-a-call.call.{style}").generation().steps
         assert [s.id for s in replayed] == [s.id for s in fresh.steps]
         # the same float32 arithmetic, but not always in the same order: whether the prompt's start came from the
         # prefix cache (left warm by earlier tests) or from one whole pass moves the 7th significant digit
@@ -127,20 +132,18 @@ def test_replaying_lesson_3_gives_the_tokens_and_probabilities_of_a_fresh_greedy
 
 def test_replaying_lesson_5_and_6_gives_the_figures_of_a_fresh_pass(tiny_pack, tiny_engine):
     from engine.constrain.masks import inspect_mask
-    from engine.core.tokenizer import TOOL_CALL
     from engine.model.peek import first_token, next_logits
 
     pack = read_pack(tiny_pack[0], allow_random=True)
     ids = render(Request(STRAWBERRY, _strawberry_tools(), "native"), tiny_engine.tokenizer).ids
-    assert (
-        pack.run("when-not-to-call.first-token.strawberry").data["p_tool_call"]
-        == first_token(tiny_engine, ids).p[TOOL_CALL]
-    )
+    recorded, fresh = pack.run("when-not-to-call.first-token.strawberry").first_token(), first_token(tiny_engine, ids, top_k=8)
+    assert recorded.p[TOOL_CALL] == fresh.p[TOOL_CALL] and recorded.prompt_tokens == fresh.prompt_tokens
+    assert [a.id for a in recorded.top] == [a.id for a in fresh.top] and recorded.watched == fresh.watched
     # lesson 6, the call under "required", at its third token
     reply = tiny_engine.tokenizer.encode(
         '<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>'
     )
-    row = pack.run("constrained-decoding.mask.call.required").data["steps"][2]
+    row = pack.run("constrained-decoding.mask.call.required").mask_rows()[2]
     view = inspect_mask(
         _strawberry_tools(),
         tiny_engine.tokenizer.decode(reply[:2]),
@@ -148,9 +151,53 @@ def test_replaying_lesson_5_and_6_gives_the_figures_of_a_fresh_pass(tiny_pack, t
         logits=next_logits(tiny_engine, ids + reply[:2]),
         top_k=8,
     )
-    assert row["number"] == 3 and row["allowed"] == view.allowed
-    assert row["forbidden_mass"] == view.forbidden_mass
-    assert [r["id"] for r in row["top_after"]] == [t.id for t in view.top_after]
+    live = MaskRow.from_view(3, view)
+    assert row.number == live.number == 3 and row.allowed == live.allowed
+    assert row.forbidden_mass == live.forbidden_mass
+    assert [a.id for a in row.top_after] == [a.id for a in live.top_after]
+    assert [a.id for a in row.top_before] == [a.id for a in live.top_before]
+
+
+def test_every_run_reads_into_the_type_the_live_model_gives_and_writes_back_as_stored(tiny_pack):
+    """A page draws one type whatever the source: a pack's run reads into the live path's dataclasses,
+    and those write back the very JSON the pack holds, so packs already made read unchanged."""
+    pack = read_pack(tiny_pack[0], allow_random=True)
+    assert {run.kind for run in pack.runs.values()} == set(KINDS)
+    for run in pack.runs.values():
+        data = run.data
+        if run.kind == "generation":
+            generation = run.generation()
+            assert isinstance(generation, Generation) and generation.model == pack.model.info()
+            assert (generation.text, generation.finish) == (data["text"], data["finish"])
+            assert [s.as_json() for s in generation.steps] == data["steps"]
+            assert generation.output_tokens == data["output_tokens"] and generation.prompt_tokens == data["prompt_tokens"]
+            assert generation.settings == GenerationSettings.from_json(run.settings)
+        elif run.kind == "side_by_side":
+            both = run.side_by_side()
+            assert isinstance(both, SideBySide) and both.reason == data["reason"]
+            assert both.first_difference == data["first_difference"]
+            assert [s.as_json() for s in both.constrained.steps] == data["constrained"]["steps"]
+            assert both.unconstrained.text == data["unconstrained"]["text"]
+        elif run.kind == "first_token":
+            first = run.first_token()
+            assert isinstance(first, FirstToken) and first.p == {TOOL_CALL: data["p_tool_call"]}
+            assert [{"id": a.id, "token": a.token, "p": a.p} for a in first.top] == data["top"]
+        elif run.kind == "masks":
+            rows = run.mask_rows()
+            assert all(isinstance(row, MaskRow) for row in rows)
+            assert [row.as_json() for row in rows] == data["steps"]
+        else:
+            turns = run.turns()
+            assert [(t.text, t.finish, t.output_tokens) for t in turns] == [
+                (t["text"], t["finish"], t["output_tokens"]) for t in data["turns"]
+            ]
+            assert [[s.as_json() for s in t.steps] for t in turns] == [t["steps"] for t in data["turns"]]
+        # each reader answers for its own kind only
+        other = next(k for k in KINDS if k != run.kind)
+        reader = {"generation": run.generation, "side_by_side": run.side_by_side, "first_token": run.first_token,
+                  "masks": run.mask_rows, "episode": run.turns}[other]
+        with pytest.raises(BadInput, match=f"is a {run.kind} run"):
+            reader()
 
 
 def test_replaying_an_episode_plays_the_recorded_turns_through_the_harness(tiny_pack):
@@ -339,6 +386,24 @@ BAD_PACKS = [
         lambda p: _with_run(p, "the-model-writes-a-call.call.native", lambda d: d["steps"][0].pop("token")),
         True,
         "has no 'token'",
+    ),
+    (
+        "a step whose allowed count is text, rehashed",
+        lambda p: _with_run(p, "the-model-writes-a-call.call.native", lambda d: d["steps"][0].update(allowed="all")),
+        True,
+        "'allowed' is a str",
+    ),
+    (
+        "an episode's step without its probability, rehashed",
+        lambda p: _with_run(p, "playground.episode.native", lambda d: d["turns"][0]["steps"][0].pop("p")),
+        True,
+        "has no 'p'",
+    ),
+    (
+        "a side by side without its reason, rehashed",
+        lambda p: _with_run(p, "constrained-decoding.side-by-side.auto", lambda d: d.pop("reason")),
+        True,
+        "has no 'reason'",
     ),
     ("random weights, not allowed", lambda p: zipped(p), False, "random weights"),
     (

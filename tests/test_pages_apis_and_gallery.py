@@ -22,7 +22,7 @@ from engine.teaching.gallery import check_grammar, measure_retry_loop, measure_s
 from engine.wire.openai_tokens import compare_tool_costs
 from ui.sources import cite, expand_citations
 
-P7, GALLERY, CALC = "app_pages/same_call_five_ways.py", "app_pages/gallery.py", "app_pages/calculator.py"
+P7, GALLERY, CALC = "app_pages/same_call_in_other_apis.py", "app_pages/gallery.py", "app_pages/calculator.py"
 
 
 def codes(at) -> list[str]:
@@ -101,14 +101,14 @@ def test_lesson_7_costs_qwen3_exact_and_openai_estimated():
 def test_lesson_7_every_scenario_and_step(style):
     at = open_page(P7, style=style)
     for name in [*list_scenarios(), *list_gallery()]:
-        at.selectbox(key="same_call_five_ways_scenario").select(name).run()
+        at.selectbox(key="same_call_in_other_apis_scenario").select(name).run()
         assert not at.exception, name
         styles = load_scenario(name).styles
         chosen = at.session_state["style"] if at.session_state["style"] in styles else styles[0]
         written = scenario_exchanges(name, chosen)
-        assert len(at.selectbox(key="same_call_five_ways_step").options) == len(written), name
+        assert len(at.selectbox(key="same_call_in_other_apis_step").options) == len(written), name
         for index in range(len(written)):
-            at.selectbox(key="same_call_five_ways_step").select(index).run()
+            at.selectbox(key="same_call_in_other_apis_step").select(index).run()
             assert not at.exception, (name, index)
             assert sorted(codes(at)) == sorted(wire_texts(written[index])), (name, index)
         assert at.query_params.get("scenario") == (None if name == "strawberry" else name)
@@ -254,11 +254,11 @@ def test_calculator_shows_the_same_tools_elsewhere():
 @pytest.mark.parametrize(
     "page, query, key, expected",
     [
-        (P7, {"scenario": "../../etc/passwd"}, "same_call_five_ways_scenario", "strawberry"),
-        (P7, {"scenario": "two-calls", "step": "99"}, "same_call_five_ways_step", 0),
-        (P7, {"scenario": "missing-brace", "step": "-1"}, "same_call_five_ways_step", 0),
-        (P7, {"step": "one"}, "same_call_five_ways_step", 0),
-        (P7, {"scenario": "missing-brace", "step": "2"}, "same_call_five_ways_step", 2),
+        (P7, {"scenario": "../../etc/passwd"}, "same_call_in_other_apis_scenario", "strawberry"),
+        (P7, {"scenario": "two-calls", "step": "99"}, "same_call_in_other_apis_step", 0),
+        (P7, {"scenario": "missing-brace", "step": "-1"}, "same_call_in_other_apis_step", 0),
+        (P7, {"step": "one"}, "same_call_in_other_apis_step", 0),
+        (P7, {"scenario": "missing-brace", "step": "2"}, "same_call_in_other_apis_step", 2),
         (GALLERY, {"case": "strawberry"}, "gallery_case", "tag-in-string"),
         (GALLERY, {"case": "<script>"}, "gallery_case", "tag-in-string"),
         (GALLERY, {"case": "retry-loop"}, "gallery_case", "retry-loop"),

@@ -52,7 +52,7 @@ def pack(tiny_pack, monkeypatch):
 
 def test_lesson_3_shows_each_tokens_recorded_probability_labelled_as_recorded(pack):
     at = open_page(P3, model="off")
-    steps = pack.run("the-model-writes-a-call.call.native").steps
+    steps = pack.run("the-model-writes-a-call.call.native").generation().steps
     assert LABEL in infos(at) and "random weights" in infos(at)
     where, first = view_step(at, "the_model_writes_a_call_view")
     assert dict(first["facts"])["Its probability"] == format_percent(steps[0].p)
@@ -64,7 +64,7 @@ def test_lesson_3_shows_each_tokens_recorded_probability_labelled_as_recorded(pa
 
 def test_lesson_3_in_react_shows_the_react_recording(pack):
     at = open_page(P3, model="off", style="react")
-    steps = pack.run("the-model-writes-a-call.call.react").steps
+    steps = pack.run("the-model-writes-a-call.call.react").generation().steps
     assert dict(view_step(at, "the_model_writes_a_call_view")[1]["facts"])["Its probability"] == format_percent(steps[0].p)
 
 

@@ -73,9 +73,11 @@ def navigation():
 
     The default page is served at the root URL, so its own url_path ("home") would find no page:
     it is given "" and a hidden copy of the same file answers /home (Streamlit tells pages apart
-    by url_path, so the two do not clash).
+    by url_path, so the two do not clash). A page's earlier addresses (its entry's "old_url_paths",
+    in teachers' links) answer too, hidden, and send the visit on to the page's own address with its query.
     """
     sections: dict[str, list] = {}
+    moved = {}  # an old url_path -> the page it now is
     for entry in lesson_index():
         if (ROOT / entry["page"]).exists():
             default = entry.get("default", False)
@@ -84,7 +86,13 @@ def navigation():
             if default and entry["url_path"]:
                 alias = st.Page(entry["page"], title=entry["title"], url_path=entry["url_path"], visibility="hidden")
                 sections[entry["section"]].append(alias)
-    return st.navigation(sections, expanded=True)
+            for old in entry.get("old_url_paths", []):
+                sections[entry["section"]].append(st.Page(entry["page"], title=entry["title"], url_path=old, visibility="hidden"))
+                moved[old] = page
+    chosen = st.navigation(sections, expanded=True)
+    if chosen.url_path in moved:
+        st.switch_page(moved[chosen.url_path], query_params=st.query_params.to_dict())
+    return chosen
 
 
 def sidebar() -> None:

@@ -27,7 +27,6 @@ from engine.packs.pack import (
     read_pack_bytes,
     replay_episode,
 )
-from engine.packs.pack import choices as choices  # re-exported for pages drawing top-k rows
 from engine.packs.panel_source import other_prompt_reason
 from engine.teaching.panels import Panel
 from ui.words import ROOT, words

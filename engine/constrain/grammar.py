@@ -464,11 +464,6 @@ def count_allowed(words: np.ndarray) -> int:
     return pack_words(words).allowed
 
 
-def packed_ids(words: np.ndarray) -> np.ndarray:
-    """The real ids whose bits are set, ascending: only the words that allow something are unpacked."""
-    return pack_words(words).allowed_ids()
-
-
 def bitmask_to_bool(bitmask: torch.Tensor) -> tuple[torch.Tensor, int]:
     """xgrammar's packed int32 bitmask (1, 4748) as a bool tensor over the 151,936 ids, and how
     many of the 151,669 real ids it allows (padding ids False). For a page that lists tokens;

@@ -18,9 +18,6 @@ Reasoning (Qwen3 with thinking on): under auto, a `<tool_call>` written between 
 `</think>` starts nothing, as Qwen3's reasoning parser runs no call from the reasoning; with
 `thinking=True`, required and named grammars allow one `<think>...</think>` block first.
 
-`json_mode_mask` shows what a server that applies a JSON `response_format` grammar from the
-first token leaves of the vocabulary: `<tool_call>` is not among it, so no call can start.
-
 For pages: `inspect_mask` shows the mask at any point of a turn (how many of the 151,669
 tokens survive, which ones, and the model's probabilities before and after), and `walk`
 steps through a whole text, token by token, with the allowed count at each step.
@@ -33,17 +30,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..core.generation import Alternative
 from ..core.tokenizer import MODEL_VOCAB, REAL_VOCAB, THINK, THINK_END, TOOL_CALL, QwenTokenizer, load_tokenizer
-from ..core.tooldefs import find_cost_problem, tool_name
+from ..core.tooldefs import tool_name
 from ..errors import BadInput
 from .grammar import (
-    SEPARATORS,
     PackedMask,
     SchemaUnsupported,
     bitmask_to_bool,
     compile_calls,
-    compiler,
-    grammar_schema,
     new_bitmask,
     pack_words,
 )
@@ -208,13 +203,6 @@ def make_constraint(tools: list[dict], tool_choice: str | dict | None, tokenizer
 
 
 # -- masks a page can draw ------------------------------------------------------------------
-@dataclass(frozen=True)
-class TokenProb:
-    id: int
-    token: str  # the token shown on its own
-    p: float
-
-
 @dataclass
 class MaskView:
     """The mask at one point of a turn, and what it does to the model's choice there."""
@@ -231,8 +219,8 @@ class MaskView:
     sample: list[str] = field(default_factory=list)  # up to 50 allowed tokens, lowest ids first
     forbidden_mass: float | None = None  # with logits: the probability the model put on forbidden tokens
     allowed_mass: float | None = None  # with logits: what it put on the allowed ones (summed directly, so exact when tiny)
-    top_before: list[TokenProb] = field(default_factory=list)  # with logits: raw softmax, top-k
-    top_after: list[TokenProb] = field(default_factory=list)  # with logits: renormalised over the allowed, top-k
+    top_before: list[Alternative] = field(default_factory=list)  # with logits: raw softmax, top-k
+    top_after: list[Alternative] = field(default_factory=list)  # with logits: renormalised over the allowed, top-k
 
     @property
     def constrained(self) -> bool:
@@ -262,9 +250,9 @@ def _advance(constraint: StepConstraint | None, ids: list[int], tok: QwenTokeniz
                                 f"{tok.token_text(token_id)!r} after {before!r}: {error}") from None
 
 
-def _top(probs: torch.Tensor, k: int, tok: QwenTokenizer) -> list[TokenProb]:
+def _top(probs: torch.Tensor, k: int, tok: QwenTokenizer) -> list[Alternative]:
     values, ids = probs.topk(k)
-    return [TokenProb(int(i), tok.token_text(int(i)), float(v)) for v, i in zip(values, ids, strict=True)]
+    return [Alternative(int(i), tok.token_text(int(i)), float(v)) for v, i in zip(values, ids, strict=True)]
 
 
 def inspect_mask(tools: list[dict], prefix: str, tool_choice: str | dict | None = "auto",
@@ -338,55 +326,3 @@ def walk(tools: list[dict], text: str, tool_choice: str | dict | None = "auto", 
         if constraint is not None:
             constraint.accept(token_id)
     return steps
-
-
-# -- JSON mode: a response_format grammar from the first token ------------------------------
-@dataclass(frozen=True)
-class JsonModeMask:
-    """The first token's mask under a JSON response_format, as a server applies it from token one."""
-
-    response_format: dict
-    vocab: int  # 151,669 real tokens
-    allowed: int  # how many may start the reply
-    tool_call_allowed: bool  # whether <tool_call> is among them (it is not: no call can start)
-    sample: list[str]  # up to 50 allowed tokens, lowest ids first
-    reason: str
-
-
-def json_mode_mask(response_format: dict | None = None, sample_size: int = 50) -> JsonModeMask:
-    """The mask at the first token of a reply under a JSON `response_format`, with tool_choice auto.
-
-    `{"type": "json_object"}` (the default) is any JSON value's grammar; `{"type": "json_schema",
-    "json_schema": {"schema": {...}}}` is that schema's grammar (size limits and keyword checks as
-    for tools). A server that applies it from the first token, rather than after the model
-    chose to answer in text, leaves no way to write <tool_call>: the mode suppresses every call."""
-    import xgrammar as xgr
-
-
-    response_format = response_format or {"type": "json_object"}
-    kind = response_format.get("type") if isinstance(response_format, dict) else None
-    if kind == "json_object":
-        compiled = compiler().compile_builtin_json_grammar()
-    elif kind == "json_schema":
-        spec = response_format.get("json_schema")
-        schema = spec.get("schema") if isinstance(spec, dict) else None
-        if not isinstance(schema, dict):
-            raise BadInput('a json_schema response_format needs {"json_schema": {"schema": {...}}}')
-        too_big = find_cost_problem(schema)
-        if too_big:
-            raise BadInput(f"the response_format schema: {too_big}")
-        try:
-            compiled = compiler().compile_json_schema(grammar_schema(schema), any_whitespace=False, separators=SEPARATORS)
-        except Exception as error:
-            raise BadInput(f"the response_format schema cannot be compiled: {str(error).splitlines()[0][:200]}") from error
-    else:
-        raise BadInput(f'response_format must be {{"type": "json_object"}} or {{"type": "json_schema", ...}}, not {str(response_format)[:80]}')
-    bitmask = new_bitmask()
-    xgr.GrammarMatcher(compiled).fill_next_token_bitmask(bitmask)
-    mask, allowed = bitmask_to_bool(bitmask)
-    tok = load_tokenizer()
-    sample = [tok.token_text(i) for i in np.flatnonzero(mask.numpy()[:REAL_VOCAB])[:sample_size].tolist()]
-    opener = bool(mask[TOOL_CALL])
-    reason = (f"{kind}: the reply must be JSON from its first token; {allowed:,} of {REAL_VOCAB:,} tokens can start it, "
-              f"and <tool_call> {'is' if opener else 'is not'} one of them")
-    return JsonModeMask(response_format, REAL_VOCAB, allowed, opener, sample, reason)

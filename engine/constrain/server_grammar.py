@@ -32,6 +32,7 @@ import functools
 import json
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from ..core.tooldefs import tool_name
 from .grammar import SEPARATORS, THINK_SUFFIX, call_schema, check_tool, tool_parameters
@@ -59,7 +60,7 @@ class ServerGrammar:
 # -- reading xgrammar's EBNF ----------------------------------------------------------------
 @dataclass(frozen=True)
 class _Piece:
-    kind: str  # "string", "class", "name" or "other" (one character of syntax or space)
+    kind: Literal["string", "class", "name", "other"]  # other: one character of syntax or space
     value: object  # a string's code points as str; a class's (negated, [(lo, hi), ...]); a name or the character
 
 

@@ -1,3 +1,6 @@
-"""Everything that imports torch: finding and loading weights, the CPU dtype choice, the decode loop that
-shows its work, the prefix cache, one step's distribution and the live generation entry points.
+"""Running a model, here or on a server: finding and loading weights, the CPU dtype choice, the decode loop that
+shows its work, the prefix cache, one step's distribution and the live generation entry points (these use torch,
+imported when a model loads). Three modules import no torch: weights.py (where a model's weights are),
+remote.py (an OpenAI-compatible server's client, giving the same results over HTTP) and results.py (those
+results as plain data, as a lesson pack reads them too).
 """

@@ -111,7 +111,7 @@ def masked_distribution(scaled: torch.Tensor, mask, index: int, keep_scaled: boo
     """The renormalised distribution under `mask` (a PackedMask, or a bool tensor from next_mask()).
 
     A packed mask is used as xgrammar wrote it: few allowed ids are read off the nonzero words
-    (packed_ids); many are applied with xgrammar's apply_token_bitmask_inplace on the logits. Nothing
+    (PackedMask.allowed_ids); many are applied with xgrammar's apply_token_bitmask_inplace on the logits. Nothing
     is unpacked to one bool per id. `keep_scaled`: leave `scaled` untouched (the model's own view needs it).
     """
     if isinstance(mask, torch.Tensor):

@@ -13,8 +13,6 @@ harness where the scripted model plugs in otherwise.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..constrain.masks import make_constraint
 from ..core.call_formats import get_format
 from ..core.generation import Generation, GenerationSettings, ModelInfo, Turn
@@ -23,6 +21,7 @@ from ..errors import BadInput
 from .decode import Constraint, generate
 from .loading import LoadedModel
 from .remote import GRAMMAR_FIELDS, RemoteEngine, ServerCannot, generate_remote, grammar_problem
+from .results import SideBySide
 
 
 def build_constraint(engine: LoadedModel, tools: list[dict], tool_choice: str | None, style: str = "native",
@@ -120,16 +119,6 @@ def eval_models(engine: LoadedModel, tool_choice: str, constrained: bool):
 
 
 # -- constrained and unconstrained, side by side --------------------------------------------
-@dataclass
-class SideBySide:
-    """The same request, settings and seed, decoded with and without the constraint."""
-
-    constrained: Generation
-    unconstrained: Generation
-    reason: str  # what the constraint does at the start of the turn (or why it cannot), in words
-    first_difference: int | None  # the first step where the two chose differently; None = identical turns
-
-
 def side_by_side(engine: LoadedModel, request: Request, tool_choice: str | dict, settings: GenerationSettings | None = None) -> SideBySide:
     """Decode `request` twice with the live engine: under `tool_choice`'s constraint, and free.
 

@@ -17,16 +17,15 @@ it gives is exact (the token was in the top-k) or only an upper bound.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
 
-from ..core.generation import Alternative, DecodeStep, ModelInfo
+from ..core.generation import Alternative, DecodeStep
 from ..core.tokenizer import MODEL_VOCAB, REAL_VOCAB, TOOL_CALL
 from ..errors import BadInput
 from .fast_forward import fast_forward_for
 from .loading import LoadedModel
 from .remote import RemoteEngine, first_token_remote, refuse_remote
+from .results import FirstToken
 
 
 def next_logits(engine: LoadedModel, ids: list[int]) -> torch.Tensor:
@@ -69,17 +68,6 @@ def logits_at_each_position(engine: LoadedModel, prompt_ids: list[int], reply_id
     logits = out.logits[0].float().cpu()
     logits[:, REAL_VOCAB:] = float("-inf")
     return logits
-
-
-@dataclass(frozen=True)
-class FirstToken:
-    """The model's distribution over the first token of its reply."""
-
-    prompt_tokens: int
-    p: dict[int, float]  # the probability of each watched id (plain softmax, temperature 1)
-    top: list[Alternative]  # the most likely first tokens, most likely first
-    model: ModelInfo
-    watched: list[str] = field(default_factory=list)  # the watched ids as token text, same order
 
 
 def first_token(engine: LoadedModel, prompt_ids: list[int], watch: tuple[int, ...] = (TOOL_CALL,), top_k: int = 10) -> FirstToken:

@@ -8,6 +8,8 @@ is its panel's (engine/teaching/panels.py), and engine/packs/panel_source.py sho
 while its settings are the panel's and the prompt the page computes now hashes to the recorded
 one, so a pack never passes off figures for settings or a prompt that have since changed.
 `engine/packs/prepare.py` writes packs; this module reads and checks them, and never imports torch.
+A run reads into the types the live model gives (`PackRun.generation()` a core `Generation`, `mask_rows()`
+engine/model/results.py's `MaskRow`s, and so on), so a page draws one type whatever made the figures.
 
 Everything in a pack is untrusted (a teacher may upload one to a shared server): a zip's
 size, file count and uncompressed total are capped before anything is read, a name that
@@ -35,11 +37,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from ..core.generation import SHORT_DTYPE, Alternative, DecodeStep, Generation, GenerationSettings, ModelInfo
 from ..core.json_input import InputProblem, check_depth, json_strings, refuse_constant
+from ..core.tokenizer import TOOL_CALL
 from ..errors import BadInput, EngineError
 from ..harness.loop import Run, ScriptedModel, Turn, iterate_episode
 from ..harness.workspace import Workspace
+from ..model.results import FirstToken, MaskRow, SideBySide
 from ..settings import ROOT
+from ..teaching.panels import KINDS, PanelKind
 
 PACK_FORMAT = "tool-calling-explainer lesson pack"
 PACK_VERSION = 1
@@ -61,7 +67,6 @@ JUNK = re.compile(r"(^|/)(__MACOSX/.*|\.DS_Store)$")
 # a panel's id (engine/teaching/panels.py): "the-model-writes-a-call.call.native"
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,100}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
-KINDS = ("generation", "episode", "first_token", "masks", "side_by_side")
 
 
 class PackError(BadInput):
@@ -107,8 +112,12 @@ class PackModel:
     random_weights: bool
 
     def label(self) -> str:
-        short = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(self.dtype, self.dtype)
-        return f"{self.name} ({short}, {self.device})"
+        return f"{self.name} ({SHORT_DTYPE.get(self.dtype, self.dtype)}, {self.device})"
+
+    def info(self) -> ModelInfo:
+        """The model as a live run names it (a Generation's `model`), its source the pack."""
+        return ModelInfo(self.name, "lesson pack", None, self.revision, self.dtype, self.device, self.parameters,
+                         self.random_weights)
 
 
 @dataclass(frozen=True)
@@ -139,61 +148,70 @@ class Pack:
 
 @dataclass(frozen=True)
 class PackRun:
-    """One recorded run: what the manifest says of it, and the run's own data."""
+    """One recorded run: what the manifest says of it, and the run's data as the live path's types.
+
+    Each kind reads into what the live model gives for it, so a page draws one type whatever the source:
+    `generation()` (a generation run), `side_by_side()`, `first_token()`, `mask_rows()` and `turns()` (an episode's).
+    """
 
     id: str
     panel: str
-    kind: str
+    kind: PanelKind
     settings: dict
     prompt_sha256: str
     data: dict = field(repr=False)
+    model: ModelInfo = field(repr=False)
 
     def recorded_for(self, ids: list[int]) -> bool:
         """Whether the run was recorded for exactly this prompt (the page's current one)."""
         return prompt_hash(ids) == self.prompt_sha256
 
-    @property
-    def steps(self) -> list[RecordedStep]:
-        """The generated tokens of a "generation" run."""
-        return [RecordedStep.from_json(s) for s in self.data["steps"]]
+    def _kind(self, *kinds: str) -> None:
+        if self.kind not in kinds:
+            raise BadInput(f"run {self.id} is a {self.kind} run, not a {' or '.join(kinds)} run")
 
-
-@dataclass(frozen=True)
-class Choice:
-    """A token and its probability (a top-k row)."""
-
-    id: int
-    token: str
-    p: float
-
-
-@dataclass(frozen=True)
-class RecordedStep:
-    """One generated token as `decode.DecodeStep.as_json` wrote it: the fields a panel draws."""
-
-    index: int
-    id: int
-    token: str
-    text: str
-    p: float
-    top: list[Choice]
-    allowed: int | None
-
-    @classmethod
-    def from_json(cls, data: dict) -> RecordedStep:
-        return cls(
-            int(data["index"]),
-            int(data["id"]),
-            str(data["token"]),
-            str(data.get("text", "")),
-            float(data["p"]),
-            choices(data.get("top") or []),
-            data.get("allowed"),
+    def _generation(self, data: dict) -> Generation:
+        return Generation(
+            text=data["text"], finish=data["finish"], steps=[DecodeStep.from_json(s) for s in data["steps"]],
+            prompt_tokens=int(data.get("prompt_tokens") or self.data.get("prompt_tokens") or 0), model=self.model,
+            settings=self._settings(), seconds=float(data.get("seconds") or 0.0),
+            first_token_seconds=float(data.get("first_token_seconds") or 0.0),
         )
 
+    def _settings(self) -> GenerationSettings:
+        try:
+            return GenerationSettings.from_json(self.settings)
+        except (TypeError, ValueError) as error:
+            raise PackError(f"run {self.id}'s settings are not generation settings ({error}): make the pack again") from None
 
-def choices(rows: list[dict]) -> list[Choice]:
-    return [Choice(int(r["id"]), str(r["token"]), float(r["p"])) for r in rows]
+    def generation(self) -> Generation:
+        """A "generation" run: the turn as generate_turn returns it, every step with its top-k."""
+        self._kind("generation")
+        return self._generation(self.data)
+
+    def side_by_side(self) -> SideBySide:
+        """A "side_by_side" run: the reply decoded under the constraint and free, as live.side_by_side returns it."""
+        self._kind("side_by_side")
+        return SideBySide(self._generation(self.data["constrained"]), self._generation(self.data["unconstrained"]),
+                          self.data["reason"], self.data.get("first_difference"))
+
+    def first_token(self) -> FirstToken:
+        """A "first_token" run: P(<tool_call>) and the top-k, as peek.first_token returns them."""
+        self._kind("first_token")
+        top = [Alternative(int(r["id"]), str(r["token"]), float(r["p"])) for r in self.data["top"]]
+        return FirstToken(int(self.data["prompt_tokens"]), {TOOL_CALL: float(self.data["p_tool_call"])}, top,
+                          self.model, ["<tool_call>"])
+
+    def mask_rows(self) -> list[MaskRow]:
+        """A "masks" run: each step of the reply with the mask's effect on the model, one MaskRow a step."""
+        self._kind("masks")
+        return [MaskRow.from_json(row) for row in self.data["steps"]]
+
+    def turns(self) -> list[Turn]:
+        """An "episode" run: the turns the model wrote, as the live model hands them to the harness."""
+        self._kind("episode")
+        return [Turn(t["text"], t["finish"], t["output_tokens"], [DecodeStep.from_json(s) for s in t.get("steps") or []])
+                for t in self.data["turns"]]
 
 
 def replay_episode(
@@ -210,7 +228,7 @@ def replay_episode(
     out as they did live. The second value says whether every call's prompt hashed as it did
     when the model wrote the turn (False: the question, files or tools have changed since).
     """
-    turns = [Turn(t["text"], t["finish"], t["output_tokens"]) for t in run.data["turns"]]
+    turns = run.turns()
     recorded = [t["prompt_sha256"] for t in run.data["turns"]]
     played = Run(style, "per-block")
     model = VerifiedTurns(turns, recorded)
@@ -493,10 +511,28 @@ def _check_choices(rows, where: str) -> None:
         _check_probability(_need(row, "p", float, f"{where}[{n}]"), f"{where}[{n}]")
 
 
+def _check_optional(data: dict, key: str, kind, where: str) -> None:
+    """data[key] when it is there and not null: of type `kind` (a probability when `kind` is float)."""
+    if data.get(key) is not None:
+        value = _need(data, key, kind, where)
+        if kind is float:
+            _check_probability(value, f"{where} {key}")
+
+
 def _check_generation(data: dict, where: str) -> None:
     _need(data, "text", str, where, TEXT_CHARS)
     _need(data, "finish", str, where)
-    for n, step in enumerate(_need(data, "steps", list, where)):
+    for key in ("prompt_tokens", "output_tokens"):
+        _check_optional(data, key, int, where)
+    for key in ("seconds", "first_token_seconds"):
+        if data.get(key) is not None:
+            _need(data, key, float, where)
+    _check_steps(_need(data, "steps", list, where), where)
+
+
+def _check_steps(steps: list, where: str) -> None:
+    """Each generated step of a turn, as `DecodeStep.as_json` wrote it."""
+    for n, step in enumerate(steps):
         at = f"{where} step {n}"
         if isinstance(step, dict):
             _only(step, STEP_KEYS, at)
@@ -509,6 +545,12 @@ def _check_generation(data: dict, where: str) -> None:
             )
         _check_probability(_need(step, "p", float, at), at)
         _check_choices(step.get("top") or [], f"{at} top")
+        _check_optional(step, "allowed", int, at)
+        for key in ("p_unmasked", "forbidden_mass"):
+            _check_optional(step, key, float, at)
+        if step.get("top_unmasked") is not None:
+            _check_choices(step["top_unmasked"], f"{at} top_unmasked")
+        _check_optional(step, "finish", str, at)
 
 
 def _check_run_data(kind: str, data: dict, where: str) -> None:
@@ -519,6 +561,8 @@ def _check_run_data(kind: str, data: dict, where: str) -> None:
         for side in ("constrained", "unconstrained"):
             _only(_need(data, side, dict, where), GENERATION_KEYS, f"{where} {side}")
             _check_generation(data[side], f"{where} {side}")
+        _need(data, "reason", str, where, TEXT_CHARS)
+        _check_optional(data, "first_difference", int, where)
     elif kind == "first_token":
         _check_probability(_need(data, "p_tool_call", float, where), where)
         _need(data, "prompt_tokens", int, where)
@@ -533,6 +577,8 @@ def _check_run_data(kind: str, data: dict, where: str) -> None:
             _need(turn, "output_tokens", int, at)
             if not SHA256.match(_need(turn, "prompt_sha256", str, at)):
                 raise PackError(f"{at}: prompt_sha256 is not a sha256")
+            if turn.get("steps") is not None:
+                _check_steps(_need(turn, "steps", list, at), at)
     elif kind == "masks":
         for n, step in enumerate(_need(data, "steps", list, where)):
             at = f"{where} step {n + 1}"
@@ -643,7 +689,7 @@ def check_pack(files: dict[str, bytes], where: str, allow_random: bool = False) 
         _only(data, RUN_KEYS | KIND_KEYS[entry["kind"]], name)
         _check_run_data(entry["kind"], data, name)
         runs[entry["id"]] = PackRun(
-            entry["id"], entry["panel"], entry["kind"], entry["settings"], entry["prompt_sha256"], data
+            entry["id"], entry["panel"], entry["kind"], entry["settings"], entry["prompt_sha256"], data, model.info()
         )
     return Pack(where, model, manifest["created"], manifest["project_version"], runs)
 

@@ -11,6 +11,7 @@ reason says what to do. Torch-free: the model is passed in, already loaded, or N
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ..core.tokenizer import QwenTokenizer
 from ..teaching.panels import Panel
@@ -23,7 +24,7 @@ PREPARE = "python -m engine prepare --model MODEL --out DIR"
 class PanelSource:
     """What a panel shows: which source, the model or the recorded run, its label, and why when nothing."""
 
-    kind: str  # "live" (real weights), "random" (random weights), "pack" or "none"
+    kind: Literal["live", "random", "pack", "none"]  # live: real weights; random: random weights
     panel: Panel
     engine: object | None = None  # the loaded model, for "live" and "random"
     run: PackRun | None = None  # the recorded run, for "pack"

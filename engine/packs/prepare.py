@@ -48,7 +48,8 @@ from ..model.live import LiveModel, generate_turn, side_by_side
 from ..model.loading import LoadedModel
 from ..model.peek import first_token, next_logits
 from ..model.remote import ServerCannot
-from ..teaching.panels import Panel, list_panels
+from ..model.results import MaskRow
+from ..teaching.panels import Panel, PanelKind, list_panels
 from .pack import MANIFEST, PACK_FORMAT, PACK_VERSION, RUNS, file_hash, project_version, prompt_hash
 
 
@@ -59,7 +60,7 @@ class PlannedRun:
     id: str
     panel: str
     lesson: str
-    kind: str
+    kind: PanelKind
     settings: dict
     prompt_ids: list[int]
     record: Callable[[], dict]
@@ -132,17 +133,15 @@ def _recorder(engine: LoadedModel, panel: Panel, ids: list[int], logits_at: dict
             rows = []
             for number, step in enumerate(walk(tools, panel.reply, mode), start=1):
                 if mode == "none" or step.allowed is None:
-                    rows.append({"number": number, "allowed": None})
+                    rows.append(MaskRow(number, None))
                     continue
                 # the logits do not depend on the mode: one forward pass per reply and step, for every mode
                 key = (turn, number)
                 if key not in logits_at:
                     logits_at[key] = next_logits(engine, base + reply[: number - 1])
                 view = inspect_mask(tools, tok.decode(reply[: number - 1]), mode, logits=logits_at[key], top_k=panel.top_k)
-                rows.append({"number": number, "allowed": view.allowed, "forbidden_mass": view.forbidden_mass,
-                             "top_before": [{"id": t.id, "token": t.token, "p": t.p} for t in view.top_before],
-                             "top_after": [{"id": t.id, "token": t.token, "p": t.p} for t in view.top_after]})
-            return {"turn": turn, "mode": mode, "steps": rows}
+                rows.append(MaskRow.from_view(number, view))
+            return {"turn": turn, "mode": mode, "steps": [row.as_json() for row in rows]}
 
         return masks
     raise BadInput(f"panel {panel.id} has kind {panel.kind!r}, which prepare cannot record")

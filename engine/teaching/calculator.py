@@ -20,6 +20,7 @@ plus the instructions the template writes around them only when there are tools.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ..core.call_formats import get_format, parse_turn
 from ..core.prompt import Request, count_tools_tokens, render
@@ -36,7 +37,7 @@ class PlannedCall:
     """One model call of the run and what it costs."""
 
     number: int  # 1-based
-    kind: str  # "tool call", "malformed call" or "final answer"
+    kind: Literal["tool call", "malformed call", "final answer"]
     input_tokens: int  # the whole prompt, re-sent
     tools_tokens: int  # of which: the tool definitions (tool spans)
     template_tokens: int  # of which: the template's instructions and framing

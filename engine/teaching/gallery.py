@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from ..core.call_formats import get_format, parse_turn
 from ..core.parse import BLOCK_PATTERN, POLICIES
@@ -127,7 +128,7 @@ class LengthCut:
     finish: str
     tail: list[str]  # the last tokens, as text
     repeated: int  # how many tokens at the end are the same kind (digits, or whitespace)
-    kind: str  # "digits" | "whitespace" | ""
+    kind: Literal["digits", "whitespace", ""]  # what the repeated tokens at the end are ("": neither)
 
 
 def find_length_cut(scenario: Scenario, style: str = "native") -> LengthCut:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from functools import cache
+from typing import Literal, get_args
 
 from ..core.call_formats import lesson_format_names
 from ..core.generation import GenerationSettings
@@ -25,7 +26,10 @@ from ..errors import BadInput
 from ..harness.loop import load_scenario
 from ..settings import LESSONS
 
-KINDS = ("generation", "episode", "first_token", "masks", "side_by_side")
+# what a panel asks the model for: a turn, an episode in the harness, the first token's distribution, the mask's
+# effect at each step of a reply, or a reply decoded with and without its constraint
+PanelKind = Literal["generation", "episode", "first_token", "masks", "side_by_side"]
+KINDS: tuple[PanelKind, ...] = get_args(PanelKind)
 # lesson 6's tool_choice modes, in the order the page offers them
 TOOL_CHOICES = ("auto", "required", "count_letter", "tokenize", "none")
 
@@ -36,7 +40,7 @@ class Panel:
 
     id: str  # "<lesson id>.<panel>[.<variant>…]": the run's id in a lesson pack too
     lesson: str  # the lesson's id in lessons/index.json
-    kind: str  # one of KINDS: what the model is asked to do
+    kind: PanelKind  # what the model is asked to do
     shows: str  # what the panel shows, in a phrase ("the call, token by token")
     request: Request  # the prompt's request, in the panel's style
     generation: GenerationSettings | None = None  # decode settings; None for a single forward pass

@@ -23,6 +23,7 @@ import random
 import re
 from dataclasses import dataclass
 from functools import cache
+from typing import Literal
 
 from ..core.call_formats import get_format, lesson_format_names
 from ..core.prompt import Request, render
@@ -42,7 +43,7 @@ DRILL_TOKENS = 320  # tokens in one drill sequence
 class Sample:
     """One training sequence: its token ids and, for each, whether the loss falls on predicting it."""
 
-    kind: str  # "call", "answer", "final" or "drill"
+    kind: Literal["call", "answer", "final", "drill"]
     ids: list[int]
     targets: list[bool]  # targets[i]: ids[i] is predicted (from ids[:i]) and counted in the loss
 
@@ -55,7 +56,7 @@ class Sample:
 class Conversation:
     """A request and the assistant turn the model should write after it."""
 
-    kind: str  # "call", "answer" (no tool helps) or "final" (after a tool's result)
+    kind: Literal["call", "answer", "final"]  # answer: no tool helps; final: after a tool's result
     style: str
     tools: list[dict]
     messages: list[dict]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass, field
+from typing import Literal
 
 from ..core.call_formats import parse_turn
 from ..core.generation import GenerationSettings
@@ -25,7 +26,7 @@ MAX_NEW_TOKENS = 80
 class Probe:
     """One held-out prompt and what a right turn does with it."""
 
-    kind: str  # "count" (count_letter), "tool" (another tool) or "no-call"
+    kind: Literal["count", "tool", "no-call"]  # count: count_letter; tool: another tool
     style: str
     tools: list[dict]
     question: str

@@ -1,4 +1,4 @@
-"""Lesson 7: the same call in other APIs: one call, its reply and its result in five formats, and what differs."""
+"""Lesson 7: the same call in other APIs: one call, its reply and its result in each format (Qwen3, ReAct, OpenAI, Anthropic), and what differs."""
 
 import json
 
@@ -23,7 +23,7 @@ from ui.wire_view import (
 )
 from ui.words import lesson, words
 
-ID = "same-call-five-ways"
+ID = "same-call-in-other-apis"
 
 text = lesson(ID)
 projected = presenting()  # projected, the first screen is the call in its formats: the words follow on the next
@@ -32,7 +32,7 @@ if not projected:
     st.markdown(text["intro"])
 
 
-@st.cache_resource(show_spinner="Writing the call five ways…", max_entries=64)
+@st.cache_resource(show_spinner="Writing the call in each format…", max_entries=64)
 def exchanges(name: str, chosen_style: str):
     return scenario_exchanges(name, chosen_style)
 
@@ -44,23 +44,23 @@ def short(text: str, limit: int = 100) -> str:
 
 
 def reset_step() -> None:
-    st.session_state["same_call_five_ways_step"] = 0
+    st.session_state["same_call_in_other_apis_step"] = 0
 
 
 # -- the call ---------------------------------------------------------------------------------------
 names = [*list_scenarios(), *list_gallery()]
-scenario_name = from_url("same_call_five_ways_scenario", "scenario", "strawberry", str, names)
+scenario_name = from_url("same_call_in_other_apis_scenario", "scenario", "strawberry", str, names)
 scenario = load_scenario(scenario_name)
 chosen_style = style() if style() in scenario.styles else scenario.styles[0]
 written = exchanges(scenario_name, chosen_style)
-number = from_url("same_call_five_ways_step", "step", 0, int, range(len(written)))
+number = from_url("same_call_in_other_apis_step", "step", 0, int, range(len(written)))
 
 def draw_formats() -> None:
-    """The five formats, one tab each: the request beside the reply and the result going back."""
+    """The formats, one tab each: the request beside the reply and the result going back."""
     by_format = {e.format: e for e in shown.exchanges}
     formats = ordered_formats(chosen_style)
     for tab, fmt in zip(st.tabs([tab_name(f) for f in formats]), formats, strict=True):
-        with tab, st.container(key=f"same_call_five_ways_format_{fmt}"):  # (a taller row when projected: ui/presenter.css)
+        with tab, st.container(key=f"same_call_in_other_apis_format_{fmt}"):  # (a taller row when projected: ui/presenter.css)
             draw_exchange(by_format[fmt], shown.calls)
 
 
@@ -70,10 +70,10 @@ if not projected:
 # (projected: the two boxes on one line without their labels, each shows what it holds)
 left, right = st.columns([1, 1])
 with left:
-    st.selectbox("Scenario", names, key="same_call_five_ways_scenario", on_change=reset_step, format_func=lambda n: load_scenario(n).title,
+    st.selectbox("Scenario", names, key="same_call_in_other_apis_scenario", on_change=reset_step, format_func=lambda n: load_scenario(n).title,
                  label_visibility="collapsed" if projected else "visible")
 with right:
-    st.selectbox("Step of its run", range(len(written)), key="same_call_five_ways_step", format_func=lambda i: step_label(written[i]),
+    st.selectbox("Step of its run", range(len(written)), key="same_call_in_other_apis_step", format_func=lambda i: step_label(written[i]),
                  label_visibility="collapsed" if projected else "visible")
 to_url(scenario=None if scenario_name == "strawberry" else scenario_name, step=number or None)
 shown = written[number]
@@ -81,10 +81,10 @@ if chosen_style != style():
     st.info(f"This scenario is scripted in the {short_name(ordered_formats(chosen_style)[0])} style only, "
             "so its calls come from that script whatever the sidebar says.")
 if projected:
-    with st.container(key="same_call_five_ways_formats_view"):  # the lesson's key visual, under the title
+    with st.container(key="same_call_in_other_apis_formats_view"):  # the lesson's key visual, under the title
         draw_formats()
-    section("The call, five ways")
-    st.header("The call, five ways")
+    section("The call in each format")
+    st.header("The call in each format")
     st.markdown(text["intro"])
     st.markdown(text["pick a call"])
 with st.expander("The sidebar's style, and what does not depend on it"):
@@ -98,9 +98,9 @@ else:
 if projected:
     section("The request, the reply, what goes back")
 else:
-    section("The call, five ways")
-    # -- five formats, both directions ----------------------------------------------------------------
-    st.header("The call, five ways")
+    section("The call in each format")
+    # -- every format, both directions ----------------------------------------------------------------
+    st.header("The call in each format")
 request_words, reply_words, back_words = panes(3)
 request_words.markdown("**The request.** " + text["the request"])
 reply_words.markdown("**The reply.** " + text["the reply"])
@@ -137,8 +137,8 @@ else:
     draw_costs(rows)
 section("Anthropic's hidden system prompt")
 st.subheader("Anthropic's hidden system prompt")
-headline(text["anthropic, headline"], key="same_call_five_ways_anthropic")
-more(text["anthropic's hidden system prompt"], key="same_call_five_ways_anthropic")
+headline(text["anthropic, headline"], key="same_call_in_other_apis_anthropic")
+more(text["anthropic's hidden system prompt"], key="same_call_in_other_apis_anthropic")
 draw_anthropic()
 
 section("What to notice")
