@@ -16,6 +16,7 @@ from ui.draw import chart_layout, legend_html, notice, prompt_html, show_token
 from ui.glossary import show_intro
 from ui.models import current_engine, draw_source, panel_source, show_engine_error
 from ui.numbers import format_percent
+from ui.palette import ink, legend
 from ui.sections import headline, more, section
 from ui.state import style
 from ui.understanding import check_understanding
@@ -71,27 +72,26 @@ def first_token_figures(model_key: str, panel_id: str) -> dict:
     from engine.model.peek import first_token
 
     engine, panel = current_engine(), find_panel(panel_id)
-    first = first_token(engine, render(panel.request, engine.tokenizer).ids, top_k=panel.top_k)
+    return figures_of(first_token(engine, render(panel.request, engine.tokenizer).ids, top_k=panel.top_k))
+
+
+def figures_of(first) -> dict:
+    """What the panel draws of a first token, from the model or from a lesson pack's run (engine.model.results.FirstToken)."""
     return {"p": first.p[TOOL_CALL], "top": [(a.token, a.p) for a in first.top], "tokens": first.prompt_tokens}
-
-
-def pack_figures(run) -> dict:
-    """The first token as a lesson pack recorded it."""
-    data = run.data
-    return {"p": data["p_tool_call"], "top": [(r["token"], r["p"]) for r in data["top"]], "tokens": data["prompt_tokens"]}
 
 
 def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> None:
     if all(t != "<tool_call>" for t, _ in top):
-        # <tool_call> always gets its bar, in red, however far down it ranks
+        # <tool_call> always gets its bar, in the control token's colour, however far down it ranks
         top = [*top, ("<tool_call>", p_call)]
     labels = [show_token(t) or "∅" for t, _ in top]
-    colours = ["#d62728" if t == "<tool_call>" else "#4a90d9" for t, _ in top]
+    colours = [ink("control") if t == "<tool_call>" else ink("neutral") for t, _ in top]
     figure = go.Figure(go.Bar(x=[p for _, p in top], y=labels, orientation="h", marker_color=colours,
                               text=[format_percent(p) for _, p in top], textposition="auto"))
     chart_layout(figure, 240, yaxis={"autorange": "reversed", "type": "category"},
                  xaxis={"title": "probability of the first token", "showticklabels": False})
     st.plotly_chart(figure, key=key)
+    legend("control", "neutral", words={"control": "<tool_call>: the model starts a call", "neutral": "the other first tokens"})
     chart_caption(figure)
 
 
@@ -113,7 +113,7 @@ for column, question, source in zip(columns, DATA["questions"], sources, strict=
                 shown_any = True
                 continue
         elif source.kind == "pack":
-            figures = pack_figures(source.run)
+            figures = figures_of(source.run.first_token())
         else:
             if source.why != "no-source":  # a pack that cannot serve this panel: the panel says why
                 draw_source(source)

@@ -5,12 +5,15 @@ import streamlit as st
 
 from engine.core.call_formats import family_formats, get_format, other_lesson_format
 from engine.errors import BadInput
+from engine.harness.loop import load_scenario
 from engine.teaching.calculator import measure_family_tools_cost, measure_tools_cost, plan_run
 from ui.chart_words import chart_caption
 from ui.chrome import presenting
 from ui.draw import chart_layout, notice
+from ui.elsewhere import same_tools_elsewhere
 from ui.literal import table_html
 from ui.numbers import format_count
+from ui.palette import ink
 from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.tool_editor import read_editor_tools, tool_editor
@@ -44,9 +47,9 @@ def draw_each_call(run, height: int) -> None:
     figure = go.Figure()
     x = [f"{c.number}. {c.kind}" for c in run.calls]
     for field, label, colour in (
-        ("tools_tokens", "tool definitions", "#ff9f40"),
-        ("template_tokens", "the template's tool instructions", "#a0a0a0"),
-        ("conversation_tokens", "conversation so far", "#4c9be8"),
+        ("tools_tokens", "tool definitions", ink("tools")),
+        ("template_tokens", "the template's tool instructions", ink("template")),
+        ("conversation_tokens", "conversation so far", ink("conversation")),
     ):
         figure.add_bar(x=x, y=[getattr(c, field) for c in run.calls], name=label, marker_color=colour)
     # (the legend under the calls' names, not over them)
@@ -102,61 +105,66 @@ with right:
     with st.expander("How the run is built"):
         st.markdown(text["how the run is built"])
 
+
+def draw_run(tools) -> None:
+    """Everything that needs a run of these tools: its figures, each call, the same tools elsewhere."""
+    run, other, clean = plan_runs(tools, calls, bad, place)
+    totals = run.totals()
+
+    section("The run")
+    st.header("The run")
+    cols = st.columns(4)
+    cols[0].metric("Model calls", totals["calls"])
+    cols[1].metric("Input tokens, whole run", f"{totals['input_tokens']:,}")
+    cols[2].metric("of which the tools cost", f"{totals['tools_cost']:,}",
+                   help="Definitions plus the template's instructions around them, on every call.")
+    cols[3].metric("Output tokens", f"{totals['output_tokens']:,}")
+    cols = st.columns(4)
+    cols[0].metric(f"Same run in {get_format(other_lesson_format(style())).noun} style", f"{other.input_tokens:,}", help="input tokens")
+    cols[1].metric("Extra input from the malformed calls", f"{run.input_tokens - clean.input_tokens:,}")
+    if tools:
+        per_call = measure_tools_cost(tools, style())
+        st.markdown(text["tools cost per call"].format(total=format_count(per_call.total), definitions=format_count(per_call.definitions),
+                                                       instructions=format_count(per_call.instructions), calls=totals["calls"]))
+        if family != home:
+            try:
+                there = measure_family_tools_cost(tools, family)
+            except BadInput as refused:  # that family cannot price these tools: say why, the rest of the page still drawn
+                st.warning(str(refused))
+                there = None
+            if there is not None:
+                st.markdown(text["in another family"].format(family=families[family].display_family, total=format_count(there.total),
+                                                             definitions=format_count(there.definitions),
+                                                             instructions=format_count(there.instructions), calls=totals["calls"],
+                                                             run_total=there.total * totals["calls"]))
+
+    if not projected:  # (projected, the chart is the first screen)
+        section("Each call")
+        draw_each_call(run, 420)
+
+    section("The calls, one by one")
+    st.markdown(table_html(
+        [
+            {
+                "call": c.number, "what the model writes": c.kind, "input tokens": format_count(c.input_tokens),
+                "tools cost": format_count(c.tools_cost), "of which definitions": format_count(c.tools_tokens),
+                "output tokens": format_count(c.output_tokens), "error sent back": c.error or "",
+            }
+            for c in run.calls
+        ]
+    ), unsafe_allow_html=True)
+
+    section("The same tools elsewhere")
+    # -- the same tools elsewhere: OpenAI's published estimate beside Qwen3's counts, Anthropic's quoted overhead
+    same_tools_elsewhere(tools, load_scenario("strawberry").messages)
+
+
+# (tools that cannot make a run: why, and the rest of the page is not drawn; the page still ends normally,
+# so projected its section bar is drawn)
 if usable(tools, calls, bad) is not None:
     st.info(usable(tools, calls, bad))
-    st.stop()
-
-run, other, clean = plan_runs(tools, calls, bad, place)
-totals = run.totals()
-
-section("The run")
-st.header("The run")
-cols = st.columns(4)
-cols[0].metric("Model calls", totals["calls"])
-cols[1].metric("Input tokens, whole run", f"{totals['input_tokens']:,}")
-cols[2].metric("of which the tools cost", f"{totals['tools_cost']:,}",
-               help="Definitions plus the template's instructions around them, on every call.")
-cols[3].metric("Output tokens", f"{totals['output_tokens']:,}")
-cols = st.columns(4)
-cols[0].metric(f"Same run in {get_format(other_lesson_format(style())).noun} style", f"{other.input_tokens:,}", help="input tokens")
-cols[1].metric("Extra input from the malformed calls", f"{run.input_tokens - clean.input_tokens:,}")
-if tools:
-    per_call = measure_tools_cost(tools, style())
-    st.markdown(text["tools cost per call"].format(total=format_count(per_call.total), definitions=format_count(per_call.definitions),
-                                                   instructions=format_count(per_call.instructions), calls=totals["calls"]))
-    if family != home:
-        try:
-            there = measure_family_tools_cost(tools, family)
-        except BadInput as refused:
-            st.warning(str(refused))
-            st.stop()
-        st.markdown(text["in another family"].format(family=families[family].display_family, total=format_count(there.total),
-                                                     definitions=format_count(there.definitions),
-                                                     instructions=format_count(there.instructions), calls=totals["calls"],
-                                                     run_total=there.total * totals["calls"]))
-
-if not projected:  # (projected, the chart is the first screen)
-    section("Each call")
-    draw_each_call(run, 420)
-
-section("The calls, one by one")
-st.markdown(table_html(
-    [
-        {
-            "call": c.number, "what the model writes": c.kind, "input tokens": format_count(c.input_tokens),
-            "tools cost": format_count(c.tools_cost), "of which definitions": format_count(c.tools_tokens),
-            "output tokens": format_count(c.output_tokens), "error sent back": c.error or "",
-        }
-        for c in run.calls
-    ]
-), unsafe_allow_html=True)
-
-section("The same tools elsewhere")
-# -- the same tools elsewhere: OpenAI's published estimate beside Qwen3's counts, Anthropic's quoted overhead
-from engine.harness.loop import load_scenario  # noqa: E402
-from ui.elsewhere import same_tools_elsewhere  # noqa: E402
-
-same_tools_elsewhere(tools, load_scenario("strawberry").messages)
+else:
+    draw_run(tools)
 
 section("What to notice")
 notice(text["what to notice"])

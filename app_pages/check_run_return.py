@@ -17,7 +17,7 @@ from ui.sections import section
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
 from ui.views.step_data import harness_run
-from ui.views.step_view import adopt_step, step_view
+from ui.views.step_view import current_step, step_view
 from ui.words import lesson, words
 
 ID = "check-run-return"
@@ -86,116 +86,120 @@ if chosen_style not in scenario.styles:
     st.button(f"Show it in the {get_format(other).noun} style", key="check_run_return_switch_style",
               on_click=switch_style, args=(other,), type="primary")
     to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=None)
-    notice(text["what to notice"])
-    check_understanding(ID)
-    st.stop()
 
-run = scripted_run(scenario_name, chosen_style, policy)
-total = len(run.calls)
-from_url("check_run_return_step", "step", first_step(scenario_name), int)
-adopt_step("check_run_return_view", "check_run_return_step")
-# a link or a policy switch can point past the end of this run
-st.session_state["check_run_return_step"] = number = min(max(st.session_state["check_run_return_step"], 1), total)
-to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=number)
 
-if not projected:
-    section("Step through the run")
-    st.header("Step through the run")
-# -- stepping through the run (in the browser: every call is sent once) ---------------------------
-parts = {k: text[k] for k in ("the turn", "cut off", "returned as text", "final turn", "the checks", "the checks (dropped)",
-                              "the tool runs")}
-parts["what goes back"] = text[f"what goes back ({chosen_style})"]
-step_view(harness_run(run, parts, lambda n: returned_text(run, n, scenario.tools), number, compact=projected),
-          key="check_run_return_view")
-if projected:
-    # the lesson's opening words and the scenario's story, after the run they explain
-    section("The harness and this run")
-    st.header("The harness and this run")
-    with st.container(key="check_run_return_whole_story"):  # (every line shown: these words are the section)
-        show_intro(ID, text["intro"])
-        st.markdown(text["scenario"])
-        st.markdown(f"**{scenario.summary}** {scenario.lesson}")
+def the_run() -> bool:
+    """The scenario's run in this style: stepped through, its ledger, the two policies, what a broken call costs.
 
-section("The token ledger")
-# -- the ledger ----------------------------------------------------------------------------------
-st.header("The token ledger")
-st.markdown(text["the token ledger"])
-calls = run.ledger.calls
-rows = [
-    {
-        "call": n,
-        "input": format_count(c.input_tokens),
-        "output": format_count(c.output_tokens),
-        "tools run": ", ".join(t["name"] for t in c.tool_calls) or "—",
-        "errors": len(c.errors),
-    }
-    for n, c in enumerate(calls[:number], start=1)
-]
-chart, table = st.columns([1, 1])
-with table:
-    st.markdown(table_html(rows), unsafe_allow_html=True)
-    so_far = sum(c.input_tokens for c in calls[:number])
-    st.metric("Input tokens so far", f"{so_far:,}", help="the sum of every prompt sent up to this call")
-with chart:
-    figure = ledger_figure(calls[:number], 340)
-    figure.update_layout(xaxis={"range": [0.5, total + 0.5]}, yaxis={"range": [0, max(c.input_tokens for c in calls) * 1.1]})
-    st.plotly_chart(figure, key="check_run_return_ledger_chart")
-    chart_caption(figure, "call {}")
+    True when the vllm policy stopped the run at a broken reply (the lesson's last words then say so)."""
+    run = scripted_run(scenario_name, chosen_style, policy)
+    total = len(run.calls)
+    # a link or a policy switch can point past the end of this run: current_step clamps it
+    number = current_step("check_run_return_view", "check_run_return_step", total, first_step(scenario_name))
+    to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=number)
 
-section("Forgiving or all-or-nothing")
-# -- the two policies side by side ------------------------------------------------------------------
-st.header("Forgiving or all-or-nothing")
-if not get_format(chosen_style).parallel:
-    # one call per reply: the two policies cannot differ
-    st.markdown(text["policies in react"])
-else:
-    st.markdown(text["forgiving or all-or-nothing"])
-    bad_index = scenario.malformed_turn if scenario.malformed_turn is not None else number - 1
-    bad_text = scenario.script(chosen_style)[bad_index].text
-    columns = st.columns(2)
-    for column, name in zip(columns, POLICIES, strict=True):
-        with column:
-            st.subheader(name)
-            verdict = parse_turn(bad_text, scenario.tools, chosen_style, name)
-            whole = scripted_run(scenario_name, chosen_style, name)
-            draw_reading(verdict)
-            st.markdown(f"Reply {bad_index + 1} of the script. The whole run: **{plural(len(whole.calls), 'call')}**, "
-                        f"{whole.ledger.input_tokens:,} input tokens; it ended with *{whole.stop_reason}*.")
+    if not projected:
+        section("Step through the run")
+        st.header("Step through the run")
+    # -- stepping through the run (in the browser: every call is sent once) ---------------------------
+    parts = {k: text[k] for k in ("the turn", "cut off", "returned as text", "final turn", "the checks", "the checks (dropped)",
+                                  "the tool runs")}
+    parts["what goes back"] = text[f"what goes back ({chosen_style})"]
+    step_view(harness_run(run, parts, lambda n: returned_text(run, n, scenario.tools), number, compact=projected),
+              key="check_run_return_view")
+    if projected:
+        # the lesson's opening words and the scenario's story, after the run they explain
+        section("The harness and this run")
+        st.header("The harness and this run")
+        with st.container(key="check_run_return_whole_story"):  # (every line shown: these words are the section)
+            show_intro(ID, text["intro"])
+            st.markdown(text["scenario"])
+            st.markdown(f"**{scenario.summary}** {scenario.lesson}")
 
-section("What a broken call costs")
-# -- what the broken call costs -------------------------------------------------------------------
-st.header("What a broken call costs")
-if scenario.malformed_turn is None:
-    st.markdown(text["no broken call"])
-elif any(s.parse.returned_as_text for s in run.calls):
-    # the vllm policy stopped this run at the broken reply: show that run, not the per-block one
-    stopped = next(n for n, s in enumerate(run.calls, start=1) if s.parse.returned_as_text)
-    forgiving = scripted_run(scenario_name, chosen_style, "per-block")
-    st.markdown(words(ID, "cost when the run stopped", stopped=stopped, calls=plural(len(run.calls), "call"),
-                      tokens=f"{run.ledger.input_tokens:,}", forgiving_calls=plural(len(forgiving.calls), "call"),
-                      forgiving_tokens=f"{forgiving.ledger.input_tokens:,}"))
-    a, b = st.columns(2)
-    a.metric("vllm: input tokens, whole run", f"{run.ledger.input_tokens:,}", help=f"{plural(len(run.calls), 'call')}; ended: {run.stop_reason}")
-    b.metric("per-block: input tokens, whole run", f"{forgiving.ledger.input_tokens:,}", help=f"{plural(len(forgiving.calls), 'call')}; ended: {forgiving.stop_reason}")
-else:
-    st.markdown(text["what a broken call costs"])
-    cost = malformed_cost(scenario_name, chosen_style)
-    st.latex(r"\Delta_{\text{in}} = C_{\text{bad}} + (a_{\text{bad}} + e)\times n_{\text{later}}")
-    measured, equal, formula = st.columns([5, 2, 5])
-    with measured:
-        st.metric("Measured: input with it − input without it", f"{cost.measured_in:,}")
-        st.markdown(f"{cost.with_bad['input_tokens']:,} − {cost.without_bad['input_tokens']:,} = **{cost.measured_in:,}** tokens")
-    with equal:
-        mark = "= ✓" if cost.agrees else "≠"
-        st.markdown(f'<div class="equal">{mark}</div>', unsafe_allow_html=True)
-        st.caption("equal" if cost.agrees else "not equal")
-    with formula:
-        st.metric("Formula: C_bad + (a_bad + e) × n_later", f"{cost.formula_in:,}")
-        st.markdown(f"{cost.formula_text} tokens")
-    section("The formula's terms")
-    st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
-    st.caption(text["reported elsewhere"])
+    section("The token ledger")
+    # -- the ledger ----------------------------------------------------------------------------------
+    st.header("The token ledger")
+    st.markdown(text["the token ledger"])
+    calls = run.ledger.calls
+    rows = [
+        {
+            "call": n,
+            "input": format_count(c.input_tokens),
+            "output": format_count(c.output_tokens),
+            "tools run": ", ".join(t["name"] for t in c.tool_calls) or "—",
+            "errors": len(c.errors),
+        }
+        for n, c in enumerate(calls[:number], start=1)
+    ]
+    chart, table = st.columns([1, 1])
+    with table:
+        st.markdown(table_html(rows), unsafe_allow_html=True)
+        so_far = sum(c.input_tokens for c in calls[:number])
+        st.metric("Input tokens so far", f"{so_far:,}", help="the sum of every prompt sent up to this call")
+    with chart:
+        figure = ledger_figure(calls[:number], 340)
+        figure.update_layout(xaxis={"range": [0.5, total + 0.5]}, yaxis={"range": [0, max(c.input_tokens for c in calls) * 1.1]})
+        st.plotly_chart(figure, key="check_run_return_ledger_chart")
+        chart_caption(figure, "call {}")
 
+    section("Forgiving or all-or-nothing")
+    # -- the two policies side by side ------------------------------------------------------------------
+    st.header("Forgiving or all-or-nothing")
+    if not get_format(chosen_style).parallel:
+        # one call per reply: the two policies cannot differ
+        st.markdown(text["policies in react"])
+    else:
+        st.markdown(text["forgiving or all-or-nothing"])
+        bad_index = scenario.malformed_turn if scenario.malformed_turn is not None else number - 1
+        bad_text = scenario.script(chosen_style)[bad_index].text
+        columns = st.columns(2)
+        for column, name in zip(columns, POLICIES, strict=True):
+            with column:
+                st.subheader(name)
+                verdict = parse_turn(bad_text, scenario.tools, chosen_style, name)
+                whole = scripted_run(scenario_name, chosen_style, name)
+                draw_reading(verdict)
+                st.markdown(f"Reply {bad_index + 1} of the script. The whole run: **{plural(len(whole.calls), 'call')}**, "
+                            f"{whole.ledger.input_tokens:,} input tokens; it ended with *{whole.stop_reason}*.")
+
+    section("What a broken call costs")
+    # -- what the broken call costs -------------------------------------------------------------------
+    st.header("What a broken call costs")
+    if scenario.malformed_turn is None:
+        st.markdown(text["no broken call"])
+    elif any(s.parse.returned_as_text for s in run.calls):
+        # the vllm policy stopped this run at the broken reply: show that run, not the per-block one
+        stopped = next(n for n, s in enumerate(run.calls, start=1) if s.parse.returned_as_text)
+        forgiving = scripted_run(scenario_name, chosen_style, "per-block")
+        st.markdown(words(ID, "cost when the run stopped", stopped=stopped, calls=plural(len(run.calls), "call"),
+                          tokens=f"{run.ledger.input_tokens:,}", forgiving_calls=plural(len(forgiving.calls), "call"),
+                          forgiving_tokens=f"{forgiving.ledger.input_tokens:,}"))
+        a, b = st.columns(2)
+        a.metric("vllm: input tokens, whole run", f"{run.ledger.input_tokens:,}", help=f"{plural(len(run.calls), 'call')}; ended: {run.stop_reason}")
+        b.metric("per-block: input tokens, whole run", f"{forgiving.ledger.input_tokens:,}", help=f"{plural(len(forgiving.calls), 'call')}; ended: {forgiving.stop_reason}")
+    else:
+        st.markdown(text["what a broken call costs"])
+        cost = malformed_cost(scenario_name, chosen_style)
+        st.latex(r"\Delta_{\text{in}} = C_{\text{bad}} + (a_{\text{bad}} + e)\times n_{\text{later}}")
+        measured, equal, formula = st.columns([5, 2, 5])
+        with measured:
+            st.metric("Measured: input with it − input without it", f"{cost.measured_in:,}")
+            st.markdown(f"{cost.with_bad['input_tokens']:,} − {cost.without_bad['input_tokens']:,} = **{cost.measured_in:,}** tokens")
+        with equal:
+            mark = "= ✓" if cost.agrees else "≠"
+            st.markdown(f'<div class="equal">{mark}</div>', unsafe_allow_html=True)
+            st.caption("equal" if cost.agrees else "not equal")
+        with formula:
+            st.metric("Formula: C_bad + (a_bad + e) × n_later", f"{cost.formula_in:,}")
+            st.markdown(f"{cost.formula_text} tokens")
+        section("The formula's terms")
+        st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
+        st.caption(text["reported elsewhere"])
+    return any(s.parse.returned_as_text for s in run.calls)
+
+
+# (a scenario this style lacks: only the warning above; the page still ends normally, so projected its section bar is drawn)
+stopped = chosen_style in scenario.styles and the_run()
 section("What to notice")
-notice(text["what to notice (stopped)" if any(s.parse.returned_as_text for s in run.calls) else "what to notice"])
+notice(text["what to notice (stopped)" if stopped else "what to notice"])
 check_understanding(ID)

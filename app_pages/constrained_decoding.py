@@ -2,7 +2,6 @@
 
 import json
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from engine.constrain.masks import inspect_mask, walk
@@ -12,10 +11,11 @@ from engine.core.tokenizer import REAL_VOCAB, TOOL_CALL
 from engine.core.tooldefs import load_tool_set
 from engine.errors import EngineError
 from engine.harness.loop import load_scenario
+from engine.model.results import MaskRow
 from engine.teaching.panels import TOOL_CHOICES, find_panel
 from ui.chart_words import chart_caption
 from ui.chrome import presenting
-from ui.draw import chart_layout, notice
+from ui.draw import allowed_figure, allowed_legend, notice
 from ui.glossary import show_intro
 from ui.models import TINY_LABEL, draw_source, is_server, panel_source, show_engine_error, tokenizer
 from ui.numbers import format_allowed
@@ -24,7 +24,7 @@ from ui.side_by_side import explain_identical, show_pair
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
 from ui.views.step_data import mask_run
-from ui.views.step_view import adopt_step, step_view
+from ui.views.step_view import current_step, step_view
 from ui.words import LESSONS, lesson, words
 
 ID = "constrained-decoding"
@@ -64,8 +64,8 @@ def reset_step() -> None:
 
 
 @st.cache_data(show_spinner="Running the model over the reply…", max_entries=32)
-def before_after(turn_id: str, mode: str, model: str, _engine, _panel) -> dict[int, dict]:
-    """Every step's before/after top-k and forbidden mass, as a pack's rows (number -> row), from one forward pass
+def before_after(turn_id: str, mode: str, model: str, _engine, _panel) -> list[MaskRow]:
+    """Every step's before/after top-k and forbidden mass, the rows a pack's run gives, from one forward pass
     over the prompt and the reply; kept per reply, tool_choice and model (`model`: the engine's label), so stepping
     through the view never runs the model again."""
     from engine.model.peek import logits_at_each_position
@@ -73,14 +73,13 @@ def before_after(turn_id: str, mode: str, model: str, _engine, _panel) -> dict[i
     steps, tok = walked(turn_id, mode), tokenizer()
     reply = tok.encode(TURNS[turn_id]["text"])[: len(steps)]
     logits = logits_at_each_position(_engine, render(_panel.request, _engine.tokenizer).ids, reply)
-    rows = {}
+    rows = []
     for number, step in enumerate(steps, start=1):
         if step.allowed is None:
-            rows[number] = {"number": number, "allowed": None}
+            rows.append(MaskRow(number, None))
             continue
         view = inspect_mask(TOOLS, tok.decode(reply[: number - 1]), mode, logits=logits[number - 1], top_k=_panel.top_k)
-        top = {f"top_{k}": [{"id": t.id, "token": t.token, "p": t.p} for t in getattr(view, f"top_{k}")] for k in ("before", "after")}
-        rows[number] = {"number": number, "allowed": view.allowed, "forbidden_mass": view.forbidden_mass, **top}
+        rows.append(MaskRow.from_view(number, view))
     return rows
 
 
@@ -119,9 +118,7 @@ steps = walked(turn_id, mode)
 total = len(steps)
 # projected, the view opens at the tool's name, where the grammar allows fewest tokens (a link's ?step= still wins)
 name_at = find_name_token([s.token for s in steps]) if projected else None
-from_url("constrained_decoding_step", "step", 1 if name_at is None else name_at + 1, int)
-adopt_step("constrained_decoding_view", "constrained_decoding_step")
-st.session_state["constrained_decoding_step"] = number = min(max(st.session_state["constrained_decoding_step"], 1), total)
+number = current_step("constrained_decoding_view", "constrained_decoding_step", total, 1 if name_at is None else name_at + 1)
 to_url(tool_choice=None if mode == "auto" else mode, turn=None if turn_id == "call" else turn_id, step=number)
 tok = tokenizer()
 ids = tok.encode(TURNS[turn_id]["text"])
@@ -131,7 +128,7 @@ source = panel_source(mask_panel)
 masked_somewhere = mode != "none" and any(s.allowed is not None for s in steps)
 recorded, live_error = None, None
 if source.kind == "pack":
-    recorded = {r["number"]: r for r in source.run.data["steps"]}
+    recorded = source.run.mask_rows()
 elif source.computes and masked_somewhere:
     try:
         recorded = before_after(turn_id, mode, source.engine.info.label(), source.engine, mask_panel)
@@ -154,17 +151,9 @@ if projected:
     mask_words()
 
 section("Tokens allowed, token by token")
-figure = go.Figure(go.Bar(
-    x=list(range(1, total + 1)), y=[REAL_VOCAB if s.allowed is None else s.allowed for s in steps],
-    marker_color=["#d62728" if n == number else ("#bbbbbb" if s.allowed is None else "#4a90d9") for n, s in enumerate(steps, 1)],
-    hovertext=[s.token for s in steps],
-))
-# fixed axes: powers of ten from 1 to the whole vocabulary, and room for at least 12 bars (one bar must not fill the chart)
-chart_layout(figure, 280, yaxis={"type": "log", "title": "tokens allowed", "range": [-0.4, 5.6],
-                                   "tickvals": [10**k for k in range(6)], "ticktext": [f"{10**k:,}" for k in range(6)]},
-             xaxis={"title": "token of the reply", "dtick": 1 if total <= 40 else 5, "range": [0.4, max(total, 12) + 0.6]},
-             bargap=0.25)
+figure = allowed_figure(steps, number, REAL_VOCAB, 280)
 st.plotly_chart(figure, key="constrained_decoding_allowed_chart")
+allowed_legend()
 chart_caption(figure, "token {}")
 
 section("Before and after the mask")
@@ -193,12 +182,10 @@ more(text["side by side"], key="constrained_decoding_pair")
 
 pair_panel = find_panel(ID, "side-by-side", mode)
 pair = panel_source(pair_panel)
-shown = None  # (the two replies, who wrote them, the token limit) once a pack or a decode gives them
+both, who = None, None  # the two replies (engine.model.results.SideBySide) once a pack or a decode gives them
 if pair.kind == "pack":
     draw_source(pair)
-    data = pair.run.data
-    shown = ({k: (data[v]["text"], data[v]["finish"]) for k, v in (("free", "unconstrained"), ("constrained", "constrained"))},
-             None, pair.run.settings["max_new_tokens"])
+    both = pair.run.side_by_side()
 elif not pair.computes:
     draw_source(pair, missing=text["side by side needs the model"])
 else:
@@ -218,16 +205,16 @@ else:
         try:
             with st.spinner("Decoding the reply twice, free and constrained…"):
                 both = side_by_side(engine, pair_panel.request, mode, settings)
-            st.session_state["constrained_decoding_pair"] = (engine.info.label(), mode, {"free": both.unconstrained, "constrained": both.constrained})
+            st.session_state["constrained_decoding_pair"] = (engine.info.label(), mode, both)
         except EngineError as error:
             show_engine_error(error)
     stored = st.session_state.get("constrained_decoding_pair")
-    if stored and stored[0] == engine.info.label() and stored[1] == mode:
-        who = f"Tiny model, {TINY_LABEL}" if engine.info.random_weights else engine.info.label()
-        shown = ({label: (g.text, g.finish) for label, g in stored[2].items()}, who, settings.max_new_tokens)
-if shown:
+    both = stored[2] if stored and stored[0] == engine.info.label() and stored[1] == mode else None
+    who = f"Tiny model, {TINY_LABEL}" if engine.info.random_weights else engine.info.label()
+if both:
+    replies = {"free": (both.unconstrained.text, both.unconstrained.finish), "constrained": (both.constrained.text, both.constrained.finish)}
     with st.container(key="constrained_decoding_pair_view"):  # (projected, shorter reply boxes: ui/presenter.css)
-        identical = show_pair(mode, TOOLS, text, *shown)
+        identical = show_pair(mode, TOOLS, text, replies, who, both.constrained.settings.max_new_tokens)
     if identical:
         explain_identical(mode, text)  # (a screen of its own when projected)
 

@@ -1,5 +1,6 @@
 """Home: what the site teaches, the lesson list, one line of model status (the rest is on the Set-up page), the shared settings."""
 
+import math
 from pathlib import Path
 
 import streamlit as st
@@ -11,7 +12,7 @@ from ui.numbers import format_count
 from ui.sections import section
 from ui.state import STYLE_NAMES
 from ui.teacher import minutes_words
-from ui.views.loop_view import loop_view, run_frames
+from ui.views.loop_view import loop_view, run_end, run_frames
 from ui.words import NUMBERED, ROOT, lesson, lesson_index, page_title, words
 
 text = lesson("home")
@@ -20,12 +21,15 @@ st.markdown(text["intro"])
 
 
 @st.cache_resource(show_spinner=False)
-def strawberry_frames() -> list:
-    """The loop's stages as the scripted strawberry run goes through them (computed by the harness)."""
-    return run_frames(run_scenario(load_scenario("strawberry"), STYLE_NAMES[0]).calls)
+def strawberry_loop() -> tuple[list, str]:
+    """The loop's stages as the scripted strawberry run goes through them (computed by the harness), and its end."""
+    calls = run_scenario(load_scenario("strawberry"), STYLE_NAMES[0]).calls
+    return run_frames(calls), run_end(calls)
 
 
-loop_view("home_loop", frames=strawberry_frames())
+# it plays once, then rests unlit with a Replay button (a class looks at it as long as the teacher talks)
+frames, end = strawberry_loop()
+loop_view("home_loop", frames=frames, end=end)
 
 section("The lessons")
 st.header("The lessons")
@@ -38,16 +42,17 @@ lines = {key: line.format(cases=len(list_gallery())) for key, line in lines.item
 for group in ("Lessons", "Tools"):
     if group == "Tools":
         section("The tools")
-    shown = 0
-    for entry in lesson_index():
-        if entry["section"] == group and Path(ROOT / entry["page"]).exists():
-            shown += 1
-            if shown % 4 == 1 and shown > 1:  # presenter mode: four pages to a screen
-                section(f"The {group.lower()}, continued")
-            st.page_link(entry["page"], label=page_title(entry["id"]))
-            minutes = minutes_words(entry["id"])
-            if entry["id"] in lines or minutes:
-                st.caption(" · ".join(filter(None, [lines.get(entry["id"]), minutes and f"⏱ {minutes}"])))
+    entries = [e for e in lesson_index() if e["section"] == group and Path(ROOT / e["page"]).exists()]
+    # presenter mode: four pages fit a 768 px screen, three beside the lessons' opening sentence; screens share them evenly
+    screens = math.ceil(len(entries) / (3 if group == "Lessons" else 4))
+    per_screen = math.ceil(len(entries) / screens)
+    for shown, entry in enumerate(entries):
+        if shown and shown % per_screen == 0:
+            section(f"The {group.lower()}, continued")
+        st.page_link(entry["page"], label=page_title(entry["id"]))
+        minutes = minutes_words(entry["id"])
+        if entry["id"] in lines or minutes:
+            st.caption(" · ".join(filter(None, [lines.get(entry["id"]), minutes and f"⏱ {minutes}"])))
 
 section("Model and settings")
 st.header("Model and settings")

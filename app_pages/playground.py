@@ -4,23 +4,22 @@ import json
 
 import streamlit as st
 
-from engine.core.markdown_text import escape_markdown
 from engine.errors import EngineError
 from engine.harness.loop import Run, iterate_episode, list_scenarios, load_scenario
-from engine.harness.playground import cap_for_display, check_files, fresh_workspace, play_script, snapshot
+from engine.harness.playground import check_files, fresh_workspace, play_script, snapshot
 from engine.teaching.panels import find_panel
 from ui.chart_words import chart_caption
 from ui.chrome import presenting
 from ui.confinement import visitor_id
 from ui.draw import ledger_figure, notice
-from ui.literal import draw_reply, plural
-from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
+from ui.literal import plural
+from ui.models import draw_source, panel_source, tokenizer
 from ui.packs import replay_episode_here
-from ui.playground_files import LINK_PROBLEM, load_files, load_linked_files
+from ui.playground_files import LINK_PROBLEM, draw_call, draw_files_after, load_files, load_linked_files
 from ui.sections import section
 from ui.state import edits_to_url, from_url, restore, style, to_url
-from ui.stream import TokenStream, strip_html
-from ui.views.loop_view import loop_view, run_frames
+from ui.stream import TokenStream
+from ui.views.loop_view import loop_view, run_end, run_frames
 from ui.words import lesson, words
 
 ID = "playground"
@@ -78,62 +77,23 @@ if source is not None:
 elif chosen_style not in scenario.styles:
     st.warning(text["scenario only in other style"])
 
-if projected:
-    # the loop as the last run went through it (its stages lit one by one), or unlit until a run
-    last = st.session_state.get("playground_result")
-    loop_view("playground_loop", frames=run_frames(last["calls"]) if last else None,
-              caption="" if last else text["the loop before a run"])
-    section("The episode")
-    st.header("The episode")
-    with st.container(key="playground_whole_words"):  # (every line shown: these words are the section)
-        st.markdown(text["intro"])
-        st.markdown(text["model"])
-
-section("Workspace")
-# -- the workspace, editable ---------------------------------------------------------------------
-st.header("Workspace")
-st.markdown(text["workspace"])
-if st.session_state.get(LINK_PROBLEM):  # a link whose files could not be used: why, above the scenario's
-    st.warning(st.session_state[LINK_PROBLEM])
+# -- the workspace's files and the question as they stand, read before Run is drawn --------------------
 slots = st.session_state["playground_files"]
 for slot in slots:  # the learner's files survive a visit to another page
     restore(f"playground_path_{slot}")
     restore(f"playground_text_{slot}")
+restore("playground_question")
 entries = [(st.session_state.get(f"playground_path_{s}", ""), st.session_state.get(f"playground_text_{s}", "")) for s in slots]
 good, problems = check_files(entries)
-problem_at = {p.index: p.message for p in problems}
-for position, slot in enumerate(slots):
-    name_column, body_column = st.columns([2, 5])
-    with name_column:
-        st.text_input("File name", key=f"playground_path_{slot}")
-        if position in problem_at:
-            st.error(problem_at[position])
-        st.button("Remove", key=f"playground_remove_{slot}", on_click=remove_file, args=(slot,))
-    with body_column:
-        st.text_area("Contents", key=f"playground_text_{slot}", height=110 if presenting() else 160)
-st.button("Add a file", key="playground_add", on_click=add_file)
-if not slots:
-    st.caption("(no files: the tools will see an empty folder)")
-# a copied link carries the files when they differ from the scenario's
-too_long = edits_to_url("files", None if entries == list(scenario.files.items()) else json.dumps(entries))
-if too_long:
-    st.caption(too_long)
-
-section("Question")
-# -- the question and the run ----------------------------------------------------------------------
-restore("playground_question")
-st.header("Question")
-if mode == "scripted":
-    st.caption(text["scripted question"])
-else:
-    st.markdown(text["question"])
-st.text_area("The user's message", key="playground_question", height=80, disabled=mode == "scripted")
 
 can_run = (mode == "scripted" and chosen_style in scenario.styles) or (mode == "live" and (engine or replay) is not None)
 written_by = "scripted" if mode == "scripted" else (f"a lesson pack: {source.label}" if replay else engine and engine.info.label())
 # a recorded episode shows at once; a new question or new files replay it again on Run
 auto = replay is not None and (st.session_state.get("playground_result") or {}).get("model") != written_by
-if st.button("Run the episode", key="playground_run", type="primary", disabled=not can_run) or auto:
+
+
+def run_episode() -> None:
+    """Run the episode on a fresh copy of the workspace, its progress in a status box; keep what it did."""
     messages = [*scenario.messages[:-1], {"role": "user", "content": st.session_state["playground_question"]}]
     run, departures = Run(chosen_style, "per-block"), []
     with st.status("Running the episode…", expanded=True) as status, fresh_workspace(good, visitor=visitor_id()) as workspace:
@@ -158,7 +118,9 @@ if st.button("Run the episode", key="playground_run", type="primary", disabled=n
         except EngineError as error:
             run.stop_reason = f"the model failed: {error}"
         files_after = snapshot(workspace)
-        status.update(label=f"Done: {plural(len(run.calls), 'call')}" if run else "Not replayed", state="complete", expanded=run is None)
+        # (the loop picture under this box plays the run: the box closes to one line)
+        status.update(label=f"Done: {plural(len(run.calls), 'call')}, played in the loop below" if run else "Not replayed",
+                      state="complete", expanded=run is None)
     if run is not None:
         st.session_state["playground_result"] = {
             "calls": run.calls, "files_before": dict(good), "files_after": files_after, "left_out": len(problems),
@@ -166,39 +128,87 @@ if st.button("Run the episode", key="playground_run", type="primary", disabled=n
             "tiny": mode == "live" and engine is not None and engine.info.random_weights,
             "departure": departures[0] if departures else None,
         }
+        st.session_state["playground_call"] = 1  # the calls' picker starts again at the first
 
-# -- what the run did ------------------------------------------------------------------------------
+
+def run_and_loop() -> None:
+    """Run, and under it the loop the run lights (one screen: projected, the first)."""
+    if st.button("Run the episode", key="playground_run", type="primary", disabled=not can_run) or auto:
+        run_episode()
+    last = st.session_state.get("playground_result")
+    loop_view("playground_loop", frames=run_frames(last["calls"]) if last else None,
+              caption="" if last else text["the loop before a run"], end=run_end(last["calls"]) if last else "")
+
+
+if projected:
+    # the demo first: Run and the loop it lights on one screen; the words, the files and the question follow
+    run_and_loop()
+    section("The episode")
+    st.header("The episode")
+    with st.container(key="playground_whole_words"):  # (every line shown: these words are the section)
+        st.markdown(text["intro"])
+        st.markdown(text["model"])
+
+section("Workspace")
+# -- the workspace, editable ---------------------------------------------------------------------
+st.header("Workspace")
+st.markdown(text["workspace"])
+if st.session_state.get(LINK_PROBLEM):  # a link whose files could not be used: why, above the scenario's
+    st.warning(st.session_state[LINK_PROBLEM])
+problem_at = {p.index: p.message for p in problems}
+for position, slot in enumerate(slots):
+    name_column, body_column = st.columns([2, 5])
+    with name_column:
+        st.text_input("File name", key=f"playground_path_{slot}")
+        if position in problem_at:
+            st.error(problem_at[position])
+        st.button("Remove", key=f"playground_remove_{slot}", on_click=remove_file, args=(slot,))
+    with body_column:
+        st.text_area("Contents", key=f"playground_text_{slot}", height=110 if presenting() else 160)
+st.button("Add a file", key="playground_add", on_click=add_file)
+if not slots:
+    st.caption("(no files: the tools will see an empty folder)")
+# a copied link carries the files when they differ from the scenario's
+too_long = edits_to_url("files", None if entries == list(scenario.files.items()) else json.dumps(entries))
+if too_long:
+    st.caption(too_long)
+
+section("Question")
+# -- the question, and (read alone) the run --------------------------------------------------------
+st.header("Question")
+if mode == "scripted":
+    st.caption(text["scripted question"])
+else:
+    st.markdown(text["question"])
+st.text_area("The user's message", key="playground_question", height=80, disabled=mode == "scripted")
+if not projected:  # (projected, Run and its loop are the first screen)
+    run_and_loop()
+
+# -- what the run did: a fixed set of sections, however many calls it made --------------------------
 result = st.session_state.get("playground_result")
-if result:
-    section("The loop")
-    st.header("The loop")
+section("The calls")
+st.header("The calls")
+if not result:
+    st.caption(text["no run yet"])
+else:
     st.markdown(text["the loop"])
-    if not projected:  # (projected, the loop is the first screen)
-        loop_view("playground_loop", frames=run_frames(result["calls"]))
     st.caption(f"Turns written by: {result['model']}; style {result['style']}"
                + (f"; {result['left_out']} file(s) left out" if result["left_out"] else ""))
-    for number, call in enumerate(result["calls"], start=1):
-        section(f"Call {number}")
-        with st.container(border=True):
-            st.markdown(f"**Call {number}** · {call.cost.input_tokens:,} tokens in · {call.cost.output_tokens:,} out"
-                        + (" · cut off at the token limit" if call.turn.finish == "length" else ""))
-            if call.turn.steps:  # a live turn: its tokens, whitespace shown as ␣/↵ and long runs counted
-                if result.get("tiny"):
-                    st.caption(f"Tiny model, {TINY_LABEL}.")
-                st.markdown(strip_html([(s.id, s.token) for s in call.turn.steps], tokenizer().is_special), unsafe_allow_html=True)
-            else:
-                draw_reply(call.turn.text, None)
-            if call.parse.final:
-                st.success("No call: the harness takes this as the final answer.")
-            for item in call.results:
-                if item.ok:
-                    st.markdown(f"✅ ran `{item.name}` → result:")
-                else:
-                    st.markdown(f"❌ block {item.block + 1} → error sent back:")
-                st.code(item.text[:2000] or "(empty)", language=None, wrap_lines=True)
     calls = result["calls"]
-    section("The ledger")
-    st.subheader("The ledger")
+    shown = range(1, len(calls) + 1)
+    if projected:  # one call at a time, picked here: a run of 7 calls is one screen, not 7
+        if st.session_state.get("playground_call") not in shown:
+            st.session_state["playground_call"] = 1
+        shown = [st.segmented_control("Call", list(shown), key="playground_call", required=True, format_func=lambda n: f"call {n}")]
+    for number in shown:
+        draw_call(number, calls[number - 1], tiny=result.get("tiny", False))
+
+section("The ledger")
+st.subheader("The ledger")
+if not result:
+    st.caption(text["no run yet"])
+else:
+    calls = result["calls"]
     total_in = sum(s.cost.input_tokens for s in calls)
     total_out = sum(s.cost.output_tokens for s in calls)
     a, b, c = st.columns(3)
@@ -218,17 +228,14 @@ if result:
         got.code(departure.actual[:2000] or "(empty)", language=None, wrap_lines=True)
     else:
         st.info(f"The run stopped: {result['stop']}." + (f" The answer: {result['answer']}" if result["answer"] else ""))
-    section("After the run")
-    st.subheader("After the run")
+
+section("After the run")
+st.subheader("After the run")
+if not result:
+    st.caption(text["no run yet"])
+else:
     st.markdown(text["after the run"])
-    shown = cap_for_display(result["files_after"])
-    for path, body in shown.files.items():
-        before = result["files_before"].get(path)
-        tag = "new" if before is None else ("changed" if before != body else "unchanged")
-        with st.expander(f"{escape_markdown(path)} ({tag})", expanded=tag != "unchanged"):
-            st.code(body, language=None)
-    if shown.note:
-        st.caption(shown.note)
+    draw_files_after(result["files_before"], result["files_after"])
 
 section("What to notice")
 notice(text["what to notice"])

@@ -12,11 +12,11 @@ from ui.draw import notice
 from ui.glossary import show_intro
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
 from ui.sections import section
-from ui.state import from_url, style, to_url
+from ui.state import style, to_url
 from ui.stream import TokenStream
 from ui.understanding import check_understanding
 from ui.views.step_data import token_run
-from ui.views.step_view import adopt_step, step_view
+from ui.views.step_view import current_step, step_view
 from ui.words import for_format, lesson, words
 
 text = lesson("the-model-writes-a-call")
@@ -32,7 +32,7 @@ source = panel_source(panel)
 kind = source.kind
 if kind != "none":
     draw_source(source)
-steps = None  # rows of (id, token, p, top) when a model or a recording made them
+generation = None  # the call as a model or a recording made it
 if source.computes:
     made = st.session_state.get("the_model_writes_a_call_generation")
     wanted = (source.label, style())
@@ -46,13 +46,13 @@ if source.computes:
         settings = panel.generation_for(source.engine.info.random_weights)
         generation = generate_turn(source.engine, panel.request, settings, on_step=stream.add)
         stream.clear()  # the step-through strip below shows every token
-        made = {"key": wanted, "steps": generation.steps}
+        made = {"key": wanted, "generation": generation}
         st.session_state["the_model_writes_a_call_generation"] = made
         st.session_state["the_model_writes_a_call_step"] = 1
-    if made and made["key"] == wanted:
-        steps = [(s.id, s.token, s.p, s.top) for s in made["steps"]]
+    generation = made["generation"] if made and made["key"] == wanted else None
 elif kind == "pack":
-    steps = [(s.id, s.token, s.p, s.top) for s in source.run.steps]
+    generation = source.run.generation()
+steps = None if generation is None else [(s.id, s.token, s.p, s.top) for s in generation.steps]
 
 @st.cache_data(show_spinner="Building the tools' grammar…", max_entries=4)
 def grammar_counts(call: str) -> list[tuple[int, int | None]]:
@@ -81,9 +81,7 @@ with st.container(key="the_model_writes_a_call_step__more"):  # projected, the v
     st.markdown(text["step through"])
 # tokens are numbered from 1, as on lessons 4 and 6
 last = len(rows)
-from_url("the_model_writes_a_call_step", "step", 1, int)
-adopt_step("the_model_writes_a_call_view", "the_model_writes_a_call_step")
-st.session_state["the_model_writes_a_call_step"] = step = min(max(st.session_state["the_model_writes_a_call_step"], 1), last)
+step = current_step("the_model_writes_a_call_view", "the_model_writes_a_call_step", last)
 to_url(step=step)
 
 name_at = find_name_token([r[1] for r in rows], style())

@@ -307,3 +307,28 @@ def int8_state(model) -> dict:
             state[name] = (weight.int_repr(), torch.tensor(weight.q_scale()))
     state.update({name: (param.detach(),) for name, param in model.named_parameters()})
     return state
+
+
+# -- the percent rule (ui/numbers.py, ui/views/numbers.js): one table for Python and the browser -------------------
+# (probability, as a page shows it): plain decimals a 16-year-old reads, never e-notation
+PERCENTS = [
+    (0.0, "0%"),
+    (1.0, "100%"),
+    (0.5, "50%"),
+    (0.997, "99.7%"),
+    (0.12345, "12.3%"),
+    (0.0123456, "1.23%"),
+    (0.01125, "1.13%"),  # a tie rounds up, in both languages
+    (0.00042, "0.042%"),
+    (5.44e-6, "0.000544%"),
+    (6.6e-6, "0.00066%"),  # a random model's near-uniform 1 in 151,669
+    (1e-5, "0.001%"),  # a tiny probability never reads as 0.0%
+    (2e-6, "0.0002%"),
+    (1e-6, "0.0001%"),  # one in a million: the smallest figure written out
+    (7.64e-7, "<0.0001%"),  # never "7.64e-05%"
+    (3.4e-7, "<0.0001%"),
+    (3.1e-9, "<0.0001%"),
+    (1e-12, "<0.0001%"),
+    (0.99996, "99.996%"),  # just under 1 never reads as 100%
+    (0.9999999, "99.99999%"),
+]

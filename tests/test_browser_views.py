@@ -215,9 +215,11 @@ def test_png_export_of_the_step_view_on_lesson_3(lesson_3):
     width, height, colours = read_png(data)
     # drawn at twice the screen's pixels or more, for a projector
     assert width >= 2 * view["width"] and height >= 2 * shown, (width, height, view, shown)
-    # the view's own colours came into the picture with its CSS: the chips' blue and orange, the red outline of
-    # token 7 (the token shown)
-    for colour in ("#cfe8ff", "#ffe2b8", "#d62728"):
+    # the view's own colours came into the picture with its CSS: the chips' two neutral shades, the outline of
+    # token 7 (the token shown now), all from ui/palette.py
+    from ui.palette import NEUTRALS, fill, ink
+
+    for colour in (fill("neutral"), NEUTRALS["shade"], ink("now")):
         assert rgba(colour) in colours, colour
     assert len(colours) > 50
     # the picture was drawn in the browser: no rerun, and the view is still at token 7
@@ -235,13 +237,16 @@ def test_png_export_of_the_loop_view_on_home(streamlit_server, chromium):
     button = page.locator(".lv-export")
     expect(button).to_be_visible(timeout=90_000)
     settle_run(page)
+    page.locator(".lv-back").click()  # a stage lit, whether the picture still plays or has ended unlit
     view = page.locator(".lv").bounding_box()
     name, data = export_png(page, button, "export-loop-view.png")
     assert re.fullmatch(r"home-loop-(model|text|parser|checks|tool|result|prompt)\.png", name), name
     width, height, colours = read_png(data)
     assert width >= 2 * view["width"] and height >= 2 * (view["height"] - button.bounding_box()["height"])
-    # the stages' grey boxes and the lit one's red
-    for colour in ("#f0f2f6", "#d62728"):
+    # the stages' neutral boxes and the halo of the one the run is at (ui/palette.py)
+    from ui.palette import fill, ink
+
+    for colour in (fill("neutral"), ink("now")):
         assert rgba(colour) in colours, colour
     assert_no_errors(page)
     context.close()

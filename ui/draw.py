@@ -15,16 +15,17 @@ import streamlit as st
 
 from engine.core.call_formats import check_title
 from ui.literal import literal
+from ui.palette import css_variables, fill, ink, legend
 
 HERE = Path(__file__).resolve().parent
 
 
-def _style_tag(name: str) -> str:
-    """One of ui/'s stylesheets as a <style> block (read once, when this module loads)."""
-    return f"<style>\n{(HERE / name).read_text(encoding='utf-8')}</style>"
+def _style_tag(name: str, before: str = "") -> str:
+    """One of ui/'s stylesheets as a <style> block (read once, when this module loads), `before` it."""
+    return f"<style>\n{before}\n{(HERE / name).read_text(encoding='utf-8')}</style>"
 
 
-CSS = _style_tag("style.css")  # every page: tokens, prompts, replies, tables, print
+CSS = _style_tag("style.css", css_variables())  # every page: the palette, tokens, prompts, replies, tables, print
 PRESENTER_CSS = _style_tag("presenter.css")  # presenter mode only: larger text, chips and links
 
 
@@ -118,12 +119,12 @@ def legend_html() -> str:
 
 def notice(text: str, heading: str = "What to notice") -> None:
     """The box a teacher reads out at the end of a lesson."""
-    body = _inline_markdown(text)
+    body = inline_markdown(text)
     st.markdown(f'<div class="notice"><b>{html.escape(heading)}</b>{body}</div>', unsafe_allow_html=True)
 
 
-def _inline_markdown(text: str) -> str:
-    # paragraphs, `code` and **bold** only: enough for a notice box
+def inline_markdown(text: str) -> str:
+    """Paragraphs, `code` and **bold** as HTML, the rest escaped: enough for a notice box or a step view's note."""
     out = []
     for para in [p for p in text.split("\n\n") if p.strip()]:
         escaped = html.escape(para.strip())
@@ -144,11 +145,34 @@ def ledger_figure(calls, height: int):
     """Grouped bars of each call's input and output tokens (anything with input_tokens and output_tokens)."""
     figure = go.Figure()
     xs = list(range(1, len(calls) + 1))
-    figure.add_bar(x=xs, y=[c.input_tokens for c in calls], name="input", marker_color="#4a90d9")
-    figure.add_bar(x=xs, y=[c.output_tokens for c in calls], name="output", marker_color="#f5a623")
+    # input has no verdict (the prompt read again); output is what the model wrote
+    figure.add_bar(x=xs, y=[c.input_tokens for c in calls], name="input (read)", marker_color=ink("neutral"))
+    figure.add_bar(x=xs, y=[c.output_tokens for c in calls], name="output (written by the model)", marker_color=ink("written"))
     chart_layout(figure, height, barmode="group", xaxis={"title": "call", "dtick": 1}, yaxis={"title": "tokens"},
                  legend={"orientation": "h", "y": 1.12})
     return figure
+
+
+def allowed_figure(steps, number: int, vocab: int, height: int):
+    """Lesson 6: how many tokens the grammar allowed before each token of a reply (`steps`: masks.walk's), the one
+    the step view is at (`number`, 1-based) in the colour of now."""
+    figure = go.Figure(go.Bar(
+        x=list(range(1, len(steps) + 1)), y=[vocab if s.allowed is None else s.allowed for s in steps],
+        marker_color=[ink("now") if n == number else (fill("neutral") if s.allowed is None else ink("neutral")) for n, s in enumerate(steps, 1)],
+        hovertext=[s.token for s in steps],
+    ))
+    # fixed axes: powers of ten from 1 to the whole vocabulary, and room for at least 12 bars (one bar must not fill the chart)
+    chart_layout(figure, height, yaxis={"type": "log", "title": "tokens allowed", "range": [-0.4, 5.6],
+                                        "tickvals": [10**k for k in range(6)], "ticktext": [f"{10**k:,}" for k in range(6)]},
+                 xaxis={"title": "token of the reply", "dtick": 1 if len(steps) <= 40 else 5, "range": [0.4, max(len(steps), 12) + 0.6]},
+                 bargap=0.25)
+    return figure
+
+
+def allowed_legend() -> None:
+    """What allowed_figure's colours mean."""
+    legend("now", "neutral", "neutral-fill", words={"now": "the token the step-through is at", "neutral": "tokens the grammar allows",
+                                                    "neutral-fill": "nothing restricted: every token allowed"})
 
 
 # -- lesson 4: a reply's blocks and their checks -----------------------------------------------

@@ -13,12 +13,14 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from engine.harness.eval import KINDS, EvalResult, EvalSettings, Published, csv_text, model_lock, run_suite
+from ui.palette import ink, neutral
 from ui.sources import load_sources
 from ui.words import words
 
 ID = "experiments"
 CONDITIONS = {"free": ("auto", False), "grammar": ("auto", True), "required": ("required", False)}
-KIND_COLOURS = {"bad_json": "#d62728", "unknown_tool": "#9467bd", "bad_arguments": "#ff7f0e", "cut_off": "#7f7f7f"}
+# every kind of unusable block is a failure, so each is the failed colour, told apart by its pattern (and the legend)
+KIND_PATTERNS = {"bad_json": "", "unknown_tool": "/", "bad_arguments": "x", "cut_off": "."}
 
 
 def source_title(key: str) -> str:
@@ -124,18 +126,19 @@ def results_figure(results: list[EvalResult], published: list[Published]) -> go.
     def share(count: int | None, blocks: int | None) -> float:
         return (count or 0) / blocks if blocks else 0.0
 
-    rows = [("valid", [t.valid for t in tallies], [p.valid for p in quoted], "#2ca02c")]
+    rows = [("valid", [t.valid for t in tallies], [p.valid for p in quoted], ink("passed"), "")]
     rows += [
         (
             k,
             [t.unusable.get(k, 0) for t in tallies],
             [p.unusable.get(k) for p in quoted],
-            KIND_COLOURS.get(k, "#bcbd22"),
+            ink("failed"),
+            KIND_PATTERNS.get(k, "+"),
         )
         for k in kinds
     ]
     blocks = [t.blocks for t in tallies] + [p.blocks for p in quoted]
-    for name, ours, theirs, colour in rows:
+    for name, ours, theirs, colour, pattern in rows:
         counts = ours + theirs
         figure.add_trace(
             go.Bar(
@@ -143,6 +146,7 @@ def results_figure(results: list[EvalResult], published: list[Published]) -> go.
                 x=labels + quoted_labels,
                 y=[share(c, b) for c, b in zip(counts, blocks, strict=True)],
                 marker_color=colour,
+                marker_pattern={"shape": pattern, "fgcolor": neutral("paper")},
                 text=[f"{c} of {b}" if c is not None and b else "" for c, b in zip(counts, blocks, strict=True)],
                 textposition="inside",
             ),
@@ -156,7 +160,7 @@ def results_figure(results: list[EvalResult], published: list[Published]) -> go.
             name="runs with a call",
             x=[c[0] for c in called],
             y=[c[1] for c in called],
-            marker_color="#1f77b4",
+            marker_color=ink("neutral"),
             text=[f"{c[1]} of {c[2]}" for c in called],
             textposition="auto",
             showlegend=False,
@@ -171,7 +175,7 @@ def results_figure(results: list[EvalResult], published: list[Published]) -> go.
     ]
     figure.add_trace(
         go.Bar(
-            name="tokens", x=[s[0] for s in spent], y=[s[1] for s in spent], marker_color="#17becf", showlegend=False
+            name="tokens", x=[s[0] for s in spent], y=[s[1] for s in spent], marker_color=ink("neutral"), showlegend=False
         ),
         row=1,
         col=3,

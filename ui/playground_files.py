@@ -1,4 +1,5 @@
-"""The playground's file editors in session state: a scenario's files, or the edited files a link carries.
+"""The playground's file editors in session state: a scenario's files, or the edited files a link carries; and
+what a run did, drawn: one call, the files as the run left them.
 
 A link is a stranger's input: its `files` value is read with bounds on its size (ui/state.py's
 unpack_edits), its nesting (engine/core/json_input.py) and its count of files, and past any of
@@ -8,8 +9,13 @@ them the page shows the scenario's own files with a sentence saying why.
 import streamlit as st
 
 from engine.core.json_input import InputProblem, read_json_text
+from engine.core.markdown_text import escape_markdown
 from engine.harness.loop import load_scenario
+from engine.harness.playground import cap_for_display
+from ui.literal import draw_reply
+from ui.models import TINY_LABEL, tokenizer
 from ui.state import forget, unpack_edits
+from ui.stream import strip_html
 
 MAX_LINK_FILES = 64  # files a link may carry: a scenario has a handful, and the page draws an editor for each
 LINK_PROBLEM = "playground_link_problem"  # session key: why a link's files were not used, shown above the editors
@@ -61,3 +67,36 @@ def load_linked_files() -> None:
     st.session_state["playground_files"] = list(range(len(files)))
     for n, (path, body) in enumerate(files):
         st.session_state[f"playground_path_{n}"], st.session_state[f"playground_text_{n}"] = path, body
+
+
+def draw_call(number: int, call, tiny: bool) -> None:
+    """One call of a run (loop.Run.calls): what the model wrote, what the harness made of it, what went back."""
+    with st.container(border=True):
+        st.markdown(f"**Call {number}** · {call.cost.input_tokens:,} tokens in · {call.cost.output_tokens:,} out"
+                    + (" · cut off at the token limit" if call.turn.finish == "length" else ""))
+        if call.turn.steps:  # a model's turn, live or recorded: its tokens, whitespace shown as ␣/↵ and long runs counted
+            if tiny:
+                st.caption(f"Tiny model, {TINY_LABEL}.")
+            st.markdown(strip_html([(s.id, s.token) for s in call.turn.steps], tokenizer().is_special), unsafe_allow_html=True)
+        else:
+            draw_reply(call.turn.text, None)
+        if call.parse.final:
+            st.success("No call: the harness takes this as the final answer.")
+        for item in call.results:
+            if item.ok:
+                st.markdown(f"✅ ran `{item.name}` → result:")
+            else:
+                st.markdown(f"❌ block {item.block + 1} → error sent back:")
+            st.code(item.text[:2000] or "(empty)", language=None, wrap_lines=True)
+
+
+def draw_files_after(before: dict, after: dict) -> None:
+    """The workspace as the run left it: each file new, changed or unchanged (the changed ones open)."""
+    shown = cap_for_display(after)
+    for path, body in shown.files.items():
+        was = before.get(path)
+        tag = "new" if was is None else ("changed" if was != body else "unchanged")
+        with st.expander(f"{escape_markdown(path)} ({tag})", expanded=tag != "unchanged"):
+            st.code(body, language=None)
+    if shown.note:
+        st.caption(shown.note)

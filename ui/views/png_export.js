@@ -71,8 +71,10 @@ async function exportViewPng(view, { prefix, name, prepare }) {
   copy.removeAttribute("tabindex");
   if (prepare) prepare(copy);
   const look = getComputedStyle(view);
+  // the picture's paper: the palette's (ui/palette.py), set on the view's root with the other colours
+  const paper = look.getPropertyValue("--pal-paper").trim() || "Canvas";
   const frame = document.createElement("div");
-  frame.setAttribute("style", `width:${width}px; padding:${PNG_PAD}px; background:#fff; color:${look.color}; ` +
+  frame.setAttribute("style", `width:${width}px; padding:${PNG_PAD}px; background:${paper}; color:${look.color}; ` +
     `font-family:${look.fontFamily}; font-size:${look.fontSize}; line-height:${look.lineHeight}; font-weight:${look.fontWeight}`);
   const style = document.createElement("style");
   style.textContent = collectViewCss(view, prefix);
@@ -107,7 +109,7 @@ async function exportViewPng(view, { prefix, name, prepare }) {
   canvas.width = Math.round(W * scale);
   canvas.height = Math.round(H * scale);
   const ctx = canvas.getContext("2d");
-  ctx.fillStyle = "#fff";
+  ctx.fillStyle = paper;
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   ctx.drawImage(image, 0, 0, canvas.width, canvas.height);
   const rows = usedRows(ctx, canvas.width, canvas.height, Math.round(PNG_PAD * scale));

@@ -6,10 +6,14 @@ from __future__ import annotations
 import html
 
 from engine.core.tokenizer import TOOL_CALL
-from ui.draw import _inline_markdown as inline_markdown
-from ui.draw import call_words, checks_html, show_token, turn_html
+from engine.model.results import MaskRow
+from ui.draw import call_words, checks_html, inline_markdown, show_token, turn_html
 from ui.numbers import format_allowed, format_percent
 from ui.views.step_view import Bar, Bars, Sample, StepRun, ViewStep
+
+# what each colour of a strip means, in words for its legend (ui/palette.py has the colours)
+TOKEN_WORDS = {"failed": "refused by the grammar"}
+CALL_WORDS = {"passed": "passed, ran", "failed": "a check failed: its error goes back", "neutral": "the answer: no call"}
 
 
 def token_run(rows, is_special, start: int = 1, marks=(), caption: str = "", allowed=None, vocab: int = 0) -> StepRun:
@@ -29,19 +33,18 @@ def token_run(rows, is_special, start: int = 1, marks=(), caption: str = "", all
             facts.append(("Probability", "needs a model"))
         if p is not None:
             facts.append(("Its probability", format_percent(p)))
-            bars.append(Bars(f"Top {len(top)} candidates (red: the one chosen)",
-                             [Bar(show_token(a.token) or "(empty)", a.p, format_percent(a.p) + (" (chosen)" if a.id == token_id else ""),
-                                  a.id == token_id) for a in top]))
+            bars.append(Bars(f"Top {len(top)} candidates", [Bar(show_token(a.token) or "(empty)", a.p, a.id == token_id) for a in top]))
         steps.append(ViewStep(chip=shown, sub=sub, kind="sp" if is_special(token_id) else "", title=shown or "(empty)",
                               caption=f"id {token_id}" + (f" · {caption}" if caption and p is not None else ""),
                               facts=facts, bars=bars))
-    return StepRun("Token", steps, start=start, marks=list(marks))
+    return StepRun("Token", steps, start=start, marks=list(marks), legend_words=TOKEN_WORDS)
 
 
 def mask_run(walked, views, start: int, vocab: int, is_special, allowed_words, forbidden: str,
-             recorded: dict | None = None, mode: str = "auto") -> StepRun:
+             recorded: list[MaskRow] | None = None, mode: str = "auto") -> StepRun:
     """Lesson 6: each token of a reply with the mask it met (`views[n]`: inspect_mask's allowed, sample and reason
-    before token n+1); `recorded`: number -> a pack's row with top_before/top_after, drawn as before/after bars."""
+    before token n+1); `recorded`: the model's rows (from the model or a pack), drawn as before/after bars."""
+    rows = {row.number: row for row in recorded or []}
     steps = []
     for n, (token, view) in enumerate(zip(walked, views, strict=True), start=1):
         shown = show_token(token.token)
@@ -52,20 +55,20 @@ def mask_run(walked, views, start: int, vocab: int, is_special, allowed_words, f
         if token.allowed is not None and view["sample"]:
             more = f" (the first {len(view['sample'])} of {token.allowed:,})" if token.allowed > len(view["sample"]) else ""
             sample = Sample(f"The allowed tokens{more}:", [show_token(t) for t in view["sample"]])
-        row = (recorded or {}).get(n)
+        row = rows.get(n)
         bars = []
-        if row is not None and row.get("allowed") is not None:
-            bars = [Bars(title, [Bar(show_token(c["token"]) or "∅", c["p"], format_percent(c["p"])) for c in row[side]])
-                    for title, side in (("before: the model's own top 8", "top_before"),
-                                        ("after: renormalised over the allowed", "top_after"))]
+        if row is not None and row.allowed is not None:
+            bars = [Bars(title, [Bar(show_token(c.token) or "∅", c.p) for c in side])
+                    for title, side in (("before: the model's own top 8", row.top_before),
+                                        ("after: renormalised over the allowed", row.top_after))]
         facts = [(f"Allowed before token {n}", f"{allowed} of {vocab:,}")]
-        if row is not None and row.get("forbidden_mass") is not None:
-            facts.append(("Probability the model put on forbidden tokens", format_percent(row["forbidden_mass"])))
+        if row is not None and row.forbidden_mass is not None:
+            facts.append(("Probability the model put on forbidden tokens", format_percent(row.forbidden_mass)))
         steps.append(ViewStep(
             chip=shown, sub="✗" if not token.ok else chip_sub, kind="bad" if not token.ok else ("sp" if is_special(token.id) else ""),
             title=shown or "∅", caption=view["reason"], facts=facts, bad="" if token.ok else forbidden, bars=bars, sample=sample,
             text="Nothing is restricted at this step: every token may come next." if token.allowed is None else ""))
-    return StepRun("Token", steps, start=start)
+    return StepRun("Token", steps, start=start, legend_words=TOKEN_WORDS)
 
 
 def harness_run(run, texts: dict, returned, start: int, compact: bool = False) -> StepRun:
@@ -111,12 +114,12 @@ def harness_run(run, texts: dict, returned, start: int, compact: bool = False) -
         ran = [r.name for r in call.results if r.ok]
         verdict = "✗" if any(not r.ok for r in call.results) or parsed.returned_as_text else ("answer" if parsed.final else "✓")
         steps.append(ViewStep(
-            chip=f"call {n}", sub=verdict, kind="bad" if verdict == "✗" else "",
+            chip=f"call {n}", sub=verdict, kind={"✗": "bad", "✓": "ok"}.get(verdict, ""),
             title=", ".join(ran) or ("the answer" if parsed.final else "no tool run"),
             facts=[("Input tokens", f"{call.cost.input_tokens:,}"), ("Output tokens", f"{call.cost.output_tokens:,}"),
                    ("Input tokens so far", f"{so_far:,}")],
             html="".join(parts)))
-    return StepRun("Call", steps, start=start, wide=True, dim=False)
+    return StepRun("Call", steps, start=start, wide=True, dim=False, legend_words=CALL_WORDS)
 
 
 def _part(title: str, words: str) -> str:
@@ -133,4 +136,4 @@ def walk_run(walked, at: int | None, vocab: int, refused: str = "", sample: Samp
             chip=shown, sub="✗" if not token.ok else allowed, kind="bad" if not token.ok else "", title=shown or "∅",
             facts=[(f"Allowed before token {n + 1}", f"{allowed} of {vocab:,}")], bad="" if token.ok else refused,
             sample=sample if n == at else None))
-    return StepRun("Token", steps, start=1 if at is None else at + 1, dim=False)
+    return StepRun("Token", steps, start=1 if at is None else at + 1, dim=False, legend_words=TOKEN_WORDS)

@@ -23,7 +23,8 @@ function drawBars(block) {
     // bars are scaled to the largest shown, so a near-uniform random model's bars stay visible
     fill.style.width = `${Math.max(0.5, (100 * row.p) / top)}%`;
     track.appendChild(fill);
-    track.appendChild(el("span", "v", row.text));
+    // the figure by the site's one percent rule (numbers.js), unless the page worded it
+    track.appendChild(el("span", "v", row.text || formatPercent(row.p) + (row.chosen ? " (chosen)" : "")));
     line.appendChild(track);
     box.appendChild(line);
   }
@@ -38,6 +39,8 @@ export default function (component) {
   const root = parentElement.querySelector(".sv");
   root.replaceChildren();
   if (!last) return;
+  // the site's palette (ui/palette.py) on the view's own root, so a copy exported as a PNG keeps its colours
+  for (const [name, value] of Object.entries(data.palette || {})) root.style.setProperty(name, value);
 
   const was = kept.get(data.id);
   let n = was && was.reported === data.start ? was.n : Math.min(Math.max(data.start || 1, 1), last);
@@ -70,9 +73,13 @@ export default function (component) {
   controls.appendChild(makeExportButton("sv-export", () => exportViewPng(root, {
     prefix: "sv",
     name: `${pageSlug()}-${slugText(data.unit || "step")}-${n}`,
-    prepare: (copy) => copy.querySelector(".sv-controls").replaceWith(el("div", "sv-png-where", where.textContent)),
+    prepare: (copy) => {
+      // the picture keeps "Token N of M" and the legend, not the buttons
+      const stays = [el("div", "sv-png-where", where.textContent), ...copy.querySelectorAll(".sv-legend")];
+      copy.querySelector(".sv-controls").replaceWith(...stays);
+    },
   })));
-  const strip = el("div", "sv-strip");
+  const strip = el("div", "sv-strip" + (data.unit === "Token" ? "" : " calls"));
   const chips = steps.map((step, i) => {
     const chip = el("span", "sv-chip" + (step.kind ? " " + step.kind : ""));
     chip.appendChild(el("span", "t", step.chip));
@@ -87,6 +94,18 @@ export default function (component) {
   const side = el("div", "sv-side");
   body.append(facts, side);
   if (data.wide) body.classList.add("wide");
+  // what each colour of the strip and the bars means (only the colours this run uses)
+  const legend = el("div", "sv-legend");
+  for (const [meaning, words] of data.legend || []) {
+    const item = el("span", "pal-item");
+    item.dataset.meaning = meaning;
+    const swatch = el("span", "pal-swatch");
+    swatch.style.background = `var(--pal-${meaning})`;
+    item.append(swatch, document.createTextNode(words));
+    legend.appendChild(item);
+  }
+  // (in the controls' row, beside "Token N of M": it takes no line of its own where the row has room)
+  controls.insertBefore(legend, controls.querySelector(".sv-keys"));
   root.append(controls, strip, body);
   if (data.note) root.appendChild(el("div", "sv-caption", data.note));
 
