@@ -92,6 +92,20 @@ def serve_app():
         server.close()  # runs serve_site's finally: terminate the server
 
 
+@pytest.fixture(scope="session")
+def shipped_server(tmp_path_factory):
+    """A server as the README's quick start runs it: no QWEN_MODEL (the shipped model), offline, an empty
+    Hugging Face cache; one for the session, so the shipped model is loaded once for every test that uses it."""
+    cache = tmp_path_factory.mktemp("hf-cache")
+    yield from serve_site("streamlit-server-shipped.log", {"QWEN_MODEL": None, "HF_HUB_CACHE": str(cache)})
+
+
+@pytest.fixture(scope="session")
+def pack_server(tiny_pack):
+    """A server whose model panels show the tiny model's pack, as a teacher's QWEN_PACK does; one for the session."""
+    yield from serve_site("streamlit-server-pack.log", {"QWEN_PACK": str(tiny_pack[0]), "QWEN_ALLOW_RANDOM_PACKS": "1"})
+
+
 @pytest.fixture
 def fresh_streamlit_server():
     """A server of its own whose first request is the test's: a cold server behaves differently
@@ -101,6 +115,8 @@ def fresh_streamlit_server():
 
 # browser files whose tests share no module fixture: each test (all its parameters together) may go to either worker
 SPLIT_BY_TEST = {"test_browser_fit"}
+# session servers with an environment of their own: the tests that use one stay on one worker, which starts it once
+SHARED_SERVERS = ("pack_server", "shipped_server")
 
 
 def pytest_collection_modifyitems(items):
@@ -112,6 +128,7 @@ def pytest_collection_modifyitems(items):
         if item.get_closest_marker("browser"):
             module = item.module.__name__.rpartition(".")[2]
             group = f"{module}::{item.originalname}" if module in SPLIT_BY_TEST else module
+            group = next((name for name in SHARED_SERVERS if name in item.fixturenames), group)
             item.add_marker(pytest.mark.xdist_group(f"browser-{group}"))
 
 

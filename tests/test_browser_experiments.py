@@ -1,7 +1,8 @@
 """The "Measure it" page in Chromium with the shipped model: a suite run free and constrained, its table and chart.
 
-Slow (a server of its own, the shipped model loaded once, 20 short runs on a loaded 2-core machine): the server
-runs as the README's quick start does, with no QWEN_MODEL, offline, with an empty Hugging Face cache.
+Slow (the session's `shipped_server`, shared with test_browser_shipped_model.py; the shipped model loaded once,
+20 short runs on a loaded 2-core machine): the server runs as the README's quick start does, with no QWEN_MODEL,
+offline, with an empty Hugging Face cache.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LONG = 600_000  # ms: the shipped model's load and 20 runs of one short turn each
 
 
-def test_the_shipped_model_runs_a_suite_free_and_constrained_and_the_chart_shows(chromium, serve_app, tmp_path):
+def test_the_shipped_model_runs_a_suite_free_and_constrained_and_the_chart_shows(chromium, shipped_server):
     from playwright.sync_api import expect
 
-    url = serve_app({"QWEN_MODEL": None, "HF_HUB_CACHE": str(tmp_path)}, "streamlit-server-experiments.log")
+    url = shipped_server
     context = chromium.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()
     page.goto(f"{url}/experiments?suite=twelve-tools")

@@ -24,7 +24,7 @@ from ui.words import lesson
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-README_PAGES = {"home", "why-call-a-tool", "tools-as-schemas", "the-model-writes-a-call", "calculator", "same-call-five-ways", "gallery"}
+README_PAGES = {"home", "why-call-a-tool", "tools-as-schemas", "the-model-writes-a-call", "calculator", "same-call-in-other-apis", "gallery"}
 PAGES = [e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8")) if (ROOT / e["page"]).exists()]
 URLS = {e["id"]: e["url_path"] for e in PAGES}
 SIZES = {"projector": ((1024, 768), "present=1"), "screen": ((1440, 900), "")}
@@ -86,7 +86,7 @@ KEY_CONTENT = {
     "tools-as-schemas": "Tokens in this prompt",
     "the-model-writes-a-call": "Token 1 of 28",
     "calculator": "Input tokens, whole run",
-    "same-call-five-ways": "264 Qwen3 tokens",
+    "same-call-in-other-apis": "264 Qwen3 tokens",
     "gallery": "the parser is the fix",
     "setup": "Server settings",
 }
@@ -331,16 +331,10 @@ def test_presenter_mode_shows_each_section_within_one_screen_and_pagedown_reache
     walk_sections(chromium, f"{streamlit_server}/{entry['url_path']}?present=1&model=off", entry)
 
 
-@pytest.fixture(scope="module")
-def pack_site(serve_app, tiny_pack):
-    """A server whose model panels show a tiny pack's recorded runs, as a teacher's QWEN_PACK does."""
-    folder, _, _ = tiny_pack
-    return serve_app({"QWEN_PACK": str(folder), "QWEN_ALLOW_RANDOM_PACKS": "1"}, "streamlit-server-pack-fit.log")
-
-
+# (pack_server, in conftest.py: one server with the tiny model's pack, shared with test_browser_pack.py)
 @pytest.mark.parametrize("entry", PACKED_PARAMS)
-def test_presenter_mode_with_a_pack_shows_each_section_within_one_screen(chromium, pack_site, entry):
-    walk_sections(chromium, f"{pack_site}/{entry['url_path']}?present=1", entry)
+def test_presenter_mode_with_a_pack_shows_each_section_within_one_screen(chromium, pack_server, entry):
+    walk_sections(chromium, f"{pack_server}/{entry['url_path']}?present=1", entry)
 
 
 def walk_sections(chromium, url: str, entry: dict) -> None:

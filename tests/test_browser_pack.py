@@ -1,24 +1,17 @@
 """A lesson pack in real Chromium: with QWEN_PACK set and the model off, lesson 3 shows each token's
 recorded probability and lesson 5 P(<tool_call>), labelled as recorded; a tampered upload gets a message.
 
-Slow-ish (a minute or so): it starts its own `streamlit run app.py` with the tiny model's pack
-(fixture `tiny_pack`) and QWEN_ALLOW_RANDOM_PACKS=1, and drives Debian's chromium through playwright.
+Slow-ish (a minute or so): it uses the session's `streamlit run app.py` with the tiny model's pack
+(fixture `pack_server`, shared with the pack walks of test_browser_fit.py) and QWEN_ALLOW_RANDOM_PACKS=1,
+and drives Debian's chromium through playwright.
 """
 
 from __future__ import annotations
 
 import pytest
-from helpers import assert_no_errors, close_dialog, save_shot, serve_site, settle_run, zipped
+from helpers import assert_no_errors, close_dialog, save_shot, settle_run, zipped
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def pack_server(tiny_pack, monkeypatch):
-    """A server of its own whose pack is the tiny model's (the environment is read when it starts)."""
-    monkeypatch.setenv("QWEN_PACK", str(tiny_pack[0]))
-    monkeypatch.setenv("QWEN_ALLOW_RANDOM_PACKS", "1")
-    yield from serve_site("streamlit-server-pack.log")
 
 
 def test_lessons_3_and_5_show_a_packs_figures_with_the_model_off(pack_server, chromium, tiny_pack):

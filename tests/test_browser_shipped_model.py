@@ -1,7 +1,7 @@
 """A first visit with no setting: the site starts on the shipped model and lesson 3 shows its call with probabilities.
 
-Slow (a server of its own, the shipped model loaded once): the server runs as the README's quick start does,
-with no QWEN_MODEL, offline, with an empty Hugging Face cache.
+Slow (the session's `shipped_server`, shared with test_browser_experiments.py; the shipped model loaded once):
+the server runs as the README's quick start does, with no QWEN_MODEL, offline, with an empty Hugging Face cache.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LONG = 240_000  # ms: the shipped model's load and a turn on a loaded 2-core machine
 
 
-def test_a_first_visit_sees_the_shipped_models_call_token_by_token_with_probabilities(chromium, serve_app, tmp_path):
+def test_a_first_visit_sees_the_shipped_models_call_token_by_token_with_probabilities(chromium, shipped_server):
     from playwright.sync_api import expect
 
-    url = serve_app({"QWEN_MODEL": None, "HF_HUB_CACHE": str(tmp_path)}, "streamlit-server-shipped.log")
+    url = shipped_server
     context = chromium.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()
     page.goto(f"{url}/the_model_writes_a_call")

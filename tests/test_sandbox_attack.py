@@ -453,20 +453,23 @@ def test_a_machine_without_a_filter_is_named_and_refused_unless_weak(monkeypatch
 
 def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
     """The site's interpreter is a venv's python behind a symlinked folder: bubblewrap is chosen and holds."""
+    import site
+
     base = Path(tempfile.mkdtemp(prefix="sandbox-venv-"))
+    # the site's packages are the ones this interpreter runs with: its own venv's, or the base's without one
+    # (a venv built with --system-site-packages sees the base interpreter's, which a venv's packages are not in)
+    packages = [p for p in (*site.getsitepackages(), site.getusersitepackages()) if p in sys.path]
     try:
-        subprocess.run(
-            [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(base / "real")],
-            check=True,
-            timeout=120,
-        )
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(base / "real")], check=True, timeout=120)
         (base / "link").symlink_to(base / "real")
         ws = tmp_path / "ws"
         ws.mkdir()
         for name in ("a_prlimit_cpu.py", "a_setpriority.py", "a_setuid.py", "a_ctypes_leftover.py"):
             (ws / name).write_text(attack_source(ATTACKS[name], tmp_path, 0))
         script = textwrap.dedent(f"""
-            import json, os, sys
+            import json, os, site, sys
+            for folder in {packages!r}:
+                site.addsitedir(folder)
             sys.path.insert(0, {str(ROOT)!r})
             from engine.harness import sandbox
             from engine.harness.tools import run_tool
