@@ -12,7 +12,8 @@ from engine.errors import EngineError
 from engine.harness.loop import ScriptedModel, Turn, load_scenario, run_episode, run_scenario
 from engine.teaching.panels import find_panel
 from ui.chart_words import chart_caption
-from ui.draw import chart_layout, legend_html, notice, prompt_html, show_token
+from ui.charts import chart_layout
+from ui.draw import legend_html, notice, prompt_html, show_token
 from ui.glossary import show_intro
 from ui.models import current_engine, draw_source, panel_source, show_engine_error
 from ui.numbers import format_percent
@@ -86,12 +87,28 @@ def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> 
         top = [*top, ("<tool_call>", p_call)]
     labels = [show_token(t) or "∅" for t, _ in top]
     colours = [ink("control") if t == "<tool_call>" else ink("neutral") for t, _ in top]
-    figure = go.Figure(go.Bar(x=[p for _, p in top], y=labels, orientation="h", marker_color=colours,
-                              text=[format_percent(p) for _, p in top], textposition="auto"))
-    chart_layout(figure, 240, yaxis={"autorange": "reversed", "type": "category"},
-                 xaxis={"title": "probability of the first token", "showticklabels": False})
+    figure = go.Figure(
+        go.Bar(
+            x=[p for _, p in top],
+            y=labels,
+            orientation="h",
+            marker_color=colours,
+            text=[format_percent(p) for _, p in top],
+            textposition="auto",
+        )
+    )
+    chart_layout(
+        figure,
+        240,
+        yaxis={"autorange": "reversed", "type": "category"},
+        xaxis={"title": "probability of the first token", "showticklabels": False},
+    )
     st.plotly_chart(figure, key=key)
-    legend("control", "neutral", words={"control": "<tool_call>: the model starts a call", "neutral": "the other first tokens"})
+    legend(
+        "control",
+        "neutral",
+        words={"control": "<tool_call>: the model starts a call", "neutral": "the other first tokens"},
+    )
     chart_caption(figure)
 
 

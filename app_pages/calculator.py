@@ -8,8 +8,9 @@ from engine.errors import BadInput
 from engine.harness.loop import load_scenario
 from engine.teaching.calculator import measure_family_tools_cost, measure_tools_cost, plan_run
 from ui.chart_words import chart_caption
+from ui.charts import chart_layout
 from ui.chrome import presenting
-from ui.draw import chart_layout, notice
+from ui.draw import notice
 from ui.elsewhere import same_tools_elsewhere
 from ui.literal import table_html
 from ui.numbers import format_count
@@ -35,7 +36,10 @@ def run_settings(in_a_row: bool) -> tuple[int, int, str]:
     calls = first.slider("Tool calls that succeed", 0, 30, key="calculator_calls")
     bad = second.slider("Malformed calls", 0, 10, key="calculator_bad")
     place = third.radio(
-        "Where the malformed calls happen", ("start", "end"), key="calculator_place", horizontal=True,
+        "Where the malformed calls happen",
+        ("start", "end"),
+        key="calculator_place",
+        horizontal=True,
         format_func=lambda p: {"start": "early in the run", "end": "late in the run"}[p],
     )
     to_url(calls=calls, bad=bad, place=place)
@@ -53,8 +57,14 @@ def draw_each_call(run, height: int) -> None:
     ):
         figure.add_bar(x=x, y=[getattr(c, field) for c in run.calls], name=label, marker_color=colour)
     # (the legend under the calls' names, not over them)
-    chart_layout(figure, height, "Input tokens of each call (the whole prompt, re-sent)", barmode="stack", yaxis_title="tokens",
-                 legend={"orientation": "h", "yanchor": "top", "y": -0.14})
+    chart_layout(
+        figure,
+        height,
+        "Input tokens of each call (the whole prompt, re-sent)",
+        barmode="stack",
+        yaxis_title="tokens",
+        legend={"orientation": "h", "yanchor": "top", "y": -0.14},
+    )
     figure.update_layout(margin_b=50)
     st.plotly_chart(figure, width="stretch", key="calculator_each_call_chart")
     chart_caption(figure)
@@ -71,9 +81,11 @@ def usable(tools, calls: int, bad: int) -> str | None:
 
 def plan_runs(tools, calls: int, bad: int, place: str):
     """This run, the same run in the other style, and the run without its malformed calls."""
-    return (plan_run(tools, style(), calls=calls, malformed=bad, place=place),
-            plan_run(tools, other_lesson_format(style()), calls=calls, malformed=bad, place=place),
-            plan_run(tools, style(), calls=calls, malformed=0))
+    return (
+        plan_run(tools, style(), calls=calls, malformed=bad, place=place),
+        plan_run(tools, other_lesson_format(style()), calls=calls, malformed=bad, place=place),
+        plan_run(tools, style(), calls=calls, malformed=0),
+    )
 
 
 if projected:
@@ -100,7 +112,12 @@ with right:
     families = {f.family: f for f in family_formats()}
     home = next(iter(families))
     family = from_url("calculator_family", "family", home, str, tuple(families))
-    st.selectbox("Also price the tools in", tuple(families), key="calculator_family", format_func=lambda n: families[n].display_family)
+    st.selectbox(
+        "Also price the tools in",
+        tuple(families),
+        key="calculator_family",
+        format_func=lambda n: families[n].display_family,
+    )
     to_url(family=None if family == home else family)
     with st.expander("How the run is built"):
         st.markdown(text["how the run is built"])
@@ -116,43 +133,71 @@ def draw_run(tools) -> None:
     cols = st.columns(4)
     cols[0].metric("Model calls", totals["calls"])
     cols[1].metric("Input tokens, whole run", f"{totals['input_tokens']:,}")
-    cols[2].metric("of which the tools cost", f"{totals['tools_cost']:,}",
-                   help="Definitions plus the template's instructions around them, on every call.")
+    cols[2].metric(
+        "of which the tools cost",
+        f"{totals['tools_cost']:,}",
+        help="Definitions plus the template's instructions around them, on every call.",
+    )
     cols[3].metric("Output tokens", f"{totals['output_tokens']:,}")
     cols = st.columns(4)
-    cols[0].metric(f"Same run in {get_format(other_lesson_format(style())).noun} style", f"{other.input_tokens:,}", help="input tokens")
+    cols[0].metric(
+        f"Same run in {get_format(other_lesson_format(style())).noun} style",
+        f"{other.input_tokens:,}",
+        help="input tokens",
+    )
     cols[1].metric("Extra input from the malformed calls", f"{run.input_tokens - clean.input_tokens:,}")
     if tools:
         per_call = measure_tools_cost(tools, style())
-        st.markdown(text["tools cost per call"].format(total=format_count(per_call.total), definitions=format_count(per_call.definitions),
-                                                       instructions=format_count(per_call.instructions), calls=totals["calls"]))
+        st.markdown(
+            text["tools cost per call"].format(
+                total=format_count(per_call.total),
+                definitions=format_count(per_call.definitions),
+                instructions=format_count(per_call.instructions),
+                calls=totals["calls"],
+            )
+        )
         if family != home:
             try:
                 there = measure_family_tools_cost(tools, family)
-            except BadInput as refused:  # that family cannot price these tools: say why, the rest of the page still drawn
+            except (
+                BadInput
+            ) as refused:  # that family cannot price these tools: say why, the rest of the page still drawn
                 st.warning(str(refused))
                 there = None
             if there is not None:
-                st.markdown(text["in another family"].format(family=families[family].display_family, total=format_count(there.total),
-                                                             definitions=format_count(there.definitions),
-                                                             instructions=format_count(there.instructions), calls=totals["calls"],
-                                                             run_total=there.total * totals["calls"]))
+                st.markdown(
+                    text["in another family"].format(
+                        family=families[family].display_family,
+                        total=format_count(there.total),
+                        definitions=format_count(there.definitions),
+                        instructions=format_count(there.instructions),
+                        calls=totals["calls"],
+                        run_total=there.total * totals["calls"],
+                    )
+                )
 
     if not projected:  # (projected, the chart is the first screen)
         section("Each call")
         draw_each_call(run, 420)
 
     section("The calls, one by one")
-    st.markdown(table_html(
-        [
-            {
-                "call": c.number, "what the model writes": c.kind, "input tokens": format_count(c.input_tokens),
-                "tools cost": format_count(c.tools_cost), "of which definitions": format_count(c.tools_tokens),
-                "output tokens": format_count(c.output_tokens), "error sent back": c.error or "",
-            }
-            for c in run.calls
-        ]
-    ), unsafe_allow_html=True)
+    st.markdown(
+        table_html(
+            [
+                {
+                    "call": c.number,
+                    "what the model writes": c.kind,
+                    "input tokens": format_count(c.input_tokens),
+                    "tools cost": format_count(c.tools_cost),
+                    "of which definitions": format_count(c.tools_tokens),
+                    "output tokens": format_count(c.output_tokens),
+                    "error sent back": c.error or "",
+                }
+                for c in run.calls
+            ]
+        ),
+        unsafe_allow_html=True,
+    )
 
     section("The same tools elsewhere")
     # -- the same tools elsewhere: OpenAI's published estimate beside Qwen3's counts, Anthropic's quoted overhead

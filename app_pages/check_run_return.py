@@ -1,6 +1,5 @@
 """Lesson 4: check it, run it, return it: the block the parser found, each check, the tool run, the result going back."""
 
-
 import streamlit as st
 
 from engine.core.call_formats import get_format, parse_turn
@@ -8,13 +7,14 @@ from engine.core.parse import POLICIES
 from engine.harness.loop import list_scenarios, load_scenario, returned_text, run_scenario
 from engine.teaching.cost import measure_malformed_cost
 from ui.chart_words import chart_caption
+from ui.charts import ledger_figure
 from ui.chrome import presenting
-from ui.draw import draw_reading, ledger_figure, notice
+from ui.draw import draw_reading, notice
 from ui.glossary import show_intro
 from ui.literal import plural, table_html
 from ui.numbers import format_count
 from ui.sections import section
-from ui.state import from_url, style, to_url
+from ui.state import from_url, style, style_button, to_url
 from ui.understanding import check_understanding
 from ui.views.step_data import harness_run
 from ui.views.step_view import current_step, step_view
@@ -49,10 +49,6 @@ def reset_step() -> None:
     st.session_state["check_run_return_step"] = first_step(st.session_state["check_run_return_scenario"])
 
 
-def switch_style(to: str) -> None:
-    st.session_state["style"] = to
-
-
 # -- the scenario, the style, the policy --------------------------------------------------------
 names = list_scenarios()
 scenario_name = from_url("check_run_return_scenario", "scenario", "missing-brace", str, names)
@@ -67,12 +63,19 @@ if not projected:
 left, right = st.container(key="check_run_return_pickers").columns([3, 2])
 with left:
     st.selectbox(
-        "Scenario", names, key="check_run_return_scenario", on_change=reset_step,
-        format_func=lambda n: load_scenario(n).title, label_visibility="collapsed" if projected else "visible",
+        "Scenario",
+        names,
+        key="check_run_return_scenario",
+        on_change=reset_step,
+        format_func=lambda n: load_scenario(n).title,
+        label_visibility="collapsed" if projected else "visible",
     )
 with right:
     st.segmented_control(
-        "Harness policy", POLICIES, key="check_run_return_policy", required=True,
+        "Harness policy",
+        POLICIES,
+        key="check_run_return_policy",
+        required=True,
         help="per-block runs the good calls of a reply; vllm drops them all when one block is not valid JSON.",
         label_visibility="collapsed" if projected else "visible",
     )
@@ -81,10 +84,10 @@ if not projected:
 
 if chosen_style not in scenario.styles:
     other = scenario.styles[0]
-    st.warning(words(ID, "only one style", scenario=scenario.title, have=get_format(other).noun,
-                     why=text[f"why {other} only"]))
-    st.button(f"Show it in the {get_format(other).noun} style", key="check_run_return_switch_style",
-              on_click=switch_style, args=(other,), type="primary")
+    st.warning(
+        words(ID, "only one style", scenario=scenario.title, have=get_format(other).noun, why=text[f"why {other} only"])
+    )
+    style_button(f"Show it in the {get_format(other).noun} style", other, key="check_run_return_switch_style")
     to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=None)
 
 
@@ -102,11 +105,23 @@ def the_run() -> bool:
         section("Step through the run")
         st.header("Step through the run")
     # -- stepping through the run (in the browser: every call is sent once) ---------------------------
-    parts = {k: text[k] for k in ("the turn", "cut off", "returned as text", "final turn", "the checks", "the checks (dropped)",
-                                  "the tool runs")}
+    parts = {
+        k: text[k]
+        for k in (
+            "the turn",
+            "cut off",
+            "returned as text",
+            "final turn",
+            "the checks",
+            "the checks (dropped)",
+            "the tool runs",
+        )
+    }
     parts["what goes back"] = text[f"what goes back ({chosen_style})"]
-    step_view(harness_run(run, parts, lambda n: returned_text(run, n, scenario.tools), number, compact=projected),
-              key="check_run_return_view")
+    step_view(
+        harness_run(run, parts, lambda n: returned_text(run, n, scenario.tools), number, compact=projected),
+        key="check_run_return_view",
+    )
     if projected:
         # the lesson's opening words and the scenario's story, after the run they explain
         section("The harness and this run")
@@ -138,7 +153,9 @@ def the_run() -> bool:
         st.metric("Input tokens so far", f"{so_far:,}", help="the sum of every prompt sent up to this call")
     with chart:
         figure = ledger_figure(calls[:number], 340)
-        figure.update_layout(xaxis={"range": [0.5, total + 0.5]}, yaxis={"range": [0, max(c.input_tokens for c in calls) * 1.1]})
+        figure.update_layout(
+            xaxis={"range": [0.5, total + 0.5]}, yaxis={"range": [0, max(c.input_tokens for c in calls) * 1.1]}
+        )
         st.plotly_chart(figure, key="check_run_return_ledger_chart")
         chart_caption(figure, "call {}")
 
@@ -159,8 +176,10 @@ def the_run() -> bool:
                 verdict = parse_turn(bad_text, scenario.tools, chosen_style, name)
                 whole = scripted_run(scenario_name, chosen_style, name)
                 draw_reading(verdict)
-                st.markdown(f"Reply {bad_index + 1} of the script. The whole run: **{plural(len(whole.calls), 'call')}**, "
-                            f"{whole.ledger.input_tokens:,} input tokens; it ended with *{whole.stop_reason}*.")
+                st.markdown(
+                    f"Reply {bad_index + 1} of the script. The whole run: **{plural(len(whole.calls), 'call')}**, "
+                    f"{whole.ledger.input_tokens:,} input tokens; it ended with *{whole.stop_reason}*."
+                )
 
     section("What a broken call costs")
     # -- what the broken call costs -------------------------------------------------------------------
@@ -171,12 +190,28 @@ def the_run() -> bool:
         # the vllm policy stopped this run at the broken reply: show that run, not the per-block one
         stopped = next(n for n, s in enumerate(run.calls, start=1) if s.parse.returned_as_text)
         forgiving = scripted_run(scenario_name, chosen_style, "per-block")
-        st.markdown(words(ID, "cost when the run stopped", stopped=stopped, calls=plural(len(run.calls), "call"),
-                          tokens=f"{run.ledger.input_tokens:,}", forgiving_calls=plural(len(forgiving.calls), "call"),
-                          forgiving_tokens=f"{forgiving.ledger.input_tokens:,}"))
+        st.markdown(
+            words(
+                ID,
+                "cost when the run stopped",
+                stopped=stopped,
+                calls=plural(len(run.calls), "call"),
+                tokens=f"{run.ledger.input_tokens:,}",
+                forgiving_calls=plural(len(forgiving.calls), "call"),
+                forgiving_tokens=f"{forgiving.ledger.input_tokens:,}",
+            )
+        )
         a, b = st.columns(2)
-        a.metric("vllm: input tokens, whole run", f"{run.ledger.input_tokens:,}", help=f"{plural(len(run.calls), 'call')}; ended: {run.stop_reason}")
-        b.metric("per-block: input tokens, whole run", f"{forgiving.ledger.input_tokens:,}", help=f"{plural(len(forgiving.calls), 'call')}; ended: {forgiving.stop_reason}")
+        a.metric(
+            "vllm: input tokens, whole run",
+            f"{run.ledger.input_tokens:,}",
+            help=f"{plural(len(run.calls), 'call')}; ended: {run.stop_reason}",
+        )
+        b.metric(
+            "per-block: input tokens, whole run",
+            f"{forgiving.ledger.input_tokens:,}",
+            help=f"{plural(len(forgiving.calls), 'call')}; ended: {forgiving.stop_reason}",
+        )
     else:
         st.markdown(text["what a broken call costs"])
         cost = malformed_cost(scenario_name, chosen_style)
@@ -184,7 +219,9 @@ def the_run() -> bool:
         measured, equal, formula = st.columns([5, 2, 5])
         with measured:
             st.metric("Measured: input with it − input without it", f"{cost.measured_in:,}")
-            st.markdown(f"{cost.with_bad['input_tokens']:,} − {cost.without_bad['input_tokens']:,} = **{cost.measured_in:,}** tokens")
+            st.markdown(
+                f"{cost.with_bad['input_tokens']:,} − {cost.without_bad['input_tokens']:,} = **{cost.measured_in:,}** tokens"
+            )
         with equal:
             mark = "= ✓" if cost.agrees else "≠"
             st.markdown(f'<div class="equal">{mark}</div>', unsafe_allow_html=True)

@@ -14,13 +14,14 @@ from engine.harness.loop import load_scenario
 from engine.model.results import MaskRow
 from engine.teaching.panels import TOOL_CHOICES, find_panel
 from ui.chart_words import chart_caption
+from ui.charts import allowed_figure, allowed_legend
 from ui.chrome import presenting
-from ui.draw import allowed_figure, allowed_legend, notice
+from ui.draw import notice
 from ui.glossary import show_intro
-from ui.models import TINY_LABEL, draw_source, is_server, panel_source, show_engine_error, tokenizer
+from ui.models import draw_source, panel_source, show_engine_error, tokenizer
 from ui.numbers import format_allowed
 from ui.sections import headline, more, section
-from ui.side_by_side import explain_identical, show_pair
+from ui.side_by_side import decoded_pair, explain_identical, show_pair
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
 from ui.views.step_data import mask_run
@@ -108,17 +109,33 @@ turn_id = from_url("constrained_decoding_turn", "turn", "call", str, list(TURNS)
 # page's size; projected, both go on one row without their labels (the buttons name the modes, the box shows the
 # reply it holds; ui/presenter.css sets the buttons smaller), so the view fits the first screen under the title
 with st.container(key="constrained_decoding_controls"):
-    choose_mode, choose_turn = st.columns([3, 2], vertical_alignment="center") if projected else (st.container(), st.container())
-    choose_mode.segmented_control("tool_choice", MODES, key="constrained_decoding_tool_choice", required=True, on_change=reset_step,
-                                  label_visibility="collapsed" if projected else "visible")
-    choose_turn.selectbox("The reply", list(TURNS), key="constrained_decoding_turn", format_func=lambda t: TURNS[t]["label"],
-                          on_change=reset_step, label_visibility="collapsed" if projected else "visible")
+    choose_mode, choose_turn = (
+        st.columns([3, 2], vertical_alignment="center") if projected else (st.container(), st.container())
+    )
+    choose_mode.segmented_control(
+        "tool_choice",
+        MODES,
+        key="constrained_decoding_tool_choice",
+        required=True,
+        on_change=reset_step,
+        label_visibility="collapsed" if projected else "visible",
+    )
+    choose_turn.selectbox(
+        "The reply",
+        list(TURNS),
+        key="constrained_decoding_turn",
+        format_func=lambda t: TURNS[t]["label"],
+        on_change=reset_step,
+        label_visibility="collapsed" if projected else "visible",
+    )
 
 steps = walked(turn_id, mode)
 total = len(steps)
 # projected, the view opens at the tool's name, where the grammar allows fewest tokens (a link's ?step= still wins)
 name_at = find_name_token([s.token for s in steps]) if projected else None
-number = current_step("constrained_decoding_view", "constrained_decoding_step", total, 1 if name_at is None else name_at + 1)
+number = current_step(
+    "constrained_decoding_view", "constrained_decoding_step", total, 1 if name_at is None else name_at + 1
+)
 to_url(tool_choice=None if mode == "auto" else mode, turn=None if turn_id == "call" else turn_id, step=number)
 tok = tokenizer()
 ids = tok.encode(TURNS[turn_id]["text"])
@@ -135,8 +152,20 @@ elif source.computes and masked_somewhere:
     except EngineError as error:  # a model server returns no whole distribution
         live_error = error
 views = [mask_at(tok.decode(ids[:n]), mode) for n in range(total)]
-step_view(mask_run(steps, views, number, REAL_VOCAB, tok.is_special, lambda n: format_allowed(n, REAL_VOCAB), text["forbidden here"], recorded, mode),
-          key="constrained_decoding_view")
+step_view(
+    mask_run(
+        steps,
+        views,
+        number,
+        REAL_VOCAB,
+        tok.is_special,
+        lambda n: format_allowed(n, REAL_VOCAB),
+        text["forbidden here"],
+        recorded,
+        mode,
+    ),
+    key="constrained_decoding_view",
+)
 if total < len(ids):
     st.caption(f"The reply stops after token {total}: the grammar forbids what came next.")
 if mode == "none" and any(s.id == TOOL_CALL for s in steps):
@@ -173,7 +202,9 @@ else:
         show_engine_error(live_error)
         st.caption("So the step view above shows no before and after bars.")
     else:
-        st.caption("The step view above draws both for every masked step, with the probability the model put on forbidden tokens.")
+        st.caption(
+            "The step view above draws both for every masked step, with the probability the model put on forbidden tokens."
+        )
 
 section("Free and constrained")
 st.header("Free and constrained, side by side")
@@ -181,40 +212,10 @@ headline(text["side by side, headline"], key="constrained_decoding_pair")
 more(text["side by side"], key="constrained_decoding_pair")
 
 pair_panel = find_panel(ID, "side-by-side", mode)
-pair = panel_source(pair_panel)
-both, who = None, None  # the two replies (engine.model.results.SideBySide) once a pack or a decode gives them
-if pair.kind == "pack":
-    draw_source(pair)
-    both = pair.run.side_by_side()
-elif not pair.computes:
-    draw_source(pair, missing=text["side by side needs the model"])
-else:
-    from engine.model.live import side_by_side
-    from engine.model.remote import grammar_problem as server_cannot
-
-    draw_source(pair)
-    engine = pair.engine
-    settings = pair_panel.generation_for(engine.info.random_weights)
-    st.caption(f"Sampled at temperature {settings.temperature}, seed {settings.seed}, up to {settings.max_new_tokens} tokens.")
-    cannot = server_cannot(engine, mode) if is_server(engine) else None
-    if cannot:
-        st.info(words("engines", "server tool choice", reason=cannot))
-    elif is_server(engine) and mode != "none":
-        st.caption(words("engines", f"server grammar {engine.server}"))
-    if not cannot and st.button("Decode both", key="constrained_decoding_generate", type="primary"):
-        try:
-            with st.spinner("Decoding the reply twice, free and constrained…"):
-                both = side_by_side(engine, pair_panel.request, mode, settings)
-            st.session_state["constrained_decoding_pair"] = (engine.info.label(), mode, both)
-        except EngineError as error:
-            show_engine_error(error)
-    stored = st.session_state.get("constrained_decoding_pair")
-    both = stored[2] if stored and stored[0] == engine.info.label() and stored[1] == mode else None
-    who = f"Tiny model, {TINY_LABEL}" if engine.info.random_weights else engine.info.label()
+both, who = decoded_pair(pair_panel, mode, text)  # from a pack, or decoded here on a click
 if both:
-    replies = {"free": (both.unconstrained.text, both.unconstrained.finish), "constrained": (both.constrained.text, both.constrained.finish)}
     with st.container(key="constrained_decoding_pair_view"):  # (projected, shorter reply boxes: ui/presenter.css)
-        identical = show_pair(mode, TOOLS, text, replies, who, both.constrained.settings.max_new_tokens)
+        identical = show_pair(mode, TOOLS, text, both, who)
     if identical:
         explain_identical(mode, text)  # (a screen of its own when projected)
 

@@ -35,17 +35,21 @@ ID = "gallery"
 text = lesson(ID)
 st.title(text["title"])
 
+
 @st.cache_resource(show_spinner=False, max_entries=32)
 def case_of(name: str, chosen_style: str):
     return show_gallery_case(load_scenario(name), chosen_style)
+
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def scripted_run(name: str, chosen_style: str, policy: str):
     return run_scenario(load_scenario(name), chosen_style, policy)
 
+
 @st.cache_resource(show_spinner="Walking the turn through the grammar…", max_entries=16)
 def grammar_of(name: str, chosen_style: str):
     return check_grammar(load_scenario(name), chosen_style)
+
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def cost_of(name: str, chosen_style: str):
@@ -60,9 +64,11 @@ def cost_of(name: str, chosen_style: str):
         return "malformed", measure_malformed_cost(scenario, chosen_style)
     return None, None
 
+
 def plain(data_text: str) -> str:
     """Scenario text as Markdown shows it: a backslash (JSON's escaped slash, <\\/tool_call>) stays visible."""
     return data_text.replace("\\", "\\\\")
+
 
 def step_through(walked, at, refused: bool = False, sample=None, allowed=None) -> None:
     """The turn token by token in the step view, with lesson 6's allowed count under each; `at` is the token discussed."""
@@ -70,9 +76,15 @@ def step_through(walked, at, refused: bool = False, sample=None, allowed=None) -
     if sample and allowed is not None:
         more = f" (the first {len(sample)} of {allowed:,})" if allowed > len(sample) else ""
         shown = Sample(f"The allowed tokens at that step{more}:", [show_token(t) for t in sample])
-    step_view(walk_run(walked, at, REAL_VOCAB, "The grammar refuses this token." if refused else "", shown), key=f"gallery_view_{name}")
-    st.caption(f"Under each token: how many of the {REAL_VOCAB:,} tokens the grammar allowed at that step (all: nothing "
-               "restricted)" + ("; ✗ marks the token it refused." if refused else "."))
+    step_view(
+        walk_run(walked, at, REAL_VOCAB, "The grammar refuses this token." if refused else "", shown),
+        key=f"gallery_view_{name}",
+    )
+    st.caption(
+        f"Under each token: how many of the {REAL_VOCAB:,} tokens the grammar allowed at that step (all: nothing "
+        "restricted)" + ("; ✗ marks the token it refused." if refused else ".")
+    )
+
 
 # -- the case ---------------------------------------------------------------------------------------
 names = list_gallery()
@@ -82,16 +94,25 @@ chosen_style = style() if style() in scenario.styles else scenario.styles[0]
 to_url(case=name)
 
 # the key visual first, on a screen and projected alike: the case's failing turn; its story follows
-st.selectbox("Case", names, key="gallery_case", label_visibility="collapsed",
-             format_func=lambda n: f"{names.index(n) + 1} of {len(names)}: {load_scenario(n).gallery['failure']}")
+st.selectbox(
+    "Case",
+    names,
+    key="gallery_case",
+    label_visibility="collapsed",
+    format_func=lambda n: f"{names.index(n) + 1} of {len(names)}: {load_scenario(n).gallery['failure']}",
+)
+
 
 def about_case() -> None:
     st.markdown(f"**{plain(scenario.summary)}** {plain(scenario.lesson)}")
     # the report this case reproduces, or a plain word that it was constructed
     st.markdown(expand_citations(scenario.gallery["origin"]["text"]))
     if chosen_style != style():
-        st.info(f"This case is scripted in the {get_format(chosen_style).noun} style only, "
-                "so it is shown that way whatever the sidebar says.")
+        st.info(
+            f"This case is scripted in the {get_format(chosen_style).noun} style only, "
+            "so it is shown that way whatever the sidebar says."
+        )
+
 
 case = case_of(name, chosen_style)
 
@@ -142,14 +163,30 @@ elif check.tool_choice == "none":
     step_through(check.steps, None)
 elif check.stopped:
     refused = check.steps[check.at]
-    st.markdown(words(ID, "the grammar stops it", at=check.at + 1, token=refused.token,
-                      allowed=f"{check.allowed:,}", vocab=f"{REAL_VOCAB:,}"))
+    st.markdown(
+        words(
+            ID,
+            "the grammar stops it",
+            at=check.at + 1,
+            token=refused.token,
+            allowed=f"{check.allowed:,}",
+            vocab=f"{REAL_VOCAB:,}",
+        )
+    )
     step_through(check.steps, check.at, refused=True, sample=check.sample, allowed=check.allowed)
     if check.unbounded_steps is not None and all(s.ok for s in check.unbounded_steps):
         st.markdown(words(ID, "the number's bound", unbounded=len(check.unbounded_steps)))
 elif check.tag_allowed is not None:
-    st.markdown(words(ID, "the tag inside a string", at=check.at + 1, allowed=f"{check.allowed:,}", vocab=f"{REAL_VOCAB:,}",
-                      verdict="**allowed**" if check.tag_allowed else "refused"))
+    st.markdown(
+        words(
+            ID,
+            "the tag inside a string",
+            at=check.at + 1,
+            allowed=f"{check.allowed:,}",
+            vocab=f"{REAL_VOCAB:,}",
+            verdict="**allowed**" if check.tag_allowed else "refused",
+        )
+    )
     step_through(check.steps, check.at, sample=check.sample, allowed=check.allowed)
 else:
     st.markdown(words(ID, "the grammar lets it through", n=len(check.steps), tool_choice=check.tool_choice))

@@ -37,7 +37,9 @@ st.header("The lessons")
 listed = [e for e in lesson_index() if e["section"] == NUMBERED and Path(ROOT / e["page"]).exists()]
 st.markdown(words("home", "the lessons", lessons=format_count(len(listed))))
 # one line per page on what it teaches ("- id: line" in home.md)
-lines = dict(row[2:].split(": ", 1) for row in text["lesson lines"].splitlines() if row.startswith("- ") and ": " in row)
+lines = dict(
+    row[2:].split(": ", 1) for row in text["lesson lines"].splitlines() if row.startswith("- ") and ": " in row
+)
 lines = {key: line.format(cases=len(list_gallery())) for key, line in lines.items()}  # counts from the engine's data
 for group in ("Lessons", "Tools"):
     if group == "Tools":

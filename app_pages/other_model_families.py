@@ -16,7 +16,8 @@ from engine.core.call_formats import (
 from engine.core.call_formats.policies import policy_differences
 from engine.core.tooldefs import load_tool_set
 from engine.teaching.quiz import figure_the_model_writes_a_call
-from ui.draw import chart_layout, notice, token_strip
+from ui.charts import chart_layout
+from ui.draw import notice, token_strip
 from ui.glossary import show_intro
 from ui.literal import table_html
 from ui.numbers import format_count
@@ -67,27 +68,66 @@ def draw_prices(tool_set: str, key: str) -> None:
     """Stacked bars per family, definitions then the template's instructions, with the numbers behind an expander."""
     priced = prices(tool_set)
     labels = [FAMILIES[n].display_family for n in priced]
-    figure = go.Figure([
-        go.Bar(name="definitions", y=labels, x=[p.definitions for p in priced.values()], orientation="h", marker_color=ink("tools")),
-        go.Bar(name="template's instructions", y=labels, x=[p.instructions for p in priced.values()], orientation="h",
-               marker_color=ink("template"), text=[f"{p.total:,}" for p in priced.values()], textposition="outside"),
-    ])
-    chart_layout(figure, 230, barmode="stack", xaxis_title="tokens the tools add", yaxis={"autorange": "reversed"},
-                 legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0})
+    figure = go.Figure(
+        [
+            go.Bar(
+                name="definitions",
+                y=labels,
+                x=[p.definitions for p in priced.values()],
+                orientation="h",
+                marker_color=ink("tools"),
+            ),
+            go.Bar(
+                name="template's instructions",
+                y=labels,
+                x=[p.instructions for p in priced.values()],
+                orientation="h",
+                marker_color=ink("template"),
+                text=[f"{p.total:,}" for p in priced.values()],
+                textposition="outside",
+            ),
+        ]
+    )
+    chart_layout(
+        figure,
+        230,
+        barmode="stack",
+        xaxis_title="tokens the tools add",
+        yaxis={"autorange": "reversed"},
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+    )
     figure.update_layout(margin_t=34)  # room above the bars for the legend, which would cover the first bar
     st.plotly_chart(figure, key=key)
     with st.expander("The numbers, and how they are counted"):
         st.markdown(text["how the price is counted"])
-        st.markdown(table_html([{"Family": FAMILIES[n].display_family, "Tools cost": f"{p.total:,}", "Definitions": f"{p.definitions:,}",
-                                 "Template's instructions": f"{p.instructions:,}"} for n, p in priced.items()]),
-                    unsafe_allow_html=True)
+        st.markdown(
+            table_html(
+                [
+                    {
+                        "Family": FAMILIES[n].display_family,
+                        "Tools cost": f"{p.total:,}",
+                        "Definitions": f"{p.definitions:,}",
+                        "Template's instructions": f"{p.instructions:,}",
+                    }
+                    for n, p in priced.items()
+                ]
+            ),
+            unsafe_allow_html=True,
+        )
 
 
 # the key visual first: the same two tools priced in each family (presenter mode's first screen)
 st.header("What two tools cost")
 strawberry = prices("strawberry")
-st.markdown(words(ID, "what the tools cost", qwen3=strawberry["qwen3"].total, llama=strawberry["llama3.1"].total,
-                  gpt_oss=strawberry["gpt-oss"].total))
+st.markdown(
+    words(
+        ID,
+        "what the tools cost",
+        qwen3=strawberry["qwen3"].total,
+        llama=strawberry["llama3.1"].total,
+        gpt_oss=strawberry["gpt-oss"].total,
+    )
+)
 draw_prices("strawberry", "other_model_families_two_chart")
 
 section("The families")
@@ -95,8 +135,20 @@ st.header("The families")
 st.markdown(text["the families"])
 with st.expander("Who renders each prompt"):
     st.markdown(text["who renders each"])
-    st.markdown(table_html([{"Family": f.display_family, "Rendered by": f.renderer, "Read back as": f.parser_reference,
-                             "Its opener": f.opener.note} for f in FAMILIES.values()]), unsafe_allow_html=True)
+    st.markdown(
+        table_html(
+            [
+                {
+                    "Family": f.display_family,
+                    "Rendered by": f.renderer,
+                    "Read back as": f.parser_reference,
+                    "Its opener": f.opener.note,
+                }
+                for f in FAMILIES.values()
+            ]
+        ),
+        unsafe_allow_html=True,
+    )
 
 section("What twelve tools cost")
 st.header("What twelve tools cost")
@@ -106,23 +158,43 @@ draw_prices("coding-agent", "other_model_families_twelve_chart")
 section("The same call")
 st.header("The same call in each family")
 # lesson 3 counts the same call with the <|im_end|> that ends its turn: both figures from the engine
-st.markdown(words(ID, "the same call", qwen_call=format_count(len(written_call(constrained_format().family)[0])),
-                  with_end=format_count(figure_the_model_writes_a_call(constrained_format().name).call_tokens)))
+st.markdown(
+    words(
+        ID,
+        "the same call",
+        qwen_call=format_count(len(written_call(constrained_format().family)[0])),
+        with_end=format_count(figure_the_model_writes_a_call(constrained_format().name).call_tokens),
+    )
+)
 for tab, name in zip(st.tabs([f.display_family for f in FAMILIES.values()]), FAMILIES, strict=True):
     with tab:
         ids, tokens, special, calls, errors = written_call(name)
         # no ids under the boxes: five strips of a call each fit a projector's screen that way
-        st.markdown(token_strip(list(zip(ids, tokens, strict=True)), show_ids=False, special=special), unsafe_allow_html=True)
+        st.markdown(
+            token_strip(list(zip(ids, tokens, strict=True)), show_ids=False, special=special), unsafe_allow_html=True
+        )
         verdict = "one valid call" if calls == 1 and not errors else f"{calls} calls, errors: {'; '.join(errors)}"
-        st.caption(f"{format_count(len(ids))} tokens · read back as the {FAMILIES[name].parser_reference} reads it: {verdict}")
+        st.caption(
+            f"{format_count(len(ids))} tokens · read back as the {FAMILIES[name].parser_reference} reads it: {verdict}"
+        )
 
 section("The opener")
 st.header("The opener")
 st.markdown(text["the opener"])
 at_name = allowed_at_names()
-st.markdown(table_html([{"Family": f.display_family, "Opener": f.opener.text or f.opener.note,
-                         "Allowed at the name": f"{at_name[n][0]} of {at_name[n][1]:,}"} for n, f in FAMILIES.items()]),
-            unsafe_allow_html=True)
+st.markdown(
+    table_html(
+        [
+            {
+                "Family": f.display_family,
+                "Opener": f.opener.text or f.opener.note,
+                "Allowed at the name": f"{at_name[n][0]} of {at_name[n][1]:,}",
+            }
+            for n, f in FAMILIES.items()
+        ]
+    ),
+    unsafe_allow_html=True,
+)
 
 section("Where the tools go")
 st.header("Where the tools go")
@@ -133,8 +205,11 @@ shown = from_url("other_model_families_family", "family", first_other, str, name
 st.selectbox("Family", names, key="other_model_families_family", format_func=lambda n: FAMILIES[n].display_family)
 to_url(family=None if shown == first_other else shown)
 prompt = rendering(shown)
-parts = [f'<span class="k-{s.kind}" title="{html.escape(s.label)}: {s.tokens} tokens">'
-         f'{html.escape(prompt.text[s.start:s.end])}</span>' for s in prompt.spans]
+parts = [
+    f'<span class="k-{s.kind}" title="{html.escape(s.label)}: {s.tokens} tokens">'
+    f"{html.escape(prompt.text[s.start : s.end])}</span>"
+    for s in prompt.spans
+]
 with st.container(height=200):
     st.markdown(f'<div class="prompt-view">{"".join(parts)}</div>', unsafe_allow_html=True)
 st.caption(words(ID, "where the tools go", count=f"{prompt.count:,}"))
@@ -142,9 +217,21 @@ st.caption(words(ID, "where the tools go", count=f"{prompt.count:,}"))
 section("Strict and server")
 st.header("Strict and server")
 st.markdown(text["strict and server"])
-st.markdown(table_html([{"Family": d.family, "The turn": d.turn, "Strict": d.strict, "Server": d.server,
-                         "Server's parser": d.parser_file} for d in policy_differences(load_tool_set("strawberry"))]),
-            unsafe_allow_html=True)
+st.markdown(
+    table_html(
+        [
+            {
+                "Family": d.family,
+                "The turn": d.turn,
+                "Strict": d.strict,
+                "Server": d.server,
+                "Server's parser": d.parser_file,
+            }
+            for d in policy_differences(load_tool_set("strawberry"))
+        ]
+    ),
+    unsafe_allow_html=True,
+)
 
 section("Check your understanding")
 check_understanding(ID)

@@ -8,19 +8,26 @@ from engine.errors import EngineError
 from engine.harness.loop import Run, iterate_episode, list_scenarios, load_scenario
 from engine.harness.playground import check_files, fresh_workspace, play_script, snapshot
 from engine.teaching.panels import find_panel
-from ui.chart_words import chart_caption
 from ui.chrome import presenting
 from ui.confinement import visitor_id
-from ui.draw import ledger_figure, notice
+from ui.draw import notice
 from ui.literal import plural
 from ui.models import draw_source, panel_source, tokenizer
 from ui.packs import replay_episode_here
-from ui.playground_files import LINK_PROBLEM, draw_call, draw_files_after, load_files, load_linked_files
+from ui.playground_files import (
+    LINK_PROBLEM,
+    draw_call,
+    draw_files_after,
+    draw_ledger,
+    draw_workspace,
+    load_files,
+    load_linked_files,
+)
 from ui.sections import section
 from ui.state import edits_to_url, from_url, restore, style, to_url
 from ui.stream import TokenStream
 from ui.views.loop_view import loop_view, run_end, run_frames
-from ui.words import lesson, words
+from ui.words import lesson
 
 ID = "playground"
 
@@ -30,18 +37,6 @@ st.title(text["title"])
 if not projected:
     st.markdown(text["intro"])
 chosen_style = style()
-
-
-def add_file() -> None:
-    slots = st.session_state["playground_files"]
-    new = max(slots, default=-1) + 1
-    st.session_state[f"playground_path_{new}"] = f"notes{new}.txt"
-    st.session_state[f"playground_text_{new}"] = ""
-    st.session_state["playground_files"] = [*slots, new]
-
-
-def remove_file(slot: int) -> None:
-    st.session_state["playground_files"] = [s for s in st.session_state["playground_files"] if s != slot]
 
 
 # -- scripted or live ---------------------------------------------------------------------------
@@ -59,12 +54,22 @@ if not projected:
 # (projected: the two pickers on one line without their labels, above the loop picture)
 left, right = st.columns([2, 3])
 with left:
-    st.segmented_control("Who writes the turns", ["scripted", "live"], key="playground_mode", required=True,
-                         label_visibility="collapsed" if projected else "visible")
+    st.segmented_control(
+        "Who writes the turns",
+        ["scripted", "live"],
+        key="playground_mode",
+        required=True,
+        label_visibility="collapsed" if projected else "visible",
+    )
 with right:
-    st.selectbox("Scenario (its files, question and tools)", names, key="playground_scenario",
-                 format_func=lambda n: load_scenario(n).title, on_change=lambda: load_files(st.session_state["playground_scenario"]),
-                 label_visibility="collapsed" if projected else "visible")
+    st.selectbox(
+        "Scenario (its files, question and tools)",
+        names,
+        key="playground_scenario",
+        format_func=lambda n: load_scenario(n).title,
+        on_change=lambda: load_files(st.session_state["playground_scenario"]),
+        label_visibility="collapsed" if projected else "visible",
+    )
 
 # the live panel's settings, and its recording in a lesson pack when no model is loaded
 panel = find_panel(ID, "episode", chosen_style)
@@ -83,11 +88,19 @@ for slot in slots:  # the learner's files survive a visit to another page
     restore(f"playground_path_{slot}")
     restore(f"playground_text_{slot}")
 restore("playground_question")
-entries = [(st.session_state.get(f"playground_path_{s}", ""), st.session_state.get(f"playground_text_{s}", "")) for s in slots]
+entries = [
+    (st.session_state.get(f"playground_path_{s}", ""), st.session_state.get(f"playground_text_{s}", "")) for s in slots
+]
 good, problems = check_files(entries)
 
-can_run = (mode == "scripted" and chosen_style in scenario.styles) or (mode == "live" and (engine or replay) is not None)
-written_by = "scripted" if mode == "scripted" else (f"a lesson pack: {source.label}" if replay else engine and engine.info.label())
+can_run = (mode == "scripted" and chosen_style in scenario.styles) or (
+    mode == "live" and (engine or replay) is not None
+)
+written_by = (
+    "scripted"
+    if mode == "scripted"
+    else (f"a lesson pack: {source.label}" if replay else engine and engine.info.label())
+)
 # a recorded episode shows at once; a new question or new files replay it again on Run
 auto = replay is not None and (st.session_state.get("playground_result") or {}).get("model") != written_by
 
@@ -96,7 +109,10 @@ def run_episode() -> None:
     """Run the episode on a fresh copy of the workspace, its progress in a status box; keep what it did."""
     messages = [*scenario.messages[:-1], {"role": "user", "content": st.session_state["playground_question"]}]
     run, departures = Run(chosen_style, "per-block"), []
-    with st.status("Running the episode…", expanded=True) as status, fresh_workspace(good, visitor=visitor_id()) as workspace:
+    with (
+        st.status("Running the episode…", expanded=True) as status,
+        fresh_workspace(good, visitor=visitor_id()) as workspace,
+    ):
         streams = [TokenStream(is_special=tokenizer().is_special)]
         if mode == "scripted":
             episode = play_script(scenario, chosen_style, workspace, run, MAX_TURNS, departures)
@@ -104,27 +120,41 @@ def run_episode() -> None:
             from engine.model.live import LiveModel
 
             # each turn streams into the status box as the model writes it
-            model = LiveModel(engine, panel.generation_for(engine.info.random_weights), on_step=lambda token: streams[-1].add(token))
-            episode = iterate_episode(model, messages, scenario.tools, style=chosen_style, workspace=workspace,
-                                      max_turns=MAX_TURNS, run=run)
+            model = LiveModel(
+                engine, panel.generation_for(engine.info.random_weights), on_step=lambda token: streams[-1].add(token)
+            )
+            episode = iterate_episode(
+                model, messages, scenario.tools, style=chosen_style, workspace=workspace, max_turns=MAX_TURNS, run=run
+            )
         try:
             if replay is not None:
                 run = replay_episode_here(replay, panel, messages, scenario.tools, workspace)
             else:
                 for call in episode:
                     streams[-1].clear()
-                    status.write(f"Call {len(run.calls)}: {call.cost.input_tokens:,} tokens in, {call.cost.output_tokens:,} out")
+                    status.write(
+                        f"Call {len(run.calls)}: {call.cost.input_tokens:,} tokens in, {call.cost.output_tokens:,} out"
+                    )
                     streams.append(TokenStream(is_special=tokenizer().is_special))
         except EngineError as error:
             run.stop_reason = f"the model failed: {error}"
         files_after = snapshot(workspace)
         # (the loop picture under this box plays the run: the box closes to one line)
-        status.update(label=f"Done: {plural(len(run.calls), 'call')}, played in the loop below" if run else "Not replayed",
-                      state="complete", expanded=run is None)
+        status.update(
+            label=f"Done: {plural(len(run.calls), 'call')}, played in the loop below" if run else "Not replayed",
+            state="complete",
+            expanded=run is None,
+        )
     if run is not None:
         st.session_state["playground_result"] = {
-            "calls": run.calls, "files_before": dict(good), "files_after": files_after, "left_out": len(problems),
-            "style": chosen_style, "answer": run.answer, "stop": run.stop_reason, "model": written_by,
+            "calls": run.calls,
+            "files_before": dict(good),
+            "files_after": files_after,
+            "left_out": len(problems),
+            "style": chosen_style,
+            "answer": run.answer,
+            "stop": run.stop_reason,
+            "model": written_by,
             "tiny": mode == "live" and engine is not None and engine.info.random_weights,
             "departure": departures[0] if departures else None,
         }
@@ -136,8 +166,12 @@ def run_and_loop() -> None:
     if st.button("Run the episode", key="playground_run", type="primary", disabled=not can_run) or auto:
         run_episode()
     last = st.session_state.get("playground_result")
-    loop_view("playground_loop", frames=run_frames(last["calls"]) if last else None,
-              caption="" if last else text["the loop before a run"], end=run_end(last["calls"]) if last else "")
+    loop_view(
+        "playground_loop",
+        frames=run_frames(last["calls"]) if last else None,
+        caption="" if last else text["the loop before a run"],
+        end=run_end(last["calls"]) if last else "",
+    )
 
 
 if projected:
@@ -155,19 +189,7 @@ st.header("Workspace")
 st.markdown(text["workspace"])
 if st.session_state.get(LINK_PROBLEM):  # a link whose files could not be used: why, above the scenario's
     st.warning(st.session_state[LINK_PROBLEM])
-problem_at = {p.index: p.message for p in problems}
-for position, slot in enumerate(slots):
-    name_column, body_column = st.columns([2, 5])
-    with name_column:
-        st.text_input("File name", key=f"playground_path_{slot}")
-        if position in problem_at:
-            st.error(problem_at[position])
-        st.button("Remove", key=f"playground_remove_{slot}", on_click=remove_file, args=(slot,))
-    with body_column:
-        st.text_area("Contents", key=f"playground_text_{slot}", height=110 if presenting() else 160)
-st.button("Add a file", key="playground_add", on_click=add_file)
-if not slots:
-    st.caption("(no files: the tools will see an empty folder)")
+draw_workspace(slots, problems, projected)
 # a copied link carries the files when they differ from the scenario's
 too_long = edits_to_url("files", None if entries == list(scenario.files.items()) else json.dumps(entries))
 if too_long:
@@ -192,14 +214,20 @@ if not result:
     st.caption(text["no run yet"])
 else:
     st.markdown(text["the loop"])
-    st.caption(f"Turns written by: {result['model']}; style {result['style']}"
-               + (f"; {result['left_out']} file(s) left out" if result["left_out"] else ""))
+    st.caption(
+        f"Turns written by: {result['model']}; style {result['style']}"
+        + (f"; {result['left_out']} file(s) left out" if result["left_out"] else "")
+    )
     calls = result["calls"]
     shown = range(1, len(calls) + 1)
     if projected:  # one call at a time, picked here: a run of 7 calls is one screen, not 7
         if st.session_state.get("playground_call") not in shown:
             st.session_state["playground_call"] = 1
-        shown = [st.segmented_control("Call", list(shown), key="playground_call", required=True, format_func=lambda n: f"call {n}")]
+        shown = [
+            st.segmented_control(
+                "Call", list(shown), key="playground_call", required=True, format_func=lambda n: f"call {n}"
+            )
+        ]
     for number in shown:
         draw_call(number, calls[number - 1], tiny=result.get("tiny", False))
 
@@ -208,26 +236,7 @@ st.subheader("The ledger")
 if not result:
     st.caption(text["no run yet"])
 else:
-    calls = result["calls"]
-    total_in = sum(s.cost.input_tokens for s in calls)
-    total_out = sum(s.cost.output_tokens for s in calls)
-    a, b, c = st.columns(3)
-    a.metric("Calls", len(calls))
-    b.metric("Input tokens", f"{total_in:,}")
-    c.metric("Output tokens", f"{total_out:,}")
-    ledger_chart = ledger_figure([s.cost for s in calls], 300)
-    st.plotly_chart(ledger_chart, key="playground_ledger_chart")
-    chart_caption(ledger_chart, "call {}")
-    departure = result.get("departure")
-    if departure is not None:
-        st.warning(words(ID, "script departed", call=departure.call, tool=f"`{departure.tool}`" if departure.tool else "the harness"))
-        assumed, got = st.columns(2)
-        assumed.caption("The script assumed")
-        assumed.code(departure.expected[:2000] or "(empty)", language=None, wrap_lines=True)
-        got.caption("Your workspace gave")
-        got.code(departure.actual[:2000] or "(empty)", language=None, wrap_lines=True)
-    else:
-        st.info(f"The run stopped: {result['stop']}." + (f" The answer: {result['answer']}" if result["answer"] else ""))
+    draw_ledger(result)
 
 section("After the run")
 st.subheader("After the run")

@@ -55,12 +55,16 @@ chosen_style = style() if style() in scenario.styles else scenario.styles[0]
 written = exchanges(scenario_name, chosen_style)
 number = from_url("same_call_in_other_apis_step", "step", 0, int, range(len(written)))
 
+
 def draw_formats() -> None:
     """The formats, one tab each: the request beside the reply and the result going back."""
     by_format = {e.format: e for e in shown.exchanges}
     formats = ordered_formats(chosen_style)
     for tab, fmt in zip(st.tabs([tab_name(f) for f in formats]), formats, strict=True):
-        with tab, st.container(key=f"same_call_in_other_apis_format_{fmt}"):  # (a taller row when projected: ui/presenter.css)
+        with (
+            tab,
+            st.container(key=f"same_call_in_other_apis_format_{fmt}"),
+        ):  # (a taller row when projected: ui/presenter.css)
             draw_exchange(by_format[fmt], shown.calls)
 
 
@@ -70,16 +74,29 @@ if not projected:
 # (projected: the two boxes on one line without their labels, each shows what it holds)
 left, right = st.columns([1, 1])
 with left:
-    st.selectbox("Scenario", names, key="same_call_in_other_apis_scenario", on_change=reset_step, format_func=lambda n: load_scenario(n).title,
-                 label_visibility="collapsed" if projected else "visible")
+    st.selectbox(
+        "Scenario",
+        names,
+        key="same_call_in_other_apis_scenario",
+        on_change=reset_step,
+        format_func=lambda n: load_scenario(n).title,
+        label_visibility="collapsed" if projected else "visible",
+    )
 with right:
-    st.selectbox("Step of its run", range(len(written)), key="same_call_in_other_apis_step", format_func=lambda i: step_label(written[i]),
-                 label_visibility="collapsed" if projected else "visible")
+    st.selectbox(
+        "Step of its run",
+        range(len(written)),
+        key="same_call_in_other_apis_step",
+        format_func=lambda i: step_label(written[i]),
+        label_visibility="collapsed" if projected else "visible",
+    )
 to_url(scenario=None if scenario_name == "strawberry" else scenario_name, step=number or None)
 shown = written[number]
 if chosen_style != style():
-    st.info(f"This scenario is scripted in the {short_name(ordered_formats(chosen_style)[0])} style only, "
-            "so its calls come from that script whatever the sidebar says.")
+    st.info(
+        f"This scenario is scripted in the {short_name(ordered_formats(chosen_style)[0])} style only, "
+        "so its calls come from that script whatever the sidebar says."
+    )
 if projected:
     with st.container(key="same_call_in_other_apis_formats_view"):  # the lesson's key visual, under the title
         draw_formats()
@@ -90,7 +107,9 @@ if projected:
 with st.expander("The sidebar's style, and what does not depend on it"):
     st.markdown(text["the style switch"])
 if shown.calls:
-    described = "; ".join(f"`{c.name}` with `{short(json.dumps(c.arguments, ensure_ascii=False))}`" for c in shown.calls)
+    described = "; ".join(
+        f"`{c.name}` with `{short(json.dumps(c.arguments, ensure_ascii=False))}`" for c in shown.calls
+    )
     st.markdown(f"**The call{'s' if len(shown.calls) > 1 else ''}:** {described}")
 else:
     st.markdown(f"**No call: the final answer.** `{shown.answer}`")
@@ -127,12 +146,18 @@ if isinstance(rows, str):
     st.warning(f"No estimate for these tools: {rows}")
 else:
     check = cookbook_check()["ours"]
-    st.markdown(words(
-        ID, "what the same tools cost elsewhere",
-        qwen3_native=rows["Qwen3 native"]["tools_tokens"], qwen3_react=rows["Qwen3 ReAct"]["tools_tokens"],
-        gpt4o=rows["gpt-4o"]["tools_tokens"], gpt4=rows["gpt-4"]["tools_tokens"],
-        cookbook_gpt4o=check["gpt-4o"], cookbook_gpt4=check["gpt-4"],
-    ))
+    st.markdown(
+        words(
+            ID,
+            "what the same tools cost elsewhere",
+            qwen3_native=rows["Qwen3 native"]["tools_tokens"],
+            qwen3_react=rows["Qwen3 ReAct"]["tools_tokens"],
+            gpt4o=rows["gpt-4o"]["tools_tokens"],
+            gpt4=rows["gpt-4"]["tools_tokens"],
+            cookbook_gpt4o=check["gpt-4o"],
+            cookbook_gpt4=check["gpt-4"],
+        )
+    )
     st.caption(f"The tools of “{scenario.title}” ({len(scenario.tools)} of them) and its opening messages.")
     draw_costs(rows)
 section("Anthropic's hidden system prompt")

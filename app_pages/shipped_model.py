@@ -26,7 +26,9 @@ else:
     figure = go.Figure()
     for key, name in (("chat_loss", "conversations"), ("drill_loss", "spelling drill")):
         figure.add_trace(go.Scatter(x=[p["step"] for p in curve], y=[p[key] for p in curve], mode="lines", name=name))
-    figure.update_layout(xaxis_title="training step", yaxis_title="loss", height=320, margin=dict(t=10, b=40, l=50, r=10))
+    figure.update_layout(
+        xaxis_title="training step", yaxis_title="loss", height=320, margin=dict(t=10, b=40, l=50, r=10)
+    )
     st.plotly_chart(figure, width="stretch")
     # the provenance's own title is the page's; projected, each of its parts on screens of their own
     body = provenance.read_text(encoding="utf-8").split("\n", 1)[1]

@@ -10,8 +10,10 @@ from ui.words import lesson
 
 def lines(source) -> int:
     """About how many projected lines an entry takes: heading, who and when, address, what it reports, note."""
-    return sum(screens.lines(part) for part in (heading(source), f"{source.by} · {source.date}", address_line(source),
-                                                 source.reports, source.note))
+    return sum(
+        screens.lines(part)
+        for part in (heading(source), f"{source.by} · {source.date}", address_line(source), source.reports, source.note)
+    )
 
 
 text = lesson("sources")

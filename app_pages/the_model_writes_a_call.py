@@ -54,6 +54,7 @@ elif kind == "pack":
     generation = source.run.generation()
 steps = None if generation is None else [(s.id, s.token, s.p, s.top) for s in generation.steps]
 
+
 @st.cache_data(show_spinner="Building the tools' grammar…", max_entries=4)
 def grammar_counts(call: str) -> list[tuple[int, int | None]]:
     """At each token of the scripted call and its closing <|im_end|>: (id, how many tokens the tools' grammar
@@ -76,7 +77,9 @@ else:
 
 # (no section mark above: in presenter mode the step-through is in the first screen, the lesson's key visual)
 # -- step through it (in the browser: the whole run is sent once) -------------------------------------------------
-with st.container(key="the_model_writes_a_call_step__more"):  # projected, the view's own controls say it (ui/presenter.css)
+with st.container(
+    key="the_model_writes_a_call_step__more"
+):  # projected, the view's own controls say it (ui/presenter.css)
     st.header("Step through")
     st.markdown(text["step through"])
 # tokens are numbered from 1, as on lessons 4 and 6
@@ -86,17 +89,32 @@ to_url(step=step)
 
 name_at = find_name_token([r[1] for r in rows], style())
 marks = [("First token", 1)] + ([("First token of the name", name_at + 1)] if name_at is not None else [])
-step_view(token_run(rows, tok.is_special, start=step, marks=marks, caption=TINY_LABEL if kind == "random" else "",
-                    allowed=allowed, vocab=REAL_VOCAB),
-          key="the_model_writes_a_call_view")
+step_view(
+    token_run(
+        rows,
+        tok.is_special,
+        start=step,
+        marks=marks,
+        caption=TINY_LABEL if kind == "random" else "",
+        allowed=allowed,
+        vocab=REAL_VOCAB,
+    ),
+    key="the_model_writes_a_call_view",
+)
 section("Under the tokens")  # (projected, the view fills the first screen: what its numbers mean comes next)
 if allowed is not None:
     st.caption(words("the-model-writes-a-call", "allowed counts", vocab=f"{REAL_VOCAB:,}"))
 # the word of lesson 1, cut differently inside the call's JSON string (no leading space there)
 spelled = word_pieces([r[1] for r in rows], "strawberry")
 if spelled:
-    st.caption(words("the-model-writes-a-call", "word inside the call", count=len(spelled),
-                     pieces=" | ".join(f"`{piece}`" for piece in spelled)))
+    st.caption(
+        words(
+            "the-model-writes-a-call",
+            "word inside the call",
+            count=len(spelled),
+            pieces=" | ".join(f"`{piece}`" for piece in spelled),
+        )
+    )
 if steps is None:  # (projected, the two decisive tokens open the screen of the call's text)
     section("The call")
 if rows[0][2] is None:

@@ -11,12 +11,13 @@ from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario
 from engine.teaching.calculator import measure_tools_cost
 from ui.chart_words import chart_caption
-from ui.draw import chart_layout, notice, prompt_html
+from ui.charts import chart_layout
+from ui.draw import notice, prompt_html
 from ui.glossary import show_intro
 from ui.literal import plural
 from ui.numbers import format_count
 from ui.sections import screen_size, section
-from ui.state import STYLE_NAMES, from_url, style, to_url
+from ui.state import STYLE_NAMES, from_url, style, style_button, to_url
 from ui.tool_editor import read_editor_tools, tool_editor
 from ui.understanding import check_understanding
 from ui.words import lesson
@@ -34,11 +35,17 @@ if tools is None:
     tools = st.session_state.get("tools_as_schemas_last_good", [])
 else:
     st.session_state["tools_as_schemas_last_good"] = tools
-costs = {name: (render(Request(messages, tools, name)).count, measure_tools_cost(tools, name, messages)) for name in STYLE_NAMES}
+costs = {
+    name: (render(Request(messages, tools, name)).count, measure_tools_cost(tools, name, messages))
+    for name in STYLE_NAMES
+}
+
 
 def coloured_parts_html(spans) -> str:
     """The prompt's parts and their token counts, each in its colour in the prompt: the legend and the table in one."""
-    parts = "".join(f'<span class="k-{s.kind}">{html.escape(s.label)} · <b>{format_count(s.tokens)}</b></span>' for s in spans)
+    parts = "".join(
+        f'<span class="k-{s.kind}">{html.escape(s.label)} · <b>{format_count(s.tokens)}</b></span>' for s in spans
+    )
     return f'<div class="legend parts">{parts}</div>'
 
 
@@ -58,7 +65,9 @@ to_url(tokens="1" if by_token else None)
 view.markdown(prompt_html(prompt, by_token), unsafe_allow_html=True)
 if prompt.text.endswith(EMPTY_THINK):
     section("The empty think")
-    st.container(key="tools_as_schemas_whole_think").markdown(text["empty think"])  # a screen of its own: every word shown
+    st.container(key="tools_as_schemas_whole_think").markdown(
+        text["empty think"]
+    )  # a screen of its own: every word shown
 
 section("Edit the tools")
 # -- edit the tools, with the costs beside them ------------------------------------------------------
@@ -82,14 +91,21 @@ with right:
     # a format only the prompt asks for (ReAct) is said to be a different format, never set beside the maker's own figure as the same measure
     figure = "tools cost figure" if get_format(style()).maker_format else "tools cost figure react"
     makers = next(f.name for f in lesson_formats() if f.maker_format)
-    st.markdown(text[figure].format(count=len(tools), tokens=format_count(shown.total), native=format_count(costs[makers][1].total)))
-    st.markdown(text["tools cost parts"].format(tokens=format_count(shown.total), definitions=format_count(shown.definitions),
-                                                instructions=format_count(shown.instructions)))
+    st.markdown(
+        text[figure].format(
+            count=len(tools), tokens=format_count(shown.total), native=format_count(costs[makers][1].total)
+        )
+    )
+    st.markdown(
+        text["tools cost parts"].format(
+            tokens=format_count(shown.total),
+            definitions=format_count(shown.definitions),
+            instructions=format_count(shown.instructions),
+        )
+    )
 
-    def switch_style():
-        st.session_state["style"] = other_lesson_format(style())
-
-    st.button(f"Switch to the {get_format(other_lesson_format(style())).noun} prompt", key="tools_as_schemas_switch", on_click=switch_style, type="primary")
+    other = other_lesson_format(style())
+    style_button(f"Switch to the {get_format(other).noun} prompt", other, key="tools_as_schemas_switch")
 
 section("Over a run")
 # -- over a run -----------------------------------------------------------------------------------------
@@ -103,14 +119,27 @@ figure = go.Figure()
 for index, name in enumerate(STYLE_NAMES):
     colour = qualitative.D3[index % len(qualitative.D3)]
     per_call = costs[name][1].total
-    figure.add_bar(x=list(range(1, calls + 1)), y=[per_call * k for k in range(1, calls + 1)], name=get_format(name).label, marker_color=colour)
-chart_layout(figure, screen_size(360, 220), barmode="group", xaxis_title="after this many calls", yaxis_title="tokens spent on the tools",
-             legend={"orientation": "h"})
+    figure.add_bar(
+        x=list(range(1, calls + 1)),
+        y=[per_call * k for k in range(1, calls + 1)],
+        name=get_format(name).label,
+        marker_color=colour,
+    )
+chart_layout(
+    figure,
+    screen_size(360, 220),
+    barmode="group",
+    xaxis_title="after this many calls",
+    yaxis_title="tokens spent on the tools",
+    legend={"orientation": "h"},
+)
 
 st.plotly_chart(figure, width="stretch")
 chart_caption(figure, "after {} calls")
 for column, name in zip(st.columns(len(STYLE_NAMES)), STYLE_NAMES, strict=True):
-    column.metric(f"{get_format(name).label}: tools cost over {plural(calls, 'call')}", format_count(costs[name][1].total * calls))
+    column.metric(
+        f"{get_format(name).label}: tools cost over {plural(calls, 'call')}", format_count(costs[name][1].total * calls)
+    )
 
 section("What to notice")
 notice(text["what to notice"])

@@ -36,7 +36,9 @@ def letters_hidden(piece) -> str:
     # a byte token's label (<0x8D>) is not letters: count only the characters it really holds
     whole = re.sub(r"<0x[0-9A-F]{2}>", "", piece.text)
     n, parts = sum(ch.isalpha() for ch in whole), len(re.findall(r"<0x[0-9A-F]{2}>", piece.text))
-    return f"{n} letter{'s' if n != 1 else ''}" + (f" + {parts} byte{'s' if parts != 1 else ''} of a character" if parts else "")
+    return f"{n} letter{'s' if n != 1 else ''}" + (
+        f" + {parts} byte{'s' if parts != 1 else ''} of a character" if parts else ""
+    )
 
 
 pieces = tok.encode_and_show_work(word)
@@ -44,7 +46,9 @@ st.metric("Tokens", format_count(len(pieces)))
 if word != word.strip():  # a space is invisible in the box: say it is there
     st.caption(f"The box holds `{show_token(word)}`: ␣ marks a space, which is part of the text the model gets.")
 if pieces:
-    draw_tokens([(p.id, p.text) for p in pieces], extra=[letters_hidden(p) for p in pieces], special=[p.special for p in pieces])
+    draw_tokens(
+        [(p.id, p.text) for p in pieces], extra=[letters_hidden(p) for p in pieces], special=[p.special for p in pieces]
+    )
 
 bare = word.strip()
 if bare and " " not in bare:
@@ -92,17 +96,24 @@ if bare_source.computes:
         with left:
             st.subheader("Without tools")
             stream = TokenStream(is_special=tok.is_special)
-            generation = generate_turn(engine, bare.request, bare.generation_for(engine.info.random_weights), on_step=stream.add)
+            generation = generate_turn(
+                engine, bare.request, bare.generation_for(engine.info.random_weights), on_step=stream.add
+            )
             stream.finish()
             st.caption(f"{format_count(generation.output_tokens)} tokens, finish: {generation.finish}")
         with right:
             st.subheader("With tools")
             # one strip per model call, streamed as it is written; the tool results between them
             streams = [TokenStream(is_special=tok.is_special)]
-            live = LiveModel(engine, with_tools.generation_for(engine.info.random_weights),
-                             on_step=lambda step: streams[-1].add(step))
+            live = LiveModel(
+                engine,
+                with_tools.generation_for(engine.info.random_weights),
+                on_step=lambda step: streams[-1].add(step),
+            )
             request = with_tools.request
-            for call in iterate_episode(live, request.messages, request.tools, request.style, max_turns=with_tools.max_turns):
+            for call in iterate_episode(
+                live, request.messages, request.tools, request.style, max_turns=with_tools.max_turns
+            ):
                 streams[-1].finish()
                 st.caption(f"{format_count(call.turn.output_tokens)} tokens, finish: {call.turn.finish}")
                 for result in call.results:
@@ -124,7 +135,9 @@ elif "pack" in (bare_source.kind, tools_source.kind):
         if tools_source.run is None:
             draw_source(tools_source)
         else:
-            played = replay_episode_here(tools_source.run, with_tools, with_tools.request.messages, with_tools.request.tools)
+            played = replay_episode_here(
+                tools_source.run, with_tools, with_tools.request.messages, with_tools.request.tools
+            )
         for call in played.calls if played else []:
             draw_reply(call.turn.text)  # long whitespace runs collapsed, as the live view does
             for result in call.results:
@@ -140,7 +153,9 @@ run = run_scenario(scenario, style())
 for number, call in enumerate(run.calls, start=1):
     with st.chat_message("assistant"):
         st.code(call.turn.text, language=None, wrap_lines=True)
-        st.caption(f"model call {number}: {format_count(call.cost.input_tokens)} tokens in, {format_count(call.cost.output_tokens)} out")
+        st.caption(
+            f"model call {number}: {format_count(call.cost.input_tokens)} tokens in, {format_count(call.cost.output_tokens)} out"
+        )
     for result in call.results:
         with st.chat_message("user", avatar=":material/build:"):
             st.markdown(f"`{result.name}` ran in the harness and returned **{result.text}**")

@@ -45,8 +45,13 @@ def time_model(folder: str, dtype: str, steps: int, prompt_tokens: int) -> dict:
     gaps = [b - a for a, b in zip(stamps[1:], stamps[2:], strict=False)]
     del engine
     gc.collect()
-    return {"load_s": round(load, 1), "prompt_tokens": len(ids), "prompt_s": round(stamps[1] - stamps[0], 2),
-            "ms_per_step": round(1000 * statistics.median(gaps), 1), "steps": [round(1000 * g, 1) for g in gaps]}
+    return {
+        "load_s": round(load, 1),
+        "prompt_tokens": len(ids),
+        "prompt_s": round(stamps[1] - stamps[0], 2),
+        "ms_per_step": round(1000 * statistics.median(gaps), 1),
+        "steps": [round(1000 * g, 1) for g in gaps],
+    }
 
 
 def main(argv=None) -> None:
@@ -60,12 +65,21 @@ def main(argv=None) -> None:
     choice = cpu_dtype()
     report = {"matmul": {**choice.as_json(), "seconds": round(time.perf_counter() - started, 2)}}
     if args.model:
-        runs = {dtype: time_model(args.model, dtype, args.steps, args.prompt_tokens) for dtype in ("float32", "bfloat16")}
-        runs["bf16_over_fp32"] = {"prompt": round(runs["bfloat16"]["prompt_s"] / runs["float32"]["prompt_s"], 2),
-                                  "decode_step": round(runs["bfloat16"]["ms_per_step"] / runs["float32"]["ms_per_step"], 2)}
+        runs = {
+            dtype: time_model(args.model, dtype, args.steps, args.prompt_tokens) for dtype in ("float32", "bfloat16")
+        }
+        runs["bf16_over_fp32"] = {
+            "prompt": round(runs["bfloat16"]["prompt_s"] / runs["float32"]["prompt_s"], 2),
+            "decode_step": round(runs["bfloat16"]["ms_per_step"] / runs["float32"]["ms_per_step"], 2),
+        }
         report["model"] = {"folder": args.model, **runs}
-    report["machine"] = {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-                         "load_average_before": load, "load_average_after": [round(x, 2) for x in os.getloadavg()]}
+    report["machine"] = {
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "load_average_before": load,
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+    }
     print(json.dumps(report, indent=1))
 
 

@@ -92,19 +92,26 @@ def time_generate(engine, ids, tokens, scores):
     # no end-of-turn token: every run writes exactly `tokens` new tokens, as the loop does
     config = copy.deepcopy(engine.model.generation_config)
     config.update(
-        eos_token_id=None, do_sample=False, max_new_tokens=tokens,
-        return_dict_in_generate=scores, output_scores=scores, output_logits=scores,
+        eos_token_id=None,
+        do_sample=False,
+        max_new_tokens=tokens,
+        return_dict_in_generate=scores,
+        output_scores=scores,
+        output_logits=scores,
     )
     cpu, started = time.process_time(), time.perf_counter()
     with torch.no_grad():
         out = engine.model.generate(
-            input_ids=inputs, attention_mask=torch.ones_like(inputs), generation_config=config,
-            logits_processor=[MaskPadding()], streamer=clock,
+            input_ids=inputs,
+            attention_mask=torch.ones_like(inputs),
+            generation_config=config,
+            logits_processor=[MaskPadding()],
+            streamer=clock,
         )
     total, cpu_total = time.perf_counter() - started, time.process_time() - cpu
     sequence = out.sequences if scores else out
     time_generate.decode_cpu = time.process_time() - clock.first_cpu  # CPU seconds after the first token
-    return total, clock.first - started, sequence[0, len(ids):].tolist(), cpu_total
+    return total, clock.first - started, sequence[0, len(ids) :].tolist(), cpu_total
 
 
 def time_loop(engine, ids, tokens, top_k):
@@ -154,7 +161,7 @@ def bench_model(name, tokens, runs):
     order = list(ways)
     for run in range(runs):
         # rotate the order each run, so no way always runs right after another
-        for key in order[run % len(order):] + order[: run % len(order)]:
+        for key in order[run % len(order) :] + order[: run % len(order)]:
             way = ways[key]
             total, first, ids, cpu = way()
             totals[key].append(total)
@@ -174,7 +181,9 @@ def bench_model(name, tokens, runs):
         "time_to_first_token_ms": {k: round(1000 * statistics.median(v), 1) for k, v in firsts.items()},
         # CPU time of this process per token: less swayed than wall time by other processes on the machine
         "cpu_ms_per_token": {k: round(1000 * statistics.median(v) / tokens, 2) for k, v in cpus.items()},
-        "ms_per_token_spread": {k: [round(1000 * min(v) / tokens, 2), round(1000 * max(v) / tokens, 2)] for k, v in totals.items()},
+        "ms_per_token_spread": {
+            k: [round(1000 * min(v) / tokens, 2), round(1000 * max(v) / tokens, 2)] for k, v in totals.items()
+        },
         # speed of the loop the pages use, as a fraction of generate's (1.0 = as fast)
         "ratio_loop_topk_to_generate": round(median["generate"] / median["loop_topk"], 3),
         "ratio_loop_topk_to_generate_scores": round(median["generate_scores"] / median["loop_topk"], 3),
@@ -188,7 +197,9 @@ def bench_model(name, tokens, runs):
     step_cpu = statistics.median(cpus["loop_topk"]) / tokens
     result["topk_bookkeeping_percent_of_step"] = round(100 * bookkeeping / step_cpu, 2)
     # end to end in CPU time, the loop with top-k against the loop without
-    result["topk_overhead_percent_cpu"] = round(100 * (statistics.median(cpus["loop_topk"]) / statistics.median(cpus["loop_no_topk"]) - 1), 1)
+    result["topk_overhead_percent_cpu"] = round(
+        100 * (statistics.median(cpus["loop_topk"]) / statistics.median(cpus["loop_no_topk"]) - 1), 1
+    )
     result["topk_overhead_within_5_percent"] = result["topk_bookkeeping_percent_of_step"] <= 5.0
     if engine.info.device.startswith("cuda"):
         result["peak_cuda_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
@@ -233,7 +244,7 @@ def bench_sized(folder: str, tokens: int, runs: int, dtype: str | None) -> dict:
     loop_cpu_ms, generate_cpu_ms = [], []
     for run in range(runs):
         # alternate which goes first, so load from other processes falls on both alike
-        for way in (("loop", "generate") if run % 2 == 0 else ("generate", "loop")):
+        for way in ("loop", "generate") if run % 2 == 0 else ("generate", "loop"):
             if way == "loop":
                 total, first, ids, _ = time_loop(engine, prompt.ids, tokens, top_k=5)
                 loop_ms.append(decode_ms_per_token(total, first, tokens))
@@ -262,14 +273,26 @@ def bench_sized(folder: str, tokens: int, runs: int, dtype: str | None) -> dict:
         "prompt_tokens": prompt.count,
         "new_tokens": tokens,
         "runs": runs,
-        "first_token_s": {"cold": round(cold_s, 2), "warm_prefix_cache": round(warm_s, 3),
-                          "cold_runs": [round(x, 2) for x in cold], "warm_runs": [round(x, 3) for x in warm]},
-        "ms_per_token": {"loop": round(loop, 1), "generate": round(generate, 1),
-                         # the fastest run of each: on a busy machine, the least disturbed
-                         "loop_best": round(min(loop_ms), 1), "generate_best": round(min(generate_ms), 1),
-                         "loop_runs": [round(x, 1) for x in loop_ms], "generate_runs": [round(x, 1) for x in generate_ms]},
-        "cpu_ms_per_token": {"loop": round(statistics.median(loop_cpu_ms), 1), "generate": round(statistics.median(generate_cpu_ms), 1),
-                             "threads": torch.get_num_threads()},
+        "first_token_s": {
+            "cold": round(cold_s, 2),
+            "warm_prefix_cache": round(warm_s, 3),
+            "cold_runs": [round(x, 2) for x in cold],
+            "warm_runs": [round(x, 3) for x in warm],
+        },
+        "ms_per_token": {
+            "loop": round(loop, 1),
+            "generate": round(generate, 1),
+            # the fastest run of each: on a busy machine, the least disturbed
+            "loop_best": round(min(loop_ms), 1),
+            "generate_best": round(min(generate_ms), 1),
+            "loop_runs": [round(x, 1) for x in loop_ms],
+            "generate_runs": [round(x, 1) for x in generate_ms],
+        },
+        "cpu_ms_per_token": {
+            "loop": round(statistics.median(loop_cpu_ms), 1),
+            "generate": round(statistics.median(generate_cpu_ms), 1),
+            "threads": torch.get_num_threads(),
+        },
         "copy_bandwidth_gb_s": round(bandwidth / 1e9, 2),
         "bound_ms_per_token": round(bound_ms, 1),
         "same_tokens_loop_and_generate": same,
@@ -278,7 +301,9 @@ def bench_sized(folder: str, tokens: int, runs: int, dtype: str | None) -> dict:
             "loop_speed_over_generate": round(generate / loop, 3),
             "loop_speed_over_generate_best_runs": round(min(generate_ms) / min(loop_ms), 3),
             "loop_best_ms_over_bound": round(min(loop_ms) / bound_ms, 2),
-            "loop_speed_over_generate_cpu_time": round(statistics.median(generate_cpu_ms) / statistics.median(loop_cpu_ms), 3),
+            "loop_speed_over_generate_cpu_time": round(
+                statistics.median(generate_cpu_ms) / statistics.median(loop_cpu_ms), 3
+            ),
             "warm_first_token_over_cold": round(warm_s / cold_s, 4),
         },
         "goals_met": {
@@ -296,28 +321,54 @@ def bench_sized(folder: str, tokens: int, runs: int, dtype: str | None) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=64, help="new tokens per run (tiny); real models get a quarter on a CPU")
+    parser.add_argument(
+        "--tokens", type=int, default=64, help="new tokens per run (tiny); real models get a quarter on a CPU"
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
-    parser.add_argument("--models", default=None, help="comma-separated; default: tiny, QWEN_MODEL and the Qwen3 sizes found in the cache")
+    parser.add_argument(
+        "--models",
+        default=None,
+        help="comma-separated; default: tiny, QWEN_MODEL and the Qwen3 sizes found in the cache",
+    )
     parser.add_argument("--model", default=None, help="one model folder (or hub id) at its real size: the sized report")
-    parser.add_argument("--dtype", default=None, help="auto (measured on a CPU), float32 or bfloat16; default QWEN_DTYPE or auto")
+    parser.add_argument(
+        "--dtype", default=None, help="auto (measured on a CPU), float32 or bfloat16; default QWEN_DTYPE or auto"
+    )
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.model:
         load = [round(x, 2) for x in os.getloadavg()]
         sized = bench_sized(args.model, args.tokens, args.runs, args.dtype)
-        json.dump({"machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-                               "cuda": torch.cuda.is_available(), "load_average_before": load,
-                               "load_average_after": [round(x, 2) for x in os.getloadavg()]},
-                   "sized": sized}, sys.stdout, indent=1)
+        json.dump(
+            {
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "torch_threads": torch.get_num_threads(),
+                    "torch": torch.__version__,
+                    "cuda": torch.cuda.is_available(),
+                    "load_average_before": load,
+                    "load_average_after": [round(x, 2) for x in os.getloadavg()],
+                },
+                "sized": sized,
+            },
+            sys.stdout,
+            indent=1,
+        )
         sys.stdout.write("\n")
         return
-    names = args.models.split(",") if args.models else [TINY, *dict.fromkeys([os.environ.get("QWEN_MODEL"), *REAL_MODELS])]
+    names = (
+        args.models.split(",") if args.models else [TINY, *dict.fromkeys([os.environ.get("QWEN_MODEL"), *REAL_MODELS])]
+    )
     report = {
-        "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-                    "cuda": torch.cuda.is_available(), "load_average_before": [round(x, 2) for x in os.getloadavg()]},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "cuda": torch.cuda.is_available(),
+            "load_average_before": [round(x, 2) for x in os.getloadavg()],
+        },
         "models": {},
         "skipped": {},
     }

@@ -39,9 +39,27 @@ def start_server() -> tuple[subprocess.Popen, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
@@ -111,8 +129,11 @@ def main() -> None:
             for panel, (path, button, done_text) in PANELS.items():
                 first = press(page, url, path, button, done_text)
                 warm = [press(page, url, path, button, done_text) for _ in range(args.presses)]
-                results[panel] = {"first_s": round(first, 2), "warm_s": [round(w, 2) for w in warm],
-                                  "warm_median_s": round(statistics.median(warm), 2)}
+                results[panel] = {
+                    "first_s": round(first, 2),
+                    "warm_s": [round(w, 2) for w in warm],
+                    "warm_median_s": round(statistics.median(warm), 2),
+                }
             browser.close()
     finally:
         server.terminate()
@@ -120,8 +141,16 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     alone = [round(engine_alone(), 2) for _ in range(2)]
     load = os.getloadavg()
-    print(json.dumps({"model": "tiny", "panels": results, "lesson 1, engine alone_s": alone, "machine": {"cpus": os.cpu_count(), "load_1m": round(load[0], 2),
-                      "python": platform.python_version()}}))
+    print(
+        json.dumps(
+            {
+                "model": "tiny",
+                "panels": results,
+                "lesson 1, engine alone_s": alone,
+                "machine": {"cpus": os.cpu_count(), "load_1m": round(load[0], 2), "python": platform.python_version()},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

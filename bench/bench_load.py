@@ -39,8 +39,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 QUESTIONS = [
-    "How many r are in strawberry?", "What is 2 + 2?", "Name a prime number.", "Spell banana backwards.",
-    "Which tool counts letters?", "Say hello in French.", "What day comes after Monday?", "Count the vowels in queue.",
+    "How many r are in strawberry?",
+    "What is 2 + 2?",
+    "Name a prime number.",
+    "Spell banana backwards.",
+    "Which tool counts letters?",
+    "Say hello in French.",
+    "What day comes after Monday?",
+    "Count the vowels in queue.",
 ]
 SLOW_READER_SECONDS = 0.01  # the slow session's pause after each token, as a page drawing it would
 
@@ -132,12 +138,16 @@ def run_load(engine, sessions: int = 6, requests: int = 3, max_new_tokens: int =
 PASSING_TEST = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_sum(self):\n        self.assertEqual(sum([1, 2]), 3)\n"
 HOSTILE_TESTS = {
     # moves its output away (os.dup2), then spins: only the deadline stops it
-    "spin": ("import os\nimport unittest\n\n\nclass T(unittest.TestCase):\n    def test_spin(self):\n"
-             "        fd = os.open('hidden.log', os.O_WRONLY | os.O_CREAT)\n        os.dup2(fd, 1)\n        os.dup2(fd, 2)\n"
-             "        while True:\n            pass\n"),
+    "spin": (
+        "import os\nimport unittest\n\n\nclass T(unittest.TestCase):\n    def test_spin(self):\n"
+        "        fd = os.open('hidden.log', os.O_WRONLY | os.O_CREAT)\n        os.dup2(fd, 1)\n        os.dup2(fd, 2)\n"
+        "        while True:\n            pass\n"
+    ),
     # 100 MB in 64 KiB files
-    "write": ("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_write(self):\n"
-              "        for i in range(1600):\n            with open(f'f{i}.bin', 'wb') as f:\n                f.write(b'x' * 65536)\n"),
+    "write": (
+        "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_write(self):\n"
+        "        for i in range(1600):\n            with open(f'f{i}.bin', 'wb') as f:\n                f.write(b'x' * 65536)\n"
+    ),
 }
 
 
@@ -184,13 +194,27 @@ def hostile_session(kind: str, marker: str, test_seconds: float, stop: threading
             outcome = run_tool("run_tests", {"pattern": name}, ws)
             seconds = time.perf_counter() - started
         stopped_by = next((why for why, said in STOPPED_BY.items() if said in outcome.text), "not stopped")
-        runs.append({"seconds": round(seconds, 3), "past_limit_s": round(max(0.0, seconds - test_seconds), 3),
-                     "left": len(sandbox.processes_with(name)), "stopped_by": stopped_by})
+        runs.append(
+            {
+                "seconds": round(seconds, 3),
+                "past_limit_s": round(max(0.0, seconds - test_seconds), 3),
+                "left": len(sandbox.processes_with(name)),
+                "stopped_by": stopped_by,
+            }
+        )
     return runs
 
 
-def run_crowd(engine, sessions: int, requests: int, max_new_tokens: int, marker: str,
-              hostile: tuple[str, ...], test_seconds: float, timeout: float) -> dict:
+def run_crowd(
+    engine,
+    sessions: int,
+    requests: int,
+    max_new_tokens: int,
+    marker: str,
+    hostile: tuple[str, ...],
+    test_seconds: float,
+    timeout: float,
+) -> dict:
     """`sessions` ordinary sessions at once, with the `hostile` ones running beside them until they end."""
     times: dict[int, float] = {}
     failures: list[str] = []
@@ -223,8 +247,14 @@ def run_crowd(engine, sessions: int, requests: int, max_new_tokens: int, marker:
     return {"times": times, "failures": failures, "hostile": hostile_runs}
 
 
-def run_hostile_load(engine, sessions: int = 6, requests: int = 2, max_new_tokens: int = 12,
-                     test_seconds: float = 5.0, timeout: float = 300.0) -> dict:
+def run_hostile_load(
+    engine,
+    sessions: int = 6,
+    requests: int = 2,
+    max_new_tokens: int = 12,
+    test_seconds: float = 5.0,
+    timeout: float = 300.0,
+) -> dict:
     """The ordinary sessions alone (one by one), in a crowd of their own, and in the crowd with the hostile pair."""
     from engine.harness import sandbox
 
@@ -246,11 +276,16 @@ def run_hostile_load(engine, sessions: int = 6, requests: int = 2, max_new_token
         "crowd_without_hostile_s": {s: round(t, 3) for s, t in crowd["times"].items()},
         "crowd_with_hostile_s": {s: round(t, 3) for s, t in hostile["times"].items()},
         # when the last ordinary session finished, with the hostile pair beside them against without
-        "finish_ratio_with_to_without_hostile": (round(max(hostile["times"].values()) / max(crowd["times"].values()), 3)
-                                                 if hostile["times"] and crowd["times"] else None),
+        "finish_ratio_with_to_without_hostile": (
+            round(max(hostile["times"].values()) / max(crowd["times"].values()), 3)
+            if hostile["times"] and crowd["times"]
+            else None
+        ),
         "session_ratio_max": round(max(ratios.values()), 3) if ratios else None,
         # each session's time beside the hostile pair against its time alone (one session at a time)
-        "solo_ratio_max": round(max(hostile["times"][s] / solo[s] for s in hostile["times"]), 3) if hostile["times"] else None,
+        "solo_ratio_max": round(max(hostile["times"][s] / solo[s] for s in hostile["times"]), 3)
+        if hostile["times"]
+        else None,
         "hostile_runs": {kind: rs for kind, rs in hostile["hostile"].items()},
         "hostile_past_limit_max_s": round(max((r["past_limit_s"] for r in runs), default=0.0), 3),
         "failures": crowd["failures"] + hostile["failures"],
@@ -264,11 +299,15 @@ EIGHT_HOSTILE = {
     "allocate_2gb": "blob = bytearray(2 << 30)\nblob[::4096] = b'x' * len(blob[::4096])",
     "spin_1": "while True:\n    pass",
     "spin_2": "fd = os.open('hidden.log', os.O_WRONLY | os.O_CREAT)\nos.dup2(fd, 1)\nwhile True:\n    pass",
-    "shared_memory": ("from multiprocessing import shared_memory\n"
-                      "segment = shared_memory.SharedMemory(create=True, size=400 << 20)\nsegment.buf[::4096] = b'x' * (100 << 8)\n"
-                      "import time\ntime.sleep(60)"),
-    "daemon": ("if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        import time\n        time.sleep(600)\n"
-               "    os._exit(0)\nimport time\ntime.sleep(60)"),
+    "shared_memory": (
+        "from multiprocessing import shared_memory\n"
+        "segment = shared_memory.SharedMemory(create=True, size=400 << 20)\nsegment.buf[::4096] = b'x' * (100 << 8)\n"
+        "import time\ntime.sleep(60)"
+    ),
+    "daemon": (
+        "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        import time\n        time.sleep(600)\n"
+        "    os._exit(0)\nimport time\ntime.sleep(60)"
+    ),
     "write_100mb": "for i in range(1600):\n    with open(f'f{i}.bin', 'wb') as f:\n        f.write(b'x' * 65536)",
     "threads": "import threading\nfor _ in range(200):\n    threading.Thread(target=lambda: [0 for _ in iter(int, 1)]).start()",
 }
@@ -300,8 +339,13 @@ def left_behind() -> dict:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                uid = int(next(line for line in Path(f"/proc/{entry}/status").read_text().splitlines()
-                               if line.startswith("Uid:")).split()[1])
+                uid = int(
+                    next(
+                        line
+                        for line in Path(f"/proc/{entry}/status").read_text().splitlines()
+                        if line.startswith("Uid:")
+                    ).split()[1]
+                )
             except (OSError, StopIteration, ValueError):
                 continue
             processes += uid in slot_uids
@@ -309,11 +353,22 @@ def left_behind() -> dict:
         sysv = len(Path("/proc/sysvipc/shm").read_text().splitlines()) - 1
     except OSError:
         sysv = None
-    cgroups = sum(1 for base in ("/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup")
-                  for _ in Path(base).rglob("run-tests-*")) if Path("/sys/fs/cgroup").exists() else 0
-    return {"slot_user_processes": processes, "sysv_shm_segments": sysv,
-            "posix_shm_files": len(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else None,
-            "run_cgroups": cgroups, "scratch_folders": len(list(Path("/tmp").glob("run-tests-*")))}
+    cgroups = (
+        sum(
+            1
+            for base in ("/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup")
+            for _ in Path(base).rglob("run-tests-*")
+        )
+        if Path("/sys/fs/cgroup").exists()
+        else 0
+    )
+    return {
+        "slot_user_processes": processes,
+        "sysv_shm_segments": sysv,
+        "posix_shm_files": len(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else None,
+        "run_cgroups": cgroups,
+        "scratch_folders": len(list(Path("/tmp").glob("run-tests-*"))),
+    }
 
 
 def run_eight_hostile(test_seconds: float) -> dict:
@@ -335,8 +390,10 @@ def run_eight_hostile(test_seconds: float) -> dict:
             ws.limits = replace(ws.limits, test_seconds=test_seconds)
             started = time.perf_counter()
             outcome = run_tool("run_tests", {"pattern": name}, ws)
-            results[kind] = {"seconds": round(time.perf_counter() - started, 3),
-                             "said": (outcome.text.strip().splitlines() or [""])[-1][:120]}
+            results[kind] = {
+                "seconds": round(time.perf_counter() - started, 3),
+                "said": (outcome.text.strip().splitlines() or [""])[-1][:120],
+            }
 
     threads = [threading.Thread(target=one, args=(kind,), daemon=True) for kind in EIGHT_HOSTILE]
     for thread in threads:
@@ -347,10 +404,17 @@ def run_eight_hostile(test_seconds: float) -> dict:
         thread.join(test_seconds * 3 + 60)
     time.sleep(0.5)
     after = left_behind()
-    return {"confinement": sandbox.choose_confinement().mode, "slots": sandbox.slot_count(),
-            "cgroup": sandbox.cgroup_status(), "home_render_idle_s": round(idle, 3),
-            "home_render_beside_eight_s": round(busy, 3), "render_ratio": round(busy / idle, 3),
-            "runs": results, "left_before": before, "left_after": after}
+    return {
+        "confinement": sandbox.choose_confinement().mode,
+        "slots": sandbox.slot_count(),
+        "cgroup": sandbox.cgroup_status(),
+        "home_render_idle_s": round(idle, 3),
+        "home_render_beside_eight_s": round(busy, 3),
+        "render_ratio": round(busy / idle, 3),
+        "runs": results,
+        "left_before": before,
+        "left_after": after,
+    }
 
 
 def main() -> int:
@@ -361,9 +425,14 @@ def main() -> int:
     parser.add_argument("--model", default="tiny", help="tiny (default), a hub id or a local folder")
     parser.add_argument("--hostile", action="store_true", help="add two sessions running hostile playground tests")
     parser.add_argument("--test-seconds", type=float, default=5.0, help="run_tests's time limit in the hostile load")
-    parser.add_argument("--eight-only", action="store_true", help="with --hostile: only the eight hostile runs and the page")
-    parser.add_argument("--without-hook", action="store_true",
-                        help="run the tests without the audit hook, so that only the kernel's layers stop them")
+    parser.add_argument(
+        "--eight-only", action="store_true", help="with --hostile: only the eight hostile runs and the page"
+    )
+    parser.add_argument(
+        "--without-hook",
+        action="store_true",
+        help="run the tests without the audit hook, so that only the kernel's layers stop them",
+    )
     args = parser.parse_args()
     from engine.model.loading import load_model
 
@@ -376,14 +445,20 @@ def main() -> int:
         print(json.dumps(eight, indent=2))
         return 0 if eight["left_after"] == eight["left_before"] and eight["render_ratio"] <= 2.0 else 1
     if args.hostile:
-        figures = run_hostile_load(load_model(args.model), args.sessions, args.requests, args.max_new_tokens,
-                                   args.test_seconds)
+        figures = run_hostile_load(
+            load_model(args.model), args.sessions, args.requests, args.max_new_tokens, args.test_seconds
+        )
         figures["eight_hostile"] = eight = run_eight_hostile(args.test_seconds)
         print(json.dumps(figures, indent=2))
         left = {k: v for k, v in eight["left_after"].items() if v != eight["left_before"][k]}
-        good = (not figures["failures"] and figures["processes_left"] == 0 and not left
-                and figures["hostile_past_limit_max_s"] <= 2.0 and figures["finish_ratio_with_to_without_hostile"] <= 2.0
-                and eight["render_ratio"] <= 2.0)
+        good = (
+            not figures["failures"]
+            and figures["processes_left"] == 0
+            and not left
+            and figures["hostile_past_limit_max_s"] <= 2.0
+            and figures["finish_ratio_with_to_without_hostile"] <= 2.0
+            and eight["render_ratio"] <= 2.0
+        )
         return 0 if good else 1
     figures = run_load(load_model(args.model), args.sessions, args.requests, args.max_new_tokens)
     print(json.dumps(figures, indent=2))

@@ -68,8 +68,12 @@ def example_value(schema: dict, name: str):
         return [example_value(schema.get("items", {}), name)]
     if kind == "object":
         return {k: example_value(v, k) for k, v in schema.get("properties", {}).items()}
-    return {"path": "src/engine/core/parse.py", "url": "https://example.com/docs", "letter": "r", "word": "strawberry"}.get(
-        name, f"an example {name} for the benchmark")
+    return {
+        "path": "src/engine/core/parse.py",
+        "url": "https://example.com/docs",
+        "letter": "r",
+        "word": "strawberry",
+    }.get(name, f"an example {name} for the benchmark")
 
 
 def example_call(tool: dict) -> str:
@@ -90,8 +94,14 @@ def time_calls(tools: list[dict], calls: list[list[int]], passes: int, apply: bo
 
     tok = load_tokenizer()
     logits = torch.randn(MODEL_VOCAB)
-    timed: dict[str, list[float]] = {"fill_us": [], "mask_us": [], "mask_cpu_us": [], "apply_us": [], "unpack_us": [],
-                                     "accept_us": []}
+    timed: dict[str, list[float]] = {
+        "fill_us": [],
+        "mask_us": [],
+        "mask_cpu_us": [],
+        "apply_us": [],
+        "unpack_us": [],
+        "accept_us": [],
+    }
     for _ in range(passes):
         for ids in calls:
             c = make_constraint(tools, "required", tok)
@@ -156,8 +166,13 @@ def bench_decode(runs: int, tokens: int) -> dict:
         for run in range(runs + 1):  # the first pair warms up and is not counted
             order = ["constrained", "unconstrained"] if run % 2 else ["unconstrained", "constrained"]
             for which in order:
-                settings = GenerationSettings(max_new_tokens=tokens, temperature=1.0, top_k=5, seed=run,
-                                              model_view=model_view and which == "constrained")
+                settings = GenerationSettings(
+                    max_new_tokens=tokens,
+                    temperature=1.0,
+                    top_k=5,
+                    seed=run,
+                    model_view=model_view and which == "constrained",
+                )
                 constraint = make_constraint(tools, choice, engine.tokenizer) if which == "constrained" else None
                 generation = generate(engine, prompt, settings, constraint)
                 if run and len(generation.steps) > 1:
@@ -183,8 +198,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--masks-only", action="store_true", help="skip the decode-speed part (needs no model)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads (default: torch's choice; 1 avoids the pool's waits on a busy machine)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads (default: torch's choice; 1 avoids the pool's waits on a busy machine)",
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -192,23 +211,35 @@ def main() -> None:
     started = time.perf_counter()
     masks = {name: bench_masks(load_tool_set(name), args.passes) for name in ("strawberry", "coding-agent")}
     decode = None if args.masks_only else bench_decode(args.runs, args.tokens)
-    print(json.dumps({
-        "mask_per_token_us": masks,
-        "decode_speed": decode,
-        "targets": {"mask_median_us": 20, "prose_ratio": 0.98, "call_ratio": 0.95},
-        "met": {
-            "mask_median": all(m["mask_us"]["median"] <= 20 for m in masks.values()),
-            "mask_median_between_torch_ops": all(m["between_torch_ops"]["mask_us"]["median"] <= 20 for m in masks.values()),
-            "prose_ratio": None if decode is None else decode["prose_auto"]["ratio_median"] >= 0.98,
-            "call_ratio": None if decode is None else decode["call_required"]["ratio_median"] >= 0.95,
-        },
-        "conditions": {
-            "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()],
-            "python": platform.python_version(), "torch": torch.__version__, "xgrammar": version("xgrammar"),
-            "runs": args.runs, "tokens_per_run": args.tokens, "seconds": round(time.perf_counter() - started, 1),
-        },
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "mask_per_token_us": masks,
+                "decode_speed": decode,
+                "targets": {"mask_median_us": 20, "prose_ratio": 0.98, "call_ratio": 0.95},
+                "met": {
+                    "mask_median": all(m["mask_us"]["median"] <= 20 for m in masks.values()),
+                    "mask_median_between_torch_ops": all(
+                        m["between_torch_ops"]["mask_us"]["median"] <= 20 for m in masks.values()
+                    ),
+                    "prose_ratio": None if decode is None else decode["prose_auto"]["ratio_median"] >= 0.98,
+                    "call_ratio": None if decode is None else decode["call_required"]["ratio_median"] >= 0.95,
+                },
+                "conditions": {
+                    "cpus": os.cpu_count(),
+                    "torch_threads": torch.get_num_threads(),
+                    "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()],
+                    "python": platform.python_version(),
+                    "torch": torch.__version__,
+                    "xgrammar": version("xgrammar"),
+                    "runs": args.runs,
+                    "tokens_per_run": args.tokens,
+                    "seconds": round(time.perf_counter() - started, 1),
+                },
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

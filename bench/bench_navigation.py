@@ -48,9 +48,27 @@ def free_port() -> int:
 
 def start_server(port: int) -> subprocess.Popen:
     server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -108,15 +126,28 @@ def main() -> None:
         server.wait(timeout=20)
     first = {k: round(v[0], 3) for k, v in times.items()}
     warm = {k: round(statistics.median(v[1:]), 3) for k, v in times.items() if len(v) > 1}
-    print(json.dumps({
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "load": os.getloadavg()},
-        "model": args.model or "default", "present": args.present, "rounds": args.rounds,
-        "server_start_s": round(server_s, 3), "fresh_home_s": round(fresh_s, 3),
-        "first_visit_s": first, "warm_s": warm,
-        "warm_median_s": round(statistics.median(warm.values()), 3) if warm else None,
-        "warm_max_s": max(warm.values()) if warm else None,
-        "pages_over_1s_warm": sorted(k for k, v in warm.items() if v > 1.0),
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "machine": {
+                    "cpu": platform.processor() or platform.machine(),
+                    "cores": os.cpu_count(),
+                    "load": os.getloadavg(),
+                },
+                "model": args.model or "default",
+                "present": args.present,
+                "rounds": args.rounds,
+                "server_start_s": round(server_s, 3),
+                "fresh_home_s": round(fresh_s, 3),
+                "first_visit_s": first,
+                "warm_s": warm,
+                "warm_median_s": round(statistics.median(warm.values()), 3) if warm else None,
+                "warm_max_s": max(warm.values()) if warm else None,
+                "pages_over_1s_warm": sorted(k for k, v in warm.items() if v > 1.0),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -66,8 +66,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("pages", nargs="*", help="page files (default: every page in lessons/index.json)")
     parser.add_argument("--reruns", type=int, default=5)
-    parser.add_argument("--warmup", choices=("off", "concurrent", "wait"), default="concurrent",
-                        help="the start-up warm-up: off, started with the first render, or finished before it")
+    parser.add_argument(
+        "--warmup",
+        choices=("off", "concurrent", "wait"),
+        default="concurrent",
+        help="the start-up warm-up: off, started with the first render, or finished before it",
+    )
     args = parser.parse_args()
     index = json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8"))
     pages = args.pages or [e["page"] for e in index if (ROOT / e["page"]).exists()]
@@ -75,15 +79,20 @@ def main() -> None:
     results = {page: measure(page, args.reruns, args.warmup) for page in pages}
     warm = [r["warm_s"] for r in results.values() if "warm_s" in r]
     first = [r["first_s"] for r in results.values() if "first_s" in r]
-    print(json.dumps({
-        "what": "page render time without the model (streamlit AppTest, one fresh process per page)",
-        "warmup": args.warmup,
-        "reruns": args.reruns,
-        "pages": results,
-        "first_max_s": max(first) if first else None,
-        "warm_median_s": round(statistics.median(warm), 3) if warm else None,
-        "load_average_before_after": [load_before, [round(x, 2) for x in os.getloadavg()]],
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "what": "page render time without the model (streamlit AppTest, one fresh process per page)",
+                "warmup": args.warmup,
+                "reruns": args.reruns,
+                "pages": results,
+                "first_max_s": max(first) if first else None,
+                "warm_median_s": round(statistics.median(warm), 3) if warm else None,
+                "load_average_before_after": [load_before, [round(x, 2) for x in os.getloadavg()]],
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -84,8 +84,15 @@ def time_llama_cpp(gguf: str, ids: list[int], tokens: int, runs: int, threads: i
     import numpy as np
 
     started = time.perf_counter()
-    llm = llama_cpp.Llama(gguf, n_ctx=len(ids) + tokens + 16, n_batch=512, n_threads=threads, n_threads_batch=threads,
-                          logits_all=False, verbose=False)
+    llm = llama_cpp.Llama(
+        gguf,
+        n_ctx=len(ids) + tokens + 16,
+        n_batch=512,
+        n_threads=threads,
+        n_threads_batch=threads,
+        logits_all=False,
+        verbose=False,
+    )
     load = time.perf_counter() - started
 
     def once() -> tuple[float, float]:
@@ -135,9 +142,14 @@ def time_engine(folder: str, ids: list[int], tokens: int, runs: int, threads: in
     timings = [once() for _ in range(runs)]
     info = engine.info
     setting = "int8 weights" if info.quant == "int8" else info.dtype
-    return {"setting": setting, "threads_chosen": info.threads, "kv_cache": engine.reasons.get("kv_cache"),
-            "decode_step": engine.reasons.get("decode_step"),
-            "load_seconds": round(load, 2), "timings": timings}
+    return {
+        "setting": setting,
+        "threads_chosen": info.threads,
+        "kv_cache": engine.reasons.get("kv_cache"),
+        "decode_step": engine.reasons.get("decode_step"),
+        "load_seconds": round(load, 2),
+        "timings": timings,
+    }
 
 
 def run_worker(args) -> None:
@@ -147,13 +159,19 @@ def run_worker(args) -> None:
     result = timer(args.model, ids, args.tokens, args.runs, args.threads)
     prefill = statistics.median(t[0] for t in result["timings"])
     decode = statistics.median(t[1] for t in result["timings"])
-    result.update({
-        "threads": args.threads, "prompt_tokens": len(ids), "tokens": args.tokens,
-        "prefill_seconds": round(prefill, 3), "prefill_tokens_per_s": round(len(ids) / prefill, 1),
-        "decode_ms_per_token": round(1000 * decode / (args.tokens - 1), 1),
-        "decode_tokens_per_s": round((args.tokens - 1) / decode, 2), "peak_rss_mb": peak_rss_mb(),
-        "timings": [[round(a, 3), round(b, 3)] for a, b in result["timings"]],
-    })
+    result.update(
+        {
+            "threads": args.threads,
+            "prompt_tokens": len(ids),
+            "tokens": args.tokens,
+            "prefill_seconds": round(prefill, 3),
+            "prefill_tokens_per_s": round(len(ids) / prefill, 1),
+            "decode_ms_per_token": round(1000 * decode / (args.tokens - 1), 1),
+            "decode_tokens_per_s": round((args.tokens - 1) / decode, 2),
+            "peak_rss_mb": peak_rss_mb(),
+            "timings": [[round(a, 3), round(b, 3)] for a, b in result["timings"]],
+        }
+    )
     print(json.dumps(result))
 
 
@@ -172,12 +190,33 @@ def build_models(arch: str, work: Path) -> tuple[Path, Path, dict]:
     return folder, gguf, build_folder(arch, folder, "bfloat16", 0, "q8_0")
 
 
-def measure(engine: str, model: Path, prompt: Path, tokens: int, runs: int, threads: int, env: dict | None = None) -> dict:
+def measure(
+    engine: str, model: Path, prompt: Path, tokens: int, runs: int, threads: int, env: dict | None = None
+) -> dict:
     """One worker subprocess's figures, or its error (`env`: more environment for the worker)."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker", engine, "--model", str(model), "--prompt", str(prompt),
-               "--tokens", str(tokens), "--runs", str(runs), "--threads", str(threads)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=3600,
-                          env={**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONWARNINGS": "ignore", **(env or {})})
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        engine,
+        "--model",
+        str(model),
+        "--prompt",
+        str(prompt),
+        "--tokens",
+        str(tokens),
+        "--runs",
+        str(runs),
+        "--threads",
+        str(threads),
+    ]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        env={**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONWARNINGS": "ignore", **(env or {})},
+    )
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -195,10 +234,16 @@ def main(argv=None) -> None:
     parser.add_argument("--runs", type=int, default=3, help="timed runs per setting, after one warm-up")
     parser.add_argument("--work", type=Path, help="where the folder and GGUF are built (default: a temporary folder)")
     parser.add_argument("--threads", type=int, nargs="*", default=list(THREADS), help="thread counts to time")
-    parser.add_argument("--torch-ops", action="store_true",
-                        help="also time this engine with its decode steps in torch ops alone (QWEN_NATIVE_STEP=0)")
-    parser.add_argument("--transformers-load", action="store_true",
-                        help="also time this engine with its int8 model loaded through transformers' from_pretrained")
+    parser.add_argument(
+        "--torch-ops",
+        action="store_true",
+        help="also time this engine with its decode steps in torch ops alone (QWEN_NATIVE_STEP=0)",
+    )
+    parser.add_argument(
+        "--transformers-load",
+        action="store_true",
+        help="also time this engine with its int8 model loaded through transformers' from_pretrained",
+    )
     # the worker's own arguments (one engine, one thread count, in a subprocess)
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
@@ -233,30 +278,50 @@ def main(argv=None) -> None:
             model = gguf if engine == "llama_cpp" else folder
             results[engine].append(measure(engine, model, prompt, args.tokens, args.runs, threads))
         if args.torch_ops:
-            results["engine_torch_ops"].append(measure("engine", folder, prompt, args.tokens, args.runs, threads,
-                                                       {"QWEN_NATIVE_STEP": "0"}))
+            results["engine_torch_ops"].append(
+                measure("engine", folder, prompt, args.tokens, args.runs, threads, {"QWEN_NATIVE_STEP": "0"})
+            )
         if args.transformers_load:
-            results["engine_transformers_load"].append(measure("engine", folder, prompt, args.tokens, args.runs, threads,
-                                                               {TRANSFORMERS_LOAD: "1"}))
+            results["engine_transformers_load"].append(
+                measure("engine", folder, prompt, args.tokens, args.runs, threads, {TRANSFORMERS_LOAD: "1"})
+            )
     ratios = {}
-    for name, key in (("decode_speed_vs_llama_cpp_q8_0", "decode_tokens_per_s"),
-                      ("prefill_speed_vs_llama_cpp_q8_0", "prefill_tokens_per_s")):
+    for name, key in (
+        ("decode_speed_vs_llama_cpp_q8_0", "decode_tokens_per_s"),
+        ("prefill_speed_vs_llama_cpp_q8_0", "prefill_tokens_per_s"),
+    ):
         ours, theirs = best(results["engine"], key), best(results["llama_cpp"], key)
         ratios[name] = round(ours / theirs, 3) if ours and theirs else None
     memory = best(results["engine"], "peak_rss_mb"), best(results["llama_cpp"], "peak_rss_mb")
     ratios["peak_memory_vs_llama_cpp_q8_0"] = round(memory[0] / memory[1], 2) if all(memory) else None
     if args.torch_ops:
-        ours, ops = best(results["engine"], "decode_tokens_per_s"), best(results["engine_torch_ops"], "decode_tokens_per_s")
+        ours, ops = (
+            best(results["engine"], "decode_tokens_per_s"),
+            best(results["engine_torch_ops"], "decode_tokens_per_s"),
+        )
         ratios["decode_speed_native_step_vs_torch_ops"] = round(ours / ops, 3) if ours and ops else None
     if args.transformers_load:
         before = best(results["engine_transformers_load"], "peak_rss_mb")
-        ratios["peak_memory_int8_read_vs_transformers_load"] = round(memory[0] / before, 2) if memory[0] and before else None
-    print(json.dumps({
-        "arch": args.arch, "prompt_tokens": len(ids), "tokens": args.tokens, "runs": args.runs,
-        "cpu_count": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()],
-        "gguf_bytes": gguf.stat().st_size, "built": built,
-        **results, "ratios": ratios,
-    }, indent=1))
+        ratios["peak_memory_int8_read_vs_transformers_load"] = (
+            round(memory[0] / before, 2) if memory[0] and before else None
+        )
+    print(
+        json.dumps(
+            {
+                "arch": args.arch,
+                "prompt_tokens": len(ids),
+                "tokens": args.tokens,
+                "runs": args.runs,
+                "cpu_count": os.cpu_count(),
+                "load_average": [round(x, 2) for x in os.getloadavg()],
+                "gguf_bytes": gguf.stat().st_size,
+                "built": built,
+                **results,
+                "ratios": ratios,
+            },
+            indent=1,
+        )
+    )
     if temporary is not None:
         temporary.cleanup()
 

@@ -104,7 +104,9 @@ def load_fp32(name: str):
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="tiny", help="tiny or a model folder (a sized folder from bench/make_sized_model.py)")
+    parser.add_argument(
+        "--model", default="tiny", help="tiny or a model folder (a sized folder from bench/make_sized_model.py)"
+    )
     parser.add_argument("--scenarios", default="all", help="all, or names separated by commas")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -136,19 +138,33 @@ def main(argv=None) -> None:
     per_scenario, kls, agrees = compare_all(texts, references, quantized)
     _, cache_kls, cache_agrees = compare_all(texts, references, cached)
     tokens = sum(len(ids) for _, ids, _ in texts)
-    print(json.dumps({
-        "model": args.model,
-        "random_weights": True if args.model == "tiny" else json.loads((Path(args.model) / "config.json").read_text()).get("random_weights", False),
-        "method": "teacher forcing: prompt + first scripted native turn of each scenario; KL(fp32 || int8) per turn token",
-        "quantization": "torch.ao.quantization.quantize_dynamic on every nn.Linear, qint8, per-tensor scale",
-        "scenarios": len(texts),
-        "all": summarize(kls, agrees),
-        "all_with_bf16_kv_cache": summarize(cache_kls, cache_agrees),
-        "per_scenario": per_scenario,
-        "forward_seconds": {"float32": round(fp32_seconds, 2), "int8": round(int8_seconds, 2), "tokens_read": tokens},
-        "threads": args.threads,
-        "machine": {"cpu": platform.processor() or platform.machine(), "load_average": list(__import__("os").getloadavg())},
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "model": args.model,
+                "random_weights": True
+                if args.model == "tiny"
+                else json.loads((Path(args.model) / "config.json").read_text()).get("random_weights", False),
+                "method": "teacher forcing: prompt + first scripted native turn of each scenario; KL(fp32 || int8) per turn token",
+                "quantization": "torch.ao.quantization.quantize_dynamic on every nn.Linear, qint8, per-tensor scale",
+                "scenarios": len(texts),
+                "all": summarize(kls, agrees),
+                "all_with_bf16_kv_cache": summarize(cache_kls, cache_agrees),
+                "per_scenario": per_scenario,
+                "forward_seconds": {
+                    "float32": round(fp32_seconds, 2),
+                    "int8": round(int8_seconds, 2),
+                    "tokens_read": tokens,
+                },
+                "threads": args.threads,
+                "machine": {
+                    "cpu": platform.processor() or platform.machine(),
+                    "load_average": list(__import__("os").getloadavg()),
+                },
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

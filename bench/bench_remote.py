@@ -95,14 +95,30 @@ def bench_sessions(args, started: str | None) -> None:
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - began
-    print(json.dumps({
-        "server": remote.info.label(), "started": started, "sessions": args.sessions, "turns_per_session": args.turns,
-        "requests": args.sessions * args.turns, "failures": len(failures), "failure_messages": sorted(set(failures))[:5],
-        "latency_s": {"p50": round(percentile(latencies, 0.5), 3), "p95": round(percentile(latencies, 0.95), 3),
-                      "max": round(max(latencies), 3)} if latencies else None,
-        "tokens_per_turn": round(sum(tokens) / len(tokens), 1) if tokens else 0,
-        "wall_s": round(wall, 2), "load_average": list(os.getloadavg()),
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "server": remote.info.label(),
+                "started": started,
+                "sessions": args.sessions,
+                "turns_per_session": args.turns,
+                "requests": args.sessions * args.turns,
+                "failures": len(failures),
+                "failure_messages": sorted(set(failures))[:5],
+                "latency_s": {
+                    "p50": round(percentile(latencies, 0.5), 3),
+                    "p95": round(percentile(latencies, 0.95), 3),
+                    "max": round(max(latencies), 3),
+                }
+                if latencies
+                else None,
+                "tokens_per_turn": round(sum(tokens) / len(tokens), 1) if tokens else 0,
+                "wall_s": round(wall, 2),
+                "load_average": list(os.getloadavg()),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

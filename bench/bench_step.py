@@ -40,8 +40,14 @@ def measure(url: str, steps: int, chromium: str) -> dict:
         for n in range(1, min(steps, total - 1) + 1):
             times.append(page.evaluate(MEASURE, f"Token {n + 1} of {total}"))
         browser.close()
-    return {"page": "the_model_writes_a_call", "action": "ArrowRight", "steps": len(times),
-            "ms": [round(t, 2) for t in times], "median_ms": round(statistics.median(times), 2), "goal_ms": 50}
+    return {
+        "page": "the_model_writes_a_call",
+        "action": "ArrowRight",
+        "steps": len(times),
+        "ms": [round(t, 2) for t in times],
+        "median_ms": round(statistics.median(times), 2),
+        "goal_ms": 50,
+    }
 
 
 def main() -> None:

@@ -47,10 +47,14 @@ def read_tokenizer(folder: Path, vocab_size: int) -> dict:
     merges = [m if isinstance(m, str) else " ".join(m) for m in data["model"]["merges"]]
     by_text = {row["content"]: row["id"] for row in added.values()}
     config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-    return {"tokens": tokens, "types": types, "merges": merges,
-            "eos": by_text.get(config.get("eos_token") or "<|im_end|>"),
-            "pad": by_text.get(config.get("pad_token") or "<|endoftext|>"),
-            "add_bos": bool(config.get("add_bos_token", False))}
+    return {
+        "tokens": tokens,
+        "types": types,
+        "merges": merges,
+        "eos": by_text.get(config.get("eos_token") or "<|im_end|>"),
+        "pad": by_text.get(config.get("pad_token") or "<|endoftext|>"),
+        "add_bos": bool(config.get("add_bos_token", False)),
+    }
 
 
 def tensor_kind(name: str, shape: tuple, kind: str):

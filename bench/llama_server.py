@@ -39,7 +39,9 @@ def wait_ready(url: str, process: subprocess.Popen, log: Path, timeout: float) -
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise ServerError(f"llama_cpp.server exited with {process.returncode}: {log.read_text(errors='replace')[-1500:]}")
+            raise ServerError(
+                f"llama_cpp.server exited with {process.returncode}: {log.read_text(errors='replace')[-1500:]}"
+            )
         try:
             with urllib.request.urlopen(f"{url}/models", timeout=2) as answer:
                 if json.loads(answer.read()).get("data"):
@@ -47,20 +49,42 @@ def wait_ready(url: str, process: subprocess.Popen, log: Path, timeout: float) -
         except (OSError, ValueError):
             pass
         time.sleep(0.5)
-    raise ServerError(f"llama_cpp.server did not answer {url}/models within {timeout:.0f} s: "
-                      f"{log.read_text(errors='replace')[-1500:]}")
+    raise ServerError(
+        f"llama_cpp.server did not answer {url}/models within {timeout:.0f} s: "
+        f"{log.read_text(errors='replace')[-1500:]}"
+    )
 
 
 @contextlib.contextmanager
-def serve_gguf(gguf: Path, n_ctx: int = 4096, threads: int = 1, timeout: float = START_TIMEOUT, extra: list | None = None):
+def serve_gguf(
+    gguf: Path, n_ctx: int = 4096, threads: int = 1, timeout: float = START_TIMEOUT, extra: list | None = None
+):
     """The server's API base while it runs; terminated (then killed) after."""
     port = free_port()
     log = Path(f"{gguf}.server-{port}.log")
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-               "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads), *(extra or [])]
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--n_threads",
+        str(threads),
+        "--n_threads_batch",
+        str(threads),
+        *(extra or []),
+    ]
     url = f"http://127.0.0.1:{port}/v1"
     with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
     try:
         wait_ready(url, process, log, timeout)
         yield url

@@ -39,16 +39,37 @@ from engine.settings import VENDORED_TOKENIZER  # noqa: E402
 
 # the published config.json values of each size (huggingface.co/Qwen/Qwen3-1.7B, Qwen/Qwen3-0.6B)
 ARCHITECTURES = {
-    "qwen3-1.7b": {"hidden_size": 2048, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
-                   "head_dim": 128, "intermediate_size": 6144},
-    "qwen3-0.6b": {"hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
-                   "head_dim": 128, "intermediate_size": 3072},
+    "qwen3-1.7b": {
+        "hidden_size": 2048,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "intermediate_size": 6144,
+    },
+    "qwen3-0.6b": {
+        "hidden_size": 1024,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "intermediate_size": 3072,
+    },
 }
 SHARED = {
-    "vocab_size": MODEL_VOCAB, "tie_word_embeddings": True, "max_position_embeddings": 40960,
-    "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"}, "rms_norm_eps": 1e-6, "hidden_act": "silu",
-    "attention_bias": False, "use_sliding_window": False, "max_window_layers": 28, "initializer_range": 0.02,
-    "bos_token_id": END_OF_TEXT, "eos_token_id": IM_END, "pad_token_id": END_OF_TEXT,
+    "vocab_size": MODEL_VOCAB,
+    "tie_word_embeddings": True,
+    "max_position_embeddings": 40960,
+    "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"},
+    "rms_norm_eps": 1e-6,
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "use_sliding_window": False,
+    "max_window_layers": 28,
+    "initializer_range": 0.02,
+    "bos_token_id": END_OF_TEXT,
+    "eos_token_id": IM_END,
+    "pad_token_id": END_OF_TEXT,
 }
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 TINY_ARCH = "tiny"  # the tests' tiny model (engine/model/loading.py), not a published size
@@ -109,8 +130,16 @@ def build_folder(arch: str, out: Path, dtype: str = "bfloat16", seed: int = 0, g
     data["dtype"] = dtype
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     weights = sum(p.stat().st_size for p in out.glob("*.safetensors"))
-    built = {"arch": arch, "out": str(out), "parameters": parameters, "dtype": dtype, "safetensors_bytes": weights,
-             "seed": seed, "seconds": round(time.perf_counter() - started, 1), RANDOM_WEIGHTS_KEY: True}
+    built = {
+        "arch": arch,
+        "out": str(out),
+        "parameters": parameters,
+        "dtype": dtype,
+        "safetensors_bytes": weights,
+        "seed": seed,
+        "seconds": round(time.perf_counter() - started, 1),
+        RANDOM_WEIGHTS_KEY: True,
+    }
     if gguf:
         from gguf_export import write_gguf
 
@@ -124,10 +153,15 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", required=True, choices=sorted([*ARCHITECTURES, TINY_ARCH]))
     parser.add_argument("--out", required=True, type=Path, help="a new folder, outside the repository")
-    parser.add_argument("--dtype", choices=("bfloat16", "float32", "float16"),
-                        help="storage dtype of the safetensors (default: bfloat16 as published; float32 for tiny, as the tests build it)")
+    parser.add_argument(
+        "--dtype",
+        choices=("bfloat16", "float32", "float16"),
+        help="storage dtype of the safetensors (default: bfloat16 as published; float32 for tiny, as the tests build it)",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--gguf", choices=("q8_0", "f16"), help="also write the folder as a GGUF for llama.cpp, beside it")
+    parser.add_argument(
+        "--gguf", choices=("q8_0", "f16"), help="also write the folder as a GGUF for llama.cpp, beside it"
+    )
     args = parser.parse_args(argv)
     dtype = args.dtype or ("float32" if args.arch == TINY_ARCH else "bfloat16")
     print(json.dumps(build_folder(args.arch, args.out, dtype, args.seed, args.gguf), indent=1))

@@ -140,7 +140,9 @@ def family_tokens(family: str, messages: list[dict], tools: list[dict], style: s
 def cmd_parse(args) -> dict:
     fmt = chosen_format(args.family, args.style)
     if args.policy not in fmt.policies:
-        raise BadInput(f"--policy {args.policy} does not apply to {fmt.label}: it is read with {' or '.join(fmt.policies)}")
+        raise BadInput(
+            f"--policy {args.policy} does not apply to {fmt.label}: it is read with {' or '.join(fmt.policies)}"
+        )
     result = parse_turn(_read_stdin(), _read_tools(args.tools), fmt.name, args.policy)
     return {
         "calls": [{"name": c.name, "arguments": c.arguments} for c in result.calls],
@@ -260,7 +262,9 @@ def open_engine(args):
 
         return connect(args.engine_url, args.model)
     if not args.model:
-        raise BadInput("--model is required (builtin, tiny, a hub id or a local folder), or --engine-url URL for a server")
+        raise BadInput(
+            "--model is required (builtin, tiny, a hub id or a local folder), or --engine-url URL for a server"
+        )
     return load_model(args.model, args.device, args.dtype, print_progress)
 
 
@@ -269,8 +273,14 @@ def cmd_eval(args) -> dict:
     from .harness.eval import EvalSettings, load_suite, run_suite
 
     suite = load_suite(args.suite)
-    settings = EvalSettings(seeds=args.seeds, tool_choice=args.tool_choice, constrained=args.constrained,
-                            max_new_tokens=args.max_new_tokens, temperature=args.temperature, limit=args.limit)
+    settings = EvalSettings(
+        seeds=args.seeds,
+        tool_choice=args.tool_choice,
+        constrained=args.constrained,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        limit=args.limit,
+    )
     # refuse a bad setting or an eval past the cap before a load that can take minutes
     settings.check(suite)
     from .model.live import eval_models
@@ -292,7 +302,9 @@ def cmd_download(args) -> dict:
     if name == TINY:
         raise BadInput("the tiny model is built in memory from a seed; there is nothing to download")
     if name == BUILTIN:
-        raise BadInput("the shipped model is in the site's own folder (assets/builtin-model); there is nothing to download")
+        raise BadInput(
+            "the shipped model is in the site's own folder (assets/builtin-model); there is nothing to download"
+        )
     folder, source = locate_weights(name, print_progress)
     files = sorted(p.name for p in Path(folder).iterdir() if p.is_file())
     size = sum((Path(folder) / f).stat().st_size for f in files)
@@ -381,9 +393,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_mask)
 
     p = sub.add_parser("generate", help="generate one turn, token by token, with top-k probabilities")
-    p.add_argument("--model", default=None, help="builtin (the shipped model), tiny, a hub id or a local folder (with --engine-url: the server's model)")
-    p.add_argument("--engine-url", default=None, metavar="URL",
-                   help="an OpenAI-compatible server (vLLM, SGLang, llama.cpp) instead of a local model, e.g. http://gpu-box:8000/v1")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="builtin (the shipped model), tiny, a hub id or a local folder (with --engine-url: the server's model)",
+    )
+    p.add_argument(
+        "--engine-url",
+        default=None,
+        metavar="URL",
+        help="an OpenAI-compatible server (vLLM, SGLang, llama.cpp) instead of a local model, e.g. http://gpu-box:8000/v1",
+    )
     p.add_argument("--messages", required=True)
     p.add_argument("--tools")
     p.add_argument("--tool-choice", default=None)
@@ -405,29 +425,62 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=cmd_generate)
 
-    p = sub.add_parser("eval", help="run a suite of tasks and count the calls: valid, unusable by kind, runs that called")
-    p.add_argument("--model", default=None, help="builtin (the shipped model), tiny, a hub id or a local folder (with --engine-url: the server's model)")
-    p.add_argument("--engine-url", default=None, metavar="URL", help="an OpenAI-compatible server instead of a local model")
+    p = sub.add_parser(
+        "eval", help="run a suite of tasks and count the calls: valid, unusable by kind, runs that called"
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="builtin (the shipped model), tiny, a hub id or a local folder (with --engine-url: the server's model)",
+    )
+    p.add_argument(
+        "--engine-url", default=None, metavar="URL", help="an OpenAI-compatible server instead of a local model"
+    )
     p.add_argument("--suite", required=True, help="a suite in lessons/suites: strawberry, harness, twelve-tools")
     p.add_argument("--seeds", type=int, default=3, help="runs per task (seeds 0..N-1; default 3)")
-    p.add_argument("--tool-choice", choices=["auto", "required"], default="auto",
-                   help="required: a grammar forces a call on each run's first turn (later turns: auto with the grammar)")
-    p.add_argument("--constrained", action="store_true", help="auto with the grammar: free until <tool_call>, then only a well-formed call")
+    p.add_argument(
+        "--tool-choice",
+        choices=["auto", "required"],
+        default="auto",
+        help="required: a grammar forces a call on each run's first turn (later turns: auto with the grammar)",
+    )
+    p.add_argument(
+        "--constrained",
+        action="store_true",
+        help="auto with the grammar: free until <tool_call>, then only a well-formed call",
+    )
     p.add_argument("--max-new-tokens", type=int, default=None, help="new tokens a turn (default: the suite's)")
-    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7; 0 = greedy, every seed alike)")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=0.7,
+        help="sampling temperature (default 0.7; 0 = greedy, every seed alike)",
+    )
     p.add_argument("--limit", type=int, default=None, help="run only the suite's first N tasks")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
-    p.add_argument("--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16")
+    p.add_argument(
+        "--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16"
+    )
     p.set_defaults(handler=cmd_eval)
 
     p = sub.add_parser("download", help="fetch a model into the local cache, with progress (prepare a classroom)")
     p.add_argument("--model", default=None, help="hub id (default: QWEN_MODEL or Qwen/Qwen3-1.7B)")
     p.set_defaults(handler=cmd_download)
 
-    p = sub.add_parser("prepare", help="record a lesson pack: every run a model panel shows, to replay without the model")
-    p.add_argument("--model", default=None, help="builtin (the shipped model), tiny, a hub id or a local folder (with --engine-url: the server's model)")
-    p.add_argument("--engine-url", default=None, metavar="URL",
-                   help="record from an OpenAI-compatible server (http://host:8000/v1); the pack is labelled with its model")
+    p = sub.add_parser(
+        "prepare", help="record a lesson pack: every run a model panel shows, to replay without the model"
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="builtin (the shipped model), tiny, a hub id or a local folder (with --engine-url: the server's model)",
+    )
+    p.add_argument(
+        "--engine-url",
+        default=None,
+        metavar="URL",
+        help="record from an OpenAI-compatible server (http://host:8000/v1); the pack is labelled with its model",
+    )
     p.add_argument("--out", required=True, help="the pack's folder (created; an interrupted pack there is resumed)")
     p.add_argument("--allow-random-weights", action="store_true", help="record a random-weights model (tests only)")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
@@ -449,7 +502,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=["gpt-4o", "gpt-4", "gpt-4o-mini", "gpt-3.5-turbo"], default="gpt-4o")
     p.set_defaults(handler=cmd_openai_tokens)
 
-    p = sub.add_parser("train-builtin", help="train the shipped model (about an hour on a 2-core CPU), measure it, write its provenance")
+    p = sub.add_parser(
+        "train-builtin",
+        help="train the shipped model (about an hour on a 2-core CPU), measure it, write its provenance",
+    )
     p.add_argument("--out", required=True, help="the model's folder (assets/builtin-model is the one the site ships)")
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the shipped model's)")
     p.add_argument("--seed", type=int, default=0)

@@ -11,7 +11,9 @@ ASSETS = ROOT / "assets"
 LESSONS = ROOT / "lessons"
 VENDORED_TOKENIZER = ASSETS / "qwen3-tokenizer"
 DEFAULT_MODEL = "Qwen/Qwen3-1.7B"
-BUILTIN = "builtin"  # the model the project trains and ships (engine/train), named by --model builtin and QWEN_MODEL=builtin
+BUILTIN = (
+    "builtin"  # the model the project trains and ships (engine/train), named by --model builtin and QWEN_MODEL=builtin
+)
 BUILTIN_FOLDER = ASSETS / "builtin-model"
 
 

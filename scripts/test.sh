@@ -31,6 +31,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 python -m ruff check engine app_pages ui tests bench app.py
+python -m ruff format --check engine app_pages ui tests bench app.py
 # two workers: the browser tests stay together on one (tests/conftest.py), the rest share both;
 # TEST_WORKERS=0 runs everything in this process
 python -m pytest -n "${TEST_WORKERS:-2}" --dist loadgroup "$@"

@@ -134,8 +134,15 @@ def pytest_collection_modifyitems(items):
 
 # -- headless Chromium (Debian's chromium, driven by Python playwright; never `playwright install`) --
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-dev-shm-usage",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def _browser_missing(reason: str):
@@ -153,7 +160,9 @@ def chromium():
     try:
         from playwright.sync_api import expect, sync_playwright
     except ImportError:
-        _browser_missing("the playwright Python package is not installed (pip install playwright; never `playwright install`)")
+        _browser_missing(
+            "the playwright Python package is not installed (pip install playwright; never `playwright install`)"
+        )
     # a page redraws after each run; on a loaded 2-core machine that can take longer than expect's 5 s default
     expect.set_options(timeout=30_000)
     with sync_playwright() as p:
@@ -207,4 +216,5 @@ def one_mode(monkeypatch):
         monkeypatch.setattr(sandbox, "LAYERS", layers)
         monkeypatch.setattr(sandbox, "_CHOSEN", {})
         monkeypatch.setenv("QWEN_SANDBOX_WEAK", "1")
+
     return use

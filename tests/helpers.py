@@ -45,7 +45,11 @@ class FailingModel:
 
 # -- a call and tool definitions for the constrained-decoding tests --------------------------------------------------
 def function(name: str, properties: dict, required: list[str] | None = None) -> dict:
-    params = {"type": "object", "properties": properties, "required": list(properties) if required is None else required}
+    params = {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties) if required is None else required,
+    }
     return {"type": "function", "function": {"name": name, "description": f"The {name} tool.", "parameters": params}}
 
 
@@ -85,10 +89,29 @@ def serve_site(log_name: str = "streamlit-server.log", env: dict | None = None):
     log_name = f"{worker}-{log_name}" if worker else log_name
     log = open(ROOT / ".pytest_cache" / log_name, "w") if (ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL  # noqa: SIM115
     server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-         "--client.toolbarMode", "minimal"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=server_env(env),
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+            "--client.toolbarMode",
+            "minimal",
+        ],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=server_env(env),
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -166,7 +189,9 @@ def close_dialog(page) -> None:
 
 
 def assert_no_errors(page) -> None:
-    assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').all_inner_texts()
+    assert page.locator('[data-testid="stException"]').count() == 0, page.locator(
+        '[data-testid="stException"]'
+    ).all_inner_texts()
 
 
 README_SHOTS = ROOT / "assets" / "screenshots"

@@ -11,8 +11,23 @@ from __future__ import annotations
 
 import random
 
-ALPHABET = [*'abcXYZ019 _-"\\[]^/{}()<>|*+?.,:;=#$%&\'`~!@', "\t", "\n", "\r", "\x00", "\x01", "\x1f", "\x7f",
-            "é", "ü", "✓", "中", "\u2028", "\ufeff", "\U0001F600"]
+ALPHABET = [
+    *"abcXYZ019 _-\"\\[]^/{}()<>|*+?.,:;=#$%&'`~!@",
+    "\t",
+    "\n",
+    "\r",
+    "\x00",
+    "\x01",
+    "\x1f",
+    "\x7f",
+    "é",
+    "ü",
+    "✓",
+    "中",
+    "\u2028",
+    "\ufeff",
+    "\U0001f600",
+]
 SCALARS = ["string", "integer", "number", "boolean", "null", "enum", "const"]
 
 
@@ -71,8 +86,12 @@ def hostile_tools(seed: int) -> list[dict]:
     tools = []
     for k in range(rng.randint(1, 3)):
         name = "f" + "".join(rng.choice("abcxyz_-0123") for _ in range(rng.randint(0, 9))) + str(k)
-        tools.append({"type": "function", "function": {"name": name, "description": hostile_text(rng),
-                                                       "parameters": hostile_object(rng)}})
+        tools.append(
+            {
+                "type": "function",
+                "function": {"name": name, "description": hostile_text(rng), "parameters": hostile_object(rng)},
+            }
+        )
     return tools
 
 

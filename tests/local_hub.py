@@ -37,7 +37,9 @@ def git_blob_id(data: bytes) -> str:
 class LocalHub:
     """Serves `folder` as the model repo `repo_id` on a free port of 127.0.0.1, in a daemon thread."""
 
-    def __init__(self, folder: Path, repo_id: str = "local/tiny-qwen3", cut_after: int | None = None, chunk_delay: float = 0.0):
+    def __init__(
+        self, folder: Path, repo_id: str = "local/tiny-qwen3", cut_after: int | None = None, chunk_delay: float = 0.0
+    ):
         self.repo_id, self.cut_after, self.chunk_delay = repo_id, cut_after, chunk_delay
         self.files = {p.name: p for p in sorted(Path(folder).iterdir()) if p.is_file()}
         self.ids = {}

@@ -21,8 +21,8 @@ def test_a_steps_plain_products_give_the_fused_kernels_attention(length):
     generator = torch.Generator().manual_seed(length)
     q = torch.randn(4, 2, 32, generator=generator)
     keys, values = torch.randn(2, 4, length, 32, generator=generator)
-    expected = F.scaled_dot_product_attention(q.unsqueeze(0), keys.unsqueeze(0), values.unsqueeze(0), scale=32 ** -0.5)
-    got = attend(q, keys, values, 32 ** -0.5)
+    expected = F.scaled_dot_product_attention(q.unsqueeze(0), keys.unsqueeze(0), values.unsqueeze(0), scale=32**-0.5)
+    got = attend(q, keys, values, 32**-0.5)
     assert got.shape == (1, 4, 2, 32) and got.dtype == torch.float32
     assert torch.allclose(got, expected, atol=1e-6, rtol=0)
 
@@ -31,8 +31,8 @@ def test_a_bf16_cache_takes_an_fp32_query_and_gives_fp32_back():
     generator = torch.Generator().manual_seed(0)
     q = torch.randn(4, 2, 32, generator=generator)
     keys, values = torch.randn(2, 4, 50, 32, generator=generator)
-    exact = attend(q, keys, values, 32 ** -0.5)
-    rounded = attend(q, keys.bfloat16(), values.bfloat16(), 32 ** -0.5)
+    exact = attend(q, keys, values, 32**-0.5)
+    rounded = attend(q, keys.bfloat16(), values.bfloat16(), 32**-0.5)
     assert rounded.dtype == torch.float32
     # bf16 keeps 8 bits of each key and value: about 1% of a unit-sized output
     assert 0 < float((rounded - exact).abs().max()) < 5e-2
@@ -62,7 +62,9 @@ def test_auto_times_both_for_int8_weights_and_keeps_the_faster(monkeypatch):
     kept, other = ("bfloat16", "float32") if choice.dtype == torch.bfloat16 else ("float32", "bfloat16")
     # the faster kept (the figures shown are rounded: a tie there may go either way)
     assert choice.step_ms[kept] <= choice.step_ms[other]
-    assert choice.reason.startswith("a step's attention took") and choice.reason.endswith(f"kept in {kept.replace('bfloat16', 'bf16').replace('float32', 'fp32')}")
+    assert choice.reason.startswith("a step's attention took") and choice.reason.endswith(
+        f"kept in {kept.replace('bfloat16', 'bf16').replace('float32', 'fp32')}"
+    )
 
 
 def test_an_int8_model_with_a_bf16_cache_stays_within_rounding_of_transformers(monkeypatch, tiny_engine):

@@ -21,7 +21,9 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
-PAGES = [e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8")) if (ROOT / e["page"]).exists()]
+PAGES = [
+    e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8")) if (ROOT / e["page"]).exists()
+]
 URLS = {e["id"]: e["url_path"] for e in PAGES}
 
 

@@ -24,8 +24,18 @@ from ui.words import lesson
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-README_PAGES = {"home", "why-call-a-tool", "tools-as-schemas", "the-model-writes-a-call", "calculator", "same-call-in-other-apis", "gallery"}
-PAGES = [e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8")) if (ROOT / e["page"]).exists()]
+README_PAGES = {
+    "home",
+    "why-call-a-tool",
+    "tools-as-schemas",
+    "the-model-writes-a-call",
+    "calculator",
+    "same-call-in-other-apis",
+    "gallery",
+}
+PAGES = [
+    e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8")) if (ROOT / e["page"]).exists()
+]
 URLS = {e["id"]: e["url_path"] for e in PAGES}
 SIZES = {"projector": ((1024, 768), "present=1"), "screen": ((1440, 900), "")}
 
@@ -147,7 +157,9 @@ def test_presenter_mode_collapses_the_sidebar_and_a_teacher_can_reopen_it(chromi
         assert sidebar.get_attribute("data-collapsed") == "true"
         assert page.evaluate("() => getComputedStyle(document.documentElement).fontSize") == "22px"
         page.get_by_test_id("stExpandSidebarButton").click()
-        page.wait_for_function("() => document.querySelector('[data-testid=\"stSidebar\"]').getAttribute('data-collapsed') === 'false'")
+        page.wait_for_function(
+            "() => document.querySelector('[data-testid=\"stSidebar\"]').getAttribute('data-collapsed') === 'false'"
+        )
         # a rerun (switching the prompt's style, in the sidebar: the page's own switch is on section 2) keeps it open
         sidebar.get_by_text("ReAct", exact=True).first.click()
         page.wait_for_url("**style=react**", timeout=30_000)
@@ -194,7 +206,9 @@ def test_lesson_3_in_react_style_does_not_call_its_lines_special_tokens(chromium
         text = main_text(page)
         # the ReAct call is drawn, and the words beside it no longer call its lines special tokens
         assert "Thought:" in text and "Action:" in text
-        assert "single special tokens" not in text and "In the ReAct style there are no special tokens" in " ".join(text.split())
+        assert "single special tokens" not in text and "In the ReAct style there are no special tokens" in " ".join(
+            text.split()
+        )
         page.goto(f"{streamlit_server}/{URLS['constrained-decoding']}?style=react")
         settle_run(page)
         assert "This lesson uses the native style only" in " ".join(main_text(page).split())
@@ -226,8 +240,10 @@ POWERS = {"1", "10", "100", "1,000", "10,000", "100,000"}  # the allowed-count a
 def plotly_axes(page, key: str) -> dict:
     chart = page.locator(f".st-key-{key} .js-plotly-plot")
     chart.wait_for(timeout=30_000)
-    return chart.evaluate("e => ({x: e._fullLayout.xaxis.range, y: e._fullLayout.yaxis.range,"
-                          " ticks: [...e.querySelectorAll('.ytick text')].map(t => t.textContent)})")
+    return chart.evaluate(
+        "e => ({x: e._fullLayout.xaxis.range, y: e._fullLayout.yaxis.range,"
+        " ticks: [...e.querySelectorAll('.ytick text')].map(t => t.textContent)})"
+    )
 
 
 def test_lesson_6_shows_no_call_under_none_and_readable_charts(chromium, streamlit_server):
@@ -235,7 +251,7 @@ def test_lesson_6_shows_no_call_under_none_and_readable_charts(chromium, streaml
         page.goto(f"{streamlit_server}/{URLS['constrained-decoding']}?tool_choice=none")
         settle_run(page)
         assert "all · no call" in page.locator(".sv-strip").first.inner_text()
-        assert "the mask cannot show \"no call\"" in " ".join(main_text(page).split())
+        assert 'the mask cannot show "no call"' in " ".join(main_text(page).split())
         axes = plotly_axes(page, "constrained_decoding_allowed_chart")
         assert set(axes["ticks"]) <= POWERS and "100,000" in axes["ticks"]
         page.goto(f"{streamlit_server}/{URLS['constrained-decoding']}?tool_choice=required&turn=prose")
@@ -264,7 +280,9 @@ def test_playground_live_run_with_the_tiny_model_is_labelled_and_bounded(chromiu
             raise AssertionError(f"no call is drawn; the page ends with: {main_text(page)[-1500:]}") from error
         assert labels.count() == calls.count(), main_text(page)[-1500:]
         heights = page.locator(".tok-strip").evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
-        assert heights and max(heights) < 1500, heights  # 256 newline tokens would be thousands of px without collapsing
+        assert heights and max(heights) < 1500, (
+            heights
+        )  # 256 newline tokens would be thousands of px without collapsing
         assert "1 calls" not in main_text(page)
 
 
@@ -307,7 +325,9 @@ SECTION_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrol
 # the lesson's key visual is on its first screen: a chart, token chips, a prompt or turn, a wire format, a view
 KEY_VISUAL = """() => !!document.querySelector('[data-testid="stMain"]').querySelector(
   '.js-plotly-plot, .tok-strip, .prompt-view, .turn-view, .wire, .checks, [class*="st-key-"][class*="_view"], [class*="st-key-"][class*="_loop"], [class*="st-key-"][class*="gallery_view"]')"""
-RAN = """() => document.querySelector('[data-testid="stApp"]').getAttribute('data-test-script-state') === 'notRunning'"""
+RAN = (
+    """() => document.querySelector('[data-testid="stApp"]').getAttribute('data-test-script-state') === 'notRunning'"""
+)
 # the section's height, once two looks 700 ms apart agree (a code block or a view may still be settling its size)
 STEADY_HEIGHT = """() => { const h = document.querySelector('[data-testid="stMain"]').scrollHeight;
                            const same = window.__height === h; window.__height = h; return same; }"""
@@ -327,7 +347,9 @@ def section_shown(page) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("entry", PRESENTED_PARAMS)
-def test_presenter_mode_shows_each_section_within_one_screen_and_pagedown_reaches_the_last(chromium, streamlit_server, entry):
+def test_presenter_mode_shows_each_section_within_one_screen_and_pagedown_reaches_the_last(
+    chromium, streamlit_server, entry
+):
     walk_sections(chromium, f"{streamlit_server}/{entry['url_path']}?present=1&model=off", entry)
 
 
@@ -342,8 +364,10 @@ def walk_sections(chromium, url: str, entry: dict) -> None:
     with open_at(chromium, "projector") as (page, query):
         page.goto(url)
         page.wait_for_function(RAN, polling=500, timeout=120_000)
-        page.wait_for_function("() => /Section 1 of \\d+/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
-                               timeout=60_000)
+        page.wait_for_function(
+            "() => /Section 1 of \\d+/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
+            timeout=60_000,
+        )
         current, count = section_shown(page)
         assert current == 1 and count >= 2
         # every lesson and tool page opens on its key visual (the reference pages open on their first entries);
@@ -352,7 +376,9 @@ def walk_sections(chromium, url: str, entry: dict) -> None:
             try:
                 page.wait_for_function(KEY_VISUAL, polling=500, timeout=60_000)
             except Exception:
-                raise AssertionError(f"section 1 of {entry['id']} shows no visual (a chart, tokens, a prompt, a view)") from None
+                raise AssertionError(
+                    f"section 1 of {entry['id']} shows no visual (a chart, tokens, a prompt, a view)"
+                ) from None
         heights, hidden = {}, {}
         while True:
             heights[current] = steady_height(page)
@@ -362,8 +388,10 @@ def walk_sections(chromium, url: str, entry: dict) -> None:
             if current == count:
                 break
             press_section_key(page, "PageDown")
-            page.wait_for_function(f"() => document.querySelector('[data-testid=\"stMain\"]').innerText.includes('Section {current + 1} of {count}')",
-                                   timeout=60_000)
+            page.wait_for_function(
+                f"() => document.querySelector('[data-testid=\"stMain\"]').innerText.includes('Section {current + 1} of {count}')",
+                timeout=60_000,
+            )
             page.wait_for_function(RAN, polling=500, timeout=120_000)
             current, _ = section_shown(page)
         assert current == count, f"PageDown stopped at section {current} of {count}"

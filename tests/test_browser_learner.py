@@ -69,15 +69,19 @@ def query(tab) -> dict[str, str]:
 
 
 def no_errors(tab) -> None:
-    assert tab.locator('[data-testid="stException"]').count() == 0, tab.locator('[data-testid="stException"]').all_inner_texts()
+    assert tab.locator('[data-testid="stException"]').count() == 0, tab.locator(
+        '[data-testid="stException"]'
+    ).all_inner_texts()
 
 
 def via_sidebar(tab, title: str, path: str, heading: str | None = None) -> None:
     """Move to another page the way a learner does, by its link in the sidebar; wait for it to open."""
     tab.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
     tab.wait_for_function(f"() => location.pathname === '/{path}'", timeout=30_000)
-    tab.wait_for_function(f"() => document.querySelector('h1') && document.querySelector('h1').innerText.startsWith({heading or title!r})",
-                          timeout=60_000)
+    tab.wait_for_function(
+        f"() => document.querySelector('h1') && document.querySelector('h1').innerText.startsWith({heading or title!r})",
+        timeout=60_000,
+    )
     settle(tab)
 
 
@@ -144,11 +148,17 @@ def test_the_tools_cost_is_named_the_same_on_lesson_2_and_the_calculator(page):
     cost = measure_tools_cost(load_tool_set("strawberry"))
     page.goto(f"{page.base}/tools_as_schemas")
     settle(page)
-    expect(page.get_by_text(f"Of those {cost.total}: {cost.definitions} for the definitions")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text(f"Of those {cost.total}: {cost.definitions} for the definitions")).to_be_visible(
+        timeout=30_000
+    )
     page.goto(f"{page.base}/calculator")
     settle(page)
-    expect(page.get_by_text(f"Tools cost per call: {cost.total} tokens = {cost.definitions} for the tool definitions + "
-                            f"{cost.instructions}")).to_be_visible(timeout=30_000)
+    expect(
+        page.get_by_text(
+            f"Tools cost per call: {cost.total} tokens = {cost.definitions} for the tool definitions + "
+            f"{cost.instructions}"
+        )
+    ).to_be_visible(timeout=30_000)
     no_errors(page)
 
 
@@ -182,10 +192,14 @@ def test_a_term_link_opens_its_glossary_entry_and_answers_open_from_the_keyboard
     glossary = opened.value
     settle(glossary)
     # the entry is repeated at the top of the page, on the first screen
-    expect(glossary.locator("p", has_text="vocabulary: Every token the tokenizer knows: 151,669 for Qwen3").first).to_be_in_viewport()
+    expect(
+        glossary.locator("p", has_text="vocabulary: Every token the tokenizer knows: 151,669 for Qwen3").first
+    ).to_be_in_viewport()
     # the anchor scrolled the entry's own heading into view
     glossary.wait_for_timeout(1500)
-    assert glossary.locator("#vocabulary").first.evaluate("e => { const r = e.getBoundingClientRect(); return r.top < innerHeight && r.bottom > 0 }")
+    assert glossary.locator("#vocabulary").first.evaluate(
+        "e => { const r = e.getBoundingClientRect(); return r.top < innerHeight && r.bottom > 0 }"
+    )
     shoot(glossary, "glossary-vocabulary")
 
     # the first answer, opened with the keyboard only: Tab to its summary, then Enter
@@ -216,8 +230,10 @@ def tab_to(tab, wanted: str, presses: int = 120) -> None:
     seen = []
     for _ in range(presses):
         tab.keyboard.press("Tab")
-        labels = tab.evaluate("() => { const e = document.activeElement;"
-                              " return [e.getAttribute('aria-label') || '', e.value || '', e.innerText || ''].map(s => s.trim()) }")
+        labels = tab.evaluate(
+            "() => { const e = document.activeElement;"
+            " return [e.getAttribute('aria-label') || '', e.value || '', e.innerText || ''].map(s => s.trim()) }"
+        )
         if any(label.startswith(wanted) for label in labels):
             return
         seen.append(" / ".join(label[:20] for label in labels if label))

@@ -69,7 +69,9 @@ def load_from_sidebar(page, button: str) -> None:
     settle(page)
 
 
-def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_session(chromium, serve_app, random_folder):
+def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_session(
+    chromium, serve_app, random_folder
+):
     from playwright.sync_api import expect
 
     url = serve_app({"QWEN_MODEL": str(random_folder)}, "streamlit-server-folder.log")
@@ -78,11 +80,15 @@ def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_se
     open_page(page, url, "the_model_writes_a_call")
     expect(sidebar(page)).to_contain_text(f"{random_folder}: on this machine, not loaded yet")
     load_from_sidebar(page, "Load the model")
-    expect(sidebar(page)).to_contain_text(f"Loaded for everyone on this site: {random_folder} (fp32, cpu; random weights")
+    expect(sidebar(page)).to_contain_text(
+        f"Loaded for everyone on this site: {random_folder} (fp32, cpu; random weights"
+    )
     expect(sidebar(page)).to_contain_text("Random weights:")
     # the decode step's small operations in C (engine/model/native_step.c), said on the Set-up page as the other engine lines are
     open_page(page, url, "setup")
-    expect(page.get_by_test_id("stMain")).to_contain_text("Decode steps: norms, attention and the MLP's gate in C between torch's products")
+    expect(page.get_by_test_id("stMain")).to_contain_text(
+        "Decode steps: norms, attention and the MLP's gate in C between torch's products"
+    )
     open_page(page, url, "the_model_writes_a_call")
     assert_clean(page)
 
@@ -95,11 +101,15 @@ def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_se
     expect(page.get_by_test_id("stMain").locator(".tok-strip").last).to_be_visible()
     # lesson 5: P(<tool_call>) for both questions, computed when the page opens
     open_page(page, url, "answer_and_when_not_to_call")
-    expect(page.get_by_test_id("stMetric").filter(has_text="P(<tool_call>) as the first token")).to_have_count(2, timeout=LONG)
+    expect(page.get_by_test_id("stMetric").filter(has_text="P(<tool_call>) as the first token")).to_have_count(
+        2, timeout=LONG
+    )
     # lesson 6: the model's own view before and after the mask, then free and constrained decodes
     open_page(page, url, "constrained_decoding?tool_choice=required&step=7")
     # the view carries every step's bars, so stepping in the browser shows the next step's at once
-    expect(page.locator(".sv-fact").filter(has_text="Probability the model put on forbidden tokens")).to_be_visible(timeout=LONG)
+    expect(page.locator(".sv-fact").filter(has_text="Probability the model put on forbidden tokens")).to_be_visible(
+        timeout=LONG
+    )
     expect(page.locator(".sv-bars")).to_have_count(2)
     page.evaluate("document.activeElement && document.activeElement.blur()")
     page.keyboard.press("ArrowRight")
@@ -117,7 +127,9 @@ def test_a_folder_loaded_with_the_sidebar_button_serves_every_panel_and_every_se
     learner = chromium.new_context(viewport={"width": 1440, "height": 900})
     page = learner.new_page()
     open_page(page, url, "")
-    expect(page.get_by_test_id("stMain").get_by_text(f"Random weights: {random_folder} (fp32, cpu)")).to_be_visible(timeout=LONG)
+    expect(page.get_by_test_id("stMain").get_by_text(f"Random weights: {random_folder} (fp32, cpu)")).to_be_visible(
+        timeout=LONG
+    )
     open_page(page, url, "the_model_writes_a_call")
     expect(sidebar(page)).to_contain_text("Loaded for everyone on this site")
     expect(sidebar(page).get_by_role("button", name="Load the model")).to_have_count(0, timeout=30_000)
@@ -181,7 +193,9 @@ def test_two_sessions_share_one_download_one_draws_the_bar_the_other_waits_then_
         for page in (teacher, learner):
             expect(sidebar(page)).to_contain_text(f"Loaded for everyone on this site: {REPO} (fp32, cpu)", timeout=LONG)
         expect(learner.get_by_text(f"Live model: {REPO} (fp32, cpu)")).to_be_visible(timeout=60_000)
-        assert hub.requests.count(f"GET /{REPO}/resolve/0123456789abcdef0123456789abcdef01234567/model.safetensors") == 1
+        assert (
+            hub.requests.count(f"GET /{REPO}/resolve/0123456789abcdef0123456789abcdef01234567/model.safetensors") == 1
+        )
         for context in contexts:
             context.close()
 
@@ -206,10 +220,14 @@ def test_a_bf16_folder_loaded_in_int8_with_the_sidebar_button_writes_a_call(chro
     page = context.new_page()
     open_page(page, url, "the_model_writes_a_call")
     load_from_sidebar(page, "Load the model")
-    expect(sidebar(page)).to_contain_text(f"Loaded for everyone on this site: {folder} (int8 weights, cpu; random weights")
+    expect(sidebar(page)).to_contain_text(
+        f"Loaded for everyone on this site: {folder} (int8 weights, cpu; random weights"
+    )
     open_page(page, url, "setup")  # how the model runs here is the Set-up page's
     expect(page.get_by_test_id("stMain")).to_contain_text("int8 weights: QWEN_QUANT=int8")
-    expect(page.get_by_test_id("stMain")).to_contain_text("Decode steps: norms, attention and the MLP's gate in C between torch's products")
+    expect(page.get_by_test_id("stMain")).to_contain_text(
+        "Decode steps: norms, attention and the MLP's gate in C between torch's products"
+    )
     open_page(page, url, "the_model_writes_a_call")
     press(page, "Generate the call", "Its probability")
     expect(page.get_by_text(f"Random weights: {folder} (int8 weights, cpu)").first).to_be_visible()

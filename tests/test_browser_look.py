@@ -62,8 +62,12 @@ def test_home_opens_at_slash_home_on_a_cold_server_with_no_deploy_button(fresh_s
         assert page.get_by_text("Page not found").count() == 0
         assert page.get_by_role("button", name="Deploy").count() == 0
         # a line for every lesson and page, with its suggested minutes (waited for: Home draws its loop picture first)
-        for line in ("one call, its reply and its result", f"{len(list_gallery())} failures, each replayed here",
-                     "every term the lessons use", "about 10 minutes in class"):
+        for line in (
+            "one call, its reply and its result",
+            f"{len(list_gallery())} failures, each replayed here",
+            "every term the lessons use",
+            "about 10 minutes in class",
+        ):
             expect(page.get_by_text(line).first).to_be_visible()
         assert_no_errors(page)
 
@@ -76,7 +80,9 @@ UNDERLINED_WITH_UNDERSCORE = """() => [...document.querySelectorAll('.prompt-vie
               inPrompt: !!e.closest('.prompt-view') && e.tagName === 'SPAN' && e.parentElement.classList.contains('prompt-view')}))"""
 
 
-@pytest.mark.parametrize("path", ["tools_as_schemas", "check_run_return?scenario=made-up-name", "answer_and_when_not_to_call"])
+@pytest.mark.parametrize(
+    "path", ["tools_as_schemas", "check_run_return?scenario=made-up-name", "answer_and_when_not_to_call"]
+)
 def test_no_highlighted_text_with_an_underscore_is_underlined(streamlit_server, chromium, path):
     with opened(chromium, f"{streamlit_server}/{path}") as page:
         page.locator(".prompt-view, .turn-view").first.wait_for(timeout=30_000)
@@ -104,7 +110,9 @@ def test_reset_this_page_keeps_the_settings_and_reset_everything_clears_them(str
         page.get_by_role("button", name="Reset this page").click()
         expect(box).to_have_value(" strawberry", timeout=30_000)
         settle_run(page)
-        assert query(page)["word"] == " strawberry" and query(page)["style"] == "react"  # the page's default, the setting kept
+        assert (
+            query(page)["word"] == " strawberry" and query(page)["style"] == "react"
+        )  # the page's default, the setting kept
         page.get_by_role("button", name="Reset everything").click()
         expect(page.get_by_text("Native").first).to_be_visible()
         # reset reruns the page twice (clear, then draw): wait for the URL the second run writes, not a read
@@ -124,11 +132,18 @@ def test_the_handout_print_view_hides_the_sidebar_and_controls_and_keeps_the_fig
         expect(page.locator('[data-testid="stSidebar"]')).to_be_hidden()
         expect(page.get_by_label("Word or text")).to_be_hidden()
         text = main_text(page)
-        for kept in ("What to notice", "is a single token", "Check your understanding", "How many tokens does it receive"):
+        for kept in (
+            "What to notice",
+            "is a single token",
+            "Check your understanding",
+            "How many tokens does it receive",
+        ):
             assert kept in text, kept
         expect(page.locator('[data-testid="stMetric"]').first).to_be_visible()  # the key figure: 1 token
         assert page.locator(".notice").is_visible()
-        page.pdf(path=str(ROOT / "artifacts" / "handout-why-call-a-tool.pdf")) if (ROOT / "artifacts").is_dir() else None
+        page.pdf(path=str(ROOT / "artifacts" / "handout-why-call-a-tool.pdf")) if (
+            ROOT / "artifacts"
+        ).is_dir() else None
 
 
 def test_a_link_carries_an_added_tool_to_a_fresh_browser(streamlit_server, chromium):
@@ -155,7 +170,12 @@ def test_edits_past_the_link_limit_leave_the_link_and_say_so(streamlit_server, c
     # random words do not compress: past 8,000 characters packed, and under the editor's own limit
     rng = random.Random(0)
     words = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7)) for _ in range(1400))
-    tools = [{"type": "function", "function": {"name": "long", "description": words, "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "long", "description": words, "parameters": {"type": "object", "properties": {}}},
+        }
+    ]
     with opened(chromium, f"{streamlit_server}/calculator") as page:
         box = page.get_by_label("Tool definitions (JSON)")
         box.fill(json.dumps(tools))
@@ -220,13 +240,18 @@ def test_lesson_1_shows_the_leading_space_and_counts_bytes_not_label_letters(str
         chips = page.locator(".tok-strip").first.locator(".tok").all_inner_texts()
         # the label <0xAE> holds no letters: the chip counts the bytes it carries
         assert [c.split("\n")[0] for c in chips] == ["<0xEA><0x99>", "<0xAE>"]
-        assert [c.split(" · ")[1] for c in chips] == ["0 letters + 2 bytes of a character", "0 letters + 1 byte of a character"]
+        assert [c.split(" · ")[1] for c in chips] == [
+            "0 letters + 2 bytes of a character",
+            "0 letters + 1 byte of a character",
+        ]
 
 
 def test_lesson_2_in_react_does_not_set_its_figure_beside_the_native_241(streamlit_server, chromium):
     with opened(chromium, f"{streamlit_server}/tools_as_schemas?style=react") as page:
         text = main_text(page)
-        assert "In the ReAct prompt these 2 tools cost" in text and "not the same measure as the native prompt's" in text
+        assert (
+            "In the ReAct prompt these 2 tools cost" in text and "not the same measure as the native prompt's" in text
+        )
         assert "with the Qwen3 template, computed just now" not in text
 
 
@@ -244,11 +269,28 @@ def test_lesson_3_with_the_tiny_model_points_to_the_generate_button(streamlit_se
     ("path", "present", "absent"),
     [
         pytest.param("check_run_return", "checks it one check after another", "checks it three", id="lesson-4-checks"),
-        pytest.param("answer_and_when_not_to_call", "folded into the box under it", "This is the whole prompt", id="lesson-5-folded"),
-        pytest.param("same_call_in_other_apis", "inside tool_choice", "claude-3-opus", id="lesson-7-parallel-and-model"),
-        pytest.param("same_call_in_other_apis", "lists the Claude 3 models only", "in three public APIs: OpenAI Chat Completions", id="lesson-7-anthropic-table"),
+        pytest.param(
+            "answer_and_when_not_to_call",
+            "folded into the box under it",
+            "This is the whole prompt",
+            id="lesson-5-folded",
+        ),
+        pytest.param(
+            "same_call_in_other_apis", "inside tool_choice", "claude-3-opus", id="lesson-7-parallel-and-model"
+        ),
+        pytest.param(
+            "same_call_in_other_apis",
+            "lists the Claude 3 models only",
+            "in three public APIs: OpenAI Chat Completions",
+            id="lesson-7-anthropic-table",
+        ),
         pytest.param("gallery?case=tag-in-string", "issue #45167", "a known bug report", id="gallery-names-the-report"),
-        pytest.param("gallery?case=retry-loop", "1,722 input and 57 output tokens (1,779 in all)", "Tokens, budget", id="gallery-retry-figures"),
+        pytest.param(
+            "gallery?case=retry-loop",
+            "1,722 input and 57 output tokens (1,779 in all)",
+            "Tokens, budget",
+            id="gallery-retry-figures",
+        ),
         pytest.param("glossary", "sampler", "A call the harness cannot use: not valid JSON", id="glossary-terms"),
     ],
 )
@@ -269,7 +311,9 @@ def test_lesson_6_headings_sit_over_their_own_paragraphs(streamlit_server, chrom
     with opened(chromium, f"{streamlit_server}/constrained_decoding") as page:
         text = main_text(page)
         choose, cut = text.index("It cannot choose the right tool"), text.index("It cannot stop a cut-off")
-        assert choose < text.index("It does not choose the right tool") < cut < text.index("It does not prevent a cut-off")
+        assert (
+            choose < text.index("It does not choose the right tool") < cut < text.index("It does not prevent a cut-off")
+        )
 
 
 def test_glossary_has_thinking_sampler_and_parallel_calls_and_cut_off_replies(streamlit_server, chromium):

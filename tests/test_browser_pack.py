@@ -38,9 +38,12 @@ def test_lessons_3_and_5_show_a_packs_figures_with_the_model_off(pack_server, ch
     page.goto(f"{pack_server}/setup?model=off")
     close_dialog(page)
     page.get_by_text("Upload a lesson pack").click()
-    tampered = zipped(tiny_pack[0], change=lambda n, b: b[:-10] if n == "runs/when-not-to-call.first-token.france.json" else b)
+    tampered = zipped(
+        tiny_pack[0], change=lambda n, b: b[:-10] if n == "runs/when-not-to-call.first-token.france.json" else b
+    )
     page.locator('[data-testid="stMain"] input[type="file"]').set_input_files(
-        files=[{"name": "bad.zip", "mimeType": "application/zip", "buffer": tampered}])
+        files=[{"name": "bad.zip", "mimeType": "application/zip", "buffer": tampered}]
+    )
     expect(page.get_by_text("was changed after the pack was made")).to_be_visible(timeout=60_000)
     settle_run(page)
     page.goto(f"{pack_server}/answer_and_when_not_to_call?model=off")

@@ -93,7 +93,8 @@ def test_home_loop_rests_unlit_and_replays(chromium, streamlit_server):
         assert page.locator(".lv-where").inner_text().startswith("Stage ")
         # the legend under the picture, each swatch in its meaning's colour
         swatches = page.locator(".lv-legend .pal-item").evaluate_all(
-            "items => items.map(i => [i.dataset.meaning, getComputedStyle(i.querySelector('.pal-swatch')).backgroundColor])")
+            "items => items.map(i => [i.dataset.meaning, getComputedStyle(i.querySelector('.pal-swatch')).backgroundColor])"
+        )
         assert swatches and all(colour == rgb(MEANINGS[meaning].ink) for meaning, colour in swatches), swatches
         # the lit stage's halo is the colour of now
         halo = page.locator(".lv-svg .stage.lit .halo").evaluate("e => getComputedStyle(e).stroke")
@@ -111,20 +112,26 @@ def test_lesson_4_calls_and_legend_in_the_palettes_colours(chromium, streamlit_s
         page.goto(f"{streamlit_server}/check_run_return")
         expect(page.locator(".sv-legend")).to_be_visible(timeout=90_000)
         settle_run(page)
-        chips = page.locator(".sv-chip").evaluate_all("cs => cs.map(c => [c.className, getComputedStyle(c).backgroundColor])")
+        chips = page.locator(".sv-chip").evaluate_all(
+            "cs => cs.map(c => [c.className, getComputedStyle(c).backgroundColor])"
+        )
         expected = {"bad": MEANINGS["failed"].fill, "ok": MEANINGS["passed"].fill}
         for classes, colour in chips:
             kind = next((k for k in expected if k in classes.split()), None)
             assert colour == rgb(expected[kind] if kind else MEANINGS["neutral"].fill), (classes, colour)
         assert {k for c, _ in chips for k in ("bad", "ok") if k in c.split()} == {"bad", "ok"}
         legend = page.locator(".sv-legend .pal-item").evaluate_all(
-            "items => items.map(i => [i.dataset.meaning, getComputedStyle(i.querySelector('.pal-swatch')).backgroundColor])")
+            "items => items.map(i => [i.dataset.meaning, getComputedStyle(i.querySelector('.pal-swatch')).backgroundColor])"
+        )
         assert [m for m, _ in legend] == ["now", "passed", "failed", "neutral"]
         assert all(colour == rgb(MEANINGS[m].ink) for m, colour in legend), legend
         # a failed check in the checks table is the failed colour, the verdicts beside it the passed one
         verdicts = page.locator("table.checks tr.fail td.v, table.checks tr.pass td.v").evaluate_all(
-            "cells => cells.map(c => [c.parentElement.className, getComputedStyle(c).color])")
-        assert verdicts and all(colour == rgb(MEANINGS["failed" if kind == "fail" else "passed"].ink) for kind, colour in verdicts)
+            "cells => cells.map(c => [c.parentElement.className, getComputedStyle(c).color])"
+        )
+        assert verdicts and all(
+            colour == rgb(MEANINGS["failed" if kind == "fail" else "passed"].ink) for kind, colour in verdicts
+        )
         save_shot(page, "palette-lesson-4")
         assert_no_errors(page)
     finally:

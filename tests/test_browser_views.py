@@ -44,7 +44,14 @@ def test_arrow_keys_home_and_end_step_without_a_rerun(lesson_3):
     page = lesson_3
     where = page.locator(".sv-where")
     page.evaluate(WATCH_RUNS)
-    for key, shown in (("ArrowRight", 2), ("ArrowRight", 3), ("ArrowLeft", 2), ("End", 28), ("Home", 1), ("ArrowRight", 2)):
+    for key, shown in (
+        ("ArrowRight", 2),
+        ("ArrowRight", 3),
+        ("ArrowLeft", 2),
+        ("End", 28),
+        ("Home", 1),
+        ("ArrowRight", 2),
+    ):
         page.keyboard.press(key)
         expect(where).to_have_text(f"Token {shown} of 28", timeout=2_000)
     # the chip of the step reached is outlined, and the figures beside it are that token's
@@ -77,7 +84,9 @@ def test_the_play_button_writes_the_call_token_by_token_and_pauses(lesson_3):
     page.evaluate(WATCH_RUNS)
     page.locator(".sv-play").click()
     # watched on every frame, not by a locator's polling (every 100 ms to 1 s), which can miss a token going by
-    page.wait_for_function("parseInt(document.querySelector('.sv-where').textContent.split(' ')[1]) >= 3", timeout=5_000)
+    page.wait_for_function(
+        "parseInt(document.querySelector('.sv-where').textContent.split(' ')[1]) >= 3", timeout=5_000
+    )
     page.locator(".sv-play").click()  # pause
     reached = int(page.locator(".sv-where").inner_text().split()[1])
     assert 3 <= reached < 28 and page.evaluate("window.__runs") == 0
@@ -145,8 +154,8 @@ def read_png(data: bytes) -> tuple[int, int, set[int]]:
     assert data[:8] == PNG_SIGNATURE
     at, idat, width = 8, bytearray(), 0
     while at < len(data):
-        (length,), kind = struct.unpack(">I", data[at:at + 4]), data[at + 4:at + 8]
-        body = data[at + 8:at + 8 + length]
+        (length,), kind = struct.unpack(">I", data[at : at + 4]), data[at + 4 : at + 8]
+        body = data[at + 8 : at + 8 + length]
         if kind == b"IHDR":
             width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
             assert depth == 8 and colour in (2, 6) and interlace == 0, (depth, colour, interlace)
@@ -160,7 +169,7 @@ def read_png(data: bytes) -> tuple[int, int, set[int]]:
     colours: set[int] = set()
     prev = bytearray(stride)
     for y in range(height):
-        kind, row = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        kind, row = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         if kind == 1:
             for i in range(per, stride):
                 row[i] = (row[i] + row[i - per]) & 255
@@ -176,9 +185,9 @@ def read_png(data: bytes) -> tuple[int, int, set[int]]:
                 pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
                 row[i] = (row[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
         if per == 3:
-            colours.update(int.from_bytes(row[i:i + 3] + b"\xff", "big") for i in range(0, stride, 3))
+            colours.update(int.from_bytes(row[i : i + 3] + b"\xff", "big") for i in range(0, stride, 3))
         else:
-            colours.update(int.from_bytes(row[i:i + 4], "big") for i in range(0, stride, 4))
+            colours.update(int.from_bytes(row[i : i + 4], "big") for i in range(0, stride, 4))
         prev = row
     return width, height, colours
 

@@ -21,7 +21,8 @@ def settle(page) -> None:
     page.wait_for_function(
         # drawn: its title, or (projected, past section 1) the section bar
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && (document.querySelector('h1') "
-        "|| /Section \\d+ of \\d+/.test(document.body.innerText))", timeout=90_000,
+        "|| /Section \\d+ of \\d+/.test(document.body.innerText))",
+        timeout=90_000,
     )
     settle_run(page)
 
@@ -68,8 +69,9 @@ def test_gallery_opens_and_steps_to_the_next_case(streamlit_server, chromium, wi
     else:
         expect(page.get_by_role("heading", name="Ways a call goes wrong")).to_be_visible()
     # (projected, a paragraph shows its first two lines until pointed at: the section's heading instead)
-    expect(page.get_by_role("heading", name="4 · What prevents it") if query else
-           page.get_by_text("the parser is the fix")).to_be_visible(timeout=90_000)
+    expect(
+        page.get_by_role("heading", name="4 · What prevents it") if query else page.get_by_text("the parser is the fix")
+    ).to_be_visible(timeout=90_000)
     settle(page)
     check_page(page, f"gallery-tag-in-string-{width}")
     # the next case from the case box (its Back/Next buttons gave way to the one step view)

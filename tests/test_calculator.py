@@ -68,11 +68,15 @@ def test_example_arguments_fit_the_schema():
     assert parse_turn(malformed_text(call_text("count_letter", args, "native")), TOOLS).errors
 
 
-@pytest.mark.parametrize(("calls", "malformed", "tools", "place", "message"), [
-    (-1, 0, TOOLS, "start", "the number of calls and of malformed calls cannot be negative"),
-    (1, 0, [], "start", "a run with tool calls needs at least one tool"),
-    (1, 1, TOOLS, "middle", "place must be one of start, end, not 'middle'"),
-], ids=["negative calls", "no tools", "unknown place"])
+@pytest.mark.parametrize(
+    ("calls", "malformed", "tools", "place", "message"),
+    [
+        (-1, 0, TOOLS, "start", "the number of calls and of malformed calls cannot be negative"),
+        (1, 0, [], "start", "a run with tool calls needs at least one tool"),
+        (1, 1, TOOLS, "middle", "place must be one of start, end, not 'middle'"),
+    ],
+    ids=["negative calls", "no tools", "unknown place"],
+)
 def test_bad_plans_say_what_to_fix(calls, malformed, tools, place, message):
     with pytest.raises(BadInput, match=f"^{re.escape(message)}$"):
         plan_run(tools, "native", calls=calls, malformed=malformed, place=place)

@@ -40,7 +40,10 @@ def test_the_registry_lists_exactly_the_shipped_formats_in_order():
     assert lesson_format_names() == LESSONS
     assert family_names() == ("qwen3", "llama3.1", "mistral", "gpt-oss", "deepseek-v3", "deepseek-v3.1")
     assert [get_format(n).label for n in LESSONS] == ["Native", "ReAct"]
-    assert all(isinstance(f, CallFormat) and f.label and f.family and f.renderer and f.parser_reference for f in FORMATS.values())
+    assert all(
+        isinstance(f, CallFormat) and f.label and f.family and f.renderer and f.parser_reference
+        for f in FORMATS.values()
+    )
     assert all(f.help and f.noun and f.name_marker for f in map(get_format, LESSONS))
 
 
@@ -53,7 +56,12 @@ def test_flags_say_what_pages_ask():
     # every other family's format is its maker's, held by a structural tag over its own vocabulary
     others = [f for f in FORMATS.values() if not f.in_lessons]
     assert others and all(f.maker_format and f.tag_grammar and not f.constrained for f in others)
-    assert [f.family for f in FORMATS.values() if f.special_opener] == ["qwen3", "mistral", "deepseek-v3", "deepseek-v3.1"]
+    assert [f.family for f in FORMATS.values() if f.special_opener] == [
+        "qwen3",
+        "mistral",
+        "deepseek-v3",
+        "deepseek-v3.1",
+    ]
 
 
 def test_a_family_name_stands_for_its_makers_format():
@@ -76,7 +84,12 @@ def test_a_lesson_prompt_is_only_drawn_in_a_lesson_format():
 def test_a_policy_a_format_does_not_have_is_refused():
     assert get_format("native").policies == ("per-block", "vllm", "server")
     assert [f.family for f in FORMATS.values() if "server" in f.policies] == [
-        "qwen3", "llama3.1", "mistral", "deepseek-v3", "deepseek-v3.1"]
+        "qwen3",
+        "llama3.1",
+        "mistral",
+        "deepseek-v3",
+        "deepseek-v3.1",
+    ]
     with pytest.raises(BadInput, match="is read under the per-block or server policy, not 'vllm'"):
         parse_turn("{}", TOOLS, "llama3.1", "vllm")
     with pytest.raises(BadInput, match="is read under the per-block policy, not 'server'"):
@@ -111,10 +124,16 @@ def test_a_written_answer_parses_back_as_the_same_answer(name):
     assert parsed.final and not parsed.calls and parsed.answer == answer
 
 
-@pytest.mark.parametrize(("style", "seen"), [("native", "<tool_response>\n3\n</tool_response>"), ("react", "Observation: 3")])
+@pytest.mark.parametrize(
+    ("style", "seen"), [("native", "<tool_response>\n3\n</tool_response>"), ("react", "Observation: 3")]
+)
 def test_a_result_goes_back_as_the_format_says_in_the_rendered_prompt(style, seen):
     call = get_format(style).write_call(*CALLS[0])
-    messages = [{"role": "user", "content": "How many r?"}, {"role": "assistant", "content": call}, {"role": "tool", "content": "3"}]
+    messages = [
+        {"role": "user", "content": "How many r?"},
+        {"role": "assistant", "content": call},
+        {"role": "tool", "content": "3"},
+    ]
     assert get_format(style).result_text("3") == seen
     assert seen in render(Request(messages, TOOLS, style)).text
 
@@ -138,7 +157,11 @@ def test_each_family_names_its_own_markers_in_its_checks(name):
 
 
 def test_a_malformed_call_in_a_family_fails_the_check_its_table_names():
-    turn = get_format("deepseek-v3").write_call("count_letter", {"word": "a", "letter": "b"}).replace("<｜tool▁call▁end｜>", "")
+    turn = (
+        get_format("deepseek-v3")
+        .write_call("count_letter", {"word": "a", "letter": "b"})
+        .replace("<｜tool▁call▁end｜>", "")
+    )
     block = parse_turn(turn, TOOLS, "deepseek-v3").blocks[0]
     failed = next(c for c in block.checks if c.passed is False)
     assert check_title("deepseek-v3", failed.name) == "the call is closed with <｜tool▁call▁end｜>"

@@ -115,17 +115,49 @@ COUNTED = [{"name": "count_letter", "arguments": {"word": "strawberry", "letter"
     ("family", "policy", "text", "calls", "final"),
     [
         # a call after leading text, and <|python_tag|> after text: Llama 3.1 under server only
-        ("llama3.1", "server", 'Let me count that. {"name": "count_letter", "parameters": ' + COUNT + "}", COUNTED, False),
+        (
+            "llama3.1",
+            "server",
+            'Let me count that. {"name": "count_letter", "parameters": ' + COUNT + "}",
+            COUNTED,
+            False,
+        ),
         ("llama3.1", "per-block", 'Let me count that. {"name": "count_letter", "parameters": ' + COUNT + "}", [], True),
-        ("llama3.1", "server", 'Sure. <|python_tag|>{"name": "count_letter", "parameters": ' + COUNT + "}", COUNTED, False),
+        (
+            "llama3.1",
+            "server",
+            'Sure. <|python_tag|>{"name": "count_letter", "parameters": ' + COUNT + "}",
+            COUNTED,
+            False,
+        ),
         # a call list followed by text, and the newer [TOOL_CALLS]name{args} layout: Mistral under server
-        ("mistral", "server", '[TOOL_CALLS] [{"name": "count_letter", "arguments": ' + COUNT + '}] Counting now.', COUNTED, False),
+        (
+            "mistral",
+            "server",
+            '[TOOL_CALLS] [{"name": "count_letter", "arguments": ' + COUNT + "}] Counting now.",
+            COUNTED,
+            False,
+        ),
         ("mistral", "server", "[TOOL_CALLS]count_letter" + COUNT, COUNTED, False),
         # DeepSeek-V3 reads V3's layout, DeepSeek-V3.1 V3.1's
-        ("deepseek-v3", "per-block", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>count_letter\n```json\n"
-         + COUNT + "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>", COUNTED, False),
-        ("deepseek-v3.1", "per-block", "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>" + COUNT
-         + "<｜tool▁call▁end｜><｜tool▁calls▁end｜>", COUNTED, False),
+        (
+            "deepseek-v3",
+            "per-block",
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>count_letter\n```json\n"
+            + COUNT
+            + "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+            COUNTED,
+            False,
+        ),
+        (
+            "deepseek-v3.1",
+            "per-block",
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>count_letter<｜tool▁sep｜>"
+            + COUNT
+            + "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+            COUNTED,
+            False,
+        ),
         ("deepseek-v3.1", "server", "Let me look.<｜tool▁calls▁begin｜>count_letter", [], True),
         # a final block with no </tool_call>: vLLM's regex reads it, per-block reports it
         ("qwen3", "vllm", '<tool_call>\n{"name": "count_letter", "arguments": ' + COUNT + "}\n", COUNTED, False),
@@ -134,8 +166,18 @@ COUNTED = [{"name": "count_letter", "arguments": {"word": "strawberry", "letter"
     ],
 )
 def test_parse_family_under_each_policy(capsys, monkeypatch, family, policy, text, calls, final):
-    code, out, _ = run_cli(capsys, "parse", "--family", family, "--policy", policy, "--tools", STRAWBERRY, stdin=text,
-                           monkeypatch=monkeypatch)
+    code, out, _ = run_cli(
+        capsys,
+        "parse",
+        "--family",
+        family,
+        "--policy",
+        policy,
+        "--tools",
+        STRAWBERRY,
+        stdin=text,
+        monkeypatch=monkeypatch,
+    )
     data = json.loads(out)
     assert code == 0 and data["calls"] == calls and data["final"] is final
 

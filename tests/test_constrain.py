@@ -72,8 +72,35 @@ def test_a_named_tool_leaves_only_its_own_name(strawberry):
 
 
 # measured with xgrammar 0.2.9 and the vendored Qwen3 tokenizer, one entry per token of COUNT_CALL
-COUNT_CALL_ALLOWED = [1, 1, 2, 4, 2, 2, 8, 4, 2, 2, 5, 2, 3, 4, 2, 121, 147061, 147061, 147061, 147061,
-                      2, 6, 2, 113, 147021, 147021, 1]
+COUNT_CALL_ALLOWED = [
+    1,
+    1,
+    2,
+    4,
+    2,
+    2,
+    8,
+    4,
+    2,
+    2,
+    5,
+    2,
+    3,
+    4,
+    2,
+    121,
+    147061,
+    147061,
+    147061,
+    147061,
+    2,
+    6,
+    2,
+    113,
+    147021,
+    147021,
+    1,
+]
 
 
 def test_allowed_counts_at_every_step_of_a_whole_call(strawberry):
@@ -136,8 +163,16 @@ UNION_CASES = [
     ("arguments not an object", call("read_file", '"notes.txt"'), False),
     ("a raw newline in a string", call("write_file", '{"path": "a.py", "content": "x = 1\n"}'), False),
     ("properties out of the schema's order", call("grep", '{"path": "src", "pattern": "TODO"}'), False),
-    ("no space after the colon", '<tool_call>\n{"name":"read_file", "arguments": {"path": "a"}}\n</tool_call><|im_end|>', False),
-    ("arguments before the name", '<tool_call>\n{"arguments": {"path": "a"}, "name": "read_file"}\n</tool_call><|im_end|>', False),
+    (
+        "no space after the colon",
+        '<tool_call>\n{"name":"read_file", "arguments": {"path": "a"}}\n</tool_call><|im_end|>',
+        False,
+    ),
+    (
+        "arguments before the name",
+        '<tool_call>\n{"arguments": {"path": "a"}, "name": "read_file"}\n</tool_call><|im_end|>',
+        False,
+    ),
     ("no closing tag", '<tool_call>\n{"name": "read_file", "arguments": {"path": "a"}}<|im_end|>', False),
 ]
 
@@ -153,9 +188,19 @@ def test_union_accepts_exactly_what_the_single_tool_grammars_accept(harness, tok
 
 def test_the_template_renders_what_the_grammar_accepts(strawberry, tok):
     # the chat template's own rendering of a call, byte for byte, is a path through the grammar
-    messages = [{"role": "user", "content": "x"},
-                {"role": "assistant", "content": "", "tool_calls": [
-                    {"type": "function", "function": {"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}}]}]
+    messages = [
+        {"role": "user", "content": "x"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "type": "function",
+                    "function": {"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}},
+                }
+            ],
+        },
+    ]
     rendered = tok.render_chat(messages, strawberry, add_generation_prompt=False)
     assert COUNT_CALL in rendered
     assert all(s.ok for s in walk(strawberry, COUNT_CALL, "required"))
@@ -229,14 +274,30 @@ def test_a_named_tool_is_called_once(strawberry, tok, choice):
     assert c.next_mask().nonzero().flatten().tolist() == [IM_END]
 
 
-@pytest.mark.parametrize("choice, message", [
-    ("read_file", "tool_choice names 'read_file', which is not one of the request's tools (count_letter, tokenize)"),
-    ({"type": "function", "function": {"name": "git_commit"}}, "'git_commit', which is not one of the request's tools"),
-    ({"type": "function"}, 'tool_choice as an object needs {"type": "function", "function": {"name": ...}}'),
-    (3, "tool_choice must be auto, required, none or a tool name"),
-])
+@pytest.mark.parametrize(
+    "choice, message",
+    [
+        (
+            "read_file",
+            "tool_choice names 'read_file', which is not one of the request's tools (count_letter, tokenize)",
+        ),
+        (
+            {"type": "function", "function": {"name": "git_commit"}},
+            "'git_commit', which is not one of the request's tools",
+        ),
+        ({"type": "function"}, 'tool_choice as an object needs {"type": "function", "function": {"name": ...}}'),
+        (3, "tool_choice must be auto, required, none or a tool name"),
+    ],
+)
 def test_bad_tool_choice_is_bad_input(strawberry, choice, message):
-    with pytest.raises(BadInput, match=message.replace("(", r"\(").replace(")", r"\)").replace("{", r"\{").replace("}", r"\}").replace("[", r"\[")):
+    with pytest.raises(
+        BadInput,
+        match=message.replace("(", r"\(")
+        .replace(")", r"\)")
+        .replace("{", r"\{")
+        .replace("}", r"\}")
+        .replace("[", r"\["),
+    ):
         make_constraint(strawberry, choice, None)
 
 
@@ -251,10 +312,19 @@ NOT_ENFORCED = function("tag", {"label": {"type": "string", "not": {"const": "x"
 NOT_COMPILED = function("find", {"query": {"type": "array", "minItems": 3, "maxItems": 1}})
 
 
-@pytest.mark.parametrize("bad, why", [
-    (NOT_ENFORCED, "tool 'tag': parameters.properties.label uses 'not', which the grammar engine (xgrammar) does not enforce"),
-    (NOT_COMPILED, "tool 'find': the grammar engine (xgrammar) cannot compile its parameters: minItems is greater than maxItems: 3 > 1"),
-])
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        (
+            NOT_ENFORCED,
+            "tool 'tag': parameters.properties.label uses 'not', which the grammar engine (xgrammar) does not enforce",
+        ),
+        (
+            NOT_COMPILED,
+            "tool 'find': the grammar engine (xgrammar) cannot compile its parameters: minItems is greater than maxItems: 3 > 1",
+        ),
+    ],
+)
 @pytest.mark.parametrize("mode", ["auto", "required"])
 def test_uncompilable_schema_decodes_unconstrained_with_the_reason(strawberry, tok, bad, why, mode):
     c = make_constraint([*strawberry, bad], mode, tok)
@@ -271,17 +341,27 @@ def test_uncompilable_schema_decodes_unconstrained_with_the_reason(strawberry, t
 @pytest.mark.parametrize("bad", [NOT_ENFORCED, NOT_COMPILED], ids=["not enforced", "not compiled"])
 def test_uncompilable_schema_refuses_a_named_tool_choice(strawberry, bad):
     name = bad["function"]["name"]
-    with pytest.raises(BadInput, match=f"tool_choice names '{name}', but its schema cannot be constrained: tool '{name}'"):
+    with pytest.raises(
+        BadInput, match=f"tool_choice names '{name}', but its schema cannot be constrained: tool '{name}'"
+    ):
         make_constraint([*strawberry, bad], name, None)
     # another tool of the same request can still be named: only its own schema matters
     assert make_constraint([*strawberry, bad], "tokenize", None).next_mask() is not None
 
 
-@pytest.mark.parametrize("keyword, value", [
-    ("not", {"const": 3}), ("if", {"minimum": 2}), ("uniqueItems", True), ("contains", {"const": 1}),
-    ("propertyNames", {"maxLength": 1}), ("dependentSchemas", {"a": {"required": ["b"]}}),
-    ("unevaluatedProperties", False), ("minContains", 2),
-])
+@pytest.mark.parametrize(
+    "keyword, value",
+    [
+        ("not", {"const": 3}),
+        ("if", {"minimum": 2}),
+        ("uniqueItems", True),
+        ("contains", {"const": 1}),
+        ("propertyNames", {"maxLength": 1}),
+        ("dependentSchemas", {"a": {"required": ["b"]}}),
+        ("unevaluatedProperties", False),
+        ("minContains", 2),
+    ],
+)
 def test_keywords_called_unenforced_really_change_nothing_in_xgrammar(keyword, value):
     import xgrammar as xgr
 
@@ -290,7 +370,10 @@ def test_keywords_called_unenforced_really_change_nothing_in_xgrammar(keyword, v
     def ebnf(schema):
         return str(xgr.Grammar.from_json_schema(schema, any_whitespace=False, separators=grammar.SEPARATORS))
 
-    base = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}, "b": {"type": "integer"}}}
+    base = {
+        "type": "object",
+        "properties": {"a": {"type": "array", "items": {"type": "integer"}}, "b": {"type": "integer"}},
+    }
     assert ebnf({**base, keyword: value}) == ebnf(base)
 
 
@@ -332,17 +415,28 @@ def test_a_prefix_outside_the_grammar_is_bad_input(strawberry):
 def test_mask_command_line(tmp_path, strawberry):
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps(strawberry), encoding="utf-8")
-    run = subprocess.run([sys.executable, "-m", "engine", "mask", "--tools", str(tools), "--prefix", NAME_PREFIX],
-                         capture_output=True, text=True, timeout=120, cwd=grammar.__file__.rsplit("/engine/", 1)[0])
+    run = subprocess.run(
+        [sys.executable, "-m", "engine", "mask", "--tools", str(tools), "--prefix", NAME_PREFIX],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=grammar.__file__.rsplit("/engine/", 1)[0],
+    )
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     assert (out["vocab"], out["allowed"]) == (151669, 8)
     assert sorted(out["sample"]) == sorted(["c", "co", "cou", "count", "t", "to", "tok", "token"])
 
 
-@pytest.mark.parametrize("choice, allowed, sample", [
-    ("auto", 151669, 50), ("none", 151669, 50), ("required", 1, 1), ("tokenize", 1, 1),
-])
+@pytest.mark.parametrize(
+    "choice, allowed, sample",
+    [
+        ("auto", 151669, 50),
+        ("none", 151669, 50),
+        ("required", 1, 1),
+        ("tokenize", 1, 1),
+    ],
+)
 def test_mask_at_the_start_of_a_turn(strawberry, choice, allowed, sample):
     view = inspect_mask(strawberry, "", choice)
     assert (view.vocab, view.allowed, len(view.sample)) == (151669, allowed, sample)

@@ -75,7 +75,9 @@ def sample_batch(engine, ids: list[int], constraints: list, max_new_tokens: int,
                     logits = logits.masked_fill(~mask[:REAL_VOCAB], float("-inf"))
                     allowed = real
                 cdf = torch.softmax(logits, -1).cumsum(0)
-                pick = int(torch.searchsorted(cdf, torch.rand(1, generator=generator) * cdf[-1]).clamp(max=len(cdf) - 1))
+                pick = int(
+                    torch.searchsorted(cdf, torch.rand(1, generator=generator) * cdf[-1]).clamp(max=len(cdf) - 1)
+                )
                 chosen.append(int(allowed[pick]))
         for i, token_id in enumerate(chosen):
             if done[i]:
@@ -113,8 +115,9 @@ def test_every_sampled_call_parses_and_passes_every_check(engine, choice):
 def test_free_string_calls_are_valid_prefixes_or_parse(engine):
     tools = load_tool_set("strawberry")
     constraints = [make_constraint(tools, "required", engine.tokenizer) for _ in range(STRING_RUNS)]
-    runs, done = sample_batch(engine, prompt_ids(tools, "How many times does the letter r appear in strawberry?"),
-                              constraints, 24)
+    runs, done = sample_batch(
+        engine, prompt_ids(tools, "How many times does the letter r appear in strawberry?"), constraints, 24
+    )
     import xgrammar as xgr
 
     grammar = compile_calls(tools, "calls")
@@ -148,7 +151,9 @@ def test_auto_prose_is_identical_through_the_live_loop(engine, seed):
     from engine.core.generation import GenerationSettings
 
     request = Request([{"role": "user", "content": "What is the capital of France?"}], load_tool_set("strawberry"))
-    both = side_by_side(engine, request, "auto", GenerationSettings(max_new_tokens=16, temperature=1.0, top_k=0, seed=seed))
+    both = side_by_side(
+        engine, request, "auto", GenerationSettings(max_new_tokens=16, temperature=1.0, top_k=0, seed=seed)
+    )
     assert both.first_difference is None
     assert both.constrained.text == both.unconstrained.text
     assert all(s.allowed is None for s in both.constrained.steps)
@@ -159,8 +164,12 @@ def test_required_through_the_live_loop_reports_the_mask(engine):
     from engine.core.generation import GenerationSettings
 
     request = Request([{"role": "user", "content": "Turn on the kitchen light."}], BOUNDED)
-    both = side_by_side(engine, request, "required",
-                        GenerationSettings(max_new_tokens=60, temperature=1.0, top_k=3, seed=3, model_view=True))
+    both = side_by_side(
+        engine,
+        request,
+        "required",
+        GenerationSettings(max_new_tokens=60, temperature=1.0, top_k=3, seed=3, model_view=True),
+    )
     steps = both.constrained.steps
     assert both.constrained.finish == "stop"
     assert steps[0].token == "<tool_call>" and steps[0].allowed == 1 and steps[0].p == pytest.approx(1.0)

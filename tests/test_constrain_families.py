@@ -24,12 +24,14 @@ def test_at_the_name_the_grammar_allows_exactly_the_tokens_that_start_a_tool_s_n
     family = get_format(name)
     mask = allowed_at_name(name, STRAWBERRY)
     # worked out without the grammar: a token is allowed when its bytes start what a call writes after the prefix
-    rests = [family.call_tag(t["function"]["name"])[0][len(family.name_prefix):].encode() for t in STRAWBERRY]
+    rests = [family.call_tag(t["function"]["name"])[0][len(family.name_prefix) :].encode() for t in STRAWBERRY]
     vocab = family.vocab_bytes()
     expected = sorted(i for i, raw in enumerate(vocab) if raw and any(rest.startswith(raw) for rest in rests))
     assert mask.constrained and mask.vocab == len(vocab) == family.vocab_size
     assert mask.allowed == len(expected)
-    assert sorted(mask.sample) == sorted(family.token_text(i) for i in expected)[: len(mask.sample)] or mask.allowed > 50
+    assert (
+        sorted(mask.sample) == sorted(family.token_text(i) for i in expected)[: len(mask.sample)] or mask.allowed > 50
+    )
 
 
 @pytest.mark.parametrize("name", OTHERS)
@@ -56,18 +58,40 @@ def test_a_prefix_outside_the_format_is_refused_with_the_format_s_start():
 
 def test_mask_family_on_the_command_line(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-    code = main(["mask", "--family", "gpt-oss", "--tools", str(LESSONS / "tools" / "strawberry.json"),
-                 "--prefix", "<|channel|>commentary to=functions."])
+    code = main(
+        [
+            "mask",
+            "--family",
+            "gpt-oss",
+            "--tools",
+            str(LESSONS / "tools" / "strawberry.json"),
+            "--prefix",
+            "<|channel|>commentary to=functions.",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["family"] == "gpt-oss" and data["vocab"] == 199_998 + 1_091
     assert data["allowed"] == allowed_at_name("gpt-oss", STRAWBERRY).allowed and "count" in data["sample"]
-    code = main(["mask", "--family", "gpt-oss", "--tools", str(LESSONS / "tools" / "strawberry.json"), "--prefix", "x",
-                 "--tool-choice", "required"])
+    code = main(
+        [
+            "mask",
+            "--family",
+            "gpt-oss",
+            "--tools",
+            str(LESSONS / "tools" / "strawberry.json"),
+            "--prefix",
+            "x",
+            "--tool-choice",
+            "required",
+        ]
+    )
     assert code == 2 and "only under --tool-choice auto" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("name", "builtin"), [("llama3.1", "llama"), ("gpt-oss", "harmony"), ("deepseek-v3", "deepseek_r1"),
-                                             ("deepseek-v3.1", "deepseek_v3_1")])
+@pytest.mark.parametrize(
+    ("name", "builtin"),
+    [("llama3.1", "llama"), ("gpt-oss", "harmony"), ("deepseek-v3", "deepseek_r1"), ("deepseek-v3.1", "deepseek_v3_1")],
+)
 def test_xgrammar_s_own_tag_for_the_format_agrees(name, builtin):
     # xgrammar ships structural tags for these formats: each accepts the family's call and allows as many tokens at the name
     import numpy as np

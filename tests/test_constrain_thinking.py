@@ -23,12 +23,15 @@ def strawberry():
     return load_tool_set("strawberry")
 
 
-@pytest.mark.parametrize("choice, thinking, allowed, sample", [
-    ("required", False, 1, ["<tool_call>"]),
-    ("required", True, 2, ["<tool_call>", "<think>"]),
-    ("count_letter", True, 2, ["<tool_call>", "<think>"]),
-    ("auto", True, REAL_VOCAB, None),
-])
+@pytest.mark.parametrize(
+    "choice, thinking, allowed, sample",
+    [
+        ("required", False, 1, ["<tool_call>"]),
+        ("required", True, 2, ["<tool_call>", "<think>"]),
+        ("count_letter", True, 2, ["<tool_call>", "<think>"]),
+        ("auto", True, REAL_VOCAB, None),
+    ],
+)
 def test_first_token_with_and_without_thinking(strawberry, choice, thinking, allowed, sample):
     view = inspect_mask(strawberry, "", choice, thinking=thinking)
     assert view.allowed == allowed

@@ -8,7 +8,9 @@ from engine.harness.ledger import CallCost, Ledger
 from engine.harness.loop import list_scenarios, load_scenario
 from engine.teaching.cost import measure_malformed_cost
 
-MALFORMED = [(n, s) for n in list_scenarios() for s in load_scenario(n).styles if load_scenario(n).malformed_turn is not None]
+MALFORMED = [
+    (n, s) for n in list_scenarios() for s in load_scenario(n).styles if load_scenario(n).malformed_turn is not None
+]
 
 
 @pytest.mark.parametrize("name, style", MALFORMED)
@@ -46,5 +48,17 @@ def test_ledger_totals():
     ledger = Ledger()
     ledger.record(CallCost(100, 10, [{"name": "a", "arguments": {}}], []))
     ledger.record(CallCost(130, 5, [], ["error: x"]))
-    assert ledger.totals() == {"calls": 2, "input_tokens": 230, "output_tokens": 15, "tokens": 245, "tool_calls": 1, "errors": 1}
-    assert ledger.as_json()["calls"][1] == {"input_tokens": 130, "output_tokens": 5, "tool_calls": [], "errors": ["error: x"]}
+    assert ledger.totals() == {
+        "calls": 2,
+        "input_tokens": 230,
+        "output_tokens": 15,
+        "tokens": 245,
+        "tool_calls": 1,
+        "errors": 1,
+    }
+    assert ledger.as_json()["calls"][1] == {
+        "input_tokens": 130,
+        "output_tokens": 5,
+        "tool_calls": [],
+        "errors": ["error: x"],
+    }

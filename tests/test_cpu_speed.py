@@ -33,15 +33,27 @@ def timings(monkeypatch):
     cpu_speed.cpu_dtype.cache_clear()
 
 
-@pytest.mark.parametrize(("decode_bf16", "prompt_bf16", "expected", "prompt_measured"), [
-    (0.5, 0.6, "bfloat16", True),  # native bf16: half the bytes, faster kernels
-    (0.6, 1.05, "bfloat16", True),  # prompt pass a little slower, within the margin
-    (0.63, 3.2, "float32", True),  # this project's 2-core CPU (AVX2, no AVX512-BF16): fewer bytes, slower arithmetic
-    (0.95, 0.9, "float32", False),  # no real gain on a decode step
-    (60.0, 50.0, "float32", False),  # a slow emulated kernel: the prompt pass is never timed
-])
-def test_bf16_is_chosen_only_when_the_timing_shows_it_pays(timings, decode_bf16, prompt_bf16, expected, prompt_measured):
-    asked = timings({("float32", 1): 1.0, ("bfloat16", 1): decode_bf16, ("float32", 32): 1.0, ("bfloat16", 32): prompt_bf16})
+@pytest.mark.parametrize(
+    ("decode_bf16", "prompt_bf16", "expected", "prompt_measured"),
+    [
+        (0.5, 0.6, "bfloat16", True),  # native bf16: half the bytes, faster kernels
+        (0.6, 1.05, "bfloat16", True),  # prompt pass a little slower, within the margin
+        (
+            0.63,
+            3.2,
+            "float32",
+            True,
+        ),  # this project's 2-core CPU (AVX2, no AVX512-BF16): fewer bytes, slower arithmetic
+        (0.95, 0.9, "float32", False),  # no real gain on a decode step
+        (60.0, 50.0, "float32", False),  # a slow emulated kernel: the prompt pass is never timed
+    ],
+)
+def test_bf16_is_chosen_only_when_the_timing_shows_it_pays(
+    timings, decode_bf16, prompt_bf16, expected, prompt_measured
+):
+    asked = timings(
+        {("float32", 1): 1.0, ("bfloat16", 1): decode_bf16, ("float32", 32): 1.0, ("bfloat16", 32): prompt_bf16}
+    )
     choice = cpu_speed.cpu_dtype()
     assert choice.dtype == expected
     assert (("bfloat16", 32) in asked) == prompt_measured
@@ -68,16 +80,21 @@ def test_the_real_measurement_is_consistent_with_its_own_figures():
         assert ratio <= 0.85 and choice.prompt_us["bfloat16"] <= 1.1 * choice.prompt_us["float32"]
 
 
-@pytest.mark.parametrize(("parameters", "dtype", "bandwidth", "ms"), [
-    (596_049_920, "float32", 4e9, 596.0),  # 2.38 GB of weights at 4 GB/s
-    (596_049_920, "bfloat16", 4e9, 298.0),
-    (2_031_739_904, "float32", 20e9, 406.3),
-])
+@pytest.mark.parametrize(
+    ("parameters", "dtype", "bandwidth", "ms"),
+    [
+        (596_049_920, "float32", 4e9, 596.0),  # 2.38 GB of weights at 4 GB/s
+        (596_049_920, "bfloat16", 4e9, 298.0),
+        (2_031_739_904, "float32", 20e9, 406.3),
+    ],
+)
 def test_the_expected_speed_is_weight_bytes_over_bandwidth(parameters, dtype, bandwidth, ms):
     estimate = expected_speed(parameters, dtype, "m", bandwidth=bandwidth)
     assert estimate.ms_per_token == ms
     assert estimate.weight_bytes == parameters * (4 if dtype == "float32" else 2)
-    assert estimate.tokens_per_second == round(1000 / (parameters * (4 if dtype == "float32" else 2) / bandwidth * 1000), 1)
+    assert estimate.tokens_per_second == round(
+        1000 / (parameters * (4 if dtype == "float32" else 2) / bandwidth * 1000), 1
+    )
 
 
 def test_the_copy_bandwidth_is_measured_and_the_suggestion_reads_as_a_sentence():
@@ -87,14 +104,17 @@ def test_the_copy_bandwidth_is_measured_and_the_suggestion_reads_as_a_sentence()
     assert "Qwen/Qwen3-0.6B" in text and "5.0 GB/s" in text and "476.8 ms a token" in text and "{" not in text
 
 
-@pytest.mark.parametrize(("flags", "listed"), [
-    ("flags\t\t: fpu vme sse sse2 avx avx2 fma", False),  # this project's machine
-    ("flags\t\t: avx2 avx512f avx512_bf16 avx512_vnni", True),  # Cooper Lake, Zen 4
-    ("flags : avx2 amx_bf16 amx_tile amx_int8", True),  # Sapphire Rapids
-    ("flags : avx2 avx512bf16", False),  # not the kernel's spelling: no guessing
-    ("", None),
-    (None, None),  # not x86 Linux: the timing alone decides
-])
+@pytest.mark.parametrize(
+    ("flags", "listed"),
+    [
+        ("flags\t\t: fpu vme sse sse2 avx avx2 fma", False),  # this project's machine
+        ("flags\t\t: avx2 avx512f avx512_bf16 avx512_vnni", True),  # Cooper Lake, Zen 4
+        ("flags : avx2 amx_bf16 amx_tile amx_int8", True),  # Sapphire Rapids
+        ("flags : avx2 avx512bf16", False),  # not the kernel's spelling: no guessing
+        ("", None),
+        (None, None),  # not x86 Linux: the timing alone decides
+    ],
+)
 def test_the_cpu_flags_say_whether_bf16_instructions_exist(flags, listed):
     assert cpu_speed.listed_bf16_instructions(flags) is listed
 

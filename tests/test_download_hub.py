@@ -51,7 +51,10 @@ def test_a_cut_connection_says_what_failed_and_how_to_get_the_weights_then_a_ret
         assert cut.returncode == 2 and cut.stdout == ""
         error = cut.stderr.splitlines()[-1]
         assert error.startswith(f"error: cannot load the model '{REPO}'. Tried: a local folder of that name (none), ")
-        assert "the download failed: RemoteProtocolError: peer closed connection without sending complete message body" in error
+        assert (
+            "the download failed: RemoteProtocolError: peer closed connection without sending complete message body"
+            in error
+        )
         assert f"(received 1000000 bytes, expected {size})" in error
         assert f"run `python -m engine download --model {REPO}` on a machine that is online" in error
         assert f"GET /{REPO}/resolve/{COMMIT}/model.safetensors" in hub.requests
@@ -61,13 +64,24 @@ def test_a_cut_connection_says_what_failed_and_how_to_get_the_weights_then_a_ret
     assert retry.returncode == 0, retry.stderr
     result = json.loads(retry.stdout)
     assert result["source"] == "downloaded" and result["revision"] == COMMIT
-    assert result["files"] == ["config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
+    assert result["files"] == [
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
     assert f"downloading {REPO}: {size / 1e6:,.1f} / {size / 1e6:,.1f} MB (100%)" in retry.stderr
     got = Path(result["path"]) / "model.safetensors"
-    assert hashlib.sha256(got.read_bytes()).digest() == hashlib.sha256((tiny_folder / "model.safetensors").read_bytes()).digest()
+    assert (
+        hashlib.sha256(got.read_bytes()).digest()
+        == hashlib.sha256((tiny_folder / "model.safetensors").read_bytes()).digest()
+    )
 
 
-def test_a_load_job_reports_download_progress_then_loads_and_keeps_the_folders_random_weights_marker(tiny_folder, tmp_path):
+def test_a_load_job_reports_download_progress_then_loads_and_keeps_the_folders_random_weights_marker(
+    tiny_folder, tmp_path
+):
     served = tmp_path / "served"
     shutil.copytree(tiny_folder, served)
     config = json.loads((served / "config.json").read_text())

@@ -276,7 +276,12 @@ BAD = [
     ("llama3.1", "{" * 100_000, 0, llama3_1.NOT_JSON),
     ("deepseek-v3", "<｜tool▁calls▁begin｜>" + "<｜tool▁call▁begin｜>x" * 50_000, 0, deepseek_v3.NO_CALL),
     ("deepseek-v3", V3_CALL.replace("<｜tool▁call▁end｜>", ""), 0, deepseek_v3.NOT_CLOSED),
-    ("deepseek-v3", V3_CALL.replace("<｜tool▁calls▁end｜>", ""), 1, None),  # the template's own single call has no calls-end
+    (
+        "deepseek-v3",
+        V3_CALL.replace("<｜tool▁calls▁end｜>", ""),
+        1,
+        None,
+    ),  # the template's own single call has no calls-end
     ("deepseek-v3", V3_CALL.replace("```json\n", ""), 0, deepseek_v3.NOT_FENCED),
     ("deepseek-v3", V3_CALL.replace(">function<", ">tool<"), 0, deepseek_v3.NOT_FUNCTION),
     ("deepseek-v3", V3_CALL.replace('"strawberry"', "'strawberry'"), 0, deepseek_v3.NOT_JSON),
@@ -358,8 +363,14 @@ def test_counting_and_parsing_in_every_family_never_import_torch():
 def test_the_strawberry_tools_price_in_each_family_is_the_one_the_docs_quote():
     # docs/command-line.md quotes these; each is checked against its own renderer by the tests above
     found = {n: price_tools(n, QUESTION, STRAWBERRY).total for n in NAMES}
-    assert found == {"qwen3": 241, "llama3.1": 273, "mistral": 165, "gpt-oss": 98, "deepseek-v3": 256,
-                     "deepseek-v3.1": 230}
+    assert found == {
+        "qwen3": 241,
+        "llama3.1": 273,
+        "mistral": 165,
+        "gpt-oss": 98,
+        "deepseek-v3": 256,
+        "deepseek-v3.1": 230,
+    }
 
 
 def test_a_request_mistral_common_refuses_is_a_bad_input_that_says_why(capsys, monkeypatch, tmp_path):
@@ -457,12 +468,17 @@ def _template_history(name: str, arguments: object, end: str) -> str:
     call = {**HISTORY_CALL, "function": {"name": "count_letter", "arguments": arguments}}
     messages = [*QUESTION, {"role": "assistant", "content": None, "tool_calls": [call]}]
     shown, given = family.template_messages(messages, STRAWBERRY)
-    rendered, _ = render_jinja_template(conversations=[shown], tools=given, chat_template=family.chat_template,
-                                        add_generation_prompt=False, bos_token=family._token_name("bos_token"),
-                                        eos_token=family._token_name("eos_token"))
+    rendered, _ = render_jinja_template(
+        conversations=[shown],
+        tools=given,
+        chat_template=family.chat_template,
+        add_generation_prompt=False,
+        bos_token=family._token_name("bos_token"),
+        eos_token=family._token_name("eos_token"),
+    )
     prompt = family.render_text(QUESTION, STRAWBERRY)
     assert rendered[0].startswith(prompt)
-    return rendered[0][len(prompt):].split(end)[0]
+    return rendered[0][len(prompt) :].split(end)[0]
 
 
 def _qwen3_history() -> str:
@@ -473,7 +489,7 @@ def _qwen3_history() -> str:
     prompt = tok.render_chat(QUESTION, STRAWBERRY, True, False)
     rendered = tok.render_chat(messages, STRAWBERRY, False, False)
     assert rendered.startswith(prompt.split("<think>")[0])
-    return rendered[len(prompt.split("<think>")[0]):].split("<|im_end|>")[0]
+    return rendered[len(prompt.split("<think>")[0]) :].split("<|im_end|>")[0]
 
 
 def _mistral_history() -> str:
@@ -481,12 +497,15 @@ def _mistral_history() -> str:
 
     tokenizer = load_mistral_tokenizer()
     call = {**HISTORY_CALL, "function": {"name": "count_letter", "arguments": json.dumps(ARGS)}}
-    messages = [*QUESTION, {"role": "assistant", "content": None, "tool_calls": [call]},
-                {"role": "tool", "tool_call_id": "a1b2c3d4e", "name": "count_letter", "content": "3"}]
+    messages = [
+        *QUESTION,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "a1b2c3d4e", "name": "count_letter", "content": "3"},
+    ]
     ids = tokenizer.encode_chat_completion(to_request(messages, STRAWBERRY)).tokens
     family = get_format("mistral")
     text = "".join(family.token_text(i) for i in ids)
-    return text[text.index("[TOOL_CALLS]"): text.index("</s>", text.index("[TOOL_CALLS]"))]
+    return text[text.index("[TOOL_CALLS]") : text.index("</s>", text.index("[TOOL_CALLS]"))]
 
 
 def _gpt_oss_history() -> str:
@@ -494,12 +513,16 @@ def _gpt_oss_history() -> str:
 
     encoding = gpt_oss.load_harmony()
     prompt = gpt_oss.to_conversation(QUESTION, STRAWBERRY)
-    call = (Message.from_role_and_content(Role.ASSISTANT, json.dumps(ARGS)).with_channel("commentary")
-            .with_recipient("functions.count_letter").with_content_type("<|constrain|>json"))
+    call = (
+        Message.from_role_and_content(Role.ASSISTANT, json.dumps(ARGS))
+        .with_channel("commentary")
+        .with_recipient("functions.count_letter")
+        .with_content_type("<|constrain|>json")
+    )
     ids = encoding.render_conversation(Conversation.from_messages([*prompt.messages, call]))
     start = encoding.render_conversation_for_completion(prompt, Role.ASSISTANT)
     assert ids[: len(start)] == start
-    return encoding.decode(ids[len(start):])
+    return encoding.decode(ids[len(start) :])
 
 
 HISTORIES = {

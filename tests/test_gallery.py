@@ -57,7 +57,14 @@ VERDICTS = {
 
 
 def test_gallery_lists_its_six_cases_apart_from_lesson_4():
-    assert list_gallery() == ["tag-in-string", "two-calls", "made-up-name", "tool-choice-none", "endless-number", "retry-loop"]
+    assert list_gallery() == [
+        "tag-in-string",
+        "two-calls",
+        "made-up-name",
+        "tool-choice-none",
+        "endless-number",
+        "retry-loop",
+    ]
     assert not set(list_gallery()) & set(list_scenarios())
     for name in list_gallery():
         gallery = load_scenario(name).gallery
@@ -65,7 +72,13 @@ def test_gallery_lists_its_six_cases_apart_from_lesson_4():
 
 
 def test_every_gallery_run_is_tabled():
-    pairs = {(n, s, p) for n in list_gallery() if n != "tag-in-string" for s in load_scenario(n).styles for p in ("per-block", "vllm")}
+    pairs = {
+        (n, s, p)
+        for n in list_gallery()
+        if n != "tag-in-string"
+        for s in load_scenario(n).styles
+        for p in ("per-block", "vllm")
+    }
     assert pairs == set(VERDICTS)
 
 
@@ -121,7 +134,10 @@ def test_first_block_parser_drops_the_second_call():
     assert [c.name for c in ours.calls] == ["count_letter", "tokenize"]
     run = run_scenario(load_scenario("two-calls"))
     # both results go back in one user turn, in order
-    assert '<|im_start|>user\n<tool_response>\n3\n</tool_response>\n<tool_response>\n["str", "aw", "berry"]\n</tool_response>' in run.calls[1].prompt.text
+    assert (
+        '<|im_start|>user\n<tool_response>\n3\n</tool_response>\n<tool_response>\n["str", "aw", "berry"]\n</tool_response>'
+        in run.calls[1].prompt.text
+    )
 
 
 @pytest.mark.parametrize(
@@ -179,8 +195,16 @@ def test_number_that_never_ends_is_cut_at_the_token_limit():
 )
 def test_retry_budget_bounds_the_loop(style, with_budget, without_budget, saved):
     cost = measure_retry_loop(load_scenario("retry-loop"), style)
-    assert (cost.with_budget["calls"], cost.with_budget["input_tokens"], cost.with_budget["output_tokens"]) == with_budget
-    assert (cost.without_budget["calls"], cost.without_budget["input_tokens"], cost.without_budget["output_tokens"]) == without_budget
+    assert (
+        cost.with_budget["calls"],
+        cost.with_budget["input_tokens"],
+        cost.with_budget["output_tokens"],
+    ) == with_budget
+    assert (
+        cost.without_budget["calls"],
+        cost.without_budget["input_tokens"],
+        cost.without_budget["output_tokens"],
+    ) == without_budget
     assert (cost.stop_with, cost.stop_without, cost.saved_tokens) == (STOP_RETRIES, STOP_LIMIT, saved)
 
 
@@ -257,7 +281,13 @@ def test_grammar_over_each_failing_turn(name):
 
     walked, at, stopped, allowed, tag_allowed = GRAMMAR[name]
     check = check_grammar(load_scenario(name))
-    assert (len(check.steps), check.at, check.stopped, check.allowed, check.tag_allowed) == (walked, at, stopped, allowed, tag_allowed)
+    assert (len(check.steps), check.at, check.stopped, check.allowed, check.tag_allowed) == (
+        walked,
+        at,
+        stopped,
+        allowed,
+        tag_allowed,
+    )
     assert check.stopped == (not check.steps[-1].ok)
 
 

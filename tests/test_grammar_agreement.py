@@ -31,7 +31,10 @@ def xgr_info():
 
 
 def fn(name: str, parameters: dict) -> dict:
-    return {"type": "function", "function": {"name": name, "description": f"The {name} tool.", "parameters": parameters}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": f"The {name} tool.", "parameters": parameters},
+    }
 
 
 def call(name: str, arguments: dict) -> str:
@@ -58,17 +61,30 @@ def raw_xgrammar_accepts(params: dict, arguments: dict) -> bool:
     """What xgrammar's own JSON-schema grammar does with the parameters as they are (no rewriting)."""
     import xgrammar as xgr
 
-    compiled = grammar.compiler().compile_json_schema(json.dumps(params), any_whitespace=False, separators=grammar.SEPARATORS)
+    compiled = grammar.compiler().compile_json_schema(
+        json.dumps(params), any_whitespace=False, separators=grammar.SEPARATORS
+    )
     matcher = xgr.GrammarMatcher(compiled)
-    return matcher.accept_string(json.dumps(arguments, ensure_ascii=False, separators=grammar.SEPARATORS)) and matcher.is_completed()
+    return (
+        matcher.accept_string(json.dumps(arguments, ensure_ascii=False, separators=grammar.SEPARATORS))
+        and matcher.is_completed()
+    )
 
 
 # what pydantic writes for a model with a nested model
 PYDANTIC = {
-    "$defs": {"Point": {"properties": {"x": {"title": "X", "type": "integer"}, "y": {"title": "Y", "type": "integer"}},
-                        "required": ["x", "y"], "title": "Point", "type": "object"}},
+    "$defs": {
+        "Point": {
+            "properties": {"x": {"title": "X", "type": "integer"}, "y": {"title": "Y", "type": "integer"}},
+            "required": ["x", "y"],
+            "title": "Point",
+            "type": "object",
+        }
+    },
     "properties": {"to": {"$ref": "#/$defs/Point"}, "speed": {"default": 1, "title": "Speed", "type": "integer"}},
-    "required": ["to"], "title": "Move", "type": "object",
+    "required": ["to"],
+    "title": "Move",
+    "type": "object",
 }
 # a tree: "#" is the parameters themselves
 RECURSIVE = {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"$ref": "#"}}, "required": ["v"]}
@@ -76,24 +92,70 @@ OBJ_A = {"type": "object", "properties": {"a": {"type": "integer"}}}
 
 AGREE = {
     "additionalProperties true: an extra argument": ({**OBJ_A, "additionalProperties": True}, {"a": 1, "x": "y"}, True),
-    "additionalProperties schema: a fitting extra": ({**OBJ_A, "additionalProperties": {"type": "integer"}}, {"a": 1, "x": 2}, True),
-    "additionalProperties schema: an unfitting extra": ({**OBJ_A, "additionalProperties": {"type": "integer"}}, {"a": 1, "x": "s"}, False),
+    "additionalProperties schema: a fitting extra": (
+        {**OBJ_A, "additionalProperties": {"type": "integer"}},
+        {"a": 1, "x": 2},
+        True,
+    ),
+    "additionalProperties schema: an unfitting extra": (
+        {**OBJ_A, "additionalProperties": {"type": "integer"}},
+        {"a": 1, "x": "s"},
+        False,
+    ),
     "additionalProperties false: an extra": ({**OBJ_A, "additionalProperties": False}, {"a": 1, "x": 2}, False),
     "nothing said: an extra": (OBJ_A, {"a": 1, "x": 2}, False),
     "a nested object refuses an unlisted property": (
-        {"type": "object", "properties": {"p": {"type": "object", "properties": {"x": {"type": "integer"}}}}}, {"p": {"x": 1, "y": 2}}, False),
-    "a nested object with no properties takes any": ({"type": "object", "properties": {"p": {"type": "object"}}}, {"p": {"y": 2}}, True),
-    "a oneOf of disjoint types": ({"type": "object", "properties": {"v": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}}, {"v": 3}, True),
-    "a oneOf told apart by a const": ({"type": "object", "properties": {"v": {"oneOf": [
-        {"type": "object", "properties": {"kind": {"const": "a"}, "n": {"type": "integer"}}, "required": ["kind"]},
-        {"type": "object", "properties": {"kind": {"const": "b"}, "n": {"type": "integer"}}, "required": ["kind"]}]}}},
-        {"v": {"kind": "b", "n": 2}}, True),
-    "format is asserted by neither": ({"type": "object", "properties": {"d": {"type": "string", "format": "date"}}}, {"d": "not a date"}, True),
+        {"type": "object", "properties": {"p": {"type": "object", "properties": {"x": {"type": "integer"}}}}},
+        {"p": {"x": 1, "y": 2}},
+        False,
+    ),
+    "a nested object with no properties takes any": (
+        {"type": "object", "properties": {"p": {"type": "object"}}},
+        {"p": {"y": 2}},
+        True,
+    ),
+    "a oneOf of disjoint types": (
+        {"type": "object", "properties": {"v": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}},
+        {"v": 3},
+        True,
+    ),
+    "a oneOf told apart by a const": (
+        {
+            "type": "object",
+            "properties": {
+                "v": {
+                    "oneOf": [
+                        {
+                            "type": "object",
+                            "properties": {"kind": {"const": "a"}, "n": {"type": "integer"}},
+                            "required": ["kind"],
+                        },
+                        {
+                            "type": "object",
+                            "properties": {"kind": {"const": "b"}, "n": {"type": "integer"}},
+                            "required": ["kind"],
+                        },
+                    ]
+                }
+            },
+        },
+        {"v": {"kind": "b", "n": 2}},
+        True,
+    ),
+    "format is asserted by neither": (
+        {"type": "object", "properties": {"d": {"type": "string", "format": "date"}}},
+        {"d": "not a date"},
+        True,
+    ),
     "pydantic $defs: a good point": (PYDANTIC, {"to": {"x": 1, "y": 2}}, True),
     "pydantic $defs: a string inside": (PYDANTIC, {"to": {"x": "1", "y": 2}}, False),
     "pydantic $defs: a missing field inside": (PYDANTIC, {"to": {"x": 1}}, False),
     'a "#" reference: a tree': (RECURSIVE, {"v": 1, "next": {"v": 2, "next": {"v": 3}}}, True),
-    'a "#" reference points at the parameters, not the call': (RECURSIVE, {"v": 1, "next": {"name": "t", "arguments": {"v": 1}}}, False),
+    'a "#" reference points at the parameters, not the call': (
+        RECURSIVE,
+        {"v": 1, "next": {"name": "t", "arguments": {"v": 1}}},
+        False,
+    ),
 }
 
 
@@ -109,7 +171,11 @@ def test_mask_and_check_agree(label, company):
 
 def test_references_used_to_point_at_the_call():
     # the call schema puts the parameters under "arguments": unrewritten, "#" meant the whole call
-    wrapped = {"type": "object", "properties": {"name": {"const": "t"}, "arguments": RECURSIVE}, "required": ["name", "arguments"]}
+    wrapped = {
+        "type": "object",
+        "properties": {"name": {"const": "t"}, "arguments": RECURSIVE},
+        "required": ["name", "arguments"],
+    }
     inner_call = {"name": "t", "arguments": {"v": 1}}
     assert raw_xgrammar_accepts(wrapped, {"name": "t", "arguments": {"v": 1, "next": inner_call}}) is True
     assert mask_accepts([fn("t", RECURSIVE)], call("t", {"v": 1, "next": inner_call})) is False
@@ -117,33 +183,61 @@ def test_references_used_to_point_at_the_call():
 
 HELD_APART = {
     "pattern is a search": (
-        {"type": "object", "properties": {"s": {"type": "string", "pattern": "b"}}}, {"s": "abc"}, True,
-        "parameters.properties.s uses 'pattern', which the grammar (xgrammar) cannot hold as the schema check does"),
+        {"type": "object", "properties": {"s": {"type": "string", "pattern": "b"}}},
+        {"s": "abc"},
+        True,
+        "parameters.properties.s uses 'pattern', which the grammar (xgrammar) cannot hold as the schema check does",
+    ),
     "patternProperties is a search too": (
-        {**OBJ_A, "patternProperties": {"^x": {"type": "integer"}}}, {"a": 1, "xy": 2}, True,
-        "parameters uses 'patternProperties', which the grammar (xgrammar) cannot hold as the schema check does"),
+        {**OBJ_A, "patternProperties": {"^x": {"type": "integer"}}},
+        {"a": 1, "xy": 2},
+        True,
+        "parameters uses 'patternProperties', which the grammar (xgrammar) cannot hold as the schema check does",
+    ),
     "dependentRequired": (
-        {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "dependentRequired": {"a": ["b"]}},
-        {"a": 1}, False, "parameters uses 'dependentRequired', which the grammar engine (xgrammar) does not enforce"),
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "dependentRequired": {"a": ["b"]},
+        },
+        {"a": 1},
+        False,
+        "parameters uses 'dependentRequired', which the grammar engine (xgrammar) does not enforce",
+    ),
     "a oneOf whose branches overlap": (
-        {"type": "object", "properties": {"v": {"oneOf": [{"type": "integer"}, {"type": "number"}]}}}, {"v": 1}, False,
-        "parameters.properties.v uses oneOf (branches that may overlap), which the grammar (xgrammar) cannot hold as the schema check does"),
+        {"type": "object", "properties": {"v": {"oneOf": [{"type": "integer"}, {"type": "number"}]}}},
+        {"v": 1},
+        False,
+        "parameters.properties.v uses oneOf (branches that may overlap), which the grammar (xgrammar) cannot hold as the schema check does",
+    ),
     "multipleOf on a number": (
-        {"type": "object", "properties": {"v": {"type": "number", "multipleOf": 0.5}}}, {"v": 0.3}, False,
+        {"type": "object", "properties": {"v": {"type": "number", "multipleOf": 0.5}}},
+        {"v": 0.3},
+        False,
         "parameters.properties.v uses multipleOf (on a number that is not an integer), which the grammar (xgrammar) cannot hold "
-        "as the schema check does"),
+        "as the schema check does",
+    ),
     "a bounded string with an escape": (
-        {"type": "object", "properties": {"v": {"type": "string", "maxLength": 5}}}, {"v": "a\nb"}, True,
+        {"type": "object", "properties": {"v": {"type": "string", "maxLength": 5}}},
+        {"v": "a\nb"},
+        True,
         "parameters.properties.v uses maxLength (the grammar's bounded strings cannot hold an escape such as \\n or \\\"), "
-        "which the grammar (xgrammar) cannot hold as the schema check does"),
+        "which the grammar (xgrammar) cannot hold as the schema check does",
+    ),
     "a bounded number with seven decimals": (
-        {"type": "object", "properties": {"v": {"type": "number", "minimum": 0}}}, {"v": 1.5703125}, True,
+        {"type": "object", "properties": {"v": {"type": "number", "minimum": 0}}},
+        {"v": 1.5703125},
+        True,
         "parameters.properties.v uses minimum on a number (the grammar's bounded numbers take at most 6 decimals and no exponent), "
-        "which the grammar (xgrammar) cannot hold as the schema check does"),
+        "which the grammar (xgrammar) cannot hold as the schema check does",
+    ),
     "a bounded number with an exponent": (
-        {"type": "object", "properties": {"v": {"type": "number", "maximum": 1}}}, {"v": 1e-05}, True,
+        {"type": "object", "properties": {"v": {"type": "number", "maximum": 1}}},
+        {"v": 1e-05},
+        True,
         "parameters.properties.v uses maximum on a number (the grammar's bounded numbers take at most 6 decimals and no exponent), "
-        "which the grammar (xgrammar) cannot hold as the schema check does"),
+        "which the grammar (xgrammar) cannot hold as the schema check does",
+    ),
 }
 
 
@@ -162,14 +256,24 @@ def test_keywords_the_grammar_would_hold_differently_leave_the_turn_unconstraine
         make_constraint(tools, "t")
 
 
-@pytest.mark.parametrize("ref, reason", [
-    ("#foo", "parameters.properties.p uses $ref '#foo' (only references into the same schema, '#' or '#/...', can be followed)"),
-    ("other.json#/x", "parameters.properties.p uses $ref 'other.json#/x' (only references into the same schema, '#' or '#/...', can be followed)"),
-])
+@pytest.mark.parametrize(
+    "ref, reason",
+    [
+        (
+            "#foo",
+            "parameters.properties.p uses $ref '#foo' (only references into the same schema, '#' or '#/...', can be followed)",
+        ),
+        (
+            "other.json#/x",
+            "parameters.properties.p uses $ref 'other.json#/x' (only references into the same schema, '#' or '#/...', can be followed)",
+        ),
+    ],
+)
 def test_references_that_cannot_be_followed_are_said(ref, reason):
     tools = [fn("t", {"type": "object", "properties": {"p": {"$ref": ref}}})]
     assert make_constraint(tools, "required").unconstrained_reason == (
-        f"unconstrained: tool 't': {reason}, which the grammar (xgrammar) cannot hold as the schema check does")
+        f"unconstrained: tool 't': {reason}, which the grammar (xgrammar) cannot hold as the schema check does"
+    )
 
 
 def test_pydantic_schemas_work_from_the_command_line(tmp_path, capsys):
@@ -193,20 +297,33 @@ LEAVES = st.one_of(
     st.just({"type": "string"}),
     st.lists(TEXT, min_size=1, max_size=3, unique=True).map(lambda values: {"type": "string", "enum": values}),
     st.just({"type": "integer"}),
-    st.builds(lambda lo, span: {"type": "integer", "minimum": lo, "maximum": lo + span}, st.integers(-5, 5), st.integers(0, 10)),
+    st.builds(
+        lambda lo, span: {"type": "integer", "minimum": lo, "maximum": lo + span},
+        st.integers(-5, 5),
+        st.integers(0, 10),
+    ),
     st.just({"type": "number"}),
     st.just({"type": "boolean"}),
     st.just({"type": "null"}),
     st.sampled_from([{"const": "on"}, {"const": 3}, {"const": True}]),
     st.just({"type": ["string", "null"]}),
 )
-SCHEMAS = st.recursive(LEAVES, lambda inner: st.one_of(
-    st.builds(lambda items, lo: {"type": "array", "items": items, "minItems": lo, "maxItems": lo + 2}, inner, st.integers(0, 1)),
-    st.builds(lambda branch: {"anyOf": [branch, {"type": "null"}]}, inner),
-    st.just({"oneOf": [{"type": "string"}, {"type": "integer"}]}),
-    st.dictionaries(st.sampled_from(["p", "q"]), inner, min_size=1, max_size=2).map(
-        lambda props: {"type": "object", "properties": props, "required": sorted(props)[:1]}),
-), max_leaves=4)
+SCHEMAS = st.recursive(
+    LEAVES,
+    lambda inner: st.one_of(
+        st.builds(
+            lambda items, lo: {"type": "array", "items": items, "minItems": lo, "maxItems": lo + 2},
+            inner,
+            st.integers(0, 1),
+        ),
+        st.builds(lambda branch: {"anyOf": [branch, {"type": "null"}]}, inner),
+        st.just({"oneOf": [{"type": "string"}, {"type": "integer"}]}),
+        st.dictionaries(st.sampled_from(["p", "q"]), inner, min_size=1, max_size=2).map(
+            lambda props: {"type": "object", "properties": props, "required": sorted(props)[:1]}
+        ),
+    ),
+    max_leaves=4,
+)
 
 
 def values_for(schema: dict):
@@ -225,13 +342,17 @@ def values_for(schema: dict):
     if kind == "integer":
         return st.integers(schema.get("minimum", -50), schema.get("maximum", 50))
     if kind == "number":
-        return st.one_of(st.integers(-100, 100), st.floats(-1e6, 1e6, allow_nan=False).filter(lambda f: not f.is_integer()))
+        return st.one_of(
+            st.integers(-100, 100), st.floats(-1e6, 1e6, allow_nan=False).filter(lambda f: not f.is_integer())
+        )
     if kind == "boolean":
         return st.booleans()
     if kind == "null":
         return st.none()
     if kind == "array":
-        return st.lists(values_for(schema["items"]), min_size=schema.get("minItems", 0), max_size=schema.get("maxItems", 3))
+        return st.lists(
+            values_for(schema["items"]), min_size=schema.get("minItems", 0), max_size=schema.get("maxItems", 3)
+        )
     props = schema["properties"]
     drawn = st.fixed_dictionaries({}, optional={k: st.one_of(values_for(v), JUNK) for k, v in props.items()})
     # in the schema's order, as the template writes a dict it was given in that order
@@ -247,15 +368,23 @@ def tool_and_arguments(draw):
     return params, arguments
 
 
-@settings(max_examples=120, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@settings(
+    max_examples=120,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
 @given(tool_and_arguments())
 def test_generated_schemas_mask_equals_check(case):
     params, arguments = case
     tools = [fn("t", params)]
     text = call("t", arguments)
     assert make_constraint(tools, "required").unconstrained_reason is None
-    assert mask_accepts(tools, text, "call") == check_accepts(tools, text), (params, arguments, parse_turn(text, tools).errors)
+    assert mask_accepts(tools, text, "call") == check_accepts(tools, text), (
+        params,
+        arguments,
+        parse_turn(text, tools).errors,
+    )
 
 
 # -- xgrammar's own Qwen3 tag ----------------------------------------------------------------------
@@ -272,7 +401,11 @@ REQUIRED_CORPUS = {
     "an extra argument": (call("count_letter", {"word": "a", "letter": "r", "x": 1}), False, False),
     "prose only": ("Three.", False, False),
     "prose, then the call": (f"Let me check. {COUNT}", False, False),
-    "compact JSON": (COUNT.replace('{"name": "count_letter", "arguments": ', '{"name":"count_letter","arguments":'), False, False),
+    "compact JSON": (
+        COUNT.replace('{"name": "count_letter", "arguments": ', '{"name":"count_letter","arguments":'),
+        False,
+        False,
+    ),
     "not closed": (COUNT[: -len("\n</tool_call>")], False, False),
     "space inside the arguments": (COUNT.replace('{"word"', '{ "word"'), False, True),
     "a newline inside the arguments": (COUNT.replace('"r"}}', '"r"\n}}'), False, True),
@@ -298,7 +431,9 @@ def xgrammar_qwen3_accepts(tools: list[dict], tool_choice, text: str, reasoning:
     return matcher.accept_token(IM_END) and matcher.is_terminated()
 
 
-@pytest.mark.parametrize("mode, label", [("required", k) for k in REQUIRED_CORPUS] + [("named", k) for k in NAMED_CORPUS])
+@pytest.mark.parametrize(
+    "mode, label", [("required", k) for k in REQUIRED_CORPUS] + [("named", k) for k in NAMED_CORPUS]
+)
 def test_ours_and_xgrammars_qwen3_tag(mode, label):
     strawberry = load_tool_set("strawberry")
     text, ours, theirs = (REQUIRED_CORPUS if mode == "required" else NAMED_CORPUS)[label]
@@ -317,24 +452,33 @@ def test_xgrammars_normalize_tool_choice_agrees_with_ours():
     from engine.constrain.masks import normalize_tool_choice as ours
 
     strawberry = load_tool_set("strawberry")
-    for choice, simplified in [("auto", "auto"), ("required", "required"), ("none", "auto"),
-                               ({"type": "function", "function": {"name": "tokenize"}}, "forced")]:
+    for choice, simplified in [
+        ("auto", "auto"),
+        ("required", "required"),
+        ("none", "auto"),
+        ({"type": "function", "function": {"name": "tokenize"}}, "forced"),
+    ]:
         functions, _, mode = theirs(strawberry, choice)
         mine, name = ours(choice, strawberry)
         assert mode == simplified
         assert {"named": "forced", "none": "auto"}.get(mine, mine) == mode
         # "none" keeps no tools there; here it is no constraint at all, which is the same turn
-        assert [f.function.name for f in functions] == ([name] if name else [] if choice == "none" else ["count_letter", "tokenize"])
+        assert [f.function.name for f in functions] == (
+            [name] if name else [] if choice == "none" else ["count_letter", "tokenize"]
+        )
 
 
-@pytest.mark.parametrize("text, expected", [
-    (f"<think>\nI should count.\n</think>\n\n{COUNT}", True),
-    (f"<think>\n{TOKENIZE}\n</think>\n\n{COUNT}", True),
-    (f"<think>\n</think>\n\n{COUNT}", True),
-    (COUNT, True),
-    (f"<think>\nhm\n</think>{COUNT}", False),
-    ("<think>\nhm\n</think>\n\n", False),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (f"<think>\nI should count.\n</think>\n\n{COUNT}", True),
+        (f"<think>\n{TOKENIZE}\n</think>\n\n{COUNT}", True),
+        (f"<think>\n</think>\n\n{COUNT}", True),
+        (COUNT, True),
+        (f"<think>\nhm\n</think>{COUNT}", False),
+        ("<think>\nhm\n</think>\n\n", False),
+    ],
+)
 def test_with_thinking_ours_and_xgrammars_agree(text, expected):
     strawberry = load_tool_set("strawberry")
     assert mask_accepts(strawberry, text, "calls", thinking=True) is expected

@@ -14,8 +14,13 @@ import engine.model
 from engine.packs import pack, panel_source, prepare
 from engine.teaching import panels
 
-SOURCES = [*(ROOT / "engine").rglob("*.py"), *(ROOT / "ui").rglob("*.py"), *(ROOT / "app_pages").rglob("*.py"),
-           *(ROOT / "bench").rglob("*.py"), ROOT / "app.py"]
+SOURCES = [
+    *(ROOT / "engine").rglob("*.py"),
+    *(ROOT / "ui").rglob("*.py"),
+    *(ROOT / "app_pages").rglob("*.py"),
+    *(ROOT / "bench").rglob("*.py"),
+    ROOT / "app.py",
+]
 
 
 def tree(path: Path) -> ast.Module:
@@ -25,8 +30,13 @@ def tree(path: Path) -> ast.Module:
 # -- shared helpers are public ------------------------------------------------------------------------------------
 def private_imports(module: ast.Module) -> list[str]:
     """The private names (`_name`, not `__name__`) a module imports from another."""
-    return [alias.name for node in ast.walk(module) if isinstance(node, ast.ImportFrom) and node.module
-            for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return [
+        alias.name
+        for node in ast.walk(module)
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    ]
 
 
 def test_no_module_imports_another_modules_private_helper():
@@ -38,7 +48,9 @@ def test_no_module_imports_another_modules_private_helper():
 
 # -- kinds: written once, typed --------------------------------------------------------------------------------------
 def test_the_panel_kinds_are_written_once_and_a_pack_reads_the_same_set():
-    assert panels.KINDS == get_args(panels.PanelKind) == ("generation", "episode", "first_token", "masks", "side_by_side")
+    assert (
+        panels.KINDS == get_args(panels.PanelKind) == ("generation", "episode", "first_token", "masks", "side_by_side")
+    )
     assert pack.KINDS is panels.KINDS  # the pack's check of a run's kind uses the registry's own
     for module in (pack, prepare, panels):
         source = Path(module.__file__).read_text(encoding="utf-8")
@@ -52,15 +64,23 @@ def free_string_kinds(module: ast.Module) -> list[str]:
     for node in ast.walk(module):
         if isinstance(node, ast.ClassDef) and any("dataclass" in ast.unparse(d) for d in node.decorator_list):
             for item in node.body:
-                if (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == "kind"
-                        and ast.unparse(item.annotation) == "str"):
+                if (
+                    isinstance(item, ast.AnnAssign)
+                    and isinstance(item.target, ast.Name)
+                    and item.target.id == "kind"
+                    and ast.unparse(item.annotation) == "str"
+                ):
                     found.append(node.name)
     return found
 
 
 def test_a_dataclass_kind_is_a_literal_of_its_values():
     # engine/core/ and engine/wire/ keep their own (their kinds are each format's)
-    mine = [p for p in SOURCES if not p.is_relative_to(ROOT / "engine" / "core") and not p.is_relative_to(ROOT / "engine" / "wire")]
+    mine = [
+        p
+        for p in SOURCES
+        if not p.is_relative_to(ROOT / "engine" / "core") and not p.is_relative_to(ROOT / "engine" / "wire")
+    ]
     found = {p.relative_to(ROOT).as_posix(): names for p in mine if (names := free_string_kinds(tree(p)))}
     assert found == {}, f"a kind with a fixed set of values is a typing.Literal of them: {found}"
     assert free_string_kinds(ast.parse("@dataclass\nclass A:\n    kind: str\n")) == ["A"]
@@ -106,4 +126,7 @@ def test_the_model_package_says_which_of_its_modules_need_no_torch():
 
 def heavy(path: Path) -> set[str]:
     return {a.name for node in ast.walk(tree(path)) if isinstance(node, ast.Import) for a in node.names} | {
-        node.module for node in ast.walk(tree(path)) if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module}
+        node.module
+        for node in ast.walk(tree(path))
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+    }

@@ -49,17 +49,22 @@ def assert_same_model(expected, got, fast: bool = True) -> None:
             return
         fast_want, fast_have = build_fast_forward(expected), build_fast_forward(got)
         assert fast_have is not None and fast_have.dtype == torch.float32
-        assert torch.equal(chunks_through(fast_want, IDS, 3, fast_want.new_cache(8)),
-                           chunks_through(fast_have, IDS, 3, fast_have.new_cache(8)))
+        assert torch.equal(
+            chunks_through(fast_want, IDS, 3, fast_want.new_cache(8)),
+            chunks_through(fast_have, IDS, 3, fast_have.new_cache(8)),
+        )
 
 
-@pytest.mark.parametrize(("dtype", "tied", "shard"), [
-    (torch.bfloat16, True, None),  # as Qwen3-0.6B and 1.7B are published
-    (torch.float16, True, None),
-    (torch.float32, True, None),  # the tests' tiny folder
-    (torch.bfloat16, False, None),  # an lm_head of its own (as the larger Qwen3 sizes)
-    (torch.bfloat16, True, "15MB"),  # sharded, with model.safetensors.index.json
-])
+@pytest.mark.parametrize(
+    ("dtype", "tied", "shard"),
+    [
+        (torch.bfloat16, True, None),  # as Qwen3-0.6B and 1.7B are published
+        (torch.float16, True, None),
+        (torch.float32, True, None),  # the tests' tiny folder
+        (torch.bfloat16, False, None),  # an lm_head of its own (as the larger Qwen3 sizes)
+        (torch.bfloat16, True, "15MB"),  # sharded, with model.safetensors.index.json
+    ],
+)
 def test_a_checkpoint_read_tensor_by_tensor_is_the_model_quantize_dynamic_makes(tmp_path, dtype, tied, shard):
     folder = write_tiny(tmp_path, dtype, tied, shard)
     if shard:
@@ -71,13 +76,25 @@ def test_a_checkpoint_read_tensor_by_tensor_is_the_model_quantize_dynamic_makes(
     assert embed.weight.dtype == dtype and isinstance(embed, WideningEmbedding) == (dtype != torch.float32)
     assert {p.dtype for n, p in got.named_parameters() if "embed_tokens" not in n} == {torch.float32}
     assert not any(t.is_meta for t in [*got.parameters(), *got.buffers()])
-    assert got.lm_head.weight().shape == (151936, 64) and got.lm_head.in_features == 64 and got.lm_head.out_features == 151936
+    assert (
+        got.lm_head.weight().shape == (151936, 64)
+        and got.lm_head.in_features == 64
+        and got.lm_head.out_features == 151936
+    )
 
 
 @settings(max_examples=40, deadline=None)
-@given(rows=st.integers(1, 40), columns=st.integers(1, 24), slice_elements=st.integers(1, 300),
-       scale=st.sampled_from([1e-3, 0.02, 1.0, 300.0]), seed=st.integers(0, 2**16), dtype=st.sampled_from(["bf16", "f32"]))
-def test_a_weight_quantized_a_slice_of_rows_at_a_time_equals_the_whole_quantized(rows, columns, slice_elements, scale, seed, dtype):
+@given(
+    rows=st.integers(1, 40),
+    columns=st.integers(1, 24),
+    slice_elements=st.integers(1, 300),
+    scale=st.sampled_from([1e-3, 0.02, 1.0, 300.0]),
+    seed=st.integers(0, 2**16),
+    dtype=st.sampled_from(["bf16", "f32"]),
+)
+def test_a_weight_quantized_a_slice_of_rows_at_a_time_equals_the_whole_quantized(
+    rows, columns, slice_elements, scale, seed, dtype
+):
     generator = torch.Generator().manual_seed(seed)
     weight = torch.randn(rows, columns, generator=generator) * scale
     weight = weight.to(torch.bfloat16) if dtype == "bf16" else weight
@@ -114,12 +131,24 @@ def write_header(folder, header: dict | bytes, data: bytes = b"") -> None:
     (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + data)
 
 
-@pytest.mark.parametrize(("change", "why"), [
-    (lambda t: t.update({"model.extra.weight": torch.zeros(2)}), "holds model.extra.weight, which the model has not"),
-    (lambda t: t.pop("model.norm.weight"), "lacks model.norm.weight"),
-    (lambda t: t.update({"model.norm.weight": t["model.norm.weight"].double()}), "an entry this reader does not take"),
-    (lambda t: t.update({"model.norm.weight": t["model.norm.weight"].to(torch.int8)}), "an entry this reader does not take"),
-])
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (
+            lambda t: t.update({"model.extra.weight": torch.zeros(2)}),
+            "holds model.extra.weight, which the model has not",
+        ),
+        (lambda t: t.pop("model.norm.weight"), "lacks model.norm.weight"),
+        (
+            lambda t: t.update({"model.norm.weight": t["model.norm.weight"].double()}),
+            "an entry this reader does not take",
+        ),
+        (
+            lambda t: t.update({"model.norm.weight": t["model.norm.weight"].to(torch.int8)}),
+            "an entry this reader does not take",
+        ),
+    ],
+)
 def test_a_checkpoint_of_another_layout_is_left_to_transformers(tmp_path, change, why):
     folder = write_tiny(tmp_path)
     rewrite(folder, change)
@@ -127,15 +156,28 @@ def test_a_checkpoint_of_another_layout_is_left_to_transformers(tmp_path, change
         read_int8_model(folder)
 
 
-@pytest.mark.parametrize(("header", "data", "why"), [
-    ({"w": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 6]}}, b"\0" * 6, "do not match its shape"),
-    ({"w": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]}}, b"\0" * 4, "do not match its shape"),  # cut short
-    ({"w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}, "v": {"dtype": "BF16", "data_offsets": [4, 8]}},
-     b"\0" * 8, "an entry this reader does not take"),
-    ({"w": "BF16"}, b"", "an entry this reader does not take"),
-    (b"not json", b"", "header is not JSON"),
-    (b"[1, 2]", b"", "not a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("header", "data", "why"),
+    [
+        ({"w": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 6]}}, b"\0" * 6, "do not match its shape"),
+        (
+            {"w": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]}},
+            b"\0" * 4,
+            "do not match its shape",
+        ),  # cut short
+        (
+            {
+                "w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]},
+                "v": {"dtype": "BF16", "data_offsets": [4, 8]},
+            },
+            b"\0" * 8,
+            "an entry this reader does not take",
+        ),
+        ({"w": "BF16"}, b"", "an entry this reader does not take"),
+        (b"not json", b"", "header is not JSON"),
+        (b"[1, 2]", b"", "not a JSON object"),
+    ],
+)
 def test_a_header_that_does_not_hold_together_is_not_read(tmp_path, header, data, why):
     write_header(tmp_path, header, data)
     with pytest.raises(NotPlainLayout, match=why):
@@ -162,15 +204,22 @@ def test_an_int8_load_reads_a_plain_folder_tensor_by_tensor_and_another_through_
     stages, engines = {}, {}
     for folder in (plain, other):
         stages[folder] = []
-        engine = engines[folder] = load_weights(str(folder), progress=lambda *event, seen=stages[folder]: seen.append(event))
+        engine = engines[folder] = load_weights(
+            str(folder), progress=lambda *event, seen=stages[folder]: seen.append(event)
+        )
         assert engine.info.quant == "int8" and engine.info.dtype == "float32"
         assert engine.model.get_input_embeddings().weight.dtype == torch.bfloat16
         assert engine.reasons["decode_step"].startswith("norms, attention and the MLP's gate in C")
     # (each already runs its compact forward, built at load)
     assert_same_model(engines[other].model, engines[plain].model, fast=False)
     said = {folder: [desc for _, _, desc in events] for folder, events in stages.items()}
-    assert "quantized the weights to int8 as they were read" in said[plain] and "quantizing the weights to int8" not in said[plain]
-    assert any(s.startswith("loading through transformers (the checkpoint holds model.extra.weight") for s in said[other])
+    assert (
+        "quantized the weights to int8 as they were read" in said[plain]
+        and "quantizing the weights to int8" not in said[plain]
+    )
+    assert any(
+        s.startswith("loading through transformers (the checkpoint holds model.extra.weight") for s in said[other]
+    )
     assert "quantizing the weights to int8" in said[other] and READ_STAGE not in said[other]
     # the read's progress bar: bytes read of every byte of tensor data in the file, in 24 steps (one per tensor)
     reads = [(done, total) for done, total, desc in stages[plain] if desc == READ_STAGE]

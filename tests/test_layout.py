@@ -18,11 +18,24 @@ ENGINE = ROOT / "engine"
 HEAVY = {"torch": ("model", "constrain", "train"), "xgrammar": ("model", "constrain")}
 # packages that must load without torch or xgrammar, and what a page imports
 LIGHT_MODULES = (
-    "engine.core.tokenizer", "engine.core.prompt", "engine.core.parse", "engine.core.tooldefs",
-    "engine.core.generation", "engine.harness.loop", "engine.harness.playground", "engine.packs.pack",
-    "engine.packs.trace", "engine.wire.formats", "engine.wire.openai_tokens", "engine.teaching.calculator",
-    "engine.teaching.cost", "engine.teaching.gallery", "engine.teaching.panels", "engine.packs.panel_source",
-    "engine.model.loading", "engine.model.weights",
+    "engine.core.tokenizer",
+    "engine.core.prompt",
+    "engine.core.parse",
+    "engine.core.tooldefs",
+    "engine.core.generation",
+    "engine.harness.loop",
+    "engine.harness.playground",
+    "engine.packs.pack",
+    "engine.packs.trace",
+    "engine.wire.formats",
+    "engine.wire.openai_tokens",
+    "engine.teaching.calculator",
+    "engine.teaching.cost",
+    "engine.teaching.gallery",
+    "engine.teaching.panels",
+    "engine.packs.panel_source",
+    "engine.model.loading",
+    "engine.model.weights",
 )
 
 
@@ -83,7 +96,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         state[node] = 1
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return [*path[path.index(nxt):], nxt] if nxt in path else [*path, nxt]
+                return [*path[path.index(nxt) :], nxt] if nxt in path else [*path, nxt]
             if state.get(nxt) is None and (found := visit(nxt, [*path, nxt])):
                 return found
         state[node] = 2
@@ -111,14 +124,17 @@ def test_the_cycle_finder_finds_a_cycle_and_passes_a_tree():
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
 
 
-@pytest.mark.parametrize(("where", "line", "expected"), [
-    ("core/prompt.py", "from .tokenizer import load_tokenizer", ["core.tokenizer"]),
-    ("core/prompt.py", "from ..errors import BadInput", ["errors"]),
-    ("harness/tools.py", "from . import filetools", ["harness.filetools"]),
-    ("__main__.py", "from .model.loading import TINY", ["model.loading"]),
-    ("__main__.py", "from .packs import prepare", ["packs.prepare"]),
-    ("constrain/masks.py", "from ..model.decode import Alternative", ["model.decode"]),
-])
+@pytest.mark.parametrize(
+    ("where", "line", "expected"),
+    [
+        ("core/prompt.py", "from .tokenizer import load_tokenizer", ["core.tokenizer"]),
+        ("core/prompt.py", "from ..errors import BadInput", ["errors"]),
+        ("harness/tools.py", "from . import filetools", ["harness.filetools"]),
+        ("__main__.py", "from .model.loading import TINY", ["model.loading"]),
+        ("__main__.py", "from .packs import prepare", ["packs.prepare"]),
+        ("constrain/masks.py", "from ..model.decode import Alternative", ["model.decode"]),
+    ],
+)
 def test_imports_resolve_to_engine_modules(where, line, expected):
     assert resolve(ENGINE / where, ast.parse(line).body[0]) == expected
 
@@ -138,12 +154,15 @@ def test_no_engine_import_runs_up_a_layer():
     assert upward_imports(engine_imports()) == []
 
 
-@pytest.mark.parametrize(("where", "line"), [
-    ("core/prompt.py", "from ..harness.loop import run_scenario"),  # at the top
-    ("core/parse.py", "def later():\n    from ..packs.pack import Pack"),  # inside a function
-    ("model/live.py", "import engine.teaching.quiz"),
-    ("constrain/masks.py", "from ..wire.formats import write_all"),
-])
+@pytest.mark.parametrize(
+    ("where", "line"),
+    [
+        ("core/prompt.py", "from ..harness.loop import run_scenario"),  # at the top
+        ("core/parse.py", "def later():\n    from ..packs.pack import Pack"),  # inside a function
+        ("model/live.py", "import engine.teaching.quiz"),
+        ("constrain/masks.py", "from ..wire.formats import write_all"),
+    ],
+)
 def test_a_planted_upward_import_is_caught(where, line):
     graph = engine_imports()
     name = module_name(ENGINE / where)
@@ -154,8 +173,13 @@ def test_a_planted_upward_import_is_caught(where, line):
 def test_core_model_and_constrain_import_nothing_from_the_layers_above_harness():
     graph = engine_imports()
     above = {"harness", "wire", "packs", "teaching", "train"}
-    assert [f"{m} -> {d}" for m, deps in graph.items() if m.split(".")[0] in ("core", "model", "constrain")
-            for d in deps if d.split(".")[0] in above] == []
+    assert [
+        f"{m} -> {d}"
+        for m, deps in graph.items()
+        if m.split(".")[0] in ("core", "model", "constrain")
+        for d in deps
+        if d.split(".")[0] in above
+    ] == []
 
 
 def test_only_the_model_and_constrain_folders_import_torch_or_xgrammar():
@@ -192,20 +216,28 @@ def test_every_command_line_handler_is_in_main():
 
     # the check can fail: __main__ names its handlers so
     assert {"cmd_tokens", "cmd_parse", "cmd_mask", "cmd_generate"} <= set(handlers(ENGINE / "__main__.py"))
-    elsewhere = {p.relative_to(ROOT).as_posix(): h for p in ENGINE.rglob("*.py")
-                 if p.name != "__main__.py" and (h := handlers(p))}
+    elsewhere = {
+        p.relative_to(ROOT).as_posix(): h
+        for p in ENGINE.rglob("*.py")
+        if p.name != "__main__.py" and (h := handlers(p))
+    }
     assert elsewhere == {}, f"command-line handlers belong in engine/__main__.py: {elsewhere}"
 
 
 def test_no_page_file_is_over_250_lines():
-    long = {p.relative_to(ROOT).as_posix(): n for p in [*(ROOT / "app_pages").glob("*.py"), *(ROOT / "ui").glob("*.py")]
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 250}
+    long = {
+        p.relative_to(ROOT).as_posix(): n
+        for p in [*(ROOT / "app_pages").glob("*.py"), *(ROOT / "ui").glob("*.py")]
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 250
+    }
     assert long == {}, f"pages should stay short scripts; move logic into engine/ or a ui/ module: {long}"
 
 
 def test_each_vocabulary_size_is_written_in_one_engine_file():
     for figure in ("151669", "151936"):
-        holders = [p.relative_to(ENGINE).as_posix() for p in ENGINE.rglob("*.py") if figure in p.read_text(encoding="utf-8")]
+        holders = [
+            p.relative_to(ENGINE).as_posix() for p in ENGINE.rglob("*.py") if figure in p.read_text(encoding="utf-8")
+        ]
         assert holders == ["core/tokenizer.py"], f"{figure} is written in {holders}"
 
 

@@ -23,8 +23,12 @@ from engine.teaching.quiz import compute_quiz_values, word_pieces
 from ui.numbers import format_count
 from ui.words import NUMBERED, lesson, lesson_index
 
-P3, P4, P6, P8 = ("app_pages/the_model_writes_a_call.py", "app_pages/check_run_return.py",
-                  "app_pages/constrained_decoding.py", "app_pages/other_model_families.py")
+P3, P4, P6, P8 = (
+    "app_pages/the_model_writes_a_call.py",
+    "app_pages/check_run_return.py",
+    "app_pages/constrained_decoding.py",
+    "app_pages/other_model_families.py",
+)
 STYLES = ("native", "react")
 
 
@@ -85,8 +89,9 @@ def test_lesson_4_answer_1_names_the_check_its_table_fails(style, condition):
     scenario = load_scenario("missing-brace")
     verdict = parse_turn(scenario.turns[style][scenario.malformed_turn].text, scenario.tools, style)
     # the table is the parser's verdict: its first failed check, and every check before it passed
-    assert table == [({True: "pass", False: "fail", None: "skip"}[c.passed], CHECK_TITLES[c.name])
-                     for c in verdict.blocks[0].checks]
+    assert table == [
+        ({True: "pass", False: "fail", None: "skip"}[c.passed], CHECK_TITLES[c.name]) for c in verdict.blocks[0].checks
+    ]
     assert table[0][0] == "pass"  # so "the first one" would be wrong
     text = answer(at, 1)
     assert failed_check_problems(text, table, verdict.errors[0].error) == []
@@ -165,7 +170,9 @@ def test_lesson_3_says_how_strawberry_is_cut_inside_the_call(style):
     at = open_page(P3, model="off", style=style)
     chips = [s["chip"] for s in view_data(at, "the_model_writes_a_call_view")["steps"]]
     tok = load_tokenizer()
-    spelled = word_pieces([tok.token_text(i) for i in tok.encode(load_scenario("strawberry").turns[style][0].text)], "strawberry")
+    spelled = word_pieces(
+        [tok.token_text(i) for i in tok.encode(load_scenario("strawberry").turns[style][0].text)], "strawberry"
+    )
     assert spelled and len(spelled) > len(tok.encode(" strawberry")) == 1  # one token with its space, more without
     line = next(c.value for c in at.caption if "comes after a quote" in c.value)
     assert f"**{len(spelled)} tokens**" in line and " | ".join(f"`{p}`" for p in spelled) in line
@@ -178,12 +185,18 @@ def test_tool_call_is_called_what_the_tokenizer_makes_it_everywhere():
     # an added token (one id, never split) that Qwen3's tokenizer files do not flag special, unlike <|im_end|>
     assert tok.encode("<tool_call>") == [TOOL_CALL] and tok.encode("</tool_call>") == [TOOL_CALL_END]
     assert not tok.is_special(TOOL_CALL) and not tok.is_special(TOOL_CALL_END) and tok.is_special(IM_END)
-    texts = {name: "\n".join(lesson(name).values())
-             for name in ("the-model-writes-a-call", "constrained-decoding", "other-model-families", "gallery")}
+    texts = {
+        name: "\n".join(lesson(name).values())
+        for name in ("the-model-writes-a-call", "constrained-decoding", "other-model-families", "gallery")
+    }
     from pathlib import Path
 
-    texts["glossary"] = (Path(__file__).resolve().parent.parent / "lessons" / "glossary.json").read_text(encoding="utf-8")
-    wrong = re.compile(r"special tokens?,? `?</?tool_call>|`?</?tool_call>`?,? (?:are|is) (?:single )?special|single special token")
+    texts["glossary"] = (Path(__file__).resolve().parent.parent / "lessons" / "glossary.json").read_text(
+        encoding="utf-8"
+    )
+    wrong = re.compile(
+        r"special tokens?,? `?</?tool_call>|`?</?tool_call>`?,? (?:are|is) (?:single )?special|single special token"
+    )
     for name, text in texts.items():
         assert not wrong.search(text), f"{name} calls <tool_call> a special token: {wrong.search(text).group()!r}"
     for name in ("the-model-writes-a-call", "constrained-decoding", "other-model-families"):
@@ -198,7 +211,11 @@ def test_lesson_2_points_at_the_prompt_where_it_is(condition):
     prompt_at = next(n for n, v in enumerate(shown) if v.startswith('<div class="prompt-view">'))
     parts_at = next(n for n, v in enumerate(shown) if "for the definitions themselves" in v)
     assert prompt_at < parts_at  # the prompt comes first on the page
-    assert "at the start of this lesson" in shown[parts_at] and "below" not in shown[parts_at] and "orange" not in shown[parts_at]
+    assert (
+        "at the start of this lesson" in shown[parts_at]
+        and "below" not in shown[parts_at]
+        and "orange" not in shown[parts_at]
+    )
 
 
 def test_the_gallerys_arrow_keys_are_said_to_step_tokens():

@@ -33,15 +33,23 @@ def test_titles_carry_no_number_and_the_site_numbers_the_lessons_in_order():
 
 
 def test_inserting_a_lesson_renumbers_the_ones_after_it():
-    new = {"id": "new-lesson", "section": "Lessons", "title": "A new lesson", "page": "app_pages/new.py", "url_path": "new"}
+    new = {
+        "id": "new-lesson",
+        "section": "Lessons",
+        "title": "A new lesson",
+        "page": "app_pages/new.py",
+        "url_path": "new",
+    }
     at = next(i for i, e in enumerate(INDEX) if e["id"] == "tools-as-schemas")
-    grown = [*INDEX[: at + 1], new, *INDEX[at + 1:]]
+    grown = [*INDEX[: at + 1], new, *INDEX[at + 1 :]]
     assert page_title("new-lesson", grown) == "3 · A new lesson"
     assert page_title("check-run-return", grown) == "5 · Check it, run it, return it"
     assert page_title("why-call-a-tool", grown) == "1 · Why call a tool"
 
 
-@pytest.mark.parametrize("entry", [e for e in INDEX if (ROOT / "lessons" / f"{e['id']}.md").exists()], ids=lambda e: e["id"])
+@pytest.mark.parametrize(
+    "entry", [e for e in INDEX if (ROOT / "lessons" / f"{e['id']}.md").exists()], ids=lambda e: e["id"]
+)
 def test_a_title_is_written_once(entry):
     first = (ROOT / "lessons" / f"{entry['id']}.md").read_text(encoding="utf-8").split("\n", 1)[0]
     if entry["id"] == "home":  # the home page's heading is the site's name, not its menu title

@@ -97,7 +97,7 @@ def test_literal_keeps_every_character_on_one_line(text):
 def test_a_reply_collapses_long_whitespace_runs_with_a_count(reply, shown, collapsed):
     built = reply_html(reply, "Tiny model, random weights")
     assert TextOf(built).text == "Tiny model, random weights" + shown
-    assert built.count("title=\"collapsed") == collapsed
+    assert built.count('title="collapsed') == collapsed
 
 
 def test_token_strip_collapses_a_run_of_whitespace_tokens_but_not_the_current_one():
@@ -111,12 +111,18 @@ def test_token_strip_collapses_a_run_of_whitespace_tokens_but_not_the_current_on
     assert token_strip([(198, "\n"), (198, "\n")]).count("↵") == 2
 
 
-@pytest.mark.parametrize("n, word, expected", [(1, "call", "1 call"), (2, "call", "2 calls"), (0, "call", "0 calls"),
-                                               (1200, "token", "1,200 tokens")])
+@pytest.mark.parametrize(
+    "n, word, expected",
+    [(1, "call", "1 call"), (2, "call", "2 calls"), (0, "call", "0 calls"), (1200, "token", "1,200 tokens")],
+)
 def test_plural_agrees(n, word, expected):
     assert plural(n, word) == expected
 
 
 def test_a_table_wraps_its_cells_and_escapes_them():
     built = table_html([{"call": 1, "error sent back": "error: <tool_call> is not closed"}])
-    assert 'class="plain"' in built and "&lt;tool_call&gt;" in built and TextOf(built).text.endswith("error: <tool_call> is not closed")
+    assert (
+        'class="plain"' in built
+        and "&lt;tool_call&gt;" in built
+        and TextOf(built).text.endswith("error: <tool_call> is not closed")
+    )

@@ -25,8 +25,10 @@ from engine.core.call_formats import parse_turn  # noqa: E402
 from engine.core.generation import GenerationSettings  # noqa: E402
 from engine.core.prompt import Request, render  # noqa: E402
 
-REQUEST = Request([{"role": "user", "content": "How many times does the letter r appear in strawberry?"}],
-                  json.loads((ROOT / "lessons" / "tools" / "strawberry.json").read_text()))
+REQUEST = Request(
+    [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}],
+    json.loads((ROOT / "lessons" / "tools" / "strawberry.json").read_text()),
+)
 
 
 def require_llama_cpp():
@@ -36,8 +38,10 @@ def require_llama_cpp():
         import llama_cpp  # noqa: F401
         import llama_cpp.server  # noqa: F401
     except ImportError as error:
-        reason = (f"{error.name} is not installed: scripts/test.sh installs requirements-dev.txt's "
-                  "llama-cpp-python[server] and gguf, built for this CPU")
+        reason = (
+            f"{error.name} is not installed: scripts/test.sh installs requirements-dev.txt's "
+            "llama-cpp-python[server] and gguf, built for this CPU"
+        )
         if os.environ.get("REQUIRE_LLAMA_CPP") == "1":
             pytest.fail(f"REQUIRE_LLAMA_CPP=1 but {reason}")
         pytest.skip(reason)
@@ -48,8 +52,21 @@ def tiny_gguf(tmp_path_factory):
     """The tests' tiny model written by `make_sized_model.py --arch tiny --gguf q8_0`: (folder, GGUF path, printed JSON)."""
     require_llama_cpp()
     out = tmp_path_factory.mktemp("gguf") / "tiny"
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "make_sized_model.py"), "--arch", "tiny", "--out", str(out),
-                           "--gguf", "q8_0"], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "make_sized_model.py"),
+            "--arch",
+            "tiny",
+            "--out",
+            str(out),
+            "--gguf",
+            "q8_0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     printed = json.loads(done.stdout)
     return out, printed["gguf"], printed
@@ -80,7 +97,9 @@ def shipped_prompts():
         scenario = load_scenario(name)
         for style in ("native", "react"):
             for thinking in (False, True):
-                prompts.append(render(Request(scenario.messages, scenario.tools, style=style, enable_thinking=thinking)))
+                prompts.append(
+                    render(Request(scenario.messages, scenario.tools, style=style, enable_thinking=thinking))
+                )
     return prompts
 
 
@@ -139,9 +158,28 @@ def test_a_turn_from_llama_cpps_server_has_our_prompt_and_each_tokens_probabilit
 def test_the_command_line_returns_steps_from_llama_cpps_server(llama_server, tmp_path):
     messages = tmp_path / "m.json"
     messages.write_text(json.dumps(REQUEST.messages))
-    done = subprocess.run([sys.executable, "-m", "engine", "generate", "--engine-url", llama_server, "--messages", str(messages),
-                           "--tools", "lessons/tools/strawberry.json", "--max-new-tokens", "4", "--top-k", "3"],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "generate",
+            "--engine-url",
+            llama_server,
+            "--messages",
+            str(messages),
+            "--tools",
+            "lessons/tools/strawberry.json",
+            "--max-new-tokens",
+            "4",
+            "--top-k",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["model"]["engine_url"] == llama_server and result["model"]["name"].endswith("tiny.q8_0.gguf")
@@ -152,13 +190,40 @@ def test_the_command_line_returns_steps_from_llama_cpps_server(llama_server, tmp
     # a named tool_choice: llama.cpp's server has none of its own, so the call's grammar goes as GBNF with the prompt
     tools = tmp_path / "t.json"
     tools.write_text(json.dumps(BOUNDED))
-    named = subprocess.run([sys.executable, "-m", "engine", "generate", "--engine-url", llama_server, "--messages", str(messages),
-                            "--tools", str(tools), "--tool-choice", "roll", "--max-new-tokens", "80", "--top-k", "3"],
-                           capture_output=True, text=True, timeout=900, cwd=ROOT, env={**os.environ, "QWEN_ENGINE_TIMEOUT": "800"})
+    named = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "generate",
+            "--engine-url",
+            llama_server,
+            "--messages",
+            str(messages),
+            "--tools",
+            str(tools),
+            "--tool-choice",
+            "roll",
+            "--max-new-tokens",
+            "80",
+            "--top-k",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+        env={**os.environ, "QWEN_ENGINE_TIMEOUT": "800"},
+    )
     assert named.returncode == 0, named.stderr
     result = json.loads(named.stdout)
-    assert result["grammar"] == {"ran_on": "server", "server": "llama.cpp", "dialect": "gbnf", "field": "grammar",
-                                 "tool_choice": "roll"}
+    assert result["grammar"] == {
+        "ran_on": "server",
+        "server": "llama.cpp",
+        "dialect": "gbnf",
+        "field": "grammar",
+        "tool_choice": "roll",
+    }
     verdict = parse_turn(result["text"], BOUNDED, "native")
     assert result["steps"] and not verdict.errors and [c.name for c in verdict.calls] == ["roll"]
     assert 1 <= verdict.calls[0].arguments["sides"] <= 6
@@ -171,7 +236,9 @@ def test_required_and_named_tool_choice_through_llama_cpps_server_write_a_well_f
 
     # the grammar costs the server time at every step (it checks the vocabulary against it): a long timeout
     remote = connect(llama_server, timeout=800)
-    assert remote.owned_by == "me" and remote.server == "llama.cpp"  # llama-cpp-python's server; llama-server says "llamacpp"
+    assert (
+        remote.owned_by == "me" and remote.server == "llama.cpp"
+    )  # llama-cpp-python's server; llama-server says "llamacpp"
     request = Request(REQUEST.messages, BOUNDED)
     settings = GenerationSettings(max_new_tokens=80, top_k=3, temperature=0.0, reuse_prefix=False)
     # free, the tiny model's random weights write junk: no call (16 tokens show it; the server is slow per token)
@@ -186,16 +253,21 @@ def test_required_and_named_tool_choice_through_llama_cpps_server_write_a_well_f
     verdict = parse_turn(required.text, BOUNDED, "native")
     assert verdict.calls and {c.name for c in verdict.calls} <= {"roll", "set_light", "set_mode"}
     # required may call again: only a further call cut by the token limit may be unfinished
-    assert all("was the reply cut off?" in e.error for e in verdict.errors) and (required.finish == "length" or not verdict.errors)
+    assert all("was the reply cut off?" in e.error for e in verdict.errors) and (
+        required.finish == "length" or not verdict.errors
+    )
 
 
-def test_lesson_6_with_llama_cpps_server_says_the_grammar_goes_as_gbnf_and_offers_both_halves(llama_server, monkeypatch):
+def test_lesson_6_with_llama_cpps_server_says_the_grammar_goes_as_gbnf_and_offers_both_halves(
+    llama_server, monkeypatch
+):
     from helpers import open_page
 
     monkeypatch.setenv("QWEN_ENGINE_URL", llama_server)
     at = open_page("app_pages/constrained_decoding.py", timeout=180, tool_choice="count_letter")
-    assert any("llama.cpp's server has no named tool_choice of its own" in c.value and "as GBNF" in c.value
-               for c in at.caption)
+    assert any(
+        "llama.cpp's server has no named tool_choice of its own" in c.value and "as GBNF" in c.value for c in at.caption
+    )
     assert [b for b in at.button if b.key == "constrained_decoding_generate"]
     # the mask's before/after still need the whole distribution, which no server returns
     assert any("not the whole distribution" in e.value for e in at.error)
@@ -216,25 +288,44 @@ def test_llama_cpp_reads_the_gbnf_of_every_shipped_tool_set_and_of_a_schema_full
     from engine.constrain.server_grammar import build_server_grammar
     from engine.core.tooldefs import tool_name
 
-    hostile = [{"type": "function", "function": {"name": "odd-name_2", "parameters": {"type": "object", "properties": {
-        'quote"d': {"type": "string", "enum": ["\\", "]", "-^[", "tab\tnew\nline", "ünï ✓"]},
-        "count": {"type": "integer", "minimum": -3, "maximum": 40},
-        "items": {"type": "array", "items": {"type": "number"}, "minItems": 1, "maxItems": 3},
-        "flag": {"type": ["boolean", "null"]}}, "required": ['quote"d', "count"]}}}]
+    hostile = [
+        {
+            "type": "function",
+            "function": {
+                "name": "odd-name_2",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        'quote"d': {"type": "string", "enum": ["\\", "]", "-^[", "tab\tnew\nline", "ünï ✓"]},
+                        "count": {"type": "integer", "minimum": -3, "maximum": 40},
+                        "items": {"type": "array", "items": {"type": "number"}, "minItems": 1, "maxItems": 3},
+                        "flag": {"type": ["boolean", "null"]},
+                    },
+                    "required": ['quote"d', "count"],
+                },
+            },
+        }
+    ]
     grammars = []
     for tools in [*(json.loads(p.read_text()) for p in sorted((ROOT / "lessons" / "tools").glob("*.json"))), hostile]:
         for choice in ["required", *(tool_name(t) for t in tools)]:
             for thinking in (False, True):
                 grammars.append(build_server_grammar(tools, choice, "gbnf", thinking).text)
     # a grammar llama.cpp cannot read ends its process (a segmentation fault in llama-cpp-python 0.3): one process for all
-    done = subprocess.run([sys.executable, "-c", GRAMMAR_CHECK, tiny_gguf[1]], input=json.dumps(grammars),
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", GRAMMAR_CHECK, tiny_gguf[1]],
+        input=json.dumps(grammars),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     firsts = [json.loads(line) for line in done.stdout.splitlines()]
     # every grammar starts the reply with the call's opener, or with the reasoning where thinking is on
-    assert len(firsts) == len(grammars) and all(f and ("<tool_call>".startswith(f) or "<think>".startswith(f)
-                                                       or f.startswith(("<tool_call>", "<think>"))) for f in firsts), firsts
-
+    assert len(firsts) == len(grammars) and all(
+        f and ("<tool_call>".startswith(f) or "<think>".startswith(f) or f.startswith(("<tool_call>", "<think>")))
+        for f in firsts
+    ), firsts
 
 
 def test_llama_cpp_reads_the_gbnf_written_from_random_hostile_schemas(tiny_gguf):
@@ -243,14 +334,22 @@ def test_llama_cpp_reads_the_gbnf_written_from_random_hostile_schemas(tiny_gguf)
     # 200 seeds: 335 grammars (65 more refused, as a visitor's would be), a few seconds in llama.cpp
     grammars, refused = hostile_grammars(range(200), "gbnf")
     assert len(grammars) > 250 and refused > 0
-    done = subprocess.run([sys.executable, "-c", GRAMMAR_CHECK, tiny_gguf[1]], input=json.dumps(grammars),
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", GRAMMAR_CHECK, tiny_gguf[1]],
+        input=json.dumps(grammars),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     # a grammar llama.cpp could not read would have ended the process (or raised): every one was read
     assert done.returncode == 0, done.stderr[-2000:]
     firsts = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(firsts) == len(grammars)
-    assert all(f and ("<tool_call>".startswith(f) or "<think>".startswith(f) or f.startswith(("<tool_call>", "<think>")))
-               for f in firsts), firsts
+    assert all(
+        f and ("<tool_call>".startswith(f) or "<think>".startswith(f) or f.startswith(("<tool_call>", "<think>")))
+        for f in firsts
+    ), firsts
+
 
 @pytest.mark.slow
 def test_lesson_3_shows_each_tokens_probability_from_llama_cpps_server(llama_server, monkeypatch):

@@ -91,10 +91,13 @@ def test_greedy_tokens_match_transformers_generate(tiny_engine, prompt):
     ids = torch.tensor([prompt.ids])
     with torch.no_grad():
         out = tiny_engine.model.generate(
-            input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=8, do_sample=False,
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=8,
+            do_sample=False,
             suppress_tokens=list(range(REAL_VOCAB, MODEL_VOCAB)),
         )
-    expected = out[0, len(prompt.ids):].tolist()
+    expected = out[0, len(prompt.ids) :].tolist()
     assert [s.id for s in run(tiny_engine, prompt, max_new_tokens=len(expected))] == expected
 
 
@@ -158,7 +161,11 @@ def test_stop_at_im_end_forced_by_a_test_constraint_is_reported_as_stop(tiny_eng
 def test_a_mask_renormalises_p_and_reports_what_it_forbade(tiny_engine, prompt):
     allowed_ids = list(range(1000, 1100))
     constraint = AllowOnly(allowed_ids, size=REAL_VOCAB)  # a mask over the real tokens only is accepted too
-    steps = list(stream_steps(tiny_engine, prompt.ids, GenerationSettings(max_new_tokens=3, temperature=1.0, model_view=True), constraint))
+    steps = list(
+        stream_steps(
+            tiny_engine, prompt.ids, GenerationSettings(max_new_tokens=3, temperature=1.0, model_view=True), constraint
+        )
+    )
     ids = list(prompt.ids)
     for step in steps:
         assert step.allowed == 100 and step.id in allowed_ids
@@ -174,12 +181,20 @@ def test_a_mask_renormalises_p_and_reports_what_it_forbade(tiny_engine, prompt):
 
 def test_a_mask_that_allows_nothing_real_is_an_error_not_a_padding_token(tiny_engine, prompt):
     with pytest.raises(EngineError, match="allowed no token"):
-        list(stream_steps(tiny_engine, prompt.ids, GenerationSettings(max_new_tokens=2), AllowOnly(range(REAL_VOCAB, MODEL_VOCAB))))
+        list(
+            stream_steps(
+                tiny_engine, prompt.ids, GenerationSettings(max_new_tokens=2), AllowOnly(range(REAL_VOCAB, MODEL_VOCAB))
+            )
+        )
 
 
 def test_a_mask_that_is_not_bool_is_refused(tiny_engine, prompt):
     with pytest.raises(EngineError, match="torch.bool"):
-        list(stream_steps(tiny_engine, prompt.ids, GenerationSettings(max_new_tokens=2), AllowOnly([5], dtype=torch.int32)))
+        list(
+            stream_steps(
+                tiny_engine, prompt.ids, GenerationSettings(max_new_tokens=2), AllowOnly([5], dtype=torch.int32)
+            )
+        )
 
 
 class PaddingLover(torch.nn.Module):
@@ -236,7 +251,11 @@ def test_two_users_at_once_get_the_same_steps_as_one_at_a_time(tiny_engine, prom
     alone = {seed: run(tiny_engine, prompt, max_new_tokens=6, temperature=1.0, seed=seed) for seed in (1, 2)}
     together = {}
     threads = [
-        threading.Thread(target=lambda s=seed: together.__setitem__(s, run(tiny_engine, prompt, max_new_tokens=6, temperature=1.0, seed=s)))
+        threading.Thread(
+            target=lambda s=seed: together.__setitem__(
+                s, run(tiny_engine, prompt, max_new_tokens=6, temperature=1.0, seed=s)
+            )
+        )
         for seed in (1, 2)
     ]
     for t in threads:
@@ -359,7 +378,9 @@ def test_download_reports_bytes_on_the_callers_thread(monkeypatch, tmp_path):
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot(tmp_path))
     monkeypatch.setattr(weights, "hub_reachable", lambda: True)
-    monkeypatch.setattr(weights, "planned_bytes", lambda model_id: 0)  # the hub's file list: unknown (offline, it took 20 s to fail)
+    monkeypatch.setattr(
+        weights, "planned_bytes", lambda model_id: 0
+    )  # the hub's file list: unknown (offline, it took 20 s to fail)
     seen = []
     folder = weights.download_weights("someone/some-model", lambda *event: seen.append((*event, threading.get_ident())))
     assert [(d, t) for d, t, _, _ in seen] == [(25, 100), (50, 100), (75, 100), (100, 100)]
@@ -375,7 +396,9 @@ def test_a_failed_download_says_what_failed_and_how_to_get_the_weights(monkeypat
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot(tmp_path, fail=OSError("401 gated repo")))
     monkeypatch.setattr(weights, "hub_reachable", lambda: True)
-    monkeypatch.setattr(weights, "planned_bytes", lambda model_id: 0)  # the hub's file list: unknown (offline, it took 20 s to fail)
+    monkeypatch.setattr(
+        weights, "planned_bytes", lambda model_id: 0
+    )  # the hub's file list: unknown (offline, it took 20 s to fail)
     with pytest.raises(ModelUnavailable, match="the download failed: OSError: 401 gated repo") as caught:
         weights.download_weights("someone/some-model")
     assert "python -m engine download --model someone/some-model" in str(caught.value)

@@ -51,17 +51,25 @@ def assert_lock_free(engine: LoadedModel) -> None:
 @pytest.mark.parametrize(
     "error, fail_at, expected",
     [
-        (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), 3,
-         r"^the model ran out of memory at step 3 \(OutOfMemoryError: CUDA out of memory\. Tried to allocate 2\.00 GiB\)\. "
-         r"The model is still loaded and the next run starts afresh\. Try fewer new tokens"),
+        (
+            torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+            3,
+            r"^the model ran out of memory at step 3 \(OutOfMemoryError: CUDA out of memory\. Tried to allocate 2\.00 GiB\)\. "
+            r"The model is still loaded and the next run starts afresh\. Try fewer new tokens",
+        ),
         (MemoryError(), 0, r"^the model ran out of memory at step 0 \(MemoryError: \)\. The model is still loaded"),
-        (RuntimeError("Error while deserializing header: HeaderTooLarge"), 2,
-         r"^the model failed at step 2 \(RuntimeError: Error while deserializing header: HeaderTooLarge\)\. The model is still "
-         r"loaded and the next run starts afresh\. If it fails again, its weights may be damaged: download tiny again"),
+        (
+            RuntimeError("Error while deserializing header: HeaderTooLarge"),
+            2,
+            r"^the model failed at step 2 \(RuntimeError: Error while deserializing header: HeaderTooLarge\)\. The model is still "
+            r"loaded and the next run starts afresh\. If it fails again, its weights may be damaged: download tiny again",
+        ),
     ],
     ids=["cuda-out-of-memory", "memory-error-on-the-prompt", "bad-weight-file"],
 )
-def test_a_failure_mid_run_is_a_clear_error_and_the_next_run_works(tiny_engine, prompt, alone, error, fail_at, expected):
+def test_a_failure_mid_run_is_a_clear_error_and_the_next_run_works(
+    tiny_engine, prompt, alone, error, fail_at, expected
+):
     broken = failing_engine(tiny_engine, fail_at, error)
     seen = []
     with pytest.raises(GenerationFailed, match=expected) as caught:
@@ -79,7 +87,9 @@ def test_nan_weights_are_reported_not_sampled(tiny_engine, prompt, alone):
     with torch.no_grad():
         damaged.model.norm.weight[0] = float("nan")
     broken = LoadedModel(damaged, tiny_engine.tokenizer, tiny_engine.info, lock=tiny_engine.lock)
-    with pytest.raises(GenerationFailed, match=r"^the model's output at step 0 is not a number \(NaN\): its weights may be damaged"):
+    with pytest.raises(
+        GenerationFailed, match=r"^the model's output at step 0 is not a number \(NaN\): its weights may be damaged"
+    ):
         generate(broken, prompt, SETTINGS)
     assert_lock_free(tiny_engine)
     assert generate(tiny_engine, prompt, SETTINGS).text == alone
@@ -108,7 +118,14 @@ def test_one_users_failure_does_not_touch_another_users_run(tiny_engine, prompt,
 def test_the_harness_passes_the_failure_on_as_an_engine_error(tiny_engine):
     broken = failing_engine(tiny_engine, 1, RuntimeError("out of memory"))
     with pytest.raises(GenerationFailed, match="ran out of memory at step 1"):
-        list(iterate_episode(LiveModel(broken, GenerationSettings(max_new_tokens=4, reuse_prefix=False)), MESSAGES, [], style="native"))
+        list(
+            iterate_episode(
+                LiveModel(broken, GenerationSettings(max_new_tokens=4, reuse_prefix=False)),
+                MESSAGES,
+                [],
+                style="native",
+            )
+        )
     assert_lock_free(tiny_engine)
 
 

@@ -13,7 +13,6 @@ from ui.numbers import format_percent
 NUMBERS_JS = Path(__file__).resolve().parent.parent / "ui" / "views" / "numbers.js"
 
 
-
 @pytest.mark.parametrize("p, shown", PERCENTS)
 def test_format_percent(p, shown):
     assert format_percent(p) == shown
@@ -30,8 +29,15 @@ def test_the_step_views_javascript_formats_by_the_same_rule():
     node = shutil.which("node") or shutil.which("nodejs")
     if node is None:
         pytest.skip("no node to run ui/views/numbers.js (tests/test_browser_palette.py runs it in Chromium)")
-    probabilities = [p for p, _ in PERCENTS] + [mantissa * 10.0**-e for e in range(0, 12) for mantissa in (1, 2.5, 7.64, 9.995)]
-    script = NUMBERS_JS.read_text(encoding="utf-8") + f"\nconsole.log(JSON.stringify({json.dumps(probabilities)}.map(formatPercent)));"
-    shown = json.loads(subprocess.run([node, "-e", script], capture_output=True, text=True, check=True, timeout=60).stdout)
+    probabilities = [p for p, _ in PERCENTS] + [
+        mantissa * 10.0**-e for e in range(0, 12) for mantissa in (1, 2.5, 7.64, 9.995)
+    ]
+    script = (
+        NUMBERS_JS.read_text(encoding="utf-8")
+        + f"\nconsole.log(JSON.stringify({json.dumps(probabilities)}.map(formatPercent)));"
+    )
+    shown = json.loads(
+        subprocess.run([node, "-e", script], capture_output=True, text=True, check=True, timeout=60).stdout
+    )
     assert shown[: len(PERCENTS)] == [s for _, s in PERCENTS]
     assert shown == [format_percent(p) for p in probabilities]

@@ -40,7 +40,11 @@ WEATHER_TOOLS = [
                 "type": "object",
                 "properties": {
                     "location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA"},
-                    "unit": {"type": "string", "description": "The unit of temperature to return", "enum": ["celsius", "fahrenheit"]},
+                    "unit": {
+                        "type": "string",
+                        "description": "The unit of temperature to return",
+                        "enum": ["celsius", "fahrenheit"],
+                    },
                 },
                 "required": ["location"],
             },
@@ -188,8 +192,17 @@ def test_bad_requests_are_explained(tools, messages, model, message):
     "tool",
     [
         {"type": "function", "function": {"name": "bare"}},
-        {"type": "function", "function": {"name": "odd", "parameters": {"type": "object", "properties": {"n": {"enum": [1, 2]}}}}},
-        {"type": "function", "function": {"name": "multi", "parameters": {"type": "object", "properties": {"v": {"type": ["string", "null"]}}}}},
+        {
+            "type": "function",
+            "function": {"name": "odd", "parameters": {"type": "object", "properties": {"n": {"enum": [1, 2]}}}},
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "multi",
+                "parameters": {"type": "object", "properties": {"v": {"type": ["string", "null"]}}},
+            },
+        },
     ],
 )
 def test_tools_the_cookbook_never_tried_are_still_counted(tool):
@@ -204,7 +217,12 @@ def test_cli_openai_tokens(capsys, tmp_path):
     messages.write_text(json.dumps(WEATHER_MESSAGES))
     assert main(["openai-tokens", "--tools", str(tools), "--messages", str(messages)]) == 0
     assert json.loads(capsys.readouterr().out) == {
-        "model": "gpt-4o", "encoding": "o200k_base", "tools_tokens": 68, "messages_tokens": 33, "total": 101, "method": "openai-cookbook"
+        "model": "gpt-4o",
+        "encoding": "o200k_base",
+        "tools_tokens": 68,
+        "messages_tokens": 33,
+        "total": 101,
+        "method": "openai-cookbook",
     }
     assert main(["openai-tokens", "--tools", str(tools), "--messages", str(messages), "--model", "gpt-4"]) == 0
     assert json.loads(capsys.readouterr().out)["total"] == 105
@@ -239,8 +257,24 @@ def test_cli_openai_tokens_bad_files(capsys, tmp_path):
 @pytest.mark.parametrize(
     "tool_set, expected",
     [
-        ("strawberry", [("Qwen3 native", 241, 264, True), ("Qwen3 ReAct", 198, 221, True), ("gpt-4o", 83, 101, False), ("gpt-4", 89, 107, False)]),
-        ("coding-agent", [("Qwen3 native", 1147, 1170, True), ("Qwen3 ReAct", 662, 685, True), ("gpt-4o", 532, 550, False), ("gpt-4", 568, 586, False)]),
+        (
+            "strawberry",
+            [
+                ("Qwen3 native", 241, 264, True),
+                ("Qwen3 ReAct", 198, 221, True),
+                ("gpt-4o", 83, 101, False),
+                ("gpt-4", 89, 107, False),
+            ],
+        ),
+        (
+            "coding-agent",
+            [
+                ("Qwen3 native", 1147, 1170, True),
+                ("Qwen3 ReAct", 662, 685, True),
+                ("gpt-4o", 532, 550, False),
+                ("gpt-4", 568, 586, False),
+            ],
+        ),
     ],
 )
 def test_calculator_comparison_puts_estimates_beside_exact_counts(tool_set, expected):

@@ -136,7 +136,10 @@ def test_replaying_lesson_5_and_6_gives_the_figures_of_a_fresh_pass(tiny_pack, t
 
     pack = read_pack(tiny_pack[0], allow_random=True)
     ids = render(Request(STRAWBERRY, _strawberry_tools(), "native"), tiny_engine.tokenizer).ids
-    recorded, fresh = pack.run("when-not-to-call.first-token.strawberry").first_token(), first_token(tiny_engine, ids, top_k=8)
+    recorded, fresh = (
+        pack.run("when-not-to-call.first-token.strawberry").first_token(),
+        first_token(tiny_engine, ids, top_k=8),
+    )
     assert recorded.p[TOOL_CALL] == fresh.p[TOOL_CALL] and recorded.prompt_tokens == fresh.prompt_tokens
     assert [a.id for a in recorded.top] == [a.id for a in fresh.top] and recorded.watched == fresh.watched
     # lesson 6, the call under "required", at its third token
@@ -170,7 +173,9 @@ def test_every_run_reads_into_the_type_the_live_model_gives_and_writes_back_as_s
             assert isinstance(generation, Generation) and generation.model == pack.model.info()
             assert (generation.text, generation.finish) == (data["text"], data["finish"])
             assert [s.as_json() for s in generation.steps] == data["steps"]
-            assert generation.output_tokens == data["output_tokens"] and generation.prompt_tokens == data["prompt_tokens"]
+            assert (
+                generation.output_tokens == data["output_tokens"] and generation.prompt_tokens == data["prompt_tokens"]
+            )
             assert generation.settings == GenerationSettings.from_json(run.settings)
         elif run.kind == "side_by_side":
             both = run.side_by_side()
@@ -194,8 +199,13 @@ def test_every_run_reads_into_the_type_the_live_model_gives_and_writes_back_as_s
             assert [[s.as_json() for s in t.steps] for t in turns] == [t["steps"] for t in data["turns"]]
         # each reader answers for its own kind only
         other = next(k for k in KINDS if k != run.kind)
-        reader = {"generation": run.generation, "side_by_side": run.side_by_side, "first_token": run.first_token,
-                  "masks": run.mask_rows, "episode": run.turns}[other]
+        reader = {
+            "generation": run.generation,
+            "side_by_side": run.side_by_side,
+            "first_token": run.first_token,
+            "masks": run.mask_rows,
+            "episode": run.turns,
+        }[other]
         with pytest.raises(BadInput, match=f"is a {run.kind} run"):
             reader()
 

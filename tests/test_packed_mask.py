@@ -47,7 +47,9 @@ def test_the_count_ids_and_bit_tests_agree_with_the_unpacked_mask(chosen, densit
 
 def test_next_packed_and_next_mask_agree_at_every_step_of_a_call():
     tok = load_tokenizer()
-    call = tok.encode('<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>')
+    call = tok.encode(
+        '<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call>'
+    )
     packed_side = make_constraint(STRAWBERRY, "required", tok)
     bool_side = make_constraint(STRAWBERRY, "required", tok)
     counts = []
@@ -63,7 +65,9 @@ def test_next_packed_and_next_mask_agree_at_every_step_of_a_call():
     assert packed_side.state == "done" and packed_side.next_packed() is None
 
 
-@pytest.mark.parametrize("allowed_ids", [[7], [1000, 1001, 5000], list(range(0, REAL_VOCAB, 2))], ids=["one", "three", "half"])
+@pytest.mark.parametrize(
+    "allowed_ids", [[7], [1000, 1001, 5000], list(range(0, REAL_VOCAB, 2))], ids=["one", "three", "half"]
+)
 def test_sparse_dense_and_bool_masks_give_the_same_distribution(allowed_ids):
     scaled = torch.randn(MODEL_VOCAB, generator=torch.Generator().manual_seed(0))
     scaled[REAL_VOCAB:] = float("-inf")
@@ -86,7 +90,9 @@ def test_sparse_dense_and_bool_masks_give_the_same_distribution(allowed_ids):
 
 @pytest.fixture(scope="module")
 def prompt(tiny_engine):
-    return render(Request([{"role": "user", "content": "How many r are in strawberry?"}], STRAWBERRY), tiny_engine.tokenizer)
+    return render(
+        Request([{"role": "user", "content": "How many r are in strawberry?"}], STRAWBERRY), tiny_engine.tokenizer
+    )
 
 
 def constrained_steps(engine, prompt, **overrides):

@@ -54,6 +54,8 @@ def test_page_keys_carry_the_page_name(lesson):
 
 
 def test_the_key_finder_sees_every_form():
-    source = ('st.button("x", key="a_b"); from_url("c_d", "d", 1); st.session_state["e_f"] = 1\n'
-              'st.session_state.get("g_h"); st.text_input("x", key=f"i_{n}"); restore("j_k")\n')
+    source = (
+        'st.button("x", key="a_b"); from_url("c_d", "d", 1); st.session_state["e_f"] = 1\n'
+        'st.session_state.get("g_h"); st.text_input("x", key=f"i_{n}"); restore("j_k")\n'
+    )
     assert sorted(keys_of(source)) == ["a_b", "c_d", "e_f", "g_h", "i_", "j_k"]

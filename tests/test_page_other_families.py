@@ -25,8 +25,10 @@ def test_the_page_prices_the_strawberry_tools_in_every_family(page):
     for name, family in families().items():
         price = price_tools(name, QUESTION, tools)
         assert family.display_family in shown
-        assert (f"<td>{family.display_family}</td><td>{price.total:,}</td><td>{price.definitions:,}</td>"
-                f"<td>{price.instructions:,}</td>") in shown
+        assert (
+            f"<td>{family.display_family}</td><td>{price.total:,}</td><td>{price.definitions:,}</td>"
+            f"<td>{price.instructions:,}</td>"
+        ) in shown
     assert f"Qwen3 pays **{price_tools('qwen3', QUESTION, tools).total}** tokens" in shown
 
 
@@ -42,7 +44,10 @@ def test_every_family_s_call_is_drawn_and_reads_back_as_one_valid_call(page):
     captions = [c.value for c in page.caption]
     for name in families():
         _, ids, _ = call_tokens(name, "count_letter", {"word": "strawberry", "letter": "r"})
-        assert f"{len(ids)} tokens · read back as the {families()[name].parser_reference} reads it: one valid call" in captions
+        assert (
+            f"{len(ids)} tokens · read back as the {families()[name].parser_reference} reads it: one valid call"
+            in captions
+        )
 
 
 def test_the_openers_and_llama_s_none(page):

@@ -56,17 +56,29 @@ def test_lesson_7_writes_the_strawberry_call_five_ways():
     assert codes(at) == wire_texts(written)
     shown = codes(at)
     # the call and the result going back, in each format's own shape
-    assert '<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call><|im_end|>' in shown
+    assert (
+        '<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}\n</tool_call><|im_end|>'
+        in shown
+    )
     assert "<|im_start|>user\n<tool_response>\n3\n</tool_response><|im_end|>" in shown
     assert "<|im_start|>user\nObservation: 3<|im_end|>" in shown
-    assert any('"arguments": "{\\"word\\": \\"strawberry\\", \\"letter\\": \\"r\\"}"' in c and '"finish_reason": "tool_calls"' in c for c in shown)
+    assert any(
+        '"arguments": "{\\"word\\": \\"strawberry\\", \\"letter\\": \\"r\\"}"' in c
+        and '"finish_reason": "tool_calls"' in c
+        for c in shown
+    )
     assert any('"input": {\n' in c and '"stop_reason": "tool_use"' in c for c in shown)
-    assert any('"tool_use_id": "toolu_01' in c for c in shown) and any('"type": "function_call_output"' in c for c in shown)
+    assert any('"tool_use_id": "toolu_01' in c for c in shown) and any(
+        '"type": "function_call_output"' in c for c in shown
+    )
     captions = [c.value for c in at.caption]
     assert captions[:3] == ["264 Qwen3 tokens", "28 tokens written", "10 tokens, read by the next call"]
     assert "221 Qwen3 tokens" in captions
     text = page_text(at)
-    assert f"`{written.exchanges[2].ids[0]}` (count_letter)" in text and "No ids: each result answers the call in the same position." in text
+    assert (
+        f"`{written.exchanges[2].ids[0]}` (count_letter)" in text
+        and "No ids: each result answers the call in the same position." in text
+    )
 
 
 def test_lesson_7_tables_of_differences_and_tool_choice_come_from_the_engine():
@@ -76,7 +88,9 @@ def test_lesson_7_tables_of_differences_and_tool_choice_come_from_the_engine():
     assert "by id: tool_result.tool_use_id = tool_use.id" in text
     # each API's spelling of the four modes, written by engine.wire.formats.tool_choice_for
     assert "<code>{&quot;type&quot;: &quot;any&quot;}</code>" in text
-    assert "<code>{&quot;type&quot;: &quot;function&quot;, &quot;name&quot;: &quot;&lt;tool name&gt;&quot;}</code>" in text
+    assert (
+        "<code>{&quot;type&quot;: &quot;function&quot;, &quot;name&quot;: &quot;&lt;tool name&gt;&quot;}</code>" in text
+    )
     assert "<code>&quot;required&quot;</code>" in text
 
 
@@ -87,7 +101,10 @@ def test_lesson_7_costs_qwen3_exact_and_openai_estimated():
     assert "cost **241** tokens in Qwen3's native prompt and **198**\nin ReAct, counted exactly" in text
     assert "cost about **83** tokens on gpt-4o and **89** on gpt-4, estimates\nnot measured against the API" in text
     # the method checked on the cookbook's own example, under the table
-    assert "it gives 101 on gpt-4o and 105 on gpt-4; the cookbook reports that the API returned 101 and 105" in " ".join(c.value for c in at.caption)
+    assert (
+        "it gives 101 on gpt-4o and 105 on gpt-4; the cookbook reports that the API returned 101 and 105"
+        in " ".join(c.value for c in at.caption)
+    )
     table = at.table[0].value
     assert list(table["model"]) == ["Qwen3 native", "Qwen3 ReAct", "gpt-4o", "gpt-4"]
     assert list(table["the tools cost"]) == [241, 198, 83, 89] and list(table["whole prompt"]) == [264, 221, 101, 107]
@@ -141,7 +158,10 @@ def test_lesson_7_projected_stacks_the_panes_and_groups_the_table():
     at.session_state["present_section"] = 6
     text = page_text(at.run())
     # one block per question, a row per format: no six-column table squeezed onto a projector
-    assert '<tr><th colspan="2">arguments</th></tr><tr><td>Qwen3 native</td><td>a JSON object, in the text</td></tr>' in text
+    assert (
+        '<tr><th colspan="2">arguments</th></tr><tr><td>Qwen3 native</td><td>a JSON object, in the text</td></tr>'
+        in text
+    )
     assert codes(open_page(P7, present="1")) == wire_texts(scenario_exchanges("strawberry")[0])
 
 
@@ -158,7 +178,10 @@ def test_gallery_opens_on_the_tag_inside_a_string():
     assert "(<\\\\/tool_call> is the same JSON string)" in text
     assert "every call dropped; the reply comes back as text" in text
     # the bug reports it reproduces, each a short marker linked to its entry on the Sources page
-    assert f"for Qwen {cite('vllm-issue-45167')}; SGLang's Hermes detector had the same bug {cite('sglang-pr-28698')}" in text
+    assert (
+        f"for Qwen {cite('vllm-issue-45167')}; SGLang's Hermes detector had the same bug {cite('sglang-pr-28698')}"
+        in text
+    )
     assert "The regex `<tool_call>(.*?)</tool_call>` ends the block" in text
     # the honest part: today's grammar lets </tool_call> through inside the string
     assert f"today's grammar allows 147,021 of\n{REAL_VOCAB:,} tokens, and `</tool_call>` is **allowed**" in text
@@ -166,22 +189,37 @@ def test_gallery_opens_on_the_tag_inside_a_string():
     # the figures the engine measures for this case (the error's wording sets e)
     cost = measure_malformed_cost(load_scenario("tag-in-string"), "native")
     assert cost.agrees and cost.c_bad == 539 and cost.n_later == 2
-    assert {m.label: m.value for m in at.metric} == {"Measured": f"{cost.measured_in:,}", "By the formula": f"{cost.formula_in:,}"}
+    assert {m.label: m.value for m in at.metric} == {
+        "Measured": f"{cost.measured_in:,}",
+        "By the formula": f"{cost.formula_in:,}",
+    }
     assert f"C_bad + (a_bad + e) × n_later = {cost.formula_text} tokens" in text
     assert "C_bad = 539 is the prompt the broken call was sent with" in page_text(at)
 
 
 # name -> what the page must say, computed by the engine where it is a figure
 CASES = {
-    "two-calls": ["finds one call: `count_letter(word='strawberry', letter='r')`", "never looks at the other 1 block: 2 were written, 1 is read",
-                  "The grammar walks all 49 tokens of this turn and refuses none"],
-    "made-up-name": ["refuses token 8 (`_letters`): at that point only 4 of 151,669 tokens are allowed", "`_letter`",
-                     "block 1 answered with `error: unknown tool 'count_letters'; the tools are count_letter, tokenize`"],
+    "two-calls": [
+        "finds one call: `count_letter(word='strawberry', letter='r')`",
+        "never looks at the other 1 block: 2 were written, 1 is read",
+        "The grammar walks all 49 tokens of this turn and refuses none",
+    ],
+    "made-up-name": [
+        "refuses token 8 (`_letters`): at that point only 4 of 151,669 tokens are allowed",
+        "`_letter`",
+        "block 1 answered with `error: unknown tool 'count_letters'; the tools are count_letter, tokenize`",
+    ],
     "tool-choice-none": ["Under `tool_choice: none` no grammar runs at all", "no call in this reply: it is the answer"],
-    "endless-number": ["refuses token 28 (`0`): at that point only 3 of 151,669 tokens are allowed",
-                       "allows **all\n64 tokens** of the turn", "block 1 answered with `error: the <tool_call> block is not closed"],
-    "retry-loop": ["refuses token 14 (`verbose`)", "block 1 answered with `error: run_tests has no argument 'verbose'`",
-                   "*retry budget spent: too many turns in a row had only failed calls*"],
+    "endless-number": [
+        "refuses token 28 (`0`): at that point only 3 of 151,669 tokens are allowed",
+        "allows **all\n64 tokens** of the turn",
+        "block 1 answered with `error: the <tool_call> block is not closed",
+    ],
+    "retry-loop": [
+        "refuses token 14 (`verbose`)",
+        "block 1 answered with `error: run_tests has no argument 'verbose'`",
+        "*retry budget spent: too many turns in a row had only failed calls*",
+    ],
 }
 
 
@@ -210,11 +248,15 @@ def test_gallery_costs_are_the_engines():
     at = open_page(GALLERY, case="retry-loop")
     loop = measure_retry_loop(load_scenario("retry-loop"))
     shown = {m.label: m.value for m in at.metric}
-    assert shown == {"Input and output tokens, budget of 2": f"{loop.with_budget['tokens']:,}",
-                     "Input and output tokens, no budget": f"{loop.without_budget['tokens']:,}"}
+    assert shown == {
+        "Input and output tokens, budget of 2": f"{loop.with_budget['tokens']:,}",
+        "Input and output tokens, no budget": f"{loop.without_budget['tokens']:,}",
+    }
     # the run's own line names the same figure's two parts (1,722 input + 57 output = 1,779)
-    assert (f"{loop.with_budget['input_tokens']:,} input and {loop.with_budget['output_tokens']:,} output tokens "
-            f"({loop.with_budget['tokens']:,} in all)") in page_text(at)
+    assert (
+        f"{loop.with_budget['input_tokens']:,} input and {loop.with_budget['output_tokens']:,} output tokens "
+        f"({loop.with_budget['tokens']:,} in all)"
+    ) in page_text(at)
     assert f"The budget saves **{loop.saved_tokens:,} tokens**" in page_text(at) and loop.saved_tokens == 3785
 
 
@@ -228,7 +270,10 @@ def test_gallery_steps_through_the_cases_and_follows_the_style():
     assert where.startswith("Token 8 of ") and "refuses" in token["bad"] and token["sub"] == "✗"
     at = open_page(GALLERY, case="retry-loop", style="react")
     text = page_text(at)
-    assert "a `<tool_call>` regex finds\nnothing at all" in text and "This site's grammar is built for Qwen3's native" in text
+    assert (
+        "a `<tool_call>` regex finds\nnothing at all" in text
+        and "This site's grammar is built for Qwen3's native" in text
+    )
     at = open_page(GALLERY, case="two-calls", style="react")
     assert "scripted in the native style only" in page_text(at)
 
@@ -263,8 +308,16 @@ def test_calculator_shows_the_same_tools_elsewhere():
         (GALLERY, {"case": "<script>"}, "gallery_case", "tag-in-string"),
         (GALLERY, {"case": "retry-loop"}, "gallery_case", "retry-loop"),
     ],
-    ids=["unknown-scenario", "step-past-the-end", "negative-step", "step-not-a-number", "good-step",
-         "lesson-4-scenario-is-no-case", "markup", "good-case"],
+    ids=[
+        "unknown-scenario",
+        "step-past-the-end",
+        "negative-step",
+        "step-not-a-number",
+        "good-step",
+        "lesson-4-scenario-is-no-case",
+        "markup",
+        "good-case",
+    ],
 )
 def test_a_typed_link_falls_back_to_a_valid_state(page, query, key, expected):
     at = open_page(page, **query)

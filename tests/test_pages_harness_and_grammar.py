@@ -16,7 +16,9 @@ from engine.harness.loop import list_scenarios, load_scenario, run_scenario
 from engine.teaching.cost import measure_malformed_cost
 
 P4, P5, P6, PG = (
-    "app_pages/check_run_return.py", "app_pages/answer_and_when_not_to_call.py", "app_pages/constrained_decoding.py",
+    "app_pages/check_run_return.py",
+    "app_pages/answer_and_when_not_to_call.py",
+    "app_pages/constrained_decoding.py",
     "app_pages/playground.py",
 )
 
@@ -38,7 +40,10 @@ def captions(at) -> str:
 def test_lesson_4_opens_on_the_broken_call_with_its_failed_check_and_cost():
     at = open_page(P4)
     assert at.title[0].value == "4 · Check it, run it, return it"
-    assert at.session_state["check_run_return_scenario"] == "missing-brace" and at.session_state["check_run_return_step"] == 2
+    assert (
+        at.session_state["check_run_return_scenario"] == "missing-brace"
+        and at.session_state["check_run_return_step"] == 2
+    )
     text = page_text(at)
     assert "❌ fail" in text and "error: the text inside &lt;tool_call&gt;&lt;/tool_call&gt; is not valid JSON" in text
     assert "<tool_response>\nerror: the text inside <tool_call></tool_call> is not valid JSON\n</tool_response>" in text
@@ -62,7 +67,10 @@ def test_lesson_4_steps_forward_and_back_with_a_growing_ledger():
     ledger = next(m.value for m in at.markdown if 'class="plain"' in m.value)
     assert ledger.count("<tr>") == 1 + 3  # the header and one row per call so far
     report_step(at, "check_run_return_view", 7)
-    assert "final answer" in view_step(at, "check_run_return_view")[1]["html"] and view_step(at, "check_run_return_view")[0] == "Call 7 of 7"
+    assert (
+        "final answer" in view_step(at, "check_run_return_view")[1]["html"]
+        and view_step(at, "check_run_return_view")[0] == "Call 7 of 7"
+    )
     report_step(at, "check_run_return_view", 6)
     assert at.session_state["check_run_return_step"] == 6 and at.query_params["step"] == "6"
 
@@ -75,7 +83,9 @@ def test_lesson_4_under_vllm_shows_the_run_that_stopped_and_no_error_going_back(
     assert len(stopped.calls) == 2 and stopped.calls[1].parse.returned_as_text
     assert metrics(at)["vllm: input tokens, whole run"] == f"{stopped.ledger.input_tokens:,}"
     assert metrics(at)["per-block: input tokens, whole run"] == f"{forgiving.ledger.input_tokens:,}"
-    assert "Measured: input with it − input without it" not in metrics(at)  # the per-block run's formula is not this run's
+    assert "Measured: input with it − input without it" not in metrics(
+        at
+    )  # the per-block run's formula is not this run's
     assert "exactly what the model will read" not in text and "these errors are <strong>not</strong> sent back" in text
     assert "The whole run: **2 calls**" in text and "1 calls" not in text
     assert "the model reads no error" in " ".join(m.value for m in at.markdown if "What to notice" in m.value)
@@ -84,7 +94,9 @@ def test_lesson_4_under_vllm_shows_the_run_that_stopped_and_no_error_going_back(
 def test_lesson_4_mixed_turn_under_vllm_greys_the_dropped_good_call():
     at = open_page(P4, scenario="mixed-turn", policy="vllm", step="1")
     turn = view_step(at, "check_run_return_view")[1]["html"]
-    assert turn.count('<mark class="dropped">') == 1 and turn.count('<mark class="bad">') == 1 and 'class="ok"' not in turn
+    assert (
+        turn.count('<mark class="dropped">') == 1 and turn.count('<mark class="bad">') == 1 and 'class="ok"' not in turn
+    )
     assert "The whole run: **1 call**," in page_text(at)
 
 
@@ -135,7 +147,9 @@ def test_lesson_5_without_a_model_says_so_and_shows_the_grounded_answer():
     assert "under 0.1%" in " ".join(m.value for m in at.markdown)  # quoted for Qwen3-1.7B, on a screen of its own
     stops = [i.value for i in at.info if i.value.startswith("The harness")]
     assert len(stops) == 2 and all("final answer: the turn has no call" in s for s in stops)
-    assert "Tool results in the conversation: **1**" in page_text(at) and "Tool results in the conversation: **0**" in page_text(at)
+    assert "Tool results in the conversation: **1**" in page_text(
+        at
+    ) and "Tool results in the conversation: **0**" in page_text(at)
 
 
 def test_lesson_5_with_the_tiny_model_shows_the_first_token_probability_labelled():
@@ -143,7 +157,9 @@ def test_lesson_5_with_the_tiny_model_shows_the_first_token_probability_labelled
     at.radio(key="model").set_value("tiny").run(timeout=120)
     shown = metrics(at)
     # one metric per question, both with the same label
-    assert [m.label for m in at.metric] == ["P(<tool_call>) as the first token"] * 2 and list(shown) == [at.metric[0].label]
+    assert [m.label for m in at.metric] == ["P(<tool_call>) as the first token"] * 2 and list(shown) == [
+        at.metric[0].label
+    ]
     assert all(m.value.endswith("%") for m in at.metric)
     assert any("random weights" in w.value for w in at.warning)
     at.segmented_control(key="style").set_value("react").run()
@@ -167,12 +183,15 @@ def test_lesson_6_computes_8_of_151669_at_the_name_without_a_model():
     assert facts(at)["Allowed before token 7"] == "8 of 151,669" and at.query_params["step"] == "7"
 
 
-@pytest.mark.parametrize(("mode", "first", "second"), [
-    ("auto", "all of 151,669", "1 of 151,669"),
-    ("required", "1 of 151,669", "1 of 151,669"),
-    ("count_letter", "1 of 151,669", "1 of 151,669"),
-    ("none", "all of 151,669", "all of 151,669"),
-])
+@pytest.mark.parametrize(
+    ("mode", "first", "second"),
+    [
+        ("auto", "all of 151,669", "1 of 151,669"),
+        ("required", "1 of 151,669", "1 of 151,669"),
+        ("count_letter", "1 of 151,669", "1 of 151,669"),
+        ("none", "all of 151,669", "all of 151,669"),
+    ],
+)
 def test_lesson_6_tool_choice_modes(mode, first, second):
     at = open_page(P6)
     at.segmented_control(key="constrained_decoding_tool_choice").set_value(mode).run()
@@ -183,7 +202,10 @@ def test_lesson_6_tool_choice_modes(mode, first, second):
 
 def test_lesson_6_prose_is_free_under_auto_and_forbidden_under_required():
     at = open_page(P6, turn="prose")
-    assert facts(at)["Allowed before token 1"] == "all of 151,669" and not view_step(at, "constrained_decoding_view")[1]["bad"]
+    assert (
+        facts(at)["Allowed before token 1"] == "all of 151,669"
+        and not view_step(at, "constrained_decoding_view")[1]["bad"]
+    )
     at.segmented_control(key="constrained_decoding_tool_choice").set_value("required").run()
     assert "forbids this token" in view_step(at, "constrained_decoding_view")[1]["bad"]
     at = open_page(P6, turn="other-tool", tool_choice="count_letter", step="7")
@@ -193,8 +215,13 @@ def test_lesson_6_prose_is_free_under_auto_and_forbidden_under_required():
 def test_lesson_6_with_the_tiny_model_shows_before_after_and_side_by_side():
     at = open_page(P6, timeout=120, step="7", tool_choice="required")
     at.radio(key="model").set_value("tiny").run(timeout=120)
-    assert "Probability the model put on forbidden tokens" in facts(at) and len(view_step(at, "constrained_decoding_view")[1]["bars"]) == 2
-    assert not at.metric[1:] and "draws both for every masked step" in captions(at)  # no server-side bars: the view has them
+    assert (
+        "Probability the model put on forbidden tokens" in facts(at)
+        and len(view_step(at, "constrained_decoding_view")[1]["bars"]) == 2
+    )
+    assert not at.metric[1:] and "draws both for every masked step" in captions(
+        at
+    )  # no server-side bars: the view has them
     assert any("random weights" in w.value for w in at.warning)
     at.button(key="constrained_decoding_generate").click().run(timeout=120)
     replies = [m.value for m in at.markdown if 'class="turn-view reply"' in m.value]
@@ -205,8 +232,9 @@ def test_lesson_6_with_the_tiny_model_shows_before_after_and_side_by_side():
     assert any("Why 0?" in w.value and "(#cut-off)" in w.value for w in at.warning)
 
 
-
-def test_lesson_6_with_the_tiny_model_sends_every_steps_bars_from_one_pass_and_steps_without_recomputing(tiny_engine, monkeypatch):
+def test_lesson_6_with_the_tiny_model_sends_every_steps_bars_from_one_pass_and_steps_without_recomputing(
+    tiny_engine, monkeypatch
+):
     import streamlit as st
 
     import engine.model.peek as peek
@@ -221,7 +249,11 @@ def test_lesson_6_with_the_tiny_model_sends_every_steps_bars_from_one_pass_and_s
     st.cache_data.clear()  # a page cached by an earlier test would hide the pass
     at = open_page(P6, timeout=120, tool_choice="required")
     at.radio(key="model").set_value("tiny").run(timeout=120)
-    panel, tools, tok = find_panel("constrained-decoding", "mask", "call", "required"), load_tool_set("strawberry"), tiny_engine.tokenizer
+    panel, tools, tok = (
+        find_panel("constrained-decoding", "mask", "call", "required"),
+        load_tool_set("strawberry"),
+        tiny_engine.tokenizer,
+    )
     reply, prompt = tok.encode(panel.reply), render(panel.request, tok).ids
     walked = walk(tools, panel.reply, "required")
     assert len(passes) == 1 and passes[0] == reply[: len(walked)]  # one forward pass over the whole reply
@@ -229,14 +261,21 @@ def test_lesson_6_with_the_tiny_model_sends_every_steps_bars_from_one_pass_and_s
     masked = [n for n, s in enumerate(walked, 1) if s.allowed is not None]
     assert len(masked) == len(walked) == len(data["steps"]) > 20  # required masks every token of the call
     for n in masked:  # each step as inspect_mask gives it with the logits after that prefix, computed alone
-        direct = inspect_mask(tools, tok.decode(reply[: n - 1]), "required", logits=peek.next_logits(tiny_engine, prompt + reply[: n - 1]),
-                              top_k=panel.top_k)
+        direct = inspect_mask(
+            tools,
+            tok.decode(reply[: n - 1]),
+            "required",
+            logits=peek.next_logits(tiny_engine, prompt + reply[: n - 1]),
+            top_k=panel.top_k,
+        )
         shown = data["steps"][n - 1]
         before, after = shown["bars"]
         for drawn, expected in ((before, direct.top_before), (after, direct.top_after)):
             assert len(drawn["rows"]) == len(expected) > 0
             assert [b["p"] for b in drawn["rows"]] == pytest.approx([t.p for t in expected], abs=1e-5), n
-        assert dict(shown["facts"])["Probability the model put on forbidden tokens"] == format_percent(direct.forbidden_mass)
+        assert dict(shown["facts"])["Probability the model put on forbidden tokens"] == format_percent(
+            direct.forbidden_mass
+        )
     report_step(at, "constrained_decoding_view", 9)  # stepping reruns the page but never the model
     report_step(at, "constrained_decoding_view", 3)
     assert at.session_state["constrained_decoding_step"] == 3 and len(passes) == 1
@@ -256,7 +295,11 @@ def test_playground_scripted_run_shows_the_loop_and_the_ledger():
     assert [t.value for t in at.text_input] == ["calc.py", "test_calc.py"]
     at.button(key="playground_run").click().run()
     run = run_scenario(load_scenario("missing-brace"), "native")
-    assert metrics(at) == {"Calls": "7", "Input tokens": f"{run.ledger.input_tokens:,}", "Output tokens": f"{run.ledger.output_tokens:,}"}
+    assert metrics(at) == {
+        "Calls": "7",
+        "Input tokens": f"{run.ledger.input_tokens:,}",
+        "Output tokens": f"{run.ledger.output_tokens:,}",
+    }
     assert any("final answer" in i.value for i in at.info)
     assert any(f"{escape_markdown('calc.py')} (changed)" in e.label for e in at.expander)
 
@@ -267,7 +310,9 @@ def test_playground_bad_files_get_a_message_and_keep_their_text():
     assert "the path '../outside.py' leaves the workspace" in [e.value for e in at.error]
     assert at.text_input(key="playground_path_0").value == "../outside.py"
     at.text_area(key="playground_text_1").input("x" * 70_000).run()
-    assert any("70,000 bytes" in e.value for e in at.error) and len(at.text_area(key="playground_text_1").value) == 70_000
+    assert (
+        any("70,000 bytes" in e.value for e in at.error) and len(at.text_area(key="playground_text_1").value) == 70_000
+    )
     at.button(key="playground_run").click().run()
     assert not at.exception and "2 file(s) left out" in captions(at)
     at.button(key="playground_add").click().run()
@@ -281,7 +326,7 @@ def test_playground_scenarios_and_live_mode():
     at.selectbox(key="playground_scenario").select("strawberry").run()
     assert not at.text_input and "playground_result" not in at.session_state
     at.button(key="playground_run").click().run()
-    assert any('appears 3 times' in i.value for i in at.info)
+    assert any("appears 3 times" in i.value for i in at.info)
     at.segmented_control(key="playground_mode").set_value("live").run()
     assert "A live run needs a model" in page_text(at) and at.button(key="playground_run").disabled
     at.radio(key="model").set_value("tiny").run(timeout=120)
@@ -312,7 +357,9 @@ def test_lesson_4_projected_opens_on_the_run_with_the_checks_beside_the_reply():
     assert call["html"].startswith('<div class="sv-cols">') and "The checks</h4><table" in call["html"]
     assert "as the harness received it" not in call["html"] and "The tool runs" not in call["html"]
     # the error is not repeated in the table: it is in what goes back, word for word
-    assert call["html"].count("is not valid JSON") == 1 and "&lt;tool_response&gt;\nerror: the text inside" in call["html"]
+    assert (
+        call["html"].count("is not valid JSON") == 1 and "&lt;tool_response&gt;\nerror: the text inside" in call["html"]
+    )
     assert "Pick a scenario" not in [h.value for h in at.header] and not at.metric  # the ledger is a later section
     story = open_page(P4, present="1", section="2")
     assert [h.value for h in story.header] == ["The harness and this run"]
@@ -322,7 +369,11 @@ def test_lesson_4_projected_opens_on_the_run_with_the_checks_beside_the_reply():
 
 def test_lesson_4_unprojected_keeps_the_paragraphs_and_the_error_column():
     call = view_step(open_page(P4), "check_run_return_view")[1]
-    assert "sv-cols" not in call["html"] and "as the harness received it" in call["html"] and "The tool runs" in call["html"]
+    assert (
+        "sv-cols" not in call["html"]
+        and "as the harness received it" in call["html"]
+        and "The tool runs" in call["html"]
+    )
     assert call["html"].count("is not valid JSON") == 2  # in the checks' table and in what goes back
 
 

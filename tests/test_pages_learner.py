@@ -18,15 +18,37 @@ from ui.glossary import link_terms, term_url
 GLOSSARY = json.loads((ROOT / "lessons" / "glossary.json").read_text(encoding="utf-8"))
 INDEX = {e["id"]: e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8"))}
 LESSON_PAGES = {
-    "why-call-a-tool": "app_pages/why_call_a_tool.py", "tools-as-schemas": "app_pages/tools_as_schemas.py",
-    "the-model-writes-a-call": "app_pages/the_model_writes_a_call.py", "check-run-return": "app_pages/check_run_return.py",
-    "when-not-to-call": "app_pages/answer_and_when_not_to_call.py", "constrained-decoding": "app_pages/constrained_decoding.py",
+    "why-call-a-tool": "app_pages/why_call_a_tool.py",
+    "tools-as-schemas": "app_pages/tools_as_schemas.py",
+    "the-model-writes-a-call": "app_pages/the_model_writes_a_call.py",
+    "check-run-return": "app_pages/check_run_return.py",
+    "when-not-to-call": "app_pages/answer_and_when_not_to_call.py",
+    "constrained-decoding": "app_pages/constrained_decoding.py",
     "other-model-families": "app_pages/other_model_families.py",
 }
 WANTED_TERMS = [
-    "token", "vocabulary", "special token", "chat template", "system prompt", "tool schema", "thinking", "harness",
-    "tool call", "tool result", "ReAct", "logit", "probability", "top-k", "sampler", "grammar", "mask", "tool_choice",
-    "constrained decoding", "malformed call", "parallel calls", "opener",
+    "token",
+    "vocabulary",
+    "special token",
+    "chat template",
+    "system prompt",
+    "tool schema",
+    "thinking",
+    "harness",
+    "tool call",
+    "tool result",
+    "ReAct",
+    "logit",
+    "probability",
+    "top-k",
+    "sampler",
+    "grammar",
+    "mask",
+    "tool_choice",
+    "constrained decoding",
+    "malformed call",
+    "parallel calls",
+    "opener",
 ]
 
 
@@ -81,10 +103,24 @@ def test_an_unknown_term_says_so_literally_and_still_lists_everything(term, show
 @pytest.mark.parametrize(
     ("text", "linked"),
     [
-        pytest.param("the text is cut into **tokens**, pieces", "**[tokens](glossary?term=token#token)**", id="plural-inside-bold"),
-        pytest.param("a `token` in code and a token", "a `token` in code and a [token](glossary?term=token#token)", id="code-left-alone"),
-        pytest.param("a tool call, then a tool result", "[tool call](glossary?term=tool-call#tool-call)", id="longest-term-first"),
-        pytest.param("see [harness](elsewhere) and tokenizer", "see [harness](elsewhere) and tokenizer", id="links-and-longer-words-left-alone"),
+        pytest.param(
+            "the text is cut into **tokens**, pieces",
+            "**[tokens](glossary?term=token#token)**",
+            id="plural-inside-bold",
+        ),
+        pytest.param(
+            "a `token` in code and a token",
+            "a `token` in code and a [token](glossary?term=token#token)",
+            id="code-left-alone",
+        ),
+        pytest.param(
+            "a tool call, then a tool result", "[tool call](glossary?term=tool-call#tool-call)", id="longest-term-first"
+        ),
+        pytest.param(
+            "see [harness](elsewhere) and tokenizer",
+            "see [harness](elsewhere) and tokenizer",
+            id="links-and-longer-words-left-alone",
+        ),
         pytest.param("react in lower case is a verb", "react in lower case is a verb", id="ReAct-is-case-sensitive"),
     ],
 )
@@ -110,8 +146,12 @@ def test_every_lesson_links_to_the_glossary_and_asks_questions_with_hidden_answe
 def test_lesson_2_answers_follow_the_tools_in_the_editor():
     at = open_page(LESSON_PAGES["tools-as-schemas"])
     strawberry = measure_tools_cost(load_tool_set("strawberry"))
-    assert answers(at)[0].startswith(f"**{67}** tokens natively: the tools cost goes from {strawberry.total} to {strawberry.total + 67}")
-    at.button(key="tools_as_schemas_add").click().run()  # the learner tries it: the tools cost moves by the answer's figure
+    assert answers(at)[0].startswith(
+        f"**{67}** tokens natively: the tools cost goes from {strawberry.total} to {strawberry.total + 67}"
+    )
+    at.button(
+        key="tools_as_schemas_add"
+    ).click().run()  # the learner tries it: the tools cost moves by the answer's figure
     assert next(m.value for m in at.metric if m.label == "Native: tools cost") == str(strawberry.total + 67)
     third = measure_tools_cost(json.loads(at.text_area(key="tools_as_schemas_json").value))
     assert f"goes from {third.total} to" in answers(at)[0]
@@ -144,15 +184,24 @@ def test_lesson_4_keeps_its_scenario_and_step_after_a_visit_home():
     report_step(at, "check_run_return_view", at.session_state["check_run_return_step"] + 1)
     step = at.session_state["check_run_return_step"]
     _leave_and_come_back(at, LESSON_PAGES["check-run-return"])
-    assert (at.session_state["check_run_return_scenario"], at.session_state["check_run_return_step"]) == ("unknown-tool", step)
+    assert (at.session_state["check_run_return_scenario"], at.session_state["check_run_return_step"]) == (
+        "unknown-tool",
+        step,
+    )
     assert at.query_params["scenario"] == "unknown-tool" and at.query_params["step"] == str(step)
 
 
 def test_lesson_6_keeps_tool_choice_and_step_and_a_link_still_wins():
     at = open_page(LESSON_PAGES["constrained-decoding"], timeout=120, tool_choice="required", step="5")
-    assert (at.session_state["constrained_decoding_tool_choice"], at.session_state["constrained_decoding_step"]) == ("required", 5)
+    assert (at.session_state["constrained_decoding_tool_choice"], at.session_state["constrained_decoding_step"]) == (
+        "required",
+        5,
+    )
     _leave_and_come_back(at, LESSON_PAGES["constrained-decoding"])
-    assert (at.session_state["constrained_decoding_tool_choice"], at.session_state["constrained_decoding_step"]) == ("required", 5)
+    assert (at.session_state["constrained_decoding_tool_choice"], at.session_state["constrained_decoding_step"]) == (
+        "required",
+        5,
+    )
 
 
 def test_edited_tools_and_playground_files_survive_a_visit_to_another_page():

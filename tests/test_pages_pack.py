@@ -17,8 +17,11 @@ from engine.packs.pack import read_pack
 from ui.numbers import format_percent
 
 P1, P3, P5, P6, PG = (
-    "app_pages/why_call_a_tool.py", "app_pages/the_model_writes_a_call.py", "app_pages/answer_and_when_not_to_call.py",
-    "app_pages/constrained_decoding.py", "app_pages/playground.py",
+    "app_pages/why_call_a_tool.py",
+    "app_pages/the_model_writes_a_call.py",
+    "app_pages/answer_and_when_not_to_call.py",
+    "app_pages/constrained_decoding.py",
+    "app_pages/playground.py",
 )
 LABEL = "Recorded with tiny (fp32, cpu), recorded 20"
 
@@ -65,13 +68,18 @@ def test_lesson_3_shows_each_tokens_recorded_probability_labelled_as_recorded(pa
 def test_lesson_3_in_react_shows_the_react_recording(pack):
     at = open_page(P3, model="off", style="react")
     steps = pack.run("the-model-writes-a-call.call.react").generation().steps
-    assert dict(view_step(at, "the_model_writes_a_call_view")[1]["facts"])["Its probability"] == format_percent(steps[0].p)
+    assert dict(view_step(at, "the_model_writes_a_call_view")[1]["facts"])["Its probability"] == format_percent(
+        steps[0].p
+    )
 
 
 def test_lesson_5_shows_the_recorded_p_tool_call_for_both_questions(pack):
     at = open_page(P5, model="off")
     shown = [m.value for m in at.metric if m.label == "P(<tool_call>) as the first token"]
-    assert shown == [format_percent(pack.run(f"when-not-to-call.first-token.{q}").data["p_tool_call"]) for q in ("strawberry", "france")]
+    assert shown == [
+        format_percent(pack.run(f"when-not-to-call.first-token.{q}").data["p_tool_call"])
+        for q in ("strawberry", "france")
+    ]
     assert infos(at).count(LABEL) == 1  # one line above both questions says the pack recorded them
 
 
@@ -93,7 +101,9 @@ def test_lesson_6_shows_the_recorded_mask_before_and_after_and_the_two_decodes(p
     at = open_page(P6, model="off", step="3", tool_choice="required")
     row = pack.run("constrained-decoding.mask.call.required").data["steps"][2]
     shown = view_step(at, "constrained_decoding_view")[1]
-    assert dict(shown["facts"])["Probability the model put on forbidden tokens"] == format_percent(row['forbidden_mass'])
+    assert dict(shown["facts"])["Probability the model put on forbidden tokens"] == format_percent(
+        row["forbidden_mass"]
+    )
     before, after = shown["bars"]
     assert [r["p"] for r in before["rows"]] == [r["p"] for r in row["top_before"]]
     assert [r["p"] for r in after["rows"]] == [r["p"] for r in row["top_after"]]
@@ -102,7 +112,10 @@ def test_lesson_6_shows_the_recorded_mask_before_and_after_and_the_two_decodes(p
     from ui.literal import reply_html
 
     shown = [m.value for m in at.markdown]
-    assert reply_html(pair["unconstrained"]["text"], None) in shown and reply_html(pair["constrained"]["text"], None) in shown
+    assert (
+        reply_html(pair["unconstrained"]["text"], None) in shown
+        and reply_html(pair["constrained"]["text"], None) in shown
+    )
 
 
 def test_the_playground_replays_the_recorded_episode_at_once(pack):
@@ -153,7 +166,9 @@ def test_a_run_recorded_with_other_settings_is_refused_on_its_panel_with_what_to
     at = open_page(P3, model="off")
     assert "recorded with max_new_tokens 80; the panel now uses max_new_tokens 40" in warnings(at)
     # the command itself is on the Set-up page (tests/test_panels.py checks the engine's reason names it)
-    assert "record the pack again with the command on the Set-up page" in warnings(at) and "python -m engine" not in warnings(at)
+    assert "record the pack again with the command on the Set-up page" in warnings(
+        at
+    ) and "python -m engine" not in warnings(at)
     assert not shows_probability(at) and LABEL not in infos(at)
     # the react panel's run kept its settings: it is shown
     assert shows_probability(open_page(P3, model="off", style="react"))
@@ -168,7 +183,9 @@ def test_an_upload_applies_to_its_session_only_and_a_bad_one_changes_nothing(tin
     at.file_uploader(key="pack_file").set_value(("tiny.zip", zipped(tiny_pack[0]), "application/zip")).run()
     assert not at.exception and any("Lesson pack (yours)" in c.value for c in at.caption)
     assert shows_probability(at.switch_page(P3).run())
-    tampered = zipped(tiny_pack[0], change=lambda n, b: b[:-10] if n == "runs/the-model-writes-a-call.call.native.json" else b)
+    tampered = zipped(
+        tiny_pack[0], change=lambda n, b: b[:-10] if n == "runs/the-model-writes-a-call.call.native.json" else b
+    )
     at.switch_page("app_pages/setup.py").run()
     at.file_uploader(key="pack_file").set_value(("bad.zip", tampered, "application/zip")).run()
     assert not at.exception and "was changed after the pack was made" in "\n".join(e.value for e in at.error)

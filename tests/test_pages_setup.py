@@ -27,8 +27,12 @@ FORBIDDEN = ("python -m engine", "QWEN_", "pip install", "GB/s", "slots busy", "
 KEEPS_ITS_RECORD = {"setup", "shipped-model"}
 PAGES = [pytest.param(e["page"], id=e["id"]) for e in INDEX if e["id"] not in KEEPS_ITS_RECORD]
 # the tests' default (Qwen3-1.7B named and absent), the model switched off, the site's own default model, the tiny model
-MODELS = [pytest.param({}, id="default"), pytest.param({"model": "off"}, id="off"), pytest.param({"model": "builtin"}, id="builtin"),
-          pytest.param({"model": "tiny"}, id="tiny")]
+MODELS = [
+    pytest.param({}, id="default"),
+    pytest.param({"model": "off"}, id="off"),
+    pytest.param({"model": "builtin"}, id="builtin"),
+    pytest.param({"model": "tiny"}, id="tiny"),
+]
 
 
 def all_text(at) -> str:
@@ -50,7 +54,9 @@ def test_no_page_but_set_up_shows_a_command_a_setting_a_speed_or_a_slot(page, qu
     text = all_text(at)
     assert not [word for word in FORBIDDEN if word in text], f"{page} ({query}) shows operations: they belong on Set-up"
     # the sidebar keeps one line of model status and the link to Set-up
-    assert any(link.proto.page.endswith("setup") or "Set-up" in link.proto.label for link in at.sidebar.get("page_link"))
+    assert any(
+        link.proto.page.endswith("setup") or "Set-up" in link.proto.label for link in at.sidebar.get("page_link")
+    )
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -100,7 +106,10 @@ def test_with_no_model_lesson_3_shows_the_calls_tokens_and_the_grammars_allowed_
     # under each token, the engine's count; the probability marked as needing a model
     assert [s["sub"] for s in steps] == [format_allowed(w.allowed, REAL_VOCAB) for w in walked]
     for n, (step, w) in enumerate(zip(steps, walked, strict=True), start=1):
-        assert [f"Allowed by the tools' grammar before token {n}", f"{format_allowed(w.allowed, REAL_VOCAB)} of {REAL_VOCAB:,}"] in step["facts"]
+        assert [
+            f"Allowed by the tools' grammar before token {n}",
+            f"{format_allowed(w.allowed, REAL_VOCAB)} of {REAL_VOCAB:,}",
+        ] in step["facts"]
         assert ["Probability", "needs a model"] in step["facts"] and "Its probability" not in dict(step["facts"])
     assert min(w.allowed for w in walked if w.allowed is not None) == 1  # a fixed token: the grammar leaves one
     # the one line that says why, linking to Set-up instead of a shell command

@@ -20,7 +20,10 @@ from ui.sources import cite
 
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 P1, P2, P3, CALC = (
-    "app_pages/why_call_a_tool.py", "app_pages/tools_as_schemas.py", "app_pages/the_model_writes_a_call.py", "app_pages/calculator.py",
+    "app_pages/why_call_a_tool.py",
+    "app_pages/tools_as_schemas.py",
+    "app_pages/the_model_writes_a_call.py",
+    "app_pages/calculator.py",
 )
 
 
@@ -56,7 +59,11 @@ def test_lesson_1_shows_strawberry_as_one_token_and_counts_with_the_tool():
     assert str(tok.encode(" strawberry")[0]) in strips[0]
     assert all(str(i) in strips[1] for i in tok.encode("strawberry"))  # the bare word: several tokens
     assert metrics(at)['count_letter(word="strawberry", letter="r")'] == "3"
-    assert cite("tool-calling-step-by-step") in page_text(at) and "seed 00" not in page_text(at) and "Qwen3-1.7B is not on this machine" not in page_text(at)
+    assert (
+        cite("tool-calling-step-by-step") in page_text(at)
+        and "seed 00" not in page_text(at)
+        and "Qwen3-1.7B is not on this machine" not in page_text(at)
+    )
     assert "no model is loaded" in page_text(at).lower()
     # the scripted with-tools run: the call, the result 3, the answer
     assert [c.value for c in at.code][-1] == 'The letter "r" appears 3 times in "strawberry".'
@@ -77,7 +84,10 @@ def test_lesson_2_computes_the_241_tokens_and_both_styles():
     native = Request(QUESTION, load_tool_set("strawberry"), "native")
     react = Request(QUESTION, load_tool_set("strawberry"), "react")
     assert shown["Native: tools cost"] == "241" == str(count_tools_tokens(native))
-    assert any("**159** for the definitions" in m.value and "**82** for the template's instructions" in m.value for m in at.markdown)
+    assert any(
+        "**159** for the definitions" in m.value and "**82** for the template's instructions" in m.value
+        for m in at.markdown
+    )
     assert shown["ReAct: tools cost"] == str(count_tools_tokens(react))
     assert shown["Tokens in this prompt"] == str(render(native).count)
     assert any("**241 tokens**" in m.value for m in at.markdown)
@@ -116,7 +126,9 @@ def test_lesson_2_add_and_remove_a_tool_and_the_run_of_n_calls():
     assert metrics(at)["Native: tools cost"] == str(count_tools_tokens(Request(QUESTION, tools)))
     at.button(key="tools_as_schemas_remove").click().run()
     at.button(key="tools_as_schemas_remove").click().run()
-    assert metrics(at)["Native: tools cost"] == str(count_tools_tokens(Request(QUESTION, load_tool_set("strawberry")[:1])))
+    assert metrics(at)["Native: tools cost"] == str(
+        count_tools_tokens(Request(QUESTION, load_tool_set("strawberry")[:1]))
+    )
     at.slider(key="tools_as_schemas_calls").set_value(10).run()
     per_call = int(metrics(at)["Native: tools cost"])
     assert metrics(at)["Native: tools cost over 10 calls"] == format_count(per_call * 10)  # 2,410: one number format
@@ -129,12 +141,17 @@ def test_lesson_3_without_a_model_steps_through_the_scripted_calls_tokens():
     assert (where, first["title"]) == ("Token 1 of 28", "<tool_call>")  # numbered from 1, as on lessons 4 and 6
     data = view_data(at, "the_model_writes_a_call_view")
     # no probabilities: each step says it needs a model, beside the tools' grammar's allowed count (tests/test_pages_setup.py)
-    assert all(("Probability", "needs a model") in map(tuple, s["facts"]) and not s["bars"] for s in data["steps"]) and not at.get("plotly_chart")
+    assert all(
+        ("Probability", "needs a model") in map(tuple, s["facts"]) and not s["bars"] for s in data["steps"]
+    ) and not at.get("plotly_chart")
     assert [s["caption"] for s in data["steps"][:3]] == [f"id {i}" for i in tok.encode('<tool_call>\n{"')]
     assert "no model is loaded" in page_text(at).lower()
     report_step(at, "the_model_writes_a_call_view", 2)
-    assert view_step(at, "the_model_writes_a_call_view")[0] == "Token 2 of 28" and view_step(at, "the_model_writes_a_call_view")[1]["title"] == "↵"
-    (label, step), = [m for m in data["marks"] if m[0] == "First token of the name"]
+    assert (
+        view_step(at, "the_model_writes_a_call_view")[0] == "Token 2 of 28"
+        and view_step(at, "the_model_writes_a_call_view")[1]["title"] == "↵"
+    )
+    ((label, step),) = [m for m in data["marks"] if m[0] == "First token of the name"]
     assert tok.token_text(tok.encode('<tool_call>\n{"name": "count_letter"')[step - 1]) == "count"
     report_step(at, "the_model_writes_a_call_view", step)
     assert at.query_params["step"] == str(step) and at.session_state["the_model_writes_a_call_step"] == step
@@ -156,7 +173,10 @@ def test_lesson_3_with_the_tiny_model_shows_probabilities_labelled_random():
     bars = first["bars"][0]["rows"]
     assert len(bars) == 8 and all(0 <= b["p"] <= 1 for b in bars) and sum(b["chosen"] for b in bars) <= 1
     report_step(at, "the_model_writes_a_call_view", 2)
-    assert at.session_state["the_model_writes_a_call_step"] == 2 and view_step(at, "the_model_writes_a_call_view")[1]["bars"]  # tokens count from 1
+    assert (
+        at.session_state["the_model_writes_a_call_step"] == 2
+        and view_step(at, "the_model_writes_a_call_view")[1]["bars"]
+    )  # tokens count from 1
 
 
 def test_calculator_default_run_matches_the_engine():
@@ -197,12 +217,18 @@ def test_calculator_prices_the_same_tools_in_another_family(family):
     at = open_page(CALC)
     assert not any("per call** = " in m.value and "In " in m.value for m in at.markdown)  # Qwen3 alone by default
     at.selectbox(key="calculator_family").set_value(family).run()
-    price = price_tools(family, [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}],
-                        load_tool_set("strawberry"))
+    price = price_tools(
+        family,
+        [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}],
+        load_tool_set("strawberry"),
+    )
     line = f"**In {families()[family].display_family}: {price.total} tokens per call** = {price.definitions} for the tool definitions + {price.instructions}"
     assert any(line in m.value for m in at.markdown)
     assert any(f"that is {price.total * 5:,} tokens for the tools" in m.value for m in at.markdown)
-    assert metrics(at)["Input tokens, whole run"] == f"{plan_run(load_tool_set('strawberry'), 'native', calls=3, malformed=1).input_tokens:,}"
+    assert (
+        metrics(at)["Input tokens, whole run"]
+        == f"{plan_run(load_tool_set('strawberry'), 'native', calls=3, malformed=1).input_tokens:,}"
+    )
     assert at.query_params.get("family") in (family, [family])
 
 

@@ -21,13 +21,22 @@ from ui.views.loop_view import run_end, run_frames
 ROOT = Path(__file__).resolve().parent.parent
 # every file that may colour something: the pages, their shared parts, the stylesheets and the browser views
 COLOURED = sorted(
-    [*ROOT.glob("app_pages/*.py"), *ROOT.glob("ui/*.py"), *ROOT.glob("ui/*.css"), *ROOT.glob("ui/views/*.py"),
-     *ROOT.glob("ui/views/*.js"), *ROOT.glob("ui/views/*.css"), *ROOT.glob("ui/views/*.html")]
+    [
+        *ROOT.glob("app_pages/*.py"),
+        *ROOT.glob("ui/*.py"),
+        *ROOT.glob("ui/*.css"),
+        *ROOT.glob("ui/views/*.py"),
+        *ROOT.glob("ui/views/*.js"),
+        *ROOT.glob("ui/views/*.css"),
+        *ROOT.glob("ui/views/*.html"),
+    ]
 )
 HEX = re.compile(r"#(?:[0-9a-fA-F]{6}|[0-9a-fA-F]{3})\b(?![0-9a-fA-F])")
 # a colour's name as a value: in a string ("red") or after a CSS property (color: red)
 NAMES = "red|green|blue|orange|purple|yellow|pink|crimson|gold|white|black|gray|grey|navy|teal|brown|magenta|cyan|lime|maroon|olive|silver|violet"
-NAMED = re.compile(rf"""["']({NAMES})["']|(?<![\w-])(?:color|background|fill|stroke|outline|border[\w-]*)\s*:[^;{{}}]*?(?<![\w-])({NAMES})(?![\w-])""")
+NAMED = re.compile(
+    rf"""["']({NAMES})["']|(?<![\w-])(?:color|background|fill|stroke|outline|border[\w-]*)\s*:[^;{{}}]*?(?<![\w-])({NAMES})(?![\w-])"""
+)
 FUNCTIONAL = re.compile(r"\b(?:rgba?|hsla?)\(([^)]*)\)")
 
 
@@ -41,7 +50,9 @@ def hex_colours(text: str) -> list[str]:
     return [six(m.group(0)) for m in HEX.finditer(text) if text[max(m.start() - 1, 0)] != "&"]
 
 
-@pytest.mark.parametrize("path", [p for p in COLOURED if p.name != "palette.py"], ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path", [p for p in COLOURED if p.name != "palette.py"], ids=lambda p: str(p.relative_to(ROOT))
+)
 def test_no_file_names_a_colour_outside_the_palette(path):
     text = path.read_text(encoding="utf-8")
     outside = [c for c in hex_colours(text) if c not in all_colours()]
@@ -54,8 +65,11 @@ def test_no_file_names_a_colour_outside_the_palette(path):
         assert len(set(channels)) == 1, f"{path.name} uses a coloured rgb()/hsl(): {args}"
 
 
-@pytest.mark.parametrize("path", [p for p in COLOURED if p.suffix in (".py", ".js") and p.name != "palette.py"],
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path",
+    [p for p in COLOURED if p.suffix in (".py", ".js") and p.name != "palette.py"],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_pages_and_views_name_no_colour_at_all_but_take_it_by_meaning(path):
     # the Python and JavaScript take colours by meaning (ink("failed"), var(--pal-failed)), never as a literal
     assert not hex_colours(path.read_text(encoding="utf-8")), f"{path.name} writes a colour literally"
@@ -72,7 +86,10 @@ def test_each_meaning_has_a_colour_of_its_own():
 
 def test_the_stylesheets_colour_each_meaning_by_its_own_variable():
     # the rules that once were all red: the loop's stage now, lesson 4's failed check, the step view's chosen bar
-    css = {name: (ROOT / name).read_text(encoding="utf-8") for name in ("ui/style.css", "ui/views/step_view.css", "ui/views/loop_view.css")}
+    css = {
+        name: (ROOT / name).read_text(encoding="utf-8")
+        for name in ("ui/style.css", "ui/views/step_view.css", "ui/views/loop_view.css")
+    }
     rules = {
         ("ui/views/loop_view.css", ".lv-svg .stage.lit .box"): "--pal-now",
         ("ui/views/loop_view.css", ".lv-svg .stage.lit .halo"): "--pal-now",
@@ -163,7 +180,9 @@ def test_home_loop_plays_the_run_with_its_verdicts_then_ends_unlit():
 
 def test_the_playground_loop_shows_a_failed_check_in_the_failed_colour():
     frames = run_frames(run_scenario(load_scenario("missing-brace"), "native").calls)
-    assert ("checks", "failed") in {(f[0], f[2]) for f in frames} and ("checks", "passed") in {(f[0], f[2]) for f in frames}
+    assert ("checks", "failed") in {(f[0], f[2]) for f in frames} and ("checks", "passed") in {
+        (f[0], f[2]) for f in frames
+    }
     assert all(f[2] == "" for f in frames if f[0] in ("model", "text", "parser", "prompt"))
 
 
@@ -231,7 +250,8 @@ def test_playground_projected_shows_one_call_at_a_time_picked_by_number():
     picker = at.segmented_control(key="playground_call")
     assert picker.options == [f"call {n}" for n in range(1, len(calls) + 1)] and picker.value == 1
     assert [m.value for m in at.markdown if m.value.startswith("**Call ")] == [
-        f"**Call 1** · {calls[0].cost.input_tokens:,} tokens in · {calls[0].cost.output_tokens:,} out"]
+        f"**Call 1** · {calls[0].cost.input_tokens:,} tokens in · {calls[0].cost.output_tokens:,} out"
+    ]
     picker.set_value(len(calls)).run()
     assert [m.value.split("**")[1] for m in at.markdown if m.value.startswith("**Call ")] == [f"Call {len(calls)}"]
     assert any("final answer" in s.value for s in at.success)
@@ -242,4 +262,6 @@ def test_playground_read_alone_lists_every_call():
     assert "Nothing here yet" in page_text(at)
     at.button(key="playground_run").click().run()
     calls = run_scenario(load_scenario("missing-brace"), "native").calls
-    assert [m.value.split("**")[1] for m in at.markdown if m.value.startswith("**Call ")] == [f"Call {n}" for n in range(1, len(calls) + 1)]
+    assert [m.value.split("**")[1] for m in at.markdown if m.value.startswith("**Call ")] == [
+        f"Call {n}" for n in range(1, len(calls) + 1)
+    ]

@@ -26,15 +26,28 @@ class Loaded:
     """What choose_source reads of a loaded model: its info."""
 
     def __init__(self, random_weights: bool):
-        self.info = ModelInfo("tiny" if random_weights else "Qwen/Qwen3-1.7B", "built in memory", None, None,
-                              "float32", "cpu", 1, random_weights)
+        self.info = ModelInfo(
+            "tiny" if random_weights else "Qwen/Qwen3-1.7B",
+            "built in memory",
+            None,
+            None,
+            "float32",
+            "cpu",
+            1,
+            random_weights,
+        )
 
 
 def page_calls(path: Path) -> list[str]:
     """The literal first arguments of each find_panel(...) call in a page (its lesson id, through ID where a page names it)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    names = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
-             for t in n.targets if isinstance(t, ast.Name)}
+    names = {
+        t.id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
     calls = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "find_panel" and node.args:
@@ -75,7 +88,9 @@ def test_lesson_3_asks_fewer_tokens_of_random_weights_and_a_panel_is_found_by_it
     assert call.id == "the-model-writes-a-call.call.react" and call.style == "react"
     assert (call.generation_for(False).max_new_tokens, call.generation_for(True).max_new_tokens) == (80, 40)
     assert call.recorded_settings(True)["max_new_tokens"] == 40 and call.recorded_settings(True)["style"] == "react"
-    with pytest.raises(BadInput, match="the panels of 'the-model-writes-a-call' are: the-model-writes-a-call.call.native"):
+    with pytest.raises(
+        BadInput, match="the panels of 'the-model-writes-a-call' are: the-model-writes-a-call.call.native"
+    ):
         find_panel("the-model-writes-a-call", "call", "json")
 
 
@@ -96,7 +111,8 @@ def test_prepare_plans_exactly_the_registrys_recorded_panels_with_their_settings
     planned = plan_runs(tiny_engine)
     packed = [p for p in list_panels() if p.packed]
     assert [(r.id, r.lesson, r.kind, r.settings) for r in planned] == [
-        (p.id, p.lesson, p.kind, p.recorded_settings(True)) for p in packed]
+        (p.id, p.lesson, p.kind, p.recorded_settings(True)) for p in packed
+    ]
     assert [r.prompt_ids for r in planned] == [p.prompt_ids(tiny_engine.tokenizer) for p in packed]
     assert [p.id for p in list_panels() if not p.packed] == ["playground.episode.react"]
 
@@ -195,17 +211,31 @@ def test_a_pack_run_recorded_for_another_prompt_is_refused(panel, tiny_pack, tmp
 
 
 def test_a_panel_packs_do_not_record_says_so(tiny_pack):
-    chosen = choose_source(find_panel("playground", "episode", "react"), None, read_pack(tiny_pack[0], allow_random=True))
-    assert (chosen.kind, chosen.why) == ("none", "not-in-pack") and "Lesson packs do not record this panel" in chosen.reason
+    chosen = choose_source(
+        find_panel("playground", "episode", "react"), None, read_pack(tiny_pack[0], allow_random=True)
+    )
+    assert (chosen.kind, chosen.why) == (
+        "none",
+        "not-in-pack",
+    ) and "Lesson packs do not record this panel" in chosen.reason
 
 
-@pytest.mark.parametrize("recorded, wanted, said", [
-    ({"top_k": 8}, {"top_k": 8}, None),
-    ({"max_new_tokens": 80, "top_k": 8}, {"max_new_tokens": 40, "top_k": 8},
-     "recorded with max_new_tokens 80; the panel now uses max_new_tokens 40"),
-    ({}, {"max_turns": 3}, "recorded with max_turns (not recorded); the panel now uses max_turns 3"),
-    ({"tools": True, "extra": 1}, {"tools": False},
-     "recorded with tools true, extra 1; the panel now uses tools false, extra (not recorded)"),
-])
+@pytest.mark.parametrize(
+    "recorded, wanted, said",
+    [
+        ({"top_k": 8}, {"top_k": 8}, None),
+        (
+            {"max_new_tokens": 80, "top_k": 8},
+            {"max_new_tokens": 40, "top_k": 8},
+            "recorded with max_new_tokens 80; the panel now uses max_new_tokens 40",
+        ),
+        ({}, {"max_turns": 3}, "recorded with max_turns (not recorded); the panel now uses max_turns 3"),
+        (
+            {"tools": True, "extra": 1},
+            {"tools": False},
+            "recorded with tools true, extra 1; the panel now uses tools false, extra (not recorded)",
+        ),
+    ],
+)
 def test_describe_difference_names_each_setting_that_differs(recorded, wanted, said):
     assert describe_difference(recorded, wanted) == said

@@ -29,7 +29,10 @@ JSON_ERRORS = {"closed", "json"}  # the checks whose failure is a JSON failure u
 DEADLINE_MS = 2000
 
 PROPERTY = settings(
-    max_examples=150, deadline=DEADLINE_MS, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
+    max_examples=150,
+    deadline=DEADLINE_MS,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
 )
 
 
@@ -89,10 +92,47 @@ def parse_everywhere(text: str) -> float:
 # every code point, lone surrogates included
 any_char = st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr))
 PIECES = [
-    "<tool_call>", "</tool_call>", "<tool_call>\n", "\n</tool_call>", "{", "}", "[", "]", '"', ":", ",", " ", "\n",
-    '"name"', '"arguments"', '"count_letter"', '"read_file"', '"word"', '"letter"', '"path"', '"r"', "null", "true",
-    "1e999", "NaN", "-0", "Action:", "Action Input:", "Final Answer:", "Observation:", "Thought:", "```json", "```",
-    "\\", "\\n", "\\u0000", "\\ud800", "\t", "<think>", "</think>", "<|im_end|>",
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_call>\n",
+    "\n</tool_call>",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    ":",
+    ",",
+    " ",
+    "\n",
+    '"name"',
+    '"arguments"',
+    '"count_letter"',
+    '"read_file"',
+    '"word"',
+    '"letter"',
+    '"path"',
+    '"r"',
+    "null",
+    "true",
+    "1e999",
+    "NaN",
+    "-0",
+    "Action:",
+    "Action Input:",
+    "Final Answer:",
+    "Observation:",
+    "Thought:",
+    "```json",
+    "```",
+    "\\",
+    "\\n",
+    "\\u0000",
+    "\\ud800",
+    "\t",
+    "<think>",
+    "</think>",
+    "<|im_end|>",
 ]
 pieced_text = st.lists(st.one_of(st.sampled_from(PIECES), st.text(any_char, max_size=4)), max_size=40).map("".join)
 
@@ -154,7 +194,7 @@ def mutated_call(draw):
 @given(st.text(any_char, max_size=300))
 @example("\ud800<tool_call>\udfff</tool_call>")
 @example("<tool_call></tool_call>")
-@example("Action: read_file\nAction Input: {\"path\": \"\\ud800\"}")
+@example('Action: read_file\nAction Input: {"path": "\\ud800"}')
 def test_arbitrary_text_never_crashes(text):
     parse_everywhere(text)
 
@@ -188,7 +228,9 @@ def test_a_valid_call_comes_back_exactly(call, style):
 
 
 @PROPERTY
-@given(st.lists(st.one_of(valid_call().map(lambda c: ("good", c)), mutated_call().map(lambda t: ("bad", t))), max_size=6))
+@given(
+    st.lists(st.one_of(valid_call().map(lambda c: ("good", c)), mutated_call().map(lambda t: ("bad", t))), max_size=6)
+)
 def test_a_turn_of_good_and_bad_blocks_keeps_one_verdict_per_block(parts):
     text = "".join(render_call(*p[1], "native") if p[0] == "good" else p[1] for p in parts)
     for policy in ("per-block", "vllm"):
@@ -213,7 +255,7 @@ WORST = {
     "react-many-actions": "Action: x\n" * 50_000,
     "bare-brackets": "{" * 100_000,
     "surrogates": "\ud800" * 100_000 + "<tool_call>" + "\udfff" * 100_000,
-    "megabyte": ("Action Input: {\"a\": [1, 2, {\"b\": null}]} <tool_call> x </tool_call>\n" * 15_000),
+    "megabyte": ('Action Input: {"a": [1, 2, {"b": null}]} <tool_call> x </tool_call>\n' * 15_000),
 }
 
 

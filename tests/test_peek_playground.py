@@ -17,7 +17,9 @@ def test_first_token_matches_the_decode_loop(tiny_engine):
     from engine.core.generation import GenerationSettings
     from engine.model.decode import stream_steps
 
-    prompt = render(Request([{"role": "user", "content": "What is the capital of France?"}], load_tool_set("strawberry")))
+    prompt = render(
+        Request([{"role": "user", "content": "What is the capital of France?"}], load_tool_set("strawberry"))
+    )
     first = first_token(tiny_engine, prompt.ids, top_k=5)
     step = next(stream_steps(tiny_engine, prompt.ids, GenerationSettings(max_new_tokens=1, top_k=5)))
     assert [a.id for a in first.top] == [a.id for a in step.top]
@@ -31,7 +33,9 @@ def test_first_token_matches_the_decode_loop(tiny_engine):
 def test_logits_at_each_position_are_next_logits_at_each_prefix(tiny_engine):
     from engine.errors import BadInput
 
-    prompt = render(Request([{"role": "user", "content": "How many r are in strawberry?"}], load_tool_set("strawberry")))
+    prompt = render(
+        Request([{"role": "user", "content": "How many r are in strawberry?"}], load_tool_set("strawberry"))
+    )
     reply = tiny_engine.tokenizer.encode('<tool_call>\n{"name": "count_letter", "arguments": {"word": "strawberry"}}')
     every = logits_at_each_position(tiny_engine, prompt.ids, reply)
     assert every.shape == (len(reply), 151936) and every[:, 151669:].isinf().all()
@@ -112,10 +116,21 @@ def test_the_script_on_its_own_files_runs_to_its_answer_like_run_scenario(style)
 
 EDITS = [
     # scenario, file edit (None removes), call that departs, tool, words in the script's result, in the real one
-    pytest.param("missing-brace", {"test_calc.py": None}, 1, "list_files", "test_calc.py", "calc.py", id="tests-removed-listing"),
-    pytest.param("missing-brace", {"calc.py": "def add(a, b):\n    return a + b\n"}, 3, "read_file", "return a - b", "return a + b",
-                 id="calc-already-fixed"),
-    pytest.param("missing-brace", {"notes.txt": "hello"}, 1, "list_files", "calc.py\ntest_calc.py", "notes.txt", id="file-added"),
+    pytest.param(
+        "missing-brace", {"test_calc.py": None}, 1, "list_files", "test_calc.py", "calc.py", id="tests-removed-listing"
+    ),
+    pytest.param(
+        "missing-brace",
+        {"calc.py": "def add(a, b):\n    return a + b\n"},
+        3,
+        "read_file",
+        "return a - b",
+        "return a + b",
+        id="calc-already-fixed",
+    ),
+    pytest.param(
+        "missing-brace", {"notes.txt": "hello"}, 1, "list_files", "calc.py\ntest_calc.py", "notes.txt", id="file-added"
+    ),
 ]
 
 

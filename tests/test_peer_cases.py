@@ -33,89 +33,243 @@ Q1 = '{"name": "searchTool", "parameters": {"query": "test1"}}'
 Q0 = '{"name": "getOpenIncidentsTool", "parameters": {}}'
 Q2 = '{"name": "searchTool", "parameters": {"query": "test2"}}'
 THREE = [("searchTool", {"query": "test1"}), ("getOpenIncidentsTool", {}), ("searchTool", {"query": "test2"})]
-DECISION = ("```\nTOOL: Access a weather API or service\nOBSERVATION: Retrieve the current weather data for the top 5 "
-            "populated cities in the US\nANSWER: The weather in the top 5 populated cities in the US is as follows: "
-            "[City Name] - [Weather Conditions] - [Temperature]\n```")
+DECISION = (
+    "```\nTOOL: Access a weather API or service\nOBSERVATION: Retrieve the current weather data for the top 5 "
+    "populated cities in the US\nANSWER: The weather in the top 5 populated cities in the US is as follows: "
+    "[City Name] - [Weather Conditions] - [Temperature]\n```"
+)
 
 # (peer file::test, family, turn, the calls the peer's test expects)
 CASES = [
-    (f"{VLLM_LLAMA}::test_extract_tool_calls_simple", "llama3.1",
-     'Here is the result: {"name": "getOpenIncidentsTool", "parameters": {}} Would you like to know more?',
-     [("getOpenIncidentsTool", {})]),
-    (f"{VLLM_LLAMA}::test_extract_tool_calls_with_arguments", "llama3.1",
-     '{"name": "searchTool", "parameters": {"query": "test query", "limit": 10}}', [("searchTool", {"query": "test query", "limit": 10})]),
+    (
+        f"{VLLM_LLAMA}::test_extract_tool_calls_simple",
+        "llama3.1",
+        'Here is the result: {"name": "getOpenIncidentsTool", "parameters": {}} Would you like to know more?',
+        [("getOpenIncidentsTool", {})],
+    ),
+    (
+        f"{VLLM_LLAMA}::test_extract_tool_calls_with_arguments",
+        "llama3.1",
+        '{"name": "searchTool", "parameters": {"query": "test query", "limit": 10}}',
+        [("searchTool", {"query": "test query", "limit": 10})],
+    ),
     (f"{VLLM_LLAMA}::test_extract_tool_calls_no_json", "llama3.1", "This is just some text without any tool calls", []),
-    (f"{VLLM_LLAMA}::test_extract_tool_calls_invalid_json", "llama3.1", '{"name": "invalidTool", "parameters": {invalid json}', []),
-    (f"{VLLM_LLAMA}::test_extract_tool_calls_with_arguments_key", "llama3.1",
-     '{"name": "searchTool", "arguments": {"query": "test"}}', [("searchTool", {"query": "test"})]),
+    (
+        f"{VLLM_LLAMA}::test_extract_tool_calls_invalid_json",
+        "llama3.1",
+        '{"name": "invalidTool", "parameters": {invalid json}',
+        [],
+    ),
+    (
+        f"{VLLM_LLAMA}::test_extract_tool_calls_with_arguments_key",
+        "llama3.1",
+        '{"name": "searchTool", "arguments": {"query": "test"}}',
+        [("searchTool", {"query": "test"})],
+    ),
     (f"{VLLM_LLAMA}::test_extract_tool_calls_multiple_json", "llama3.1", f"{Q1}; {Q0}; {Q2}", THREE),
     (f"{VLLM_LLAMA}::test_extract_tool_calls_multiple_json_with_whitespace", "llama3.1", f"{Q1} ; {Q0} ; {Q2}", THREE),
-    (f"{VLLM_LLAMA}::test_extract_tool_calls_multiple_json_with_surrounding_text", "llama3.1",
-     f"Here are the results: {Q1}; {Q0}; {Q2} Would you like to know more?", THREE),
-    (f"{VLLM_LLAMA}::test_extract_tool_calls_deeply_nested_json", "llama3.1",
-     '{"name": "complexTool", "parameters": {"level1": {"level2": {"level3": {"level4": {"value": "deep"}}}}}}',
-     [("complexTool", {"level1": {"level2": {"level3": {"level4": {"value": "deep"}}}}})]),
-    (f"{VLLM_LLAMA}::test_extract_tool_calls_multiple_with_deep_nesting", "llama3.1",
-     '{"name": "simpleTool", "parameters": {"value": "test"}}; '
-     '{"name": "complexTool", "parameters": {"config": {"database": {"connection": {"pool": {"size": 10}}}}}}',
-     [("simpleTool", {"value": "test"}), ("complexTool", {"config": {"database": {"connection": {"pool": {"size": 10}}}}})]),
-    (f"{VLLM_LLAMA}::test_extract_tool_calls_with_quotes_and_brackets_in_string", "llama3.1",
-     '{"name": "searchTool", "parameters": {"query": "test {value} [complex]","nested": {"inner": "more {brackets}"}}}',
-     [("searchTool", {"query": "test {value} [complex]", "nested": {"inner": "more {brackets}"}})]),
-    (f"{VLLM_LLAMA}::test_extract_tool_calls_with_escaped_quotes_in_nested_json", "llama3.1",
-     '{"name": "parserTool", "parameters": {"text": "He said \\"Hello {world}\\""}}', [("parserTool", {"text": 'He said "Hello {world}"'})]),
+    (
+        f"{VLLM_LLAMA}::test_extract_tool_calls_multiple_json_with_surrounding_text",
+        "llama3.1",
+        f"Here are the results: {Q1}; {Q0}; {Q2} Would you like to know more?",
+        THREE,
+    ),
+    (
+        f"{VLLM_LLAMA}::test_extract_tool_calls_deeply_nested_json",
+        "llama3.1",
+        '{"name": "complexTool", "parameters": {"level1": {"level2": {"level3": {"level4": {"value": "deep"}}}}}}',
+        [("complexTool", {"level1": {"level2": {"level3": {"level4": {"value": "deep"}}}}})],
+    ),
+    (
+        f"{VLLM_LLAMA}::test_extract_tool_calls_multiple_with_deep_nesting",
+        "llama3.1",
+        '{"name": "simpleTool", "parameters": {"value": "test"}}; '
+        '{"name": "complexTool", "parameters": {"config": {"database": {"connection": {"pool": {"size": 10}}}}}}',
+        [
+            ("simpleTool", {"value": "test"}),
+            ("complexTool", {"config": {"database": {"connection": {"pool": {"size": 10}}}}}),
+        ],
+    ),
+    (
+        f"{VLLM_LLAMA}::test_extract_tool_calls_with_quotes_and_brackets_in_string",
+        "llama3.1",
+        '{"name": "searchTool", "parameters": {"query": "test {value} [complex]","nested": {"inner": "more {brackets}"}}}',
+        [("searchTool", {"query": "test {value} [complex]", "nested": {"inner": "more {brackets}"}})],
+    ),
+    (
+        f"{VLLM_LLAMA}::test_extract_tool_calls_with_escaped_quotes_in_nested_json",
+        "llama3.1",
+        '{"name": "parserTool", "parameters": {"text": "He said \\"Hello {world}\\""}}',
+        [("parserTool", {"text": 'He said "Hello {world}"'})],
+    ),
     (f"{VLLM_LLAMA}::test_extract_tool_calls_missing_name_key", "llama3.1", '{"parameters": {}}', []),
-    (f"{VLLM_LLAMA}::test_extract_tool_calls_missing_parameters_and_arguments_key", "llama3.1", '{"name": "toolWithoutParams"}', []),
-    (f"{VLLM_LLAMA}::test_extract_tool_calls_brace_in_trailing_text", "llama3.1",
-     '{"name": "searchTool", "parameters": {"query": "test"}} I used {searchTool} for this.', [("searchTool", {"query": "test"})]),
-    (f"{VLLM_LLAMA}::test_extract_tool_calls_json_fragment_in_trailing_text", "llama3.1",
-     '{"name": "searchTool", "parameters": {"query": "test"}} The arguments I passed were {"query": "test"}',
-     [("searchTool", {"query": "test"})]),
-    *[(f"{VLLM_LLAMA}::test_extract_tool_calls_streaming_parallel_separators[{sep!r}] (read whole)", "llama3.1", Q1 + sep + Q0,
-       [("searchTool", {"query": "test1"}), ("getOpenIncidentsTool", {})]) for sep in ("; ", ";", ";\n", "\n")],
+    (
+        f"{VLLM_LLAMA}::test_extract_tool_calls_missing_parameters_and_arguments_key",
+        "llama3.1",
+        '{"name": "toolWithoutParams"}',
+        [],
+    ),
+    (
+        f"{VLLM_LLAMA}::test_extract_tool_calls_brace_in_trailing_text",
+        "llama3.1",
+        '{"name": "searchTool", "parameters": {"query": "test"}} I used {searchTool} for this.',
+        [("searchTool", {"query": "test"})],
+    ),
+    (
+        f"{VLLM_LLAMA}::test_extract_tool_calls_json_fragment_in_trailing_text",
+        "llama3.1",
+        '{"name": "searchTool", "parameters": {"query": "test"}} The arguments I passed were {"query": "test"}',
+        [("searchTool", {"query": "test"})],
+    ),
+    *[
+        (
+            f"{VLLM_LLAMA}::test_extract_tool_calls_streaming_parallel_separators[{sep!r}] (read whole)",
+            "llama3.1",
+            Q1 + sep + Q0,
+            [("searchTool", {"query": "test1"}), ("getOpenIncidentsTool", {})],
+        )
+        for sep in ("; ", ";", ";\n", "\n")
+    ],
     (f"{VLLM_V3}::no_tool_calls_output", "deepseek-v3", "How can I help you today? I can check weather for you.", []),
-    (f"{VLLM_V3}::single_tool_call_output", "deepseek-v3", B + v3("get_weather", '{"city": "Tokyo", "unit": "celsius"}') + E,
-     [("get_weather", {"city": "Tokyo", "unit": "celsius"})]),
-    (f"{VLLM_V3}::parallel_tool_calls_output", "deepseek-v3",
-     B + v3("get_weather", '{"city": "Tokyo", "unit": "celsius"}') + ONE_END + ONE_BEGIN
-     + v3("search_hotels", '{"location": "Tokyo", "check_in": "2025-01-15"}') + E,
-     [("get_weather", {"city": "Tokyo", "unit": "celsius"}), ("search_hotels", {"location": "Tokyo", "check_in": "2025-01-15"})]),
-    (f"{VLLM_V3}::various_data_types_output", "deepseek-v3",
-     B + v3("test_function", '{"string_field": "hello", "int_field": 42, "float_field": 3.14, "bool_field": true, '
+    (
+        f"{VLLM_V3}::single_tool_call_output",
+        "deepseek-v3",
+        B + v3("get_weather", '{"city": "Tokyo", "unit": "celsius"}') + E,
+        [("get_weather", {"city": "Tokyo", "unit": "celsius"})],
+    ),
+    (
+        f"{VLLM_V3}::parallel_tool_calls_output",
+        "deepseek-v3",
+        B
+        + v3("get_weather", '{"city": "Tokyo", "unit": "celsius"}')
+        + ONE_END
+        + ONE_BEGIN
+        + v3("search_hotels", '{"location": "Tokyo", "check_in": "2025-01-15"}')
+        + E,
+        [
+            ("get_weather", {"city": "Tokyo", "unit": "celsius"}),
+            ("search_hotels", {"location": "Tokyo", "check_in": "2025-01-15"}),
+        ],
+    ),
+    (
+        f"{VLLM_V3}::various_data_types_output",
+        "deepseek-v3",
+        B
+        + v3(
+            "test_function",
+            '{"string_field": "hello", "int_field": 42, "float_field": 3.14, "bool_field": true, '
             '"null_field": null, "array_field": ["a", "b", "c"], "object_field": {"nested": "value"}, "empty_array": [], '
-            '"empty_object": {}}') + E,
-     [("test_function", {"string_field": "hello", "int_field": 42, "float_field": 3.14, "bool_field": True, "null_field": None,
-                         "array_field": ["a", "b", "c"], "object_field": {"nested": "value"}, "empty_array": [],
-                         "empty_object": {}})]),
-    (f"{VLLM_V3}::empty_arguments_output", "deepseek-v3", B + v3("get_current_time", "{}") + E, [("get_current_time", {})]),
-    (f"{VLLM_V3}::surrounding_text_output", "deepseek-v3",
-     "Let me check the weather for you." + B + v3("get_weather", '{"city": "Paris"}') + E, [("get_weather", {"city": "Paris"})]),
-    (f"{VLLM_V3}::escaped_strings_output", "deepseek-v3",
-     B + v3("send_message", '{"text": "He said \\"hello\\"", "path": "C:\\\\Users\\\\file", "newline": "line1\\nline2"}') + E,
-     [("send_message", {"text": 'He said "hello"', "path": "C:\\Users\\file", "newline": "line1\nline2"})]),
+            '"empty_object": {}}',
+        )
+        + E,
+        [
+            (
+                "test_function",
+                {
+                    "string_field": "hello",
+                    "int_field": 42,
+                    "float_field": 3.14,
+                    "bool_field": True,
+                    "null_field": None,
+                    "array_field": ["a", "b", "c"],
+                    "object_field": {"nested": "value"},
+                    "empty_array": [],
+                    "empty_object": {},
+                },
+            )
+        ],
+    ),
+    (
+        f"{VLLM_V3}::empty_arguments_output",
+        "deepseek-v3",
+        B + v3("get_current_time", "{}") + E,
+        [("get_current_time", {})],
+    ),
+    (
+        f"{VLLM_V3}::surrounding_text_output",
+        "deepseek-v3",
+        "Let me check the weather for you." + B + v3("get_weather", '{"city": "Paris"}') + E,
+        [("get_weather", {"city": "Paris"})],
+    ),
+    (
+        f"{VLLM_V3}::escaped_strings_output",
+        "deepseek-v3",
+        B
+        + v3(
+            "send_message", '{"text": "He said \\"hello\\"", "path": "C:\\\\Users\\\\file", "newline": "line1\\nline2"}'
+        )
+        + E,
+        [("send_message", {"text": 'He said "hello"', "path": "C:\\Users\\file", "newline": "line1\nline2"})],
+    ),
     (f"{VLLM_V3}::malformed_input_outputs[0]", "deepseek-v3", B + v3("get_weather", '{"city": "Tokyo"') + E, []),
-    (f"{VLLM_V3}::malformed_input_outputs[1]", "deepseek-v3",
-     "<｜tool▁calls▁begin｜>" + v3("get_weather", '{"city": "Tokyo"}') + "<｜tool▁calls▁end｜>", []),
-    (f"{VLLM_V31}::test_extract_tool_calls_with_tool", "deepseek-v3.1",
-     "normal text" + B + "foo" + SEP + '{"x":1}' + E, [("foo", {"x": 1})]),
-    (f"{VLLM_V31}::test_extract_tool_calls_with_multiple_tools", "deepseek-v3.1",
-     "some prefix text" + B + "foo" + SEP + '{"x":1}' + ONE_END + ONE_BEGIN + "bar" + SEP + '{"y":2}' + E + " some suffix text",
-     [("foo", {"x": 1}), ("bar", {"y": 2})]),
-    (f"{VLLM_V31}::test_extract_tool_calls_unparsable_block[cut off]", "deepseek-v3.1",
-     "Let me look that up.<｜tool▁calls▁begin｜>get_weather", []),
-    (f"{VLLM_V31}::test_extract_tool_calls_unparsable_block[no call markers]", "deepseek-v3.1",
-     '<｜tool▁calls▁begin｜>foo<｜tool▁sep｜>{"x":1}<｜tool▁calls▁end｜>', []),
-    (f"{SGLANG_MISTRAL}::test_detect_and_parse_with_nested_brackets_in_content", "mistral",
-     '[TOOL_CALLS] [{"name":"make_next_step_decision", "arguments":{"decision":"","content":' + json.dumps(DECISION) + "}}]",
-     [("make_next_step_decision", {"decision": "", "content": DECISION})]),
-    (f"{SGLANG_MISTRAL}::test_detect_and_parse_simple_case", "mistral",
-     '[TOOL_CALLS] [{"name":"make_next_step_decision", "arguments":{"decision":"TOOL", "content":"Use weather API"}}]',
-     [("make_next_step_decision", {"decision": "TOOL", "content": "Use weather API"})]),
-    (f"{SGLANG_MISTRAL}::test_detect_and_parse_no_tool_calls", "mistral", "This is just normal text without any tool calls.", []),
-    (f"{SGLANG_MISTRAL}::test_detect_and_parse_with_text_before_tool_call", "mistral",
-     'Here is some text before the tool call: [TOOL_CALLS] [{"name":"make_next_step_decision", '
-     '"arguments":{"decision":"ANSWER", "content":"The answer is 42"}}]',
-     [("make_next_step_decision", {"decision": "ANSWER", "content": "The answer is 42"})]),
+    (
+        f"{VLLM_V3}::malformed_input_outputs[1]",
+        "deepseek-v3",
+        "<｜tool▁calls▁begin｜>" + v3("get_weather", '{"city": "Tokyo"}') + "<｜tool▁calls▁end｜>",
+        [],
+    ),
+    (
+        f"{VLLM_V31}::test_extract_tool_calls_with_tool",
+        "deepseek-v3.1",
+        "normal text" + B + "foo" + SEP + '{"x":1}' + E,
+        [("foo", {"x": 1})],
+    ),
+    (
+        f"{VLLM_V31}::test_extract_tool_calls_with_multiple_tools",
+        "deepseek-v3.1",
+        "some prefix text"
+        + B
+        + "foo"
+        + SEP
+        + '{"x":1}'
+        + ONE_END
+        + ONE_BEGIN
+        + "bar"
+        + SEP
+        + '{"y":2}'
+        + E
+        + " some suffix text",
+        [("foo", {"x": 1}), ("bar", {"y": 2})],
+    ),
+    (
+        f"{VLLM_V31}::test_extract_tool_calls_unparsable_block[cut off]",
+        "deepseek-v3.1",
+        "Let me look that up.<｜tool▁calls▁begin｜>get_weather",
+        [],
+    ),
+    (
+        f"{VLLM_V31}::test_extract_tool_calls_unparsable_block[no call markers]",
+        "deepseek-v3.1",
+        '<｜tool▁calls▁begin｜>foo<｜tool▁sep｜>{"x":1}<｜tool▁calls▁end｜>',
+        [],
+    ),
+    (
+        f"{SGLANG_MISTRAL}::test_detect_and_parse_with_nested_brackets_in_content",
+        "mistral",
+        '[TOOL_CALLS] [{"name":"make_next_step_decision", "arguments":{"decision":"","content":'
+        + json.dumps(DECISION)
+        + "}}]",
+        [("make_next_step_decision", {"decision": "", "content": DECISION})],
+    ),
+    (
+        f"{SGLANG_MISTRAL}::test_detect_and_parse_simple_case",
+        "mistral",
+        '[TOOL_CALLS] [{"name":"make_next_step_decision", "arguments":{"decision":"TOOL", "content":"Use weather API"}}]',
+        [("make_next_step_decision", {"decision": "TOOL", "content": "Use weather API"})],
+    ),
+    (
+        f"{SGLANG_MISTRAL}::test_detect_and_parse_no_tool_calls",
+        "mistral",
+        "This is just normal text without any tool calls.",
+        [],
+    ),
+    (
+        f"{SGLANG_MISTRAL}::test_detect_and_parse_with_text_before_tool_call",
+        "mistral",
+        'Here is some text before the tool call: [TOOL_CALLS] [{"name":"make_next_step_decision", '
+        '"arguments":{"decision":"ANSWER", "content":"The answer is 42"}}]',
+        [("make_next_step_decision", {"decision": "ANSWER", "content": "The answer is 42"})],
+    ),
 ]
 
 # rows whose verdict here is not the peer's, and why it is kept (none: every row agrees under server)
@@ -141,9 +295,21 @@ STRICT_DIFFERS = {
 
 def tools_for(calls: list[tuple[str, dict]], turn: str) -> list[dict]:
     """The peer's tool names (those it expects, and any the turn names), each taking any arguments."""
-    names = {name for name, _ in calls} | {"invalidTool", "toolWithoutParams", "get_weather", "searchTool", "foo", "bar"}
-    return [{"type": "function", "function": {"name": n, "description": "", "parameters": {"type": "object", "additionalProperties": True}}}
-            for n in sorted(names)]
+    names = {name for name, _ in calls} | {
+        "invalidTool",
+        "toolWithoutParams",
+        "get_weather",
+        "searchTool",
+        "foo",
+        "bar",
+    }
+    return [
+        {
+            "type": "function",
+            "function": {"name": n, "description": "", "parameters": {"type": "object", "additionalProperties": True}},
+        }
+        for n in sorted(names)
+    ]
 
 
 @pytest.mark.parametrize(("source", "family", "turn", "expected"), CASES, ids=[c[0].split("/")[-1] for c in CASES])

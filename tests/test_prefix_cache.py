@@ -101,7 +101,9 @@ def test_several_runs_at_once_match_each_run_alone(tiny_engine, kept):
     for t in threads:
         t.join(timeout=300)
     assert not errors, errors
-    assert {key: ids for key, ids in results.items()} == {(i, r): alone[i] for r in range(2) for i in range(len(prompts))}
+    assert {key: ids for key, ids in results.items()} == {
+        (i, r): alone[i] for r in range(2) for i in range(len(prompts))
+    }
     assert kept.stats.hits == len(threads)
 
 
@@ -140,13 +142,16 @@ def test_a_cache_that_does_not_hold_exactly_the_prompt_is_not_kept(tiny_engine):
     assert not fresh.store(ids, DynamicCache(config=tiny_engine.model.config))
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ("", 512 * 2**20),  # unset: the default
-    ("64", 64 * 2**20),
-    ("0", 0),  # off
-    ("-5", 0),
-    ("lots", 512 * 2**20),  # not a number: the default
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("", 512 * 2**20),  # unset: the default
+        ("64", 64 * 2**20),
+        ("0", 0),  # off
+        ("-5", 0),
+        ("lots", 512 * 2**20),  # not a number: the default
+    ],
+)
 def test_the_byte_budget_comes_from_the_environment(monkeypatch, value, expected):
     monkeypatch.setenv("QWEN_PREFIX_CACHE_MB", value)
     assert configured_bytes() == expected

@@ -105,8 +105,14 @@ def test_react_is_counted_with_the_same_tokenizer_and_differs():
     ],
 )
 def test_react_describes_types_in_words(schema, words):
-    tool = {"type": "function", "function": {"name": "t", "description": "d", "parameters": {
-        "type": "object", "properties": {"x": schema}, "required": []}}}
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "t",
+            "description": "d",
+            "parameters": {"type": "object", "properties": {"x": schema}, "required": []},
+        },
+    }
     assert f"- x ({words}, optional)" in describe_tool_react(tool)
 
 

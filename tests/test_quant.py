@@ -22,12 +22,15 @@ def fake_products(monkeypatch):
     quant.cpu_quant.cache_clear()
 
 
-@pytest.mark.parametrize(("fp32", "int8", "expected"), [
-    (1.0, 0.35, "int8"),  # a quarter of the bytes to read: int8 pays
-    (1.0, 0.8, "int8"),  # at the margin
-    (1.0, 0.95, "none"),  # no real gain
-    (1.0, 6.0, "none"),  # the quantized kernel slower (as on a busy machine's two threads)
-])
+@pytest.mark.parametrize(
+    ("fp32", "int8", "expected"),
+    [
+        (1.0, 0.35, "int8"),  # a quarter of the bytes to read: int8 pays
+        (1.0, 0.8, "int8"),  # at the margin
+        (1.0, 0.95, "none"),  # no real gain
+        (1.0, 6.0, "none"),  # the quantized kernel slower (as on a busy machine's two threads)
+    ],
+)
 def test_int8_is_chosen_on_a_cpu_only_when_the_timing_shows_it_pays(fake_products, monkeypatch, fp32, int8, expected):
     monkeypatch.delenv("QWEN_QUANT", raising=False)
     fake_products(fp32, int8)
@@ -53,11 +56,14 @@ def test_qwen_quant_overrides_and_a_gpu_never_gets_int8(fake_products, monkeypat
         quant.choose_quant("cpu")
 
 
-@pytest.mark.parametrize(("one", "more", "expected"), [
-    (1.0, 0.55, 2),  # two free cores: nearly twice as fast
-    (1.0, 0.9, 1),  # little gain: one thread leaves the other core to the server
-    (1.0, 3.0, 1),  # a busy machine: the two threads wait for each other
-])
+@pytest.mark.parametrize(
+    ("one", "more", "expected"),
+    [
+        (1.0, 0.55, 2),  # two free cores: nearly twice as fast
+        (1.0, 0.9, 1),  # little gain: one thread leaves the other core to the server
+        (1.0, 3.0, 1),  # a busy machine: the two threads wait for each other
+    ],
+)
 def test_threads_are_chosen_by_the_timing(monkeypatch, one, more, expected):
     monkeypatch.delenv("QWEN_THREADS", raising=False)
     monkeypatch.setattr(threads, "default_threads", lambda: 2)
@@ -103,7 +109,9 @@ def test_the_tiny_model_in_int8_is_labelled_and_agrees_with_fp32(monkeypatch):
     from ui.models import random_label
 
     folder = replace(engine.info, name="/models/sized-0.6b")
-    assert random_label(folder).startswith("Random weights: /models/sized-0.6b (int8 weights, cpu). Its config.json says")
+    assert random_label(folder).startswith(
+        "Random weights: /models/sized-0.6b (int8 weights, cpu). Its config.json says"
+    )
     linear_kinds = {type(m).__module__ for m in engine.model.modules() if type(m).__name__ == "Linear"}
     assert linear_kinds == {"torch.ao.nn.quantized.dynamic.modules.linear"}
     request = Request([{"role": "user", "content": "How many r in strawberry?"}])
@@ -136,15 +144,21 @@ def test_a_bf16_checkpoint_read_as_bf16_quantizes_to_the_same_int8_as_an_fp32_re
         assert all(torch.equal(a, b.float()) for a, b in zip(expected[name], got[name], strict=True)), name
     # the embedding stays bf16 (half the bytes, its rows widened as read); lm_head's int8 came from the same values
     embed = narrow.get_input_embeddings()
-    assert isinstance(embed, WideningEmbedding) and embed.weight.dtype == torch.bfloat16 and embed.weight.shape == (151936, 64)
+    assert (
+        isinstance(embed, WideningEmbedding)
+        and embed.weight.dtype == torch.bfloat16
+        and embed.weight.shape == (151936, 64)
+    )
     assert {p.dtype for n, p in narrow.named_parameters() if "embed_tokens" not in n} == {torch.float32}
     ids = [1000, 2000, 3000, 4000, 5000]
     with torch.no_grad():
         assert torch.equal(wide(input_ids=torch.tensor([ids])).logits, narrow(input_ids=torch.tensor([ids])).logits)
         fast_wide, fast_narrow = build_fast_forward(wide), build_fast_forward(narrow)
         assert fast_narrow.dtype == torch.float32 and fast_narrow.native is not None
-        assert torch.equal(chunks_through(fast_wide, ids, 3, fast_wide.new_cache(8)),
-                           chunks_through(fast_narrow, ids, 3, fast_narrow.new_cache(8)))
+        assert torch.equal(
+            chunks_through(fast_wide, ids, 3, fast_wide.new_cache(8)),
+            chunks_through(fast_narrow, ids, 3, fast_narrow.new_cache(8)),
+        )
 
 
 def test_the_stored_dtype_is_read_from_the_safetensors_headers(tmp_path):
@@ -158,8 +172,14 @@ def test_the_stored_dtype_is_read_from_the_safetensors_headers(tmp_path):
         (tmp_path / name).write_bytes(struct.pack("<Q", len(raw)) + raw)
 
     assert stored_dtype(tmp_path) is None  # no safetensors file
-    write("a.safetensors", {"__metadata__": {"format": "pt"}, "w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]},
-                            "ids": {"dtype": "I64", "shape": [1], "data_offsets": [4, 12]}})
+    write(
+        "a.safetensors",
+        {
+            "__metadata__": {"format": "pt"},
+            "w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]},
+            "ids": {"dtype": "I64", "shape": [1], "data_offsets": [4, 12]},
+        },
+    )
     assert stored_dtype(tmp_path) == "bfloat16"
     write("b.safetensors", {"w2": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}})
     assert stored_dtype(tmp_path) == "bfloat16"  # shards agree

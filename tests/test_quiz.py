@@ -13,7 +13,12 @@ from ui.words import lesson
 
 def test_lesson_1_strawberry_is_one_token_and_the_tool_counts_three():
     assert compute_quiz_values("why-call-a-tool") == {
-        "spaced_tokens": 1, "spaced_id": 72600, "bare_tokens": 3, "bare_pieces": "str | aw | berry", "count": "3"}
+        "spaced_tokens": 1,
+        "spaced_id": 72600,
+        "bare_tokens": 3,
+        "bare_pieces": "str | aw | berry",
+        "count": "3",
+    }
 
 
 def test_lesson_2_two_tools_cost_241_and_an_added_tool_its_own_tokens():
@@ -30,12 +35,19 @@ def test_lesson_2_follows_the_tools_in_the_editor():
     assert (values["count"], values["total"]) == (3, measure_tools_cost(three, "native").total)
 
 
-@pytest.mark.parametrize("style, tokens, name_at, name_token", [("native", 28, 7, "count"), ("react", 35, 15, " count")])
+@pytest.mark.parametrize(
+    "style, tokens, name_at, name_token", [("native", 28, 7, "count"), ("react", 35, 15, " count")]
+)
 def test_lesson_3_the_call_and_where_its_name_starts(style, tokens, name_at, name_token):
     values = compute_quiz_values("the-model-writes-a-call", style)
     call = load_scenario("strawberry").turns[style][0].text
     assert values["call_tokens"] == load_tokenizer().count(call) + 1 == tokens  # <|im_end|> included
-    assert (values["name_at"], values["name_token"], values["tool_call"], values["im_end"]) == (name_at, name_token, TOOL_CALL, IM_END)
+    assert (values["name_at"], values["name_token"], values["tool_call"], values["im_end"]) == (
+        name_at,
+        name_token,
+        TOOL_CALL,
+        IM_END,
+    )
 
 
 @pytest.mark.parametrize("style", ["native", "react"])

@@ -50,8 +50,12 @@ def test_write_file_depth(tmp_path, depth, made):
 def test_forty_deep_writes_cannot_make_ten_thousand_folders(tmp_path):
     """40 calls with deep new paths (10,416 folders before) are refused; 80 at the depth limit stop at the entry cap."""
     ws = Workspace(tmp_path)
-    outcomes = [run_tool("write_file", {"path": f"n{i}/" + "d/" * 250 + "f.txt", "content": "x"}, ws) for i in range(40)]
-    outcomes += [run_tool("write_file", {"path": f"m{i}/" + "d/" * 15 + "f.txt", "content": "x"}, ws) for i in range(80)]
+    outcomes = [
+        run_tool("write_file", {"path": f"n{i}/" + "d/" * 250 + "f.txt", "content": "x"}, ws) for i in range(40)
+    ]
+    outcomes += [
+        run_tool("write_file", {"path": f"m{i}/" + "d/" * 15 + "f.txt", "content": "x"}, ws) for i in range(80)
+    ]
     usage = ws.usage()
     assert usage.folders == count_folders(tmp_path) <= LIMITS.workspace_bytes // FOLDER_BYTES
     assert usage.entries <= LIMITS.workspace_entries
@@ -92,12 +96,18 @@ def test_grep_time_budget_covers_walking_100000_files(hundred_thousand_files, bu
 @pytest.mark.parametrize(
     "files, shown, note",
     [
-        pytest.param({f"f{i:04}.txt": "x" for i in range(3000)}, 30,
-                     "2,970 more file(s) (2,970 bytes) not shown: the page shows up to 30 files and 65,536 bytes of text",
-                     id="3000-files"),
-        pytest.param({f"f{i}.txt": "y" * 40_000 for i in range(3)}, 1,
-                     "2 more file(s) (80,000 bytes) not shown: the page shows up to 30 files and 65,536 bytes of text",
-                     id="too-many-bytes"),
+        pytest.param(
+            {f"f{i:04}.txt": "x" for i in range(3000)},
+            30,
+            "2,970 more file(s) (2,970 bytes) not shown: the page shows up to 30 files and 65,536 bytes of text",
+            id="3000-files",
+        ),
+        pytest.param(
+            {f"f{i}.txt": "y" * 40_000 for i in range(3)},
+            1,
+            "2 more file(s) (80,000 bytes) not shown: the page shows up to 30 files and 65,536 bytes of text",
+            id="too-many-bytes",
+        ),
         pytest.param({"a.txt": "hello", "b/c.txt": "bye"}, 2, None, id="all-fit"),
     ],
 )

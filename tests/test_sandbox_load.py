@@ -19,8 +19,10 @@ from engine.harness import sandbox
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not sandbox.bwrap_works() and sandbox.landlock_abi() < 1,
-                       reason="this machine has neither bubblewrap nor Landlock: run_tests is refused"),
+    pytest.mark.skipif(
+        not sandbox.bwrap_works() and sandbox.landlock_abi() < 1,
+        reason="this machine has neither bubblewrap nor Landlock: run_tests is refused",
+    ),
 ]
 
 

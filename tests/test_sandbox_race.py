@@ -40,6 +40,7 @@ SWAPPER = textwrap.dedent("""
                 shutil.rmtree(race, ignore_errors=True)
 """)
 
+
 @pytest.fixture
 def swapping(tmp_path):
     """A workspace whose folder `race` another process keeps swapping for a symlink to `outside`."""

@@ -43,15 +43,18 @@ def test_vllms_grammar_compiles_in_xgrammar_for_every_shipped_tool_set_and_choic
     assert count >= 30
 
 
-@pytest.mark.parametrize(("choice", "text", "expected"), [
-    ("count_letter", COUNT_CALL, True),
-    ("count_letter", TOKENIZE_CALL, False),  # the named tool only
-    ("count_letter", COUNT_CALL + "\n" + COUNT_CALL, False),  # a named tool is called once
-    ("required", COUNT_CALL + "\n" + TOKENIZE_CALL, True),  # required may call again
-    ("required", COUNT_CALL.replace('": "', '":"'), False),  # the template's separators only
-    ("required", "The answer is 3.", False),  # no prose under required
-    ("required", "<think>\nr, r, r\n</think>\n\n" + COUNT_CALL, False),  # reasoning only with thinking on
-])
+@pytest.mark.parametrize(
+    ("choice", "text", "expected"),
+    [
+        ("count_letter", COUNT_CALL, True),
+        ("count_letter", TOKENIZE_CALL, False),  # the named tool only
+        ("count_letter", COUNT_CALL + "\n" + COUNT_CALL, False),  # a named tool is called once
+        ("required", COUNT_CALL + "\n" + TOKENIZE_CALL, True),  # required may call again
+        ("required", COUNT_CALL.replace('": "', '":"'), False),  # the template's separators only
+        ("required", "The answer is 3.", False),  # no prose under required
+        ("required", "<think>\nr, r, r\n</think>\n\n" + COUNT_CALL, False),  # reasoning only with thinking on
+    ],
+)
 def test_the_servers_grammar_accepts_what_the_local_grammar_accepts(choice, text, expected):
     grammar = build_server_grammar(STRAWBERRY, choice, "xgrammar")
     assert accepts(grammar.text, text) is expected
@@ -68,10 +71,14 @@ def test_with_thinking_the_reasoning_may_come_first_but_cannot_hold_a_closing_ta
 
 
 def test_gbnf_has_no_lookahead_no_underscore_in_rule_names_and_only_escapes_llama_cpp_reads():
-    ebnf = ('root ::= (("\\"" basic_sub) | ([^\\0-\\x1f\\"\\\\] basic_sub)) (=([ \\n]* [,}\\]:]))\n'
-            'basic_sub ::= ([+\\-] basic_x{0, -1} basic_x{1, 3} "\\/")\nbasic_x ::= [a-z]')
-    assert to_gbnf(ebnf) == ('root ::= (("\\"" basic-sub) | ([^\\x00-\\x1F"\\\\] basic-sub)) \n'
-                             'basic-sub ::= ([+\\x2D] basic-x{0,} basic-x{1,3} "/")\nbasic-x ::= [a-z]')
+    ebnf = (
+        'root ::= (("\\"" basic_sub) | ([^\\0-\\x1f\\"\\\\] basic_sub)) (=([ \\n]* [,}\\]:]))\n'
+        'basic_sub ::= ([+\\-] basic_x{0, -1} basic_x{1, 3} "\\/")\nbasic_x ::= [a-z]'
+    )
+    assert to_gbnf(ebnf) == (
+        'root ::= (("\\"" basic-sub) | ([^\\x00-\\x1F"\\\\] basic-sub)) \n'
+        'basic-sub ::= ([+\\x2D] basic-x{0,} basic-x{1,3} "/")\nbasic-x ::= [a-z]'
+    )
     text = build_server_grammar(STRAWBERRY, "required", "gbnf").text
     names = [line.split(" ::= ")[0] for line in text.splitlines() if " ::= " in line]
     assert "root" in names and all("_" not in n for n in names) and "(=" not in text

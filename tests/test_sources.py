@@ -74,7 +74,9 @@ def test_every_source_has_a_title_a_publisher_a_date_and_what_it_reports():
         # a date the source states (a year in it), or an explicit "undated (why)"
         assert row["date"].startswith(UNDATED + " (") or re.search(r"\b20\d\d\b", row["date"]), row["key"]
         # an address, or a note that the source gives none (said once, on the Sources page)
-        assert bool(row.get("url")) != bool(row.get("no_url")), f"{row['key']}: give a url, or say in no_url why there is none"
+        assert bool(row.get("url")) != bool(row.get("no_url")), (
+            f"{row['key']}: give a url, or say in no_url why there is none"
+        )
         assert not row.get("url") or row["url"].startswith("https://"), row["key"]
         assert all(url.startswith("https://") for _, url in row.get("also", [])), row["key"]
         # the inline marker is short: no run-on, no parentheses
@@ -83,7 +85,11 @@ def test_every_source_has_a_title_a_publisher_a_date_and_what_it_reports():
 
 
 def test_no_file_a_reader_sees_speaks_of_seeds():
-    spoken = [f"{p.relative_to(ROOT)}: {m.group(0)!r}" for p in reader_files() for m in SEED.finditer(p.read_text(encoding="utf-8"))]
+    spoken = [
+        f"{p.relative_to(ROOT)}: {m.group(0)!r}"
+        for p in reader_files()
+        for m in SEED.finditer(p.read_text(encoding="utf-8"))
+    ]
     assert not spoken
 
 
@@ -98,7 +104,12 @@ def test_every_citation_in_the_lessons_names_a_listed_source(path):
 
 
 def test_every_citation_in_the_engine_names_a_listed_source():
-    cited = [(where, key) for where, doc in engine_docstrings() for key in CITATION.findall(doc) if "-" in key or key.isalpha()]
+    cited = [
+        (where, key)
+        for where, doc in engine_docstrings()
+        for key in CITATION.findall(doc)
+        if "-" in key or key.isalpha()
+    ]
     assert cited, "the engine's docstrings cite their sources"
     assert [(where, key) for where, key in cited if key not in load_sources()] == []
 
@@ -130,9 +141,15 @@ def test_inline_citations_are_short_markers_never_nested_run_ons(path):
         for found in MARKER.finditer(body):
             label, target = found.groups()
             key = target.rsplit("#", 1)[-1]
-            assert key in sources and label == sources[key].label and target == source_url(key), (path.name, name, found.group(0))
+            assert key in sources and label == sources[key].label and target == source_url(key), (
+                path.name,
+                name,
+                found.group(0),
+            )
             # never inside a parenthesis that is itself inside one: "(a lesson (Agents · Tools); undated) (not measured)"
-            assert paren_depth(MARKER.sub("M", body[: found.start()]), len(MARKER.sub("M", body[: found.start()]))) <= 1, (path.name, name)
+            assert (
+                paren_depth(MARKER.sub("M", body[: found.start()]), len(MARKER.sub("M", body[: found.start()]))) <= 1
+            ), (path.name, name)
             # who, when and where are said once, on the Sources page, not at every marker
             seen = shown(body)
             assert sources[key].by not in seen and sources[key].date not in seen, (path.name, name, key)
@@ -186,12 +203,16 @@ def reader_texts() -> list[tuple[str, str]]:
 
 
 def test_the_code_check_can_fail():
-    assert REGEX_LIKE.search("The block regex <tool_call>(.*?)</tool_call>") and not REGEX_LIKE.search("a sentence.**Bold**")
+    assert REGEX_LIKE.search("The block regex <tool_call>(.*?)</tool_call>") and not REGEX_LIKE.search(
+        "a sentence.**Bold**"
+    )
 
 
 def test_code_in_the_lessons_sits_in_code_spans():
     prose = [(where, re.sub(r"`[^`]*`", "", text)) for where, text in reader_texts()]
-    loose = [(where, text[max(0, m.start() - 30): m.end() + 10]) for where, text in prose for m in REGEX_LIKE.finditer(text)]
+    loose = [
+        (where, text[max(0, m.start() - 30) : m.end() + 10]) for where, text in prose for m in REGEX_LIKE.finditer(text)
+    ]
     assert loose == [], "a regex outside backticks loses its asterisks to Markdown: write it as `code`"
 
 

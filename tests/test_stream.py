@@ -25,7 +25,9 @@ def pieces(ids):
         pytest.param([NEWLINE] * 80, [NEWLINE], ["×80"], id="eighty-newlines"),
         pytest.param([NEWLINE] * (MIN_RUN - 1), [NEWLINE] * (MIN_RUN - 1), [None] * (MIN_RUN - 1), id="short-run-kept"),
         pytest.param([WORD] * 6, [WORD] * 6, [None] * 6, id="repeated-word-kept"),
-        pytest.param([WORD, SPACE, SPACE, SPACE, SPACE, WORD], [WORD, SPACE, WORD], [None, "×4", None], id="spaces-between-words"),
+        pytest.param(
+            [WORD, SPACE, SPACE, SPACE, SPACE, WORD], [WORD, SPACE, WORD], [None, "×4", None], id="spaces-between-words"
+        ),
         pytest.param([NEWLINE] * 5 + [SPACE] * 5, [NEWLINE, SPACE], ["×5", "×5"], id="two-runs"),
         pytest.param([], [], [], id="empty"),
     ],
@@ -57,7 +59,9 @@ def test_lesson_1_streams_the_run_without_tools_and_ends_with_one_full_strip_of_
     assert not at.exception, [e.value for e in at.exception]
     # the same greedy run outside the page: the page's final strip is exactly its tokens, runs collapsed
     scenario = load_scenario("strawberry")
-    alone = generate_turn(tiny_engine, Request(scenario.messages, [], "native"), GenerationSettings(max_new_tokens=160, top_k=0))
+    alone = generate_turn(
+        tiny_engine, Request(scenario.messages, [], "native"), GenerationSettings(max_new_tokens=160, top_k=0)
+    )
     kept, counts = collapse_runs([(s.id, s.token) for s in alone.steps])
     wanted = token_strip(kept, extra=counts, special=[TOK.is_special(p[0]) for p in kept], collapse=False)
     assert wanted in [m.value for m in at.markdown]
@@ -78,4 +82,6 @@ def test_the_playgrounds_live_turns_are_token_strips_with_whitespace_runs_counte
         assert call.turn.steps, "a live turn keeps its tokens"
         assert strip_html([(s.id, s.token) for s in call.turn.steps], TOK.is_special) in shown
     # the tiny model's turns are never drawn as code blocks of blank lines: only tool results are code
-    assert len(at.code) == sum(len(call.results) for call in calls) + len(at.session_state["playground_result"]["files_after"])
+    assert len(at.code) == sum(len(call.results) for call in calls) + len(
+        at.session_state["playground_result"]["files_after"]
+    )

@@ -15,7 +15,7 @@ CORPUS = [
     "strawberry",
     'def add(a, b):\n    """Return the sum."""\n    return a + b\n',
     '{"name": "count_letter", "arguments": {"word": "strawberry", "letter": "r"}}',
-    "<tool_call>\n{\"name\": \"x\"}\n</tool_call><|im_end|>",
+    '<tool_call>\n{"name": "x"}\n</tool_call><|im_end|>',
     "Ünïcödé — naïve café, 東京, Ελληνικά, русский, العربية",
     "emoji 🍓🍓 👩‍👩‍👧 ✨",
     "spaces   and\ttabs\n\n\n  trailing   ",

@@ -31,7 +31,8 @@ scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=8)
 )
 json_values = st.recursive(
-    scalars, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)),
     max_leaves=20,
 )
 names = st.one_of(st.sampled_from(["count_letter", "read_file", "a", "a-b_1", "", "has space", "x" * 65]), json_values)
@@ -39,15 +40,24 @@ type_words = st.sampled_from(["object", "string", "integer", "number", "boolean"
 schemas = st.recursive(
     st.fixed_dictionaries({"type": type_words}),
     lambda inner: st.one_of(
-        st.fixed_dictionaries({"type": st.just("object"), "properties": st.dictionaries(st.text(max_size=5), inner, max_size=3)},
-                              optional={"required": st.one_of(st.lists(st.text(max_size=5), max_size=3), json_values),
-                                        "additionalProperties": st.booleans()}),
+        st.fixed_dictionaries(
+            {"type": st.just("object"), "properties": st.dictionaries(st.text(max_size=5), inner, max_size=3)},
+            optional={
+                "required": st.one_of(st.lists(st.text(max_size=5), max_size=3), json_values),
+                "additionalProperties": st.booleans(),
+            },
+        ),
         st.fixed_dictionaries({"type": st.just("array"), "items": inner}),
-        st.fixed_dictionaries({"type": st.just("string")}, optional={
-            "pattern": st.sampled_from(["^[a-z]+$", "(a+)+$", "(?=a)", "(", "\\d{2,3}"]),
-            "enum": st.lists(scalars, max_size=3),
-        }),
-        st.fixed_dictionaries({"$ref": st.sampled_from(["#", "#/properties", "#/$defs/nope", "http://127.0.0.1:9/s.json"])}),
+        st.fixed_dictionaries(
+            {"type": st.just("string")},
+            optional={
+                "pattern": st.sampled_from(["^[a-z]+$", "(a+)+$", "(?=a)", "(", "\\d{2,3}"]),
+                "enum": st.lists(scalars, max_size=3),
+            },
+        ),
+        st.fixed_dictionaries(
+            {"$ref": st.sampled_from(["#", "#/properties", "#/$defs/nope", "http://127.0.0.1:9/s.json"])}
+        ),
         json_values,
     ),
     max_leaves=8,
@@ -55,17 +65,31 @@ schemas = st.recursive(
 tools = st.lists(
     st.one_of(
         st.fixed_dictionaries(
-            {"type": st.sampled_from(["function", "tool", 1]), "function": st.fixed_dictionaries(
-                {"name": names}, optional={"description": st.one_of(st.text(max_size=20), json_values), "parameters": schemas},
-            )},
+            {
+                "type": st.sampled_from(["function", "tool", 1]),
+                "function": st.fixed_dictionaries(
+                    {"name": names},
+                    optional={"description": st.one_of(st.text(max_size=20), json_values), "parameters": schemas},
+                ),
+            },
         ),
         json_values,
     ),
     max_size=5,
 )
 turn_text = st.lists(
-    st.sampled_from(["<tool_call>", "</tool_call>", '{"name": "a", "arguments": {}}', '{"name": "count_letter", "arguments": ',
-                     '{"x": 1}', "}", "Action: a\nAction Input: {}", "x"]),
+    st.sampled_from(
+        [
+            "<tool_call>",
+            "</tool_call>",
+            '{"name": "a", "arguments": {}}',
+            '{"name": "count_letter", "arguments": ',
+            '{"x": 1}',
+            "}",
+            "Action: a\nAction Input: {}",
+            "x",
+        ]
+    ),
     max_size=8,
 ).map("".join)
 
@@ -137,20 +161,36 @@ for _ in range(400):
         ([fn(name="")], ["tool 1: it has no name"]),
         ([fn(name=7)], ["tool 1: it has no name"]),
         ([fn("a"), fn("a")], ["tool 2: the name 'a' is used twice"]),
-        ([fn("a"), fn("b"), fn("a"), fn("b")], ["tool 3: the name 'a' is used twice", "tool 4: the name 'b' is used twice"]),
-        ([fn(parameters={"type": "object", "properties": {"x": {"type": "strin"}}})],
-         ["tool 'a': parameters is not a valid JSON Schema: 'strin' is not valid under any of the given schemas"]),
-        ([fn(parameters={"type": "object", "required": "x"})], ["tool 'a': parameters is not a valid JSON Schema: 'x' is not of type 'array'"]),
-        ([fn(parameters={"type": "object", "properties": {"x": {"type": "string", "pattern": "("}}})],
-         ["tool 'a': parameters is not a valid JSON Schema: '(' is not a 'regex'"]),
-        ([fn(parameters={"type": "object", "properties": {"x": {"type": "string", "pattern": "^(?!a)"}}})],
-         ["tool 'a': the pattern '^(?!a)' uses syntax RE2 cannot run (lookaround or a backreference)"]),
-        ([fn(parameters={"type": "object", "properties": {"x": {"$ref": "#/$defs/nope"}}})],
-         ["tool 'a': $ref '#/$defs/nope' points to nothing in this schema"]),
-        ([fn(parameters={"type": "object", "properties": {"x": {"$ref": "https://example.org/s.json"}}})],
-         ["tool 'a': $ref 'https://example.org/s.json' points to another document; write that schema inline"]),
+        (
+            [fn("a"), fn("b"), fn("a"), fn("b")],
+            ["tool 3: the name 'a' is used twice", "tool 4: the name 'b' is used twice"],
+        ),
+        (
+            [fn(parameters={"type": "object", "properties": {"x": {"type": "strin"}}})],
+            ["tool 'a': parameters is not a valid JSON Schema: 'strin' is not valid under any of the given schemas"],
+        ),
+        (
+            [fn(parameters={"type": "object", "required": "x"})],
+            ["tool 'a': parameters is not a valid JSON Schema: 'x' is not of type 'array'"],
+        ),
+        (
+            [fn(parameters={"type": "object", "properties": {"x": {"type": "string", "pattern": "("}}})],
+            ["tool 'a': parameters is not a valid JSON Schema: '(' is not a 'regex'"],
+        ),
+        (
+            [fn(parameters={"type": "object", "properties": {"x": {"type": "string", "pattern": "^(?!a)"}}})],
+            ["tool 'a': the pattern '^(?!a)' uses syntax RE2 cannot run (lookaround or a backreference)"],
+        ),
+        (
+            [fn(parameters={"type": "object", "properties": {"x": {"$ref": "#/$defs/nope"}}})],
+            ["tool 'a': $ref '#/$defs/nope' points to nothing in this schema"],
+        ),
+        (
+            [fn(parameters={"type": "object", "properties": {"x": {"$ref": "https://example.org/s.json"}}})],
+            ["tool 'a': $ref 'https://example.org/s.json' points to another document; write that schema inline"],
+        ),
         ([fn(parameters=DEEP)], ["tool 'a': it nests deeper than 16 levels; flatten the parameters"]),
-        ([fn(parameters={"type": "array"})], ["tool 'a': parameters must have \"type\": \"object\""]),
+        ([fn(parameters={"type": "array"})], ['tool \'a\': parameters must have "type": "object"']),
         ({"tools": []}, ['tools must be a JSON list of definitions: [{"type": "function", "function": {...}}, ...]']),
         ([[]], ['tool 1: write it as {"type": "function", "function": {"name": ..., "parameters": ...}}']),
     ],

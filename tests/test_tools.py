@@ -112,8 +112,10 @@ def test_file_tool_without_workspace_is_an_error():
         ([{"name": "x"}], 'tool 1: write it as {"type": "function"'),
         ([{"type": "function", "function": {"description": "d"}}], "tool 1: it has no name"),
         ([{"type": "function", "function": {"name": "has space"}}], "may use only letters"),
-        ([{"type": "function", "function": {"name": "math.factorial"}}],
-         "the name 'math.factorial' has a dot, which OpenAI-style tool APIs refuse; name it 'math_factorial'"),
+        (
+            [{"type": "function", "function": {"name": "math.factorial"}}],
+            "the name 'math.factorial' has a dot, which OpenAI-style tool APIs refuse; name it 'math_factorial'",
+        ),
         ([{"type": "function", "function": {"name": "a.b c"}}], "may use only letters"),
         (
             [{"type": "function", "function": {"name": "a"}}, {"type": "function", "function": {"name": "a"}}],

@@ -21,7 +21,9 @@ MESSAGES = [{"role": "user", "content": "How many r are in strawberry?"}]
 @pytest.fixture(scope="module")
 def recorded(tiny_engine, tmp_path_factory):
     request = Request(MESSAGES)
-    generation = generate_turn(tiny_engine, request, GenerationSettings(max_new_tokens=6, temperature=0.9, seed=4, top_k=4))
+    generation = generate_turn(
+        tiny_engine, request, GenerationSettings(max_new_tokens=6, temperature=0.9, seed=4, top_k=4)
+    )
     path = record_trace(tmp_path_factory.mktemp("traces") / "run.json", generation, request)
     return generation, path
 
@@ -31,7 +33,11 @@ def test_a_replayed_trace_has_the_same_steps(recorded):
     trace = load_trace(path)
     assert trace.steps == generation.steps
     assert list(trace.replay()) == generation.steps
-    assert (trace.text, trace.finish, trace.prompt_tokens) == (generation.text, generation.finish, generation.prompt_tokens)
+    assert (trace.text, trace.finish, trace.prompt_tokens) == (
+        generation.text,
+        generation.finish,
+        generation.prompt_tokens,
+    )
     assert trace.settings == generation.settings and trace.model == generation.model
     assert trace.prompt_text == generation.prompt_text and trace.messages == MESSAGES
 

@@ -40,8 +40,14 @@ def run_child(env_extra: dict) -> dict:
     import json
     import os
 
-    done = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT))], capture_output=True, text=True,
-                          timeout=900, env={**os.environ, **env_extra}, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD.format(root=str(ROOT))],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, **env_extra},
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -81,8 +87,14 @@ def test_then_runs_in_the_warm_up_thread_before_its_steps():
     import json
     import os
 
-    done = subprocess.run([sys.executable, "-c", THEN.format(root=str(ROOT))], capture_output=True, text=True,
-                          timeout=900, env={**os.environ, "QWEN_WARMUP": "1"}, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", THEN.format(root=str(ROOT))],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "QWEN_WARMUP": "1"},
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     # the shipped model's load goes here: one background thread imports transformers' models at a time

@@ -88,7 +88,11 @@ OPENAI_TOOL_MESSAGE = {
     "type": "object",
     "required": ["role", "tool_call_id", "content"],
     "additionalProperties": False,
-    "properties": {"role": {"const": "tool"}, "tool_call_id": {"type": "string", "pattern": "^call_"}, "content": STRING},
+    "properties": {
+        "role": {"const": "tool"},
+        "tool_call_id": {"type": "string", "pattern": "^call_"},
+        "content": STRING,
+    },
 }
 OPENAI_CHAT_REQUEST = {
     "type": "object",
@@ -97,7 +101,11 @@ OPENAI_CHAT_REQUEST = {
         "model": STRING,
         "messages": {
             "type": "array",
-            "items": {"type": "object", "required": ["role", "content"], "properties": {"role": {"enum": ["system", "developer", "user", "assistant"]}}},
+            "items": {
+                "type": "object",
+                "required": ["role", "content"],
+                "properties": {"role": {"enum": ["system", "developer", "user", "assistant"]}},
+            },
         },
         "tools": {"type": "array", "items": OPENAI_CHAT_TOOL},
         "tool_choice": {
@@ -109,7 +117,12 @@ OPENAI_CHAT_REQUEST = {
                     "additionalProperties": False,
                     "properties": {
                         "type": {"const": "function"},
-                        "function": {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {"name": STRING}},
+                        "function": {
+                            "type": "object",
+                            "required": ["name"],
+                            "additionalProperties": False,
+                            "properties": {"name": STRING},
+                        },
                     },
                 },
             ]
@@ -138,7 +151,13 @@ RESPONSES_TOOL = {
     "type": "object",
     "required": ["type", "name", "parameters"],
     "additionalProperties": False,
-    "properties": {"type": {"const": "function"}, "name": STRING, "description": STRING, "parameters": OBJECT, "strict": {"type": "boolean"}},
+    "properties": {
+        "type": {"const": "function"},
+        "name": STRING,
+        "description": STRING,
+        "parameters": OBJECT,
+        "strict": {"type": "boolean"},
+    },
 }
 RESPONSES_FUNCTION_CALL = {
     "type": "object",
@@ -157,7 +176,11 @@ RESPONSES_FUNCTION_CALL_OUTPUT = {
     "type": "object",
     "required": ["type", "call_id", "output"],
     "additionalProperties": False,
-    "properties": {"type": {"const": "function_call_output"}, "call_id": {"type": "string", "pattern": "^call_"}, "output": STRING},
+    "properties": {
+        "type": {"const": "function_call_output"},
+        "call_id": {"type": "string", "pattern": "^call_"},
+        "output": STRING,
+    },
 }
 RESPONSES_REQUEST = {
     "type": "object",
@@ -170,7 +193,12 @@ RESPONSES_REQUEST = {
         "tool_choice": {
             "anyOf": [
                 {"enum": ["auto", "required", "none"]},
-                {"type": "object", "required": ["type", "name"], "additionalProperties": False, "properties": {"type": {"const": "function"}, "name": STRING}},
+                {
+                    "type": "object",
+                    "required": ["type", "name"],
+                    "additionalProperties": False,
+                    "properties": {"type": {"const": "function"}, "name": STRING},
+                },
             ]
         },
     },
@@ -189,7 +217,11 @@ ANTHROPIC_TOOL = {
     "type": "object",
     "required": ["name", "input_schema"],
     "additionalProperties": False,
-    "properties": {"name": STRING, "description": STRING, "input_schema": {"type": "object", "required": ["type"], "properties": {"type": {"const": "object"}}}},
+    "properties": {
+        "name": STRING,
+        "description": STRING,
+        "input_schema": {"type": "object", "required": ["type"], "properties": {"type": {"const": "object"}}},
+    },
 }
 ANTHROPIC_TOOL_USE = {
     "type": "object",
@@ -220,12 +252,29 @@ ANTHROPIC_REQUEST = {
         "model": STRING,
         "max_tokens": {"type": "integer", "minimum": 1},
         "system": STRING,
-        "messages": {"type": "array", "items": {"type": "object", "required": ["role", "content"], "properties": {"role": {"enum": ["user", "assistant"]}}}},
+        "messages": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["role", "content"],
+                "properties": {"role": {"enum": ["user", "assistant"]}},
+            },
+        },
         "tools": {"type": "array", "items": ANTHROPIC_TOOL},
         "tool_choice": {
             "oneOf": [
-                {"type": "object", "required": ["type"], "additionalProperties": False, "properties": {"type": {"enum": ["auto", "any", "none"]}}},
-                {"type": "object", "required": ["type", "name"], "additionalProperties": False, "properties": {"type": {"const": "tool"}, "name": STRING}},
+                {
+                    "type": "object",
+                    "required": ["type"],
+                    "additionalProperties": False,
+                    "properties": {"type": {"enum": ["auto", "any", "none"]}},
+                },
+                {
+                    "type": "object",
+                    "required": ["type", "name"],
+                    "additionalProperties": False,
+                    "properties": {"type": {"const": "tool"}, "name": STRING},
+                },
             ]
         },
     },
@@ -245,7 +294,10 @@ ANTHROPIC_RESULT_MESSAGE = {
     "type": "object",
     "required": ["role", "content"],
     "additionalProperties": False,
-    "properties": {"role": {"const": "user"}, "content": {"type": "array", "minItems": 1, "items": ANTHROPIC_TOOL_RESULT}},
+    "properties": {
+        "role": {"const": "user"},
+        "content": {"type": "array", "minItems": 1, "items": ANTHROPIC_TOOL_RESULT},
+    },
 }
 
 
@@ -261,8 +313,12 @@ OPENAI_CHAT_TEXT_RESPONSE = {
                 "type": "object",
                 "required": ["message", "finish_reason"],
                 "properties": {
-                    "message": {"type": "object", "required": ["role", "content"], "additionalProperties": False,
-                                "properties": {"role": {"const": "assistant"}, "content": STRING}},
+                    "message": {
+                        "type": "object",
+                        "required": ["role", "content"],
+                        "additionalProperties": False,
+                        "properties": {"role": {"const": "assistant"}, "content": STRING},
+                    },
                     "finish_reason": {"const": "stop"},
                 },
             },
@@ -285,7 +341,18 @@ RESPONSES_TEXT_RESPONSE = {
                     "id": {"type": "string", "pattern": "^msg_"},
                     "role": {"const": "assistant"},
                     "status": {"enum": ["in_progress", "completed", "incomplete"]},
-                    "content": {"type": "array", "items": {"type": "object", "required": ["type", "text"], "properties": {"type": {"const": "output_text"}, "text": STRING, "annotations": {"type": "array"}}}},
+                    "content": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["type", "text"],
+                            "properties": {
+                                "type": {"const": "output_text"},
+                                "text": STRING,
+                                "annotations": {"type": "array"},
+                            },
+                        },
+                    },
                 },
             },
         }
@@ -295,8 +362,16 @@ ANTHROPIC_TEXT_RESPONSE = {
     "type": "object",
     "required": ["id", "type", "role", "content", "stop_reason"],
     "properties": {
-        "content": {"type": "array", "minItems": 1, "items": {"type": "object", "required": ["type", "text"], "additionalProperties": False,
-                                                            "properties": {"type": {"const": "text"}, "text": STRING}}},
+        "content": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["type", "text"],
+                "additionalProperties": False,
+                "properties": {"type": {"const": "text"}, "text": STRING},
+            },
+        },
         "stop_reason": {"const": "end_turn"},
     },
 }
@@ -351,7 +426,9 @@ def check_exchange(exchange, calls):
         for c in calls:
             assert json.dumps({"name": c.name, "arguments": c.arguments}, ensure_ascii=False) in reply
         [result] = exchange.results
-        assert result.startswith("<|im_start|>user\n<tool_response>\n") and result.endswith("</tool_response><|im_end|>\n")
+        assert result.startswith("<|im_start|>user\n<tool_response>\n") and result.endswith(
+            "</tool_response><|im_end|>\n"
+        )
         assert result.count("<tool_response>") == n
         assert exchange.request.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
     elif exchange.format == "react":
@@ -407,7 +484,11 @@ def test_tool_choice_none_in_every_api():
     qwen3, react, chat, responses, anthropic = step.exchanges
     assert step.answer == 'The letter "r" appears 3 times in "strawberry".'
     # the tools are still sent; only the choice forbids them
-    assert (chat.request["tool_choice"], responses.request["tool_choice"], anthropic.request["tool_choice"]) == ("none", "none", {"type": "none"})
+    assert (chat.request["tool_choice"], responses.request["tool_choice"], anthropic.request["tool_choice"]) == (
+        "none",
+        "none",
+        {"type": "none"},
+    )
     assert len(chat.request["tools"]) == len(anthropic.request["tools"]) == 2
     assert qwen3.tokens == {"request": 264, "replies": [16], "results": []}
 
@@ -419,14 +500,20 @@ def test_strawberry_in_numbers():
     # the Qwen3 prompt is the 264-token prompt of lesson 2; the reply is 27 tokens and <|im_end|>
     assert qwen3.tokens == {"request": 264, "replies": [28], "results": [10]}
     assert react.tokens == {"request": 221, "replies": [31], "results": [10]}
-    assert chat.replies[0]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == '{"word": "strawberry", "letter": "r"}'
+    assert (
+        chat.replies[0]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+        == '{"word": "strawberry", "letter": "r"}'
+    )
     assert anthropic.replies[0]["content"][0]["input"] == {"word": "strawberry", "letter": "r"}
     assert chat.ids == responses.ids != anthropic.ids
 
 
 STRAWBERRY = load_tool_set("strawberry")
 QUESTION = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "How many r in strawberry?"}]
-TWO = [WireCall("count_letter", {"word": "strawberry", "letter": "r"}, "3"), WireCall("tokenize", {"text": "strawberry"}, '["str", "aw", "berry"]')]
+TWO = [
+    WireCall("count_letter", {"word": "strawberry", "letter": "r"}, "3"),
+    WireCall("tokenize", {"text": "strawberry"}, '["str", "aw", "berry"]'),
+]
 
 
 def test_parallel_calls_in_each_format():
@@ -512,13 +599,18 @@ def test_bad_requests_are_explained(call, fmt, choice, message):
 # -- properties: any call survives each API's encoding -------------------------------------------
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers(-(10**12), 10**12) | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=10,
 )
 CALLS = st.lists(
-    st.builds(WireCall, st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,20}", fullmatch=True),
-              st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=4), st.text(max_size=40), st.booleans()),
+    st.builds(
+        WireCall,
+        st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,20}", fullmatch=True),
+        st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=4),
+        st.text(max_size=40),
+        st.booleans(),
+    ),
     min_size=1,
     max_size=4,
 )

@@ -35,7 +35,9 @@ class Echo(WireFormat):
 
     def write(self, calls, tools, messages, choice="auto", answer=None):
         replies = [answer] if answer is not None else [" ".join(f"{c.name}{c.arguments}" for c in calls)]
-        return WireExchange(self.key, self.title, {"ask": messages}, replies, [] if answer is not None else [c.result for c in calls])
+        return WireExchange(
+            self.key, self.title, {"ask": messages}, replies, [] if answer is not None else [c.result for c in calls]
+        )
 
 
 @pytest.fixture
@@ -57,7 +59,10 @@ def test_each_text_format_writes_its_styles_call():
     for exchange in write_all([CALL], TOOLS, QUESTION):
         fmt = REGISTRY[exchange.format]
         if fmt.is_text:
-            assert get_format(fmt.style).parse(exchange.replies[0].removesuffix("<|im_end|>"), TOOLS).calls[0].arguments == CALL.arguments
+            assert (
+                get_format(fmt.style).parse(exchange.replies[0].removesuffix("<|im_end|>"), TOOLS).calls[0].arguments
+                == CALL.arguments
+            )
 
 
 def test_a_registered_format_appears_in_the_engines_tables_and_the_views_data(echo):
@@ -70,7 +75,10 @@ def test_a_registered_format_appears_in_the_engines_tables_and_the_views_data(ec
     assert wire_view.tab_name("echo") == "Echo"
     assert "<th>Echo</th>" in wire_view.differences_html("native")
     assert "echo: parallel calls" in wire_view.differences_html("react")
-    assert "<th>Echo</th>" in wire_view.tool_choice_html() and "&quot;count_letter&quot;" not in wire_view.tool_choice_html()
+    assert (
+        "<th>Echo</th>" in wire_view.tool_choice_html()
+        and "&quot;count_letter&quot;" not in wire_view.tool_choice_html()
+    )
 
 
 def test_a_format_that_leaves_a_question_unanswered_is_refused():

@@ -31,7 +31,10 @@ def describe_figure(figure, label: str = "{}", limit: int = 30) -> str:
         labels = list((trace.y if horizontal else trace.x) or [])
         values = list((trace.x if horizontal else trace.y) or [])
         shown = list(trace.text) if isinstance(getattr(trace, "text", None), (list, tuple)) else None
-        bars = [f"{label.format(name)}: {shown[n] if shown else _number(value)}" for n, (name, value) in enumerate(zip(labels, values, strict=False))]
+        bars = [
+            f"{label.format(name)}: {shown[n] if shown else _number(value)}"
+            for n, (name, value) in enumerate(zip(labels, values, strict=False))
+        ]
         more = f"; and {len(bars) - limit} more" if len(bars) > limit else ""
         name = f"{trace.name}: " if trace.name else ""
         lines.append(f"{name}{'; '.join(bars[:limit])}{more}")

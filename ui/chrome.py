@@ -20,7 +20,9 @@ PAGE_TITLE = "Tool calling, token by token"
 
 def _chrome():
     """Page config, navigation and the shared sidebar; the page st.navigation chose for this request."""
-    st.set_page_config(page_title=PAGE_TITLE, layout="wide", initial_sidebar_state="collapsed" if presenting() else "auto")
+    st.set_page_config(
+        page_title=PAGE_TITLE, layout="wide", initial_sidebar_state="collapsed" if presenting() else "auto"
+    )
     page = navigation()
     setup_defaults()
     sidebar()
@@ -57,7 +59,9 @@ def _run(page) -> None:
     start_sections(presenting())
     if (minutes := minutes_words(lesson_id(page))) is not None and lesson_id(page) != "home":
         # st.html, not a caption or markdown: a page's own elements keep their places (its tests count them)
-        st.html(f'<div class="minutes" title="from lessons/teaching.json, for planning a class">⏱ Suggested: {minutes}</div>')
+        st.html(
+            f'<div class="minutes" title="from lessons/teaching.json, for planning a class">⏱ Suggested: {minutes}</div>'
+        )
     before = set(st.session_state)
     try:
         page.run()
@@ -81,13 +85,20 @@ def navigation():
     for entry in lesson_index():
         if (ROOT / entry["page"]).exists():
             default = entry.get("default", False)
-            page = st.Page(entry["page"], title=page_title(entry["id"]), url_path="" if default else entry["url_path"], default=default)
+            page = st.Page(
+                entry["page"],
+                title=page_title(entry["id"]),
+                url_path="" if default else entry["url_path"],
+                default=default,
+            )
             sections.setdefault(entry["section"], []).append(page)
             if default and entry["url_path"]:
                 alias = st.Page(entry["page"], title=entry["title"], url_path=entry["url_path"], visibility="hidden")
                 sections[entry["section"]].append(alias)
             for old in entry.get("old_url_paths", []):
-                sections[entry["section"]].append(st.Page(entry["page"], title=entry["title"], url_path=old, visibility="hidden"))
+                sections[entry["section"]].append(
+                    st.Page(entry["page"], title=entry["title"], url_path=old, visibility="hidden")
+                )
                 moved[old] = page
     chosen = st.navigation(sections, expanded=True)
     if chosen.url_path in moved:
@@ -100,7 +111,10 @@ def sidebar() -> None:
     st.markdown(CSS, unsafe_allow_html=True)
     with st.sidebar:
         st.segmented_control(
-            "Tool-call style", STYLE_NAMES, key="style", required=True,
+            "Tool-call style",
+            STYLE_NAMES,
+            key="style",
+            required=True,
             format_func=lambda s: get_format(s).label,
             help=" ".join(f"{s.label}: {s.help}." for s in map(get_format, STYLE_NAMES)),
         )
@@ -111,4 +125,8 @@ def sidebar() -> None:
         st.toggle("Presenter mode", key="present", help="Large text and a wide page, for projecting in class.")
     if st.session_state.get("present"):
         st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
-    to_url(style=style(), present="1" if st.session_state.get("present") else None, model=None if st.session_state.model == default_model_choice() else st.session_state.model)
+    to_url(
+        style=style(),
+        present="1" if st.session_state.get("present") else None,
+        model=None if st.session_state.model == default_model_choice() else st.session_state.model,
+    )

@@ -1,4 +1,4 @@
-"""How the pages draw tokens, prompts, notices and charts: HTML strings and one plotly layout.
+"""How the pages draw tokens, prompts, notices and a reply's checks: HTML strings (the charts are ui/charts.py).
 
 The look of those strings lives in two stylesheets beside this file: ui/style.css (every page, and
 its print view) and ui/presenter.css (presenter mode).
@@ -10,12 +10,11 @@ import html
 import re
 from pathlib import Path
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from engine.core.call_formats import check_title
 from ui.literal import literal
-from ui.palette import css_variables, fill, ink, legend
+from ui.palette import css_variables
 
 HERE = Path(__file__).resolve().parent
 
@@ -29,7 +28,12 @@ CSS = _style_tag("style.css", css_variables())  # every page: the palette, token
 PRESENTER_CSS = _style_tag("presenter.css")  # presenter mode only: larger text, chips and links
 
 
-KIND_NAMES = {"template": "template instructions", "tool": "tool definitions", "message": "messages", "generation": "generation prompt"}
+KIND_NAMES = {
+    "template": "template instructions",
+    "tool": "tool definitions",
+    "message": "messages",
+    "generation": "generation prompt",
+}
 
 
 def show_token(text: str) -> str:
@@ -53,8 +57,15 @@ def _whitespace_runs(texts: list[str], keep: int | None) -> dict[int, int]:
     return runs
 
 
-def token_strip(pieces, show_ids: bool = True, current: int | None = None, extra=None, special=None, first: int = 0,
-                collapse: bool = True) -> str:
+def token_strip(
+    pieces,
+    show_ids: bool = True,
+    current: int | None = None,
+    extra=None,
+    special=None,
+    first: int = 0,
+    collapse: bool = True,
+) -> str:
     """HTML: one box per token, alternating colours, the id (and `extra[i]`) under each; `current` is outlined.
 
     Whitespace shows as ␣/↵; a long run of whitespace-only tokens (a random model's 200 newlines)
@@ -70,8 +81,10 @@ def token_strip(pieces, show_ids: bool = True, current: int | None = None, extra
             length = runs[n]
             shown = show_token(texts[n]) if len(set(texts[n : n + length])) == 1 else "whitespace"
             later = " later" if current is not None and n > current else ""
-            boxes.append(f'<span class="tok run{later}" title="{length} whitespace tokens in a row">'
-                         f'<span class="t">{html.escape(shown)} ×{length}</span><span class="i">{length} tokens</span></span>')
+            boxes.append(
+                f'<span class="tok run{later}" title="{length} whitespace tokens in a row">'
+                f'<span class="t">{html.escape(shown)} ×{length}</span><span class="i">{length} tokens</span></span>'
+            )
             n += length
             continue
         token_id, text = pieces[n][0], texts[n]
@@ -134,47 +147,6 @@ def inline_markdown(text: str) -> str:
     return "".join(out)
 
 
-def chart_layout(figure, height: int, title: str | None = None, **layout) -> None:
-    """The layout every chart shares (readable at the back of a room, no wasted margin), then draw it."""
-    figure.update_layout(
-        title=title, height=height, font={"size": 15}, margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10}, **layout
-    )
-
-
-def ledger_figure(calls, height: int):
-    """Grouped bars of each call's input and output tokens (anything with input_tokens and output_tokens)."""
-    figure = go.Figure()
-    xs = list(range(1, len(calls) + 1))
-    # input has no verdict (the prompt read again); output is what the model wrote
-    figure.add_bar(x=xs, y=[c.input_tokens for c in calls], name="input (read)", marker_color=ink("neutral"))
-    figure.add_bar(x=xs, y=[c.output_tokens for c in calls], name="output (written by the model)", marker_color=ink("written"))
-    chart_layout(figure, height, barmode="group", xaxis={"title": "call", "dtick": 1}, yaxis={"title": "tokens"},
-                 legend={"orientation": "h", "y": 1.12})
-    return figure
-
-
-def allowed_figure(steps, number: int, vocab: int, height: int):
-    """Lesson 6: how many tokens the grammar allowed before each token of a reply (`steps`: masks.walk's), the one
-    the step view is at (`number`, 1-based) in the colour of now."""
-    figure = go.Figure(go.Bar(
-        x=list(range(1, len(steps) + 1)), y=[vocab if s.allowed is None else s.allowed for s in steps],
-        marker_color=[ink("now") if n == number else (fill("neutral") if s.allowed is None else ink("neutral")) for n, s in enumerate(steps, 1)],
-        hovertext=[s.token for s in steps],
-    ))
-    # fixed axes: powers of ten from 1 to the whole vocabulary, and room for at least 12 bars (one bar must not fill the chart)
-    chart_layout(figure, height, yaxis={"type": "log", "title": "tokens allowed", "range": [-0.4, 5.6],
-                                        "tickvals": [10**k for k in range(6)], "ticktext": [f"{10**k:,}" for k in range(6)]},
-                 xaxis={"title": "token of the reply", "dtick": 1 if len(steps) <= 40 else 5, "range": [0.4, max(len(steps), 12) + 0.6]},
-                 bargap=0.25)
-    return figure
-
-
-def allowed_legend() -> None:
-    """What allowed_figure's colours mean."""
-    legend("now", "neutral", "neutral-fill", words={"now": "the token the step-through is at", "neutral": "tokens the grammar allows",
-                                                    "neutral-fill": "nothing restricted: every token allowed"})
-
-
 # -- lesson 4: a reply's blocks and their checks -----------------------------------------------
 VERDICTS = {True: ("pass", "✅ pass"), False: ("fail", "❌ fail"), None: ("skip", "· not reached")}
 
@@ -198,13 +170,21 @@ def checks_html(block, style: str, errors: bool = True) -> str:
     rows = []
     for check in block.checks:
         kind, verdict = VERDICTS[check.passed]
-        error = f"<td><code>{html.escape(check.error)}</code></td>" if errors and check.error else ("<td></td>" if errors else "")
-        rows.append(f'<tr class="{kind}"><td class="v">{verdict}</td><td>{html.escape(check_title(style, check.name))}</td>{error}</tr>')
+        error = (
+            f"<td><code>{html.escape(check.error)}</code></td>"
+            if errors and check.error
+            else ("<td></td>" if errors else "")
+        )
+        rows.append(
+            f'<tr class="{kind}"><td class="v">{verdict}</td><td>{html.escape(check_title(style, check.name))}</td>{error}</tr>'
+        )
     return f'<table class="checks">{"".join(rows)}</table>'
 
 
 def call_words(name: str, arguments: dict) -> str:
-    shown = ", ".join(f"{k}={v!r}" if len(repr(v)) < 60 else f"{k}=…({len(str(v))} characters)" for k, v in arguments.items())
+    shown = ", ".join(
+        f"{k}={v!r}" if len(repr(v)) < 60 else f"{k}=…({len(str(v))} characters)" for k, v in arguments.items()
+    )
     return f"{name}({shown})"
 
 

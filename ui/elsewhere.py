@@ -57,8 +57,10 @@ def draw_costs(rows: dict[str, dict]) -> None:
         hide_index=True,
     )
     methods = {row["exact"]: row["method"] for row in rows.values()}
-    st.caption(f"Exact: {methods.get(True, '—')}. Estimate: {methods.get(False, '—')}. The tools cost is the prompt with the "
-               "tools minus the same prompt without them, so what the format adds around the definitions counts too.")
+    st.caption(
+        f"Exact: {methods.get(True, '—')}. Estimate: {methods.get(False, '—')}. The tools cost is the prompt with the "
+        "tools minus the same prompt without them, so what the format adds around the definitions counts too."
+    )
     check = cookbook_check()
     shown = " and ".join(f"{n} on {m}" for m, n in check["ours"].items())
     reported = " and ".join(f"{n}" for n in check["reported"].values())
@@ -77,7 +79,10 @@ def draw_anthropic() -> None:
     data = json.loads((LESSONS / "anthropic-tool-overhead.json").read_text(encoding="utf-8"))
     source = data["source"]
     st.table(
-        [{"model": r["model"], "tool_choice": r["tool_choice"], "system prompt tokens": r["system_prompt_tokens"]} for r in data["rows"]],
+        [
+            {"model": r["model"], "tool_choice": r["tool_choice"], "system prompt tokens": r["system_prompt_tokens"]}
+            for r in data["rows"]
+        ],
         hide_index=True,
     )
     st.caption(

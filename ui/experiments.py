@@ -175,15 +175,23 @@ def results_figure(results: list[EvalResult], published: list[Published]) -> go.
     ]
     figure.add_trace(
         go.Bar(
-            name="tokens", x=[s[0] for s in spent], y=[s[1] for s in spent], marker_color=ink("neutral"), showlegend=False
+            name="tokens",
+            x=[s[0] for s in spent],
+            y=[s[1] for s in spent],
+            marker_color=ink("neutral"),
+            showlegend=False,
         ),
         row=1,
         col=3,
     )
     # the blocks panel stacks its kinds; the other two have one trace each
     # the legend below the tokens panel's slanted labels, not over the other panels' names
-    figure.update_layout(barmode="stack", height=400, margin=dict(t=40, b=100, l=40, r=10),
-                         legend=dict(orientation="h", yanchor="top", y=-0.3))
+    figure.update_layout(
+        barmode="stack",
+        height=400,
+        margin=dict(t=40, b=100, l=40, r=10),
+        legend=dict(orientation="h", yanchor="top", y=-0.3),
+    )
     figure.update_yaxes(tickformat=".0%", range=[0, 1], row=1, col=1)
     figure.update_xaxes(type="category")
     return figure

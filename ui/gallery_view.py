@@ -16,8 +16,10 @@ def draw_naive(naive) -> None:
     else:
         st.error(f"finds no call: {naive.error}")
     if naive.dropped:
-        st.error(f"never looks at the other {naive.dropped} block{'s' if naive.dropped > 1 else ''}: "
-                 f"{naive.blocks_seen} were written, 1 is read")
+        st.error(
+            f"never looks at the other {naive.dropped} block{'s' if naive.dropped > 1 else ''}: "
+            f"{naive.blocks_seen} were written, 1 is read"
+        )
 
 
 def draw_verdict(policy: str, verdict, run) -> None:
@@ -29,8 +31,10 @@ def draw_verdict(policy: str, verdict, run) -> None:
     totals = run.ledger.totals()
     calls = len(run.calls)
     # input and output named apart: the cost section below counts both, and the two must read as one figure
-    st.markdown(f"The whole run: **{calls} call{'s' if calls != 1 else ''}**, {totals['input_tokens']:,} input and "
-                f"{totals['output_tokens']:,} output tokens ({totals['tokens']:,} in all); it ended with *{run.stop_reason}*.")
+    st.markdown(
+        f"The whole run: **{calls} call{'s' if calls != 1 else ''}**, {totals['input_tokens']:,} input and "
+        f"{totals['output_tokens']:,} output tokens ({totals['tokens']:,} in all); it ended with *{run.stop_reason}*."
+    )
 
 
 def draw_schema_cost(cost) -> None:
@@ -38,29 +42,43 @@ def draw_schema_cost(cost) -> None:
     columns[0].metric("Prompt with the tools", f"{cost.with_tools[0]:,}", help="tokens, call 1")
     columns[1].metric("Prompt without them", f"{cost.without_tools[0]:,}", help="tokens, call 1")
     each = f" ({' + '.join(str(n) for n in cost.tools_tokens)})" if cost.calls > 1 else ""
-    st.markdown(f"Paid for tools the model may not use: **{cost.wasted:,} tokens** over the run's {cost.calls} "
-                f"call{'s' if cost.calls != 1 else ''}{each}.")
+    st.markdown(
+        f"Paid for tools the model may not use: **{cost.wasted:,} tokens** over the run's {cost.calls} "
+        f"call{'s' if cost.calls != 1 else ''}{each}."
+    )
 
 
 def draw_length_cut(cut) -> None:
     columns = st.columns(2)
-    columns[0].metric("Tokens written", f"{format_count(cut.output_tokens)} of {format_count(cut.limit)}", help="the limit cut the reply")
+    columns[0].metric(
+        "Tokens written",
+        f"{format_count(cut.output_tokens)} of {format_count(cut.limit)}",
+        help="the limit cut the reply",
+    )
     columns[1].metric(f"Repeated {cut.kind} at the end", cut.repeated)
-    st.markdown(f"The reply ended with finish `{cut.finish}`: the limit, not the model, stopped it. "
-                "The last tokens: " + " ".join(f"`{show_token(t)}`" for t in cut.tail))
+    st.markdown(
+        f"The reply ended with finish `{cut.finish}`: the limit, not the model, stopped it. "
+        "The last tokens: " + " ".join(f"`{show_token(t)}`" for t in cut.tail)
+    )
 
 
 def draw_retry_cost(cost) -> None:
     columns = st.columns(2)
     with_budget, without = cost.with_budget, cost.without_budget
-    columns[0].metric(f"Input and output tokens, budget of {cost.retry_budget}", f"{with_budget['tokens']:,}", help="the whole run")
+    columns[0].metric(
+        f"Input and output tokens, budget of {cost.retry_budget}", f"{with_budget['tokens']:,}", help="the whole run"
+    )
     columns[1].metric("Input and output tokens, no budget", f"{without['tokens']:,}", help="the whole run")
-    st.markdown(f"The budget saves **{cost.saved_tokens:,} tokens**. With it the run stops after **{with_budget['calls']} calls** "
-                f"(*{cost.stop_with}*); without it, after **{without['calls']}** (*{cost.stop_without}*).")
+    st.markdown(
+        f"The budget saves **{cost.saved_tokens:,} tokens**. With it the run stops after **{with_budget['calls']} calls** "
+        f"(*{cost.stop_with}*); without it, after **{without['calls']}** (*{cost.stop_without}*)."
+    )
 
 
 def draw_malformed_cost(cost) -> None:
     columns = st.columns(2)
-    columns[0].metric("Measured", f"{cost.measured_in:,}", help="input tokens of the run with the broken turn, minus without it")
+    columns[0].metric(
+        "Measured", f"{cost.measured_in:,}", help="input tokens of the run with the broken turn, minus without it"
+    )
     columns[1].metric("By the formula", f"{cost.formula_in:,}", help="C_bad + (a_bad + e) × n_later")
     st.markdown(f"C_bad + (a_bad + e) × n_later = {cost.formula_text} tokens")

@@ -32,8 +32,12 @@ def figures() -> dict[str, str]:
     """The tokenizer's figures that entries quote as {placeholders}."""
     (im_start,) = load_tokenizer().encode("<|im_start|>")  # one token: the tokenizer says which id
     return {
-        "vocab": f"{REAL_VOCAB:,}", "last_id": f"{REAL_VOCAB - 1:,}", "im_start": str(im_start), "im_end": str(IM_END),
-        "tool_call": str(TOOL_CALL), "tool_call_end": str(TOOL_CALL_END),
+        "vocab": f"{REAL_VOCAB:,}",
+        "last_id": f"{REAL_VOCAB - 1:,}",
+        "im_start": str(im_start),
+        "im_end": str(IM_END),
+        "tool_call": str(TOOL_CALL),
+        "tool_call_end": str(TOOL_CALL_END),
     }
 
 

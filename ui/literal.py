@@ -58,5 +58,3 @@ def table_html(rows: list[dict]) -> str:
     head = "".join(f"<th>{html.escape(str(k))}</th>" for k in rows[0])
     body = "".join("<tr>" + "".join(f"<td>{literal(str(v))}</td>" for v in row.values()) + "</tr>" for row in rows)
     return f'<table class="plain"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-

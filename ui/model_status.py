@@ -17,8 +17,12 @@ from ui.words import words
 
 def choice_label(choice: str, name: str) -> str:
     """The sidebar's words for a model choice (`name`: the live model's)."""
-    return {"builtin": "the shipped model (trained here; not Qwen3)", "live": name,
-            "tiny": "tiny (random weights)", "off": "off"}[choice]
+    return {
+        "builtin": "the shipped model (trained here; not Qwen3)",
+        "live": name,
+        "tiny": "tiny (random weights)",
+        "off": "off",
+    }[choice]
 
 
 @st.cache_data(ttl=30, show_spinner=False)
@@ -30,7 +34,9 @@ def weights_on_disk(name: str) -> bool:
 def draw_progress(bar, job) -> None:
     """The load job's latest stage on a progress bar: bytes while downloading, else the stage's words."""
     if job.total:
-        bar.progress(min(job.done / job.total, 1.0), text=f"{job.stage}: {job.done / 1e6:,.1f} / {job.total / 1e6:,.1f} MB")
+        bar.progress(
+            min(job.done / job.total, 1.0), text=f"{job.stage}: {job.done / 1e6:,.1f} / {job.total / 1e6:,.1f} MB"
+        )
     else:
         bar.progress(1.0 if "ready" in job.stage else 0.0, text=job.stage)
 
@@ -62,9 +68,15 @@ def model_summary(name: str) -> None:
     # the shipped model loads in the background: this line never waits for it
     engine = builtin_if_ready() if shipped else current_engine()
     if shipped and engine is None:
-        st.info(words("home", "shipped model loading") if not st.session_state.get("model_error") else st.session_state["model_error"])
+        st.info(
+            words("home", "shipped model loading")
+            if not st.session_state.get("model_error")
+            else st.session_state["model_error"]
+        )
     elif choice == "tiny":
-        st.warning("The tiny model is selected: random weights, its words and probabilities mean nothing, only the mechanics are real.")
+        st.warning(
+            "The tiny model is selected: random weights, its words and probabilities mean nothing, only the mechanics are real."
+        )
     elif engine is not None and engine.info.name == BUILTIN:
         st.info(builtin_label(engine.info))
     elif choice == "live" and engine is not None:

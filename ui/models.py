@@ -47,8 +47,6 @@ def live_model_name() -> str:
     return load_settings().model
 
 
-
-
 @st.cache_resource(show_spinner="Asking the model server which model it serves…", ttl=60)
 def remote_engine(url: str):
     """The OpenAI-compatible server at QWEN_ENGINE_URL (engine/model/remote.py), asked again at most once a minute."""

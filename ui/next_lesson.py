@@ -1,4 +1,4 @@
-""""Next lesson →" at the end of a page, in lessons/index.json's order (the last page links back to Home)."""
+""" "Next lesson →" at the end of a page, in lessons/index.json's order (the last page links back to Home)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ def next_entry(url_path: str) -> dict | None:
 
 
 def next_lesson(url_path: str) -> None:
-    """"Next lesson →" under a lesson (the router calls it after the page ran); nothing under other pages."""
+    """ "Next lesson →" under a lesson (the router calls it after the page ran); nothing under other pages."""
     entry = next_entry(url_path)
     if entry is not None:
         st.divider()
-        st.page_link(entry["page"], label=f"{'Next lesson' if entry['section'] == 'Lessons' else 'Next'} → {entry['title']}")
+        st.page_link(
+            entry["page"], label=f"{'Next lesson' if entry['section'] == 'Lessons' else 'Next'} → {entry['title']}"
+        )

@@ -73,7 +73,9 @@ def active_pack() -> Pack | None:
     return uploaded if uploaded is not None else server_pack()[0]
 
 
-def replay_episode_here(run: PackRun, panel: Panel, messages: list[dict], tools: list[dict], workspace=None) -> Run | None:
+def replay_episode_here(
+    run: PackRun, panel: Panel, messages: list[dict], tools: list[dict], workspace=None
+) -> Run | None:
     """A recorded episode played again through the harness on what the page asks now (its messages, tools and
     workspace), if every call's prompt is still the recorded one; else the panel says so and it is None."""
     played, same = replay_episode(run, messages, tools, panel.style, workspace, panel.max_turns)
@@ -118,7 +120,12 @@ def pack_lines() -> None:
         st.caption("No lesson pack is in use.")
     with st.expander("Upload a lesson pack"):
         st.caption(words("packs", "upload"))
-        st.file_uploader("Lesson pack (.zip)", type=["zip"], key="pack_file", on_change=_take_upload,
-                         max_upload_size=MAX_UPLOAD_BYTES // (1024 * 1024))
+        st.file_uploader(
+            "Lesson pack (.zip)",
+            type=["zip"],
+            key="pack_file",
+            on_change=_take_upload,
+            max_upload_size=MAX_UPLOAD_BYTES // (1024 * 1024),
+        )
     if st.session_state.get("pack_error"):
         st.error(st.session_state["pack_error"])

@@ -94,8 +94,10 @@ def view_palette() -> dict[str, str]:
 
 def css_variables() -> str:
     """The palette as CSS variables on the page's root (for ui/style.css and the views), and a legend swatch per meaning."""
-    swatches = "".join(f".pal-swatch.pal-{m} {{background:var(--pal-{m})}} .pal-swatch.pal-{m}-fill {{background:var(--pal-{m}-fill)}}"
-                       for m in MEANINGS)
+    swatches = "".join(
+        f".pal-swatch.pal-{m} {{background:var(--pal-{m})}} .pal-swatch.pal-{m}-fill {{background:var(--pal-{m}-fill)}}"
+        for m in MEANINGS
+    )
     return ":root {" + " ".join(f"{k}: {v};" for k, v in view_palette().items()) + "}\n" + swatches
 
 
@@ -115,8 +117,10 @@ def legend_html(*items: str, words: dict[str, str] | None = None) -> str:
     says it more exactly, as "the token the view is at")."""
     shown = []
     for item, said in legend_entries(*items, words=words):
-        shown.append(f'<span class="pal-item" data-meaning="{item}"><span class="pal-swatch pal-{item}"></span>'
-                     f"{html.escape(said)}</span>")
+        shown.append(
+            f'<span class="pal-item" data-meaning="{item}"><span class="pal-swatch pal-{item}"></span>'
+            f"{html.escape(said)}</span>"
+        )
     return f'<div class="pal-legend">{"".join(shown)}</div>'
 
 

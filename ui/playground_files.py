@@ -1,5 +1,5 @@
-"""The playground's file editors in session state: a scenario's files, or the edited files a link carries; and
-what a run did, drawn: one call, the files as the run left them.
+"""The playground's file editors in session state: a scenario's files, or the edited files a link carries; the
+editors drawn; and what a run did, drawn: one call, the ledger, the files as the run left them.
 
 A link is a stranger's input: its `files` value is read with bounds on its size (ui/state.py's
 unpack_edits), its nesting (engine/core/json_input.py) and its count of files, and past any of
@@ -12,10 +12,14 @@ from engine.core.json_input import InputProblem, read_json_text
 from engine.core.markdown_text import escape_markdown
 from engine.harness.loop import load_scenario
 from engine.harness.playground import cap_for_display
+from ui.chart_words import chart_caption
+from ui.charts import ledger_figure
 from ui.literal import draw_reply
 from ui.models import TINY_LABEL, tokenizer
+from ui.numbers import format_count
 from ui.state import forget, unpack_edits
 from ui.stream import strip_html
+from ui.words import words
 
 MAX_LINK_FILES = 64  # files a link may carry: a scenario has a handful, and the page draws an editor for each
 LINK_PROBLEM = "playground_link_problem"  # session key: why a link's files were not used, shown above the editors
@@ -72,12 +76,18 @@ def load_linked_files() -> None:
 def draw_call(number: int, call, tiny: bool) -> None:
     """One call of a run (loop.Run.calls): what the model wrote, what the harness made of it, what went back."""
     with st.container(border=True):
-        st.markdown(f"**Call {number}** · {call.cost.input_tokens:,} tokens in · {call.cost.output_tokens:,} out"
-                    + (" · cut off at the token limit" if call.turn.finish == "length" else ""))
-        if call.turn.steps:  # a model's turn, live or recorded: its tokens, whitespace shown as ␣/↵ and long runs counted
+        st.markdown(
+            f"**Call {number}** · {call.cost.input_tokens:,} tokens in · {call.cost.output_tokens:,} out"
+            + (" · cut off at the token limit" if call.turn.finish == "length" else "")
+        )
+        if (
+            call.turn.steps
+        ):  # a model's turn, live or recorded: its tokens, whitespace shown as ␣/↵ and long runs counted
             if tiny:
                 st.caption(f"Tiny model, {TINY_LABEL}.")
-            st.markdown(strip_html([(s.id, s.token) for s in call.turn.steps], tokenizer().is_special), unsafe_allow_html=True)
+            st.markdown(
+                strip_html([(s.id, s.token) for s in call.turn.steps], tokenizer().is_special), unsafe_allow_html=True
+            )
         else:
             draw_reply(call.turn.text, None)
         if call.parse.final:
@@ -100,3 +110,57 @@ def draw_files_after(before: dict, after: dict) -> None:
             st.code(body, language=None)
     if shown.note:
         st.caption(shown.note)
+
+
+def add_file() -> None:
+    """One more empty file editor, with a name no other editor has."""
+    slots = st.session_state["playground_files"]
+    new = max(slots, default=-1) + 1
+    st.session_state[f"playground_path_{new}"] = f"notes{new}.txt"
+    st.session_state[f"playground_text_{new}"] = ""
+    st.session_state["playground_files"] = [*slots, new]
+
+
+def remove_file(slot: int) -> None:
+    st.session_state["playground_files"] = [s for s in st.session_state["playground_files"] if s != slot]
+
+
+def draw_workspace(slots: list[int], problems: list[InputProblem], projected: bool) -> None:
+    """The workspace's files, editable: a name and contents per file, why a file is left out, Add and Remove."""
+    problem_at = {p.index: p.message for p in problems}
+    for position, slot in enumerate(slots):
+        name_column, body_column = st.columns([2, 5])
+        with name_column:
+            st.text_input("File name", key=f"playground_path_{slot}")
+            if position in problem_at:
+                st.error(problem_at[position])
+            st.button("Remove", key=f"playground_remove_{slot}", on_click=remove_file, args=(slot,))
+        with body_column:
+            st.text_area("Contents", key=f"playground_text_{slot}", height=110 if projected else 160)
+    st.button("Add a file", key="playground_add", on_click=add_file)
+    if not slots:
+        st.caption("(no files: the tools will see an empty folder)")
+
+
+def draw_ledger(result: dict) -> None:
+    """What the run cost, call by call, and why it stopped (or where the script met a workspace it did not expect)."""
+    calls = result["calls"]
+    a, b, c = st.columns(3)
+    a.metric("Calls", len(calls))
+    b.metric("Input tokens", format_count(sum(s.cost.input_tokens for s in calls)))
+    c.metric("Output tokens", format_count(sum(s.cost.output_tokens for s in calls)))
+    chart = ledger_figure([s.cost for s in calls], 300)
+    st.plotly_chart(chart, key="playground_ledger_chart")
+    chart_caption(chart, "call {}")
+    departure = result.get("departure")
+    if departure is None:
+        answer = f" The answer: {result['answer']}" if result["answer"] else ""
+        st.info(f"The run stopped: {result['stop']}.{answer}")
+        return
+    tool = f"`{departure.tool}`" if departure.tool else "the harness"
+    st.warning(words("playground", "script departed", call=departure.call, tool=tool))
+    assumed, got = st.columns(2)
+    assumed.caption("The script assumed")
+    assumed.code(departure.expected[:2000] or "(empty)", language=None, wrap_lines=True)
+    got.caption("Your workspace gave")
+    got.code(departure.actual[:2000] or "(empty)", language=None, wrap_lines=True)

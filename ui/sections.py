@@ -37,8 +37,15 @@ class Sections:
 RUN = "_present_sections"  # this run's Sections (session state: each session runs in a thread of its own)
 SHOWN = "_present_shown"  # (the section shown by the last run, each section's widget keys then)
 # the widget values a browser is sent back when their section comes on screen (buttons hold no value to send)
-VALUE_TYPES = {"bool_value", "int_value", "double_value", "string_value", "double_array_value", "int_array_value",
-               "string_array_value"}
+VALUE_TYPES = {
+    "bool_value",
+    "int_value",
+    "double_value",
+    "string_value",
+    "double_array_value",
+    "int_array_value",
+    "string_array_value",
+}
 
 _KEYS = st.components.v2.component("section_keys", js=read_asset("section_keys.js"))
 
@@ -148,10 +155,19 @@ def finish_sections() -> None:
         with _run.bar.container(key="present_bar"):
             back, where, forward = st.columns([1, 4, 1], vertical_alignment="center")
             back.button("◀ Section", key="present_prev", on_click=_move, args=(-1, count), disabled=current <= 1)
-            where.markdown(f"**Section {current} of {count}**" + (f" · {_run.titles[current - 1]}" if _run.titles[current - 1] else "")
-                           + " · PageDown / PageUp")  # (ui/presenter.css sets it small, on one or two lines)
-            forward.button("Section ▶", key="present_next", on_click=_move, args=(1, count), disabled=current >= count,
-                           type="primary")
+            where.markdown(
+                f"**Section {current} of {count}**"
+                + (f" · {_run.titles[current - 1]}" if _run.titles[current - 1] else "")
+                + " · PageDown / PageUp"
+            )  # (ui/presenter.css sets it small, on one or two lines)
+            forward.button(
+                "Section ▶",
+                key="present_next",
+                on_click=_move,
+                args=(1, count),
+                disabled=current >= count,
+                type="primary",
+            )
         to_url(section=current if current > 1 else None)
 
 

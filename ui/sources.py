@@ -57,7 +57,9 @@ def cite(key: str) -> str:
     """A source cited inline, in Markdown: its short label in brackets, linked to its entry on the Sources page."""
     sources = load_sources()
     if key not in sources:
-        raise KeyError(f"no source {key!r} in lessons/sources.json; add it there (key, title, label, by, date, reports)")
+        raise KeyError(
+            f"no source {key!r} in lessons/sources.json; add it there (key, title, label, by, date, reports)"
+        )
     # the brackets stay outside the link, so a link-aware pass (glossary terms) leaves the marker whole
     return f"[[{sources[key].label}]({source_url(key)})]"
 

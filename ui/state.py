@@ -94,6 +94,11 @@ def style() -> str:
     return st.session_state.get("style") or STYLE_NAMES[0]
 
 
+def style_button(label: str, to: str, key: str) -> None:
+    """A primary button that switches the sidebar's style to `to` (the page reruns in it)."""
+    st.button(label, key=key, on_click=lambda: st.session_state.update(style=to), type="primary")
+
+
 def setup_defaults() -> None:
     """Global defaults, set once per session (the URL can set style, model and presenter mode)."""
     from_url("style", "style", STYLE_NAMES[0], str, STYLE_NAMES)

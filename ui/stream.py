@@ -60,7 +60,9 @@ class TokenStream:
             return
         if self.row is None:
             self.row = self.slot.container(horizontal=True, gap=None)
-        self.row.markdown(self.strip(self.pieces[self.sent :], first=self.sent), unsafe_allow_html=True, width="content")
+        self.row.markdown(
+            self.strip(self.pieces[self.sent :], first=self.sent), unsafe_allow_html=True, width="content"
+        )
         self.sent = len(self.pieces)
         self.last = time.monotonic()
 

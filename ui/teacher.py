@@ -63,12 +63,27 @@ def teacher_sidebar(url_path: str, lesson_id: str) -> None:
     with st.sidebar, st.expander("For the teacher"):
         if (words := minutes_words(lesson_id)) is not None:
             st.caption(f"This page: {words}.")
-        st.button("Reset this page", key="_reset_page", on_click=reset_page, args=(url_path,), width="stretch",
-                  help="Back to how this page opens, with the sidebar's settings kept.")
-        st.button("Reset everything", key="_reset_all", on_click=reset_everything, width="stretch",
-                  help="Every page and setting back to how a new visitor finds them.")
-        st.caption("A handout: print this page (Ctrl+P or ⌘P). The print view leaves out the sidebar and the "
-                   "controls and keeps the text, the figures, what to notice and the questions.")
+        st.button(
+            "Reset this page",
+            key="_reset_page",
+            on_click=reset_page,
+            args=(url_path,),
+            width="stretch",
+            help="Back to how this page opens, with the sidebar's settings kept.",
+        )
+        st.button(
+            "Reset everything",
+            key="_reset_all",
+            on_click=reset_everything,
+            width="stretch",
+            help="Every page and setting back to how a new visitor finds them.",
+        )
+        st.caption(
+            "A handout: print this page (Ctrl+P or ⌘P). The print view leaves out the sidebar and the "
+            "controls and keeps the text, the figures, what to notice and the questions."
+        )
         st.caption("A chart as a picture: hover it and press the camera icon in its corner (PNG).")
-        st.caption("A link copied from the address bar reopens this page as it is, with your edits "
-                   "(added tools, edited files) up to 8,000 characters compressed.")
+        st.caption(
+            "A link copied from the address bar reopens this page as it is, with your edits "
+            "(added tools, edited files) up to 8,000 characters compressed."
+        )

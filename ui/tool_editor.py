@@ -26,8 +26,10 @@ def read_tools(text: str) -> tuple[list[dict] | None, list[str]]:
     """The tools in an editor's text, or None with the problems to show beside it (the text is never changed)."""
     if len(text) > MAX_EDITOR_CHARS:
         # refused before it is read: a pasted megabyte would be parsed, rendered and tokenized on every rerun
-        return None, [f"The text is {len(text):,} characters; the limit is {MAX_EDITOR_CHARS:,}. "
-                      "Shorten the descriptions or remove tools, then the definitions are checked."]
+        return None, [
+            f"The text is {len(text):,} characters; the limit is {MAX_EDITOR_CHARS:,}. "
+            "Shorten the descriptions or remove tools, then the definitions are checked."
+        ]
     try:
         data = json.loads(text, parse_constant=refuse_constant)  # NaN and Infinity are not JSON
     except json.JSONDecodeError as error:
@@ -83,8 +85,16 @@ def tool_editor(prefix: str, default_set: str = "strawberry", height: int = 420)
     st.selectbox("Start from a shipped tool set", TOOL_SETS, key=set_key, on_change=reset)
     to_url(tools=st.session_state[set_key])
     buttons = st.columns(3)
-    buttons[0].button("Add a tool", key=f"{prefix}_add", on_click=_edit_tools, args=(text_key, add_example_tool), width="stretch")
-    buttons[1].button("Remove the last tool", key=f"{prefix}_remove", on_click=_edit_tools, args=(text_key, lambda t: t[:-1]), width="stretch")
+    buttons[0].button(
+        "Add a tool", key=f"{prefix}_add", on_click=_edit_tools, args=(text_key, add_example_tool), width="stretch"
+    )
+    buttons[1].button(
+        "Remove the last tool",
+        key=f"{prefix}_remove",
+        on_click=_edit_tools,
+        args=(text_key, lambda t: t[:-1]),
+        width="stretch",
+    )
     buttons[2].button("Reset", key=f"{prefix}_reset", on_click=reset, width="stretch")
     st.text_area("Tool definitions (JSON)", key=text_key, height=height)
     # the link carries the learner's text unless it is the shipped set's

@@ -55,14 +55,18 @@ def draw_exchange(exchange, calls) -> None:
     # (side by side in presenter mode too: one format is one screen, the request in a shorter box)
     request, answer = st.columns(2, gap="small" if narrow() else "medium")
     with request:
-        st.markdown("**The request**" + (" (the prompt the model reads)" if text_format else " (the body sent to the API)"))
+        st.markdown(
+            "**The request**" + (" (the prompt the model reads)" if text_format else " (the body sent to the API)")
+        )
         _code(exchange.request, height=330 if narrow() else 420)
         if exchange.tokens:
             st.caption(f"{exchange.tokens['request']:,} Qwen3 tokens")
     with answer:
         many = len(exchange.replies) > 1
         for n, reply in enumerate(exchange.replies):
-            st.markdown(f"**The reply{f' {n + 1}' if many else ''}**" + (" (the text the model writes)" if text_format else ""))
+            st.markdown(
+                f"**The reply{f' {n + 1}' if many else ''}**" + (" (the text the model writes)" if text_format else "")
+            )
             _code(reply)
             if exchange.tokens:
                 st.caption(f"{exchange.tokens['replies'][n]:,} tokens written")
@@ -102,8 +106,12 @@ def differences_html(style: str) -> str:
 
 def tool_choice_html() -> str:
     """Each API's words for the four tool_choice modes, written by engine.wire.formats.tool_choice_for."""
-    modes = {"auto": "auto: the model decides", "required": "required: some tool", "none": "none: no call",
-             NAME: "one named tool"}
+    modes = {
+        "auto": "auto: the model decides",
+        "required": "required: some tool",
+        "none": "none: no call",
+        NAME: "one named tool",
+    }
     rows = []
     apis = tool_choice_formats()
     for mode, label in modes.items():
@@ -117,4 +125,6 @@ def step_label(written) -> str:
     if not written.calls:
         return f"Call {written.step + 1}: the final answer"
     names = ", ".join(c.name for c in written.calls)
-    return f"Call {written.step + 1}: {names}" + (" (an error goes back)" if any(c.is_error for c in written.calls) else "")
+    return f"Call {written.step + 1}: {names}" + (
+        " (an error goes back)" if any(c.is_error for c in written.calls) else ""
+    )

@@ -66,8 +66,10 @@ def inspect_family_mask(name: str, tools: list[dict], prefix: str) -> FamilyMask
 
     family = get_format(name)
     if not family.tag_grammar:
-        raise BadInput(f"{family.label}'s calls are not held by a structural tag here"
-                       + ("; its masks are engine.constrain.masks.inspect_mask's" if family.constrained else ""))
+        raise BadInput(
+            f"{family.label}'s calls are not held by a structural tag here"
+            + ("; its masks are engine.constrain.masks.inspect_mask's" if family.constrained else "")
+        )
     if not tools:
         raise BadInput("a grammar over the tools needs at least one tool")
     info = family_tokenizer_info(name)
@@ -75,16 +77,24 @@ def inspect_family_mask(name: str, tools: list[dict], prefix: str) -> FamilyMask
     matcher = xgr.GrammarMatcher(_compiled(name, json.dumps(tools)))
     for token_id in family.encode(prefix):
         if not matcher.accept_token(token_id):
-            raise BadInput(f"the grammar refuses {family.token_text(token_id)!r} in the prefix: it is not a call in "
-                           f"{family.label}'s format (its calls start {family.name_prefix!r})")
+            raise BadInput(
+                f"the grammar refuses {family.token_text(token_id)!r} in the prefix: it is not a call in "
+                f"{family.label}'s format (its calls start {family.name_prefix!r})"
+            )
     bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
     matcher.fill_next_token_bitmask(bitmask)
     bits = np.unpackbits(bitmask.numpy().view(np.uint8), bitorder="little")[: info.vocab_size]
     allowed = np.nonzero(bits)[0]
     opener = " or ".join(family.triggers())
     constrained = len(allowed) < info.vocab_size
-    return FamilyMask(family.family, info.vocab_size, int(len(allowed)), [family.token_text(int(i)) for i in allowed[:SAMPLE]],
-                      constrained, opener)
+    return FamilyMask(
+        family.family,
+        info.vocab_size,
+        int(len(allowed)),
+        [family.token_text(int(i)) for i in allowed[:SAMPLE]],
+        constrained,
+        opener,
+    )
 
 
 def allowed_at_name(name: str, tools: list[dict]) -> FamilyMask:
@@ -94,5 +104,7 @@ def allowed_at_name(name: str, tools: list[dict]) -> FamilyMask:
         from .masks import inspect_mask
 
         view = inspect_mask(tools, family.name_prefix, "auto")
-        return FamilyMask(family.family, view.vocab, view.allowed, list(view.sample)[:SAMPLE], view.constrained, family.opener.text)
+        return FamilyMask(
+            family.family, view.vocab, view.allowed, list(view.sample)[:SAMPLE], view.constrained, family.opener.text
+        )
     return inspect_family_mask(name, tools, family.name_prefix)

@@ -78,21 +78,54 @@ COMPILE_SECONDS = 10.0  # the longest a page waits for a compile before decoding
 
 # keywords xgrammar 0.2.9 accepts but does not enforce (its grammar is the same without them);
 # a schema using one would let a constrained call through that the schema check then rejects
-UNENFORCED = ("not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains",
-              "dependentSchemas", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
-              "dependentRequired")
+UNENFORCED = (
+    "not",
+    "if",
+    "then",
+    "else",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "dependentSchemas",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "dependentRequired",
+)
 # keywords the grammar would hold differently from the check: a pattern is a search in JSON
 # Schema and a whole-string match (without escapes) in xgrammar; an $id or anchor moves where
 # references point, which the rewriting of local references does not follow
 UNFAITHFUL = ("pattern", "patternProperties", "$id", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef")
 # annotations the check does not assert (2020-12): left out of the grammar so it does not assert them either
 ANNOTATIONS = ("format", "contentEncoding", "contentMediaType", "contentSchema")
-_REF_SIBLINGS_OK = {"$ref", "description", "title", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"}
+_REF_SIBLINGS_OK = {
+    "$ref",
+    "description",
+    "title",
+    "default",
+    "examples",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+}
 
 # where sub-schemas live, so a property *named* "not" is not mistaken for the keyword
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-               "unevaluatedProperties", "unevaluatedItems", "additionalItems")
+_SCHEMA_ONE = (
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalItems",
+)
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _VALUES = ("enum", "const", "default", "examples", "required", "dependentRequired")  # data, not schemas
 
@@ -164,7 +197,9 @@ def _types(schema: dict) -> set[str] | None:
 def _discriminator(schema: dict) -> dict[str, object]:
     props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     required = schema.get("required") if isinstance(schema.get("required"), list) else []
-    return {k: json.dumps(v["const"]) for k, v in props.items() if isinstance(v, dict) and "const" in v and k in required}
+    return {
+        k: json.dumps(v["const"]) for k, v in props.items() if isinstance(v, dict) and "const" in v and k in required
+    }
 
 
 def overlapping_one_of(branches: list) -> bool:
@@ -207,7 +242,10 @@ def _unenforced(schema: object, path: str) -> tuple[str, str] | None:
     ref = schema.get("$ref")
     if ref is not None:
         if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
-            return f"$ref {str(ref)[:60]!r} (only references into the same schema, '#' or '#/...', can be followed)", path
+            return (
+                f"$ref {str(ref)[:60]!r} (only references into the same schema, '#' or '#/...', can be followed)",
+                path,
+            )
         if set(schema) - _REF_SIBLINGS_OK:
             return "$ref beside other keywords", path
     for key in _SCHEMA_MAPS:
@@ -274,14 +312,20 @@ def check_tool(tool: dict) -> None:
     if found:
         keyword, where = found
         if keyword in UNENFORCED or keyword == "allOf":
-            raise SchemaUnsupported(name, f"{where} uses {keyword!r}, which the grammar engine (xgrammar) does not enforce")
+            raise SchemaUnsupported(
+                name, f"{where} uses {keyword!r}, which the grammar engine (xgrammar) does not enforce"
+            )
         if keyword in UNFAITHFUL:
             keyword = repr(keyword)
-        raise SchemaUnsupported(name, f"{where} uses {keyword}, which the grammar (xgrammar) cannot hold as the schema check does")
+        raise SchemaUnsupported(
+            name, f"{where} uses {keyword}, which the grammar (xgrammar) cannot hold as the schema check does"
+        )
     try:
         _arguments_ebnf(json.dumps(grammar_schema(params)))
     except Exception as error:  # xgrammar raises RuntimeError / ValueError with the C++ message
-        raise SchemaUnsupported(name, f"the grammar engine (xgrammar) cannot compile its parameters: {_xgrammar_message(error)}") from error
+        raise SchemaUnsupported(
+            name, f"the grammar engine (xgrammar) cannot compile its parameters: {_xgrammar_message(error)}"
+        ) from error
 
 
 # -- compiling ------------------------------------------------------------------------------
@@ -295,7 +339,9 @@ def call_schema(tools: list[dict]) -> dict:
             "type": "object",
             "properties": {
                 "name": {"const": tool_name(t)},
-                "arguments": grammar_schema(tool_parameters(t), "#/properties/arguments" if single else f"#/anyOf/{i}/properties/arguments"),
+                "arguments": grammar_schema(
+                    tool_parameters(t), "#/properties/arguments" if single else f"#/anyOf/{i}/properties/arguments"
+                ),
             },
             "required": ["name", "arguments"],
             "additionalProperties": False,
@@ -318,8 +364,11 @@ def reasoning_format(budget: int | None = None):
         TokenFormat,
     )
 
-    block = TagFormat(begin=TokenFormat(token=THINK), content=AnyTokensFormat(exclude_tokens=[THINK, THINK_END], max_tokens=budget),
-                      end=TokenFormat(token=THINK_END))
+    block = TagFormat(
+        begin=TokenFormat(token=THINK),
+        content=AnyTokensFormat(exclude_tokens=[THINK, THINK_END], max_tokens=budget),
+        end=TokenFormat(token=THINK_END),
+    )
     return OptionalFormat(content=SequenceFormat(elements=[block, ConstStringFormat(value=THINK_SUFFIX)]))
 
 
@@ -334,11 +383,17 @@ def _structural_tag(tools: list[dict], shape: str, thinking: bool | int = False)
         TokenFormat,
     )
 
-    json_ebnf = str(xgr.Grammar.from_json_schema(json.dumps(call_schema(tools)), any_whitespace=False, separators=SEPARATORS))
+    json_ebnf = str(
+        xgr.Grammar.from_json_schema(json.dumps(call_schema(tools)), any_whitespace=False, separators=SEPARATORS)
+    )
 
     def body():
-        return [ConstStringFormat(value="\n"), GrammarFormat(grammar=json_ebnf), ConstStringFormat(value="\n"),
-                TokenFormat(token=TOOL_CALL_END)]
+        return [
+            ConstStringFormat(value="\n"),
+            GrammarFormat(grammar=json_ebnf),
+            ConstStringFormat(value="\n"),
+            TokenFormat(token=TOOL_CALL_END),
+        ]
 
     if shape == "body":
         return StructuralTag(format=SequenceFormat(elements=body()))
@@ -348,7 +403,9 @@ def _structural_tag(tools: list[dict], shape: str, thinking: bool | int = False)
     if shape == "call":
         return StructuralTag(format=SequenceFormat(elements=[*before, TokenFormat(token=TOOL_CALL), *body()]))
     # a further call follows the template's "\n" between calls
-    more = StarFormat(content=SequenceFormat(elements=[ConstStringFormat(value="\n"), TokenFormat(token=TOOL_CALL), *body()]))
+    more = StarFormat(
+        content=SequenceFormat(elements=[ConstStringFormat(value="\n"), TokenFormat(token=TOOL_CALL), *body()])
+    )
     return StructuralTag(format=SequenceFormat(elements=[*before, TokenFormat(token=TOOL_CALL), *body(), more]))
 
 
@@ -361,7 +418,9 @@ def _compile(key: str, shape: str, thinking: bool | int = False):
         return compiler().compile_structural_tag(_structural_tag(tools, shape, thinking))
     except Exception as error:  # a schema each tool's own check passed, that fails in the union
         names = ", ".join(tool_name(t) for t in tools)
-        raise SchemaUnsupported(names, f"the grammar engine (xgrammar) cannot compile the call: {_xgrammar_message(error)}") from error
+        raise SchemaUnsupported(
+            names, f"the grammar engine (xgrammar) cannot compile the call: {_xgrammar_message(error)}"
+        ) from error
 
 
 # compiles run here, off the caller's thread, so a page can stop waiting (xgrammar's C++ cannot be interrupted)
@@ -398,8 +457,11 @@ def compile_calls(tools: list[dict], shape: str, thinking: bool | int = False, t
     try:
         return future.result(timeout=limit)
     except concurrent.futures.TimeoutError:
-        raise SchemaUnsupported(None, f"the grammar took longer than {limit:g} s to compile; fewer or smaller tools "
-                                      "compile faster (its result is kept for the next turn)") from None
+        raise SchemaUnsupported(
+            None,
+            f"the grammar took longer than {limit:g} s to compile; fewer or smaller tools "
+            "compile faster (its result is kept for the next turn)",
+        ) from None
 
 
 # -- masks ----------------------------------------------------------------------------------

@@ -82,8 +82,14 @@ class StepConstraint:
     in words what the constraint does now; `allowed` is the last mask's count of real tokens.
     """
 
-    def __init__(self, tools: list[dict], mode: str, name: str | None = None, tokenizer: QwenTokenizer | None = None,
-                 thinking: bool | int = False):
+    def __init__(
+        self,
+        tools: list[dict],
+        mode: str,
+        name: str | None = None,
+        tokenizer: QwenTokenizer | None = None,
+        thinking: bool | int = False,
+    ):
         self.tools = tools
         self.mode = mode  # "auto" | "required" | "named"
         self.tool = name  # the named tool, for mode "named"
@@ -101,7 +107,9 @@ class StepConstraint:
             grammar = compile_calls(subset, {"auto": "body", "required": "calls", "named": "call"}[mode], thinking)
         except SchemaUnsupported as error:
             if mode == "named":
-                raise BadInput(f"tool_choice names {name!r}, but its schema cannot be constrained: {error.reason}") from error
+                raise BadInput(
+                    f"tool_choice names {name!r}, but its schema cannot be constrained: {error.reason}"
+                ) from error
             self.unconstrained_reason = f"unconstrained: {error.reason}"
             self.state = "unconstrained"
             return
@@ -184,12 +192,13 @@ class StepConstraint:
 
     def _opener_spelled(self, token_id: int) -> bool:
         # the opener written as ordinary text in pieces ("<tool" + "_call>") is a call to the parser too
-        self._tail = (self._tail + self._text(token_id))[-len(OPENER_TEXT):]
+        self._tail = (self._tail + self._text(token_id))[-len(OPENER_TEXT) :]
         return self._tail == OPENER_TEXT
 
 
-def make_constraint(tools: list[dict], tool_choice: str | dict | None, tokenizer=None,
-                    thinking: bool | int = False) -> StepConstraint | None:
+def make_constraint(
+    tools: list[dict], tool_choice: str | dict | None, tokenizer=None, thinking: bool | int = False
+) -> StepConstraint | None:
     """The constraint for one turn of a request, or None under "none" (or auto with no tools).
 
     `tokenizer` may be the engine's QwenTokenizer (used for token text); the grammar itself
@@ -218,7 +227,9 @@ class MaskView:
     mask: torch.Tensor | None = field(default=None, repr=False)  # bool over 151,936; None = nothing restricted
     sample: list[str] = field(default_factory=list)  # up to 50 allowed tokens, lowest ids first
     forbidden_mass: float | None = None  # with logits: the probability the model put on forbidden tokens
-    allowed_mass: float | None = None  # with logits: what it put on the allowed ones (summed directly, so exact when tiny)
+    allowed_mass: float | None = (
+        None  # with logits: what it put on the allowed ones (summed directly, so exact when tiny)
+    )
     top_before: list[Alternative] = field(default_factory=list)  # with logits: raw softmax, top-k
     top_after: list[Alternative] = field(default_factory=list)  # with logits: renormalised over the allowed, top-k
 
@@ -246,8 +257,10 @@ def _advance(constraint: StepConstraint | None, ids: list[int], tok: QwenTokeniz
             constraint.accept(token_id)
         except TokenRejected as error:
             before = tok.decode(ids[:position])
-            raise TokenRejected(f"the prefix leaves the grammar at token {position + 1} "
-                                f"{tok.token_text(token_id)!r} after {before!r}: {error}") from None
+            raise TokenRejected(
+                f"the prefix leaves the grammar at token {position + 1} "
+                f"{tok.token_text(token_id)!r} after {before!r}: {error}"
+            ) from None
 
 
 def _top(probs: torch.Tensor, k: int, tok: QwenTokenizer) -> list[Alternative]:
@@ -255,9 +268,15 @@ def _top(probs: torch.Tensor, k: int, tok: QwenTokenizer) -> list[Alternative]:
     return [Alternative(int(i), tok.token_text(int(i)), float(v)) for v, i in zip(values, ids, strict=True)]
 
 
-def inspect_mask(tools: list[dict], prefix: str, tool_choice: str | dict | None = "auto",
-                 logits: torch.Tensor | None = None, top_k: int = 10, sample_size: int = 50,
-                 thinking: bool = False) -> MaskView:
+def inspect_mask(
+    tools: list[dict],
+    prefix: str,
+    tool_choice: str | dict | None = "auto",
+    logits: torch.Tensor | None = None,
+    top_k: int = 10,
+    sample_size: int = 50,
+    thinking: bool = False,
+) -> MaskView:
     """The mask after `prefix` (the assistant's text so far), tokenized as the model writes it.
 
     With `logits` (the model's raw logits at that point, over 151,936 ids): the probability
@@ -269,14 +288,22 @@ def inspect_mask(tools: list[dict], prefix: str, tool_choice: str | dict | None 
     _advance(constraint, ids, tok)
     mask = constraint.next_mask() if constraint is not None else None
     allowed = constraint.allowed if mask is not None else REAL_VOCAB
-    sample_ids = list(range(sample_size)) if mask is None else np.flatnonzero(mask.numpy()[:REAL_VOCAB])[:sample_size].tolist()
+    sample_ids = (
+        list(range(sample_size)) if mask is None else np.flatnonzero(mask.numpy()[:REAL_VOCAB])[:sample_size].tolist()
+    )
     view = MaskView(
-        prefix=prefix, prefix_ids=ids, tool_choice=name if mode == "named" else mode,
+        prefix=prefix,
+        prefix_ids=ids,
+        tool_choice=name if mode == "named" else mode,
         state=constraint.state if constraint is not None else "none",
-        reason=constraint.reason if constraint is not None else
-        ("none: no constraint and no call" if mode == "none" else "auto with no tools: nothing to constrain"),
+        reason=constraint.reason
+        if constraint is not None
+        else ("none: no constraint and no call" if mode == "none" else "auto with no tools: nothing to constrain"),
         unconstrained_reason=constraint.unconstrained_reason if constraint is not None else None,
-        vocab=REAL_VOCAB, allowed=allowed, mask=mask, sample=[tok.token_text(i) for i in sample_ids],
+        vocab=REAL_VOCAB,
+        allowed=allowed,
+        mask=mask,
+        sample=[tok.token_text(i) for i in sample_ids],
     )
     if logits is not None:
         raw = logits.detach().float().flatten()[:MODEL_VOCAB].clone()
@@ -306,7 +333,9 @@ class MaskedToken:
     state: str  # the constraint's state before this token
 
 
-def walk(tools: list[dict], text: str, tool_choice: str | dict | None = "auto", thinking: bool = False) -> list[MaskedToken]:
+def walk(
+    tools: list[dict], text: str, tool_choice: str | dict | None = "auto", thinking: bool = False
+) -> list[MaskedToken]:
     """Every token of `text` (an assistant turn) with the allowed count the grammar gave it.
 
     A token the grammar forbids is the last step, with ok=False: where a constrained run
@@ -319,8 +348,11 @@ def walk(tools: list[dict], text: str, tool_choice: str | dict | None = "auto", 
         # a bit test on the packed words: the walk never needs the whole mask unpacked
         packed = constraint.next_packed() if constraint is not None else None
         ok = True if packed is None else packed.allows(token_id)
-        steps.append(MaskedToken(index, token_id, tok.token_text(token_id),
-                              None if packed is None else packed.allowed, ok, state))
+        steps.append(
+            MaskedToken(
+                index, token_id, tok.token_text(token_id), None if packed is None else packed.allowed, ok, state
+            )
+        )
         if not ok:
             break
         if constraint is not None:

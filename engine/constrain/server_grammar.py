@@ -68,7 +68,7 @@ def _read_escape(text: str, i: int) -> tuple[str, int]:
     """The character an escape at text[i] (just after the backslash) stands for, and where the escape ends."""
     c = text[i]
     if c in _HEX:
-        digits = re.match(f"[0-9A-Fa-f]{{1,{_HEX[c]}}}", text[i + 1:])
+        digits = re.match(f"[0-9A-Fa-f]{{1,{_HEX[c]}}}", text[i + 1 :])
         if not digits:
             raise ValueError(f"a \\{c} escape without hex digits at {i}")
         return chr(int(digits.group(), 16)), i + 1 + len(digits.group())
@@ -139,8 +139,10 @@ def _gbnf_piece(piece: _Piece) -> str:
     if piece.kind == "class":
         negated, ranges = piece.value
         special = "\\]-^["
-        body = "".join(_gbnf_char(lo, special) if lo == hi else f"{_gbnf_char(lo, special)}-{_gbnf_char(hi, special)}"
-                       for lo, hi in ranges)
+        body = "".join(
+            _gbnf_char(lo, special) if lo == hi else f"{_gbnf_char(lo, special)}-{_gbnf_char(hi, special)}"
+            for lo, hi in ranges
+        )
         return "[" + ("^" if negated else "") + body + "]"
     if piece.kind == "name":
         return piece.value.replace("_", "-")
@@ -152,8 +154,13 @@ def to_gbnf(ebnf: str) -> str:
     pieces, out, i = read_ebnf(ebnf), [], 0
     while i < len(pieces):
         piece = pieces[i]
-        if piece.kind == "other" and piece.value == "(" and i + 1 < len(pieces) and pieces[i + 1].value == "=" \
-                and pieces[i + 1].kind == "other":
+        if (
+            piece.kind == "other"
+            and piece.value == "("
+            and i + 1 < len(pieces)
+            and pieces[i + 1].value == "="
+            and pieces[i + 1].kind == "other"
+        ):
             # a lookahead (= ...): skip to its closing parenthesis (literals are pieces of their own)
             depth, i = 1, i + 2
             while depth:
@@ -191,8 +198,12 @@ def _call_ebnf(key: str, several: bool, thinking: bool) -> str:
     tools = [{"type": "function", "function": {"name": n, "parameters": p}} for n, p in json.loads(key)]
     for tool in tools:
         check_tool(tool)
-    json_ebnf = str(xgr.Grammar.from_json_schema(json.dumps(call_schema(tools)), any_whitespace=False, separators=SEPARATORS))
-    think = f'think_block ::= ("<think>" think_text "</think>" {json.dumps(THINK_SUFFIX)})?\nthink_text ::= {THINK_TEXT}\n'
+    json_ebnf = str(
+        xgr.Grammar.from_json_schema(json.dumps(call_schema(tools)), any_whitespace=False, separators=SEPARATORS)
+    )
+    think = (
+        f'think_block ::= ("<think>" think_text "</think>" {json.dumps(THINK_SUFFIX)})?\nthink_text ::= {THINK_TEXT}\n'
+    )
     rules = [
         f"root ::= {'think_block ' if thinking else ''}call_block{' more_calls' if several else ''}",
         'call_block ::= "<tool_call>" "\\n" call_json "\\n" "</tool_call>"',

@@ -28,7 +28,14 @@ from ..settings import load_settings
 # import them while the warm-up thread does
 FIRST = ("torch", "transformers", "xgrammar")
 # modules the pages import on their first render, imported in the background
-MODULES = ("jsonschema", "engine.constrain.masks", "engine.model.decode", "engine.harness.loop", "engine.teaching.calculator", "engine.model.peek")
+MODULES = (
+    "jsonschema",
+    "engine.constrain.masks",
+    "engine.model.decode",
+    "engine.harness.loop",
+    "engine.teaching.calculator",
+    "engine.model.peek",
+)
 
 
 @dataclass

@@ -68,8 +68,10 @@ CHECK_TITLES = {
 NOT_CLOSED = "error: the <tool_call> block is not closed with </tool_call>; was the reply cut off?"
 EMPTY_BLOCK = "error: the <tool_call> block is empty"
 NOT_JSON = "error: the text inside <tool_call></tool_call> is not valid JSON"
-ENDED_EARLY = ("error: the block ended early, at a </tool_call> written inside a JSON string; "
-               "write that tag inside a string as <\\/tool_call>")
+ENDED_EARLY = (
+    "error: the block ended early, at a </tool_call> written inside a JSON string; "
+    "write that tag inside a string as <\\/tool_call>"
+)
 RAW_NEWLINE = "error: a string in the call contains a raw newline; write it as \\n"
 BAD_SHAPE = 'error: a tool call must be a JSON object with exactly "name" and "arguments"'
 ARGS_NOT_OBJECT = 'error: "arguments" must be a JSON object'
@@ -104,8 +106,10 @@ def too_large_number(text: str) -> str:
 
 
 def too_many_calls(count: int) -> str:
-    return (f"error: this turn has {count:,} tool calls; at most {MAX_CALLS} are run per turn, so calls "
-            f"{MAX_CALLS + 1} to {count:,} were not run; make the others in a later turn")
+    return (
+        f"error: this turn has {count:,} tool calls; at most {MAX_CALLS} are run per turn, so calls "
+        f"{MAX_CALLS + 1} to {count:,} were not run; make the others in a later turn"
+    )
 
 
 def react_two_actions(count: int) -> str:
@@ -186,8 +190,9 @@ def _reject_duplicates(pairs):
 def load_strict_json(text: str) -> tuple[object, str | None]:
     """Python's strict json.loads (no raw control characters, NaN, infinity or duplicate keys): (value, error)."""
     try:
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
-                           object_pairs_hook=_reject_duplicates)
+        value = json.loads(
+            text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_reject_duplicates
+        )
         return value, None
     except json.JSONDecodeError as error:
         if error.msg == "Invalid control character at" and text[error.pos : error.pos + 1] in "\n\r":
@@ -275,9 +280,11 @@ def _is_integer(checker, instance) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-ArgumentValidator = extend(Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties,
-                                                   "uniqueItems": _unique_items},
-                           type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+ArgumentValidator = extend(
+    Draft202012Validator,
+    {"pattern": _pattern, "patternProperties": _pattern_properties, "uniqueItems": _unique_items},
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+)
 
 
 def _type_words(expected: object) -> str:
@@ -317,7 +324,9 @@ def strict_schema(schema: object, in_all_of: bool = False) -> object:
         return schema
     copy = {}
     for key, value in schema.items():
-        if key in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas") and isinstance(value, dict):
+        if key in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas") and isinstance(
+            value, dict
+        ):
             copy[key] = {k: strict_schema(v) for k, v in value.items()}
         elif key == "allOf" and isinstance(value, list):
             copy[key] = [strict_schema(v, in_all_of=True) for v in value]
@@ -325,8 +334,11 @@ def strict_schema(schema: object, in_all_of: bool = False) -> object:
             copy[key] = value
         else:
             copy[key] = strict_schema(value)
-    if (isinstance(copy.get("properties"), dict) and not in_all_of
-            and not {"additionalProperties", "patternProperties", "unevaluatedProperties"} & set(copy)):
+    if (
+        isinstance(copy.get("properties"), dict)
+        and not in_all_of
+        and not {"additionalProperties", "patternProperties", "unevaluatedProperties"} & set(copy)
+    ):
         copy["additionalProperties"] = False
     return copy
 
@@ -338,10 +350,16 @@ def check_arguments(name: str, arguments: object, params: dict) -> tuple[list[Ch
         return [Check("arguments", False, ARGS_NOT_OBJECT)], ARGS_NOT_OBJECT
     checks.append(Check("arguments", True))
     props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
-    required = [r for r in params.get("required", []) if isinstance(r, str)] if isinstance(params.get("required"), list) else []
+    required = (
+        [r for r in params.get("required", []) if isinstance(r, str)]
+        if isinstance(params.get("required"), list)
+        else []
+    )
     missing = [r for r in required if r not in arguments]
     if missing:
-        listed = ", ".join(quote(m) for m in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        listed = ", ".join(quote(m) for m in missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
         error = cap_error(f"error: missing required argument{'s' if len(missing) > 1 else ''} {listed} for {name}")
         return [*checks, Check("required", False, error)], error
     checks.append(Check("required", True))
@@ -352,7 +370,9 @@ def check_arguments(name: str, arguments: object, params: dict) -> tuple[list[Ch
         return [*checks, Check("no extra", False, error)], error
     checks.append(Check("no extra", True))
     try:
-        problems = sorted(ArgumentValidator(strict_schema(params)).iter_errors(arguments), key=lambda e: [str(p) for p in e.path])
+        problems = sorted(
+            ArgumentValidator(strict_schema(params)).iter_errors(arguments), key=lambda e: [str(p) for p in e.path]
+        )
     except (SchemaError, TypeError, ValueError, RecursionError, re2.error, Unresolvable):
         error = f"error: the schema of {name} is not a valid JSON Schema, so its arguments cannot be checked"
         return [*checks, Check("types", False, error)], error
@@ -419,7 +439,9 @@ def find_blocks(text: str, start: int = 0, limit: int | None = None) -> list[tup
 def check_block(index: int, inner: str, closed: bool, start: int, end: int, tools: dict[str, dict]) -> Block:
     checks: list[Check] = []
     if not closed:
-        return Block(index, inner, start, end, pad_checks([Check("closed", False, NOT_CLOSED)], NATIVE_CHECKS), None, NOT_CLOSED)
+        return Block(
+            index, inner, start, end, pad_checks([Check("closed", False, NOT_CLOSED)], NATIVE_CHECKS), None, NOT_CLOSED
+        )
     checks.append(Check("closed", True))
     body = inner.strip()
     if not body:
@@ -471,20 +493,34 @@ def parse_native(text: str, tools: list[dict], policy: str = "per-block", recove
     if policy in SERVER_POLICIES:
         # vLLM's regex takes a final block with no </tool_call> whole, and json.loads decides: whole JSON is a
         # call; one cut off inside its JSON stays "not closed" (and the turn goes back as text)
-        found = [(inner, closed or load_strict_json(inner.strip())[1] is None, start, end) for inner, closed, start, end in found]
+        found = [
+            (inner, closed or load_strict_json(inner.strip())[1] is None, start, end)
+            for inner, closed, start, end in found
+        ]
     blocks = [check_block(i, *item, known) for i, item in enumerate(found[:MAX_CALLS])]
     if excess:
         # the calls past the limit are counted (cheaply), reported as one error, and never run
         count = MAX_CALLS + sum(1 for _ in BLOCK_PATTERN.finditer(text, excess[0][2]))
         error = too_many_calls(count)
-        blocks.append(Block(MAX_CALLS, text[excess[0][2] :], excess[0][2], len(text),
-                            [Check("count", False, error), *(Check(n, None) for n in NATIVE_CHECKS)], None, error))
+        blocks.append(
+            Block(
+                MAX_CALLS,
+                text[excess[0][2] :],
+                excess[0][2],
+                len(text),
+                [Check("count", False, error), *(Check(n, None) for n in NATIVE_CHECKS)],
+                None,
+                error,
+            )
+        )
     errors = [BlockError(b.index, b.error) for b in blocks if b.error]
     calls = [b.call for b in blocks if b.call is not None]
     # vLLM's rule: one block that is not valid JSON and the whole turn is returned as text
     json_failed = any(c.name in ("closed", "json") and c.passed is False for b in blocks for c in b.checks)
     if policy in SERVER_POLICIES and json_failed:
-        return ParseResult("native", policy, [], errors, True, blocks, returned_as_text=True, answer=text.strip(), reasoning=reasoning)
+        return ParseResult(
+            "native", policy, [], errors, True, blocks, returned_as_text=True, answer=text.strip(), reasoning=reasoning
+        )
     return ParseResult("native", policy, calls, errors, False, blocks, reasoning=reasoning)
 
 
@@ -506,7 +542,15 @@ def parse_react(text: str, tools: list[dict]) -> ParseResult:
     final = FINAL_PATTERN.search(reply)
 
     def failed(error: str, start: int = 0, end: int | None = None, body: str = "") -> ParseResult:
-        block = Block(0, body, start, len(reply) if end is None else end, pad_checks([Check("format", False, error)], REACT_CHECKS), None, error)
+        block = Block(
+            0,
+            body,
+            start,
+            len(reply) if end is None else end,
+            pad_checks([Check("format", False, error)], REACT_CHECKS),
+            None,
+            error,
+        )
         return ParseResult("react", "per-block", [], [BlockError(0, error)], False, [block])
 
     if final and not actions:

@@ -75,7 +75,9 @@ def render(request: Request, tokenizer: QwenTokenizer | None = None) -> Prompt:
     first (engine.core.control_text): a pasted "<|im_end|>" is text, never the template's marker."""
     style = get_format(request.style)
     if not style.in_lessons:
-        raise BadInput(f"{style.label} is drawn with its maker's renderer (render_tokens); a lesson's prompt is native or ReAct")
+        raise BadInput(
+            f"{style.label} is drawn with its maker's renderer (render_tokens); a lesson's prompt is native or ReAct"
+        )
     tok = tokenizer or load_tokenizer()
     messages, tools = escape_outside_text(request.messages, request.tools, control_pattern(tok.control_texts()))
     request = Request(messages, tools, request.style, request.enable_thinking, request.add_generation_prompt)

@@ -82,17 +82,23 @@ def find_cost_problem(tool: object) -> str | None:
         description = node.get("description")
         if isinstance(description, str) and len(description) > MAX_DESCRIPTION_CHARS:
             what = "the tool's description" if path == "function" else f"the description{_where(path)}"
-            return (f"{what} is {len(description):,} characters; the limit is "
-                    f"{MAX_DESCRIPTION_CHARS:,}: shorten it (the model reads it in every prompt)")
+            return (
+                f"{what} is {len(description):,} characters; the limit is "
+                f"{MAX_DESCRIPTION_CHARS:,}: shorten it (the model reads it in every prompt)"
+            )
         enum = node.get("enum")
         if isinstance(enum, list) and len(enum) > MAX_ENUM_VALUES:
-            return (f"the enum{_where(path)} has {len(enum):,} values; the limit is {MAX_ENUM_VALUES:,}: "
-                    "take a plain string and let the tool check the value")
+            return (
+                f"the enum{_where(path)} has {len(enum):,} values; the limit is {MAX_ENUM_VALUES:,}: "
+                "take a plain string and let the tool check the value"
+            )
         if isinstance(node.get("properties"), dict):
             properties += len(node["properties"])
             if properties > MAX_PROPERTIES:
-                return (f"its parameters have more than {MAX_PROPERTIES} properties; split it into smaller tools, "
-                        "each with the arguments it needs")
+                return (
+                    f"its parameters have more than {MAX_PROPERTIES} properties; split it into smaller tools, "
+                    "each with the arguments it needs"
+                )
         for key, value in node.items():
             # values that are data, not schemas, are not walked (a property may be *named* "enum")
             if key not in ("enum", "description", "const", "default", "examples") or isinstance(value, dict):
@@ -115,7 +121,9 @@ def find_tool_problems(data: object) -> list[str]:
     for i, tool in enumerate(data, start=1):
         where = f"tool {i}"
         if not isinstance(tool, dict) or not isinstance(tool.get("function"), dict):
-            problems.append(f'{where}: write it as {{"type": "function", "function": {{"name": ..., "parameters": ...}}}}')
+            problems.append(
+                f'{where}: write it as {{"type": "function", "function": {{"name": ..., "parameters": ...}}}}'
+            )
             continue
         if tool.get("type", "function") != "function":
             problems.append(f'{where}: "type" must be "function"')
@@ -126,8 +134,10 @@ def find_tool_problems(data: object) -> list[str]:
         elif "." in name and NAME_PATTERN.fullmatch(bfcl_name(name)):
             # BFCL's own tools (math.factorial) reach an OpenAI-style model as math_factorial, and its calls are
             # mapped back: the same name with underscores is what such an API takes
-            problems.append(f"{where}: the name {name!r} has a dot, which OpenAI-style tool APIs refuse; "
-                            f"name it {bfcl_name(name)!r}, as BFCL renames its dotted tools for these models")
+            problems.append(
+                f"{where}: the name {name!r} has a dot, which OpenAI-style tool APIs refuse; "
+                f"name it {bfcl_name(name)!r}, as BFCL renames its dotted tools for these models"
+            )
         elif not NAME_PATTERN.fullmatch(name):
             shown = repr(name) if len(name) <= 64 else f"{name[:40]!r}... ({len(name):,} characters)"
             problems.append(f"{where}: the name {shown} may use only letters, digits, _ and -, up to 64 characters")
@@ -144,8 +154,10 @@ def find_tool_problems(data: object) -> list[str]:
             continue
         total += len(json.dumps(tool, separators=(",", ":")))
         if total > MAX_DEFINITIONS_BYTES:
-            problems.append(f"the tools up to {where} are {total:,} bytes of JSON; the limit for all of them is "
-                            f"{MAX_DEFINITIONS_BYTES:,}: remove tools or shorten their descriptions")
+            problems.append(
+                f"the tools up to {where} are {total:,} bytes of JSON; the limit for all of them is "
+                f"{MAX_DEFINITIONS_BYTES:,}: remove tools or shorten their descriptions"
+            )
             break
         params = fn.get("parameters", {"type": "object", "properties": {}})
         if not isinstance(params, dict):
@@ -219,7 +231,11 @@ NEW_TOOL = {
     "function": {
         "name": "new_tool",
         "description": "Describe what the tool does.",
-        "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "What to look up."}}, "required": ["query"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "What to look up."}},
+            "required": ["query"],
+        },
     },
 }
 

@@ -53,7 +53,12 @@ class Ledger:
     def as_json(self) -> dict:
         return {
             "calls": [
-                {"input_tokens": c.input_tokens, "output_tokens": c.output_tokens, "tool_calls": c.tool_calls, "errors": c.errors}
+                {
+                    "input_tokens": c.input_tokens,
+                    "output_tokens": c.output_tokens,
+                    "tool_calls": c.tool_calls,
+                    "errors": c.errors,
+                }
                 for c in self.calls
             ],
             "totals": self.totals(),

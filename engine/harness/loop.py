@@ -221,7 +221,9 @@ class Scenario:
     retry_budget: int | None = None  # the harness's retry budget for this run, if it has one
     max_turns: int | None = None  # the harness's turn limit for this run, if the scenario sets one
     max_new_tokens: int | None = None  # the token limit a cut-off turn ran into, if the scenario says
-    gallery: dict = field(default_factory=dict)  # failure gallery: "failure", "naive", "prevents", "origin" (kind, text)
+    gallery: dict = field(
+        default_factory=dict
+    )  # failure gallery: "failure", "naive", "prevents", "origin" (kind, text)
 
     @property
     def styles(self) -> list[str]:

@@ -39,7 +39,9 @@ class CacheChoice:
     step_ms: dict  # {"float32": ms, "bfloat16": ms}: empty when the setting or the weights decided
 
 
-def attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scale: float, mask: torch.Tensor | None = None) -> torch.Tensor:
+def attend(
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scale: float, mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Attention of `q` (kv heads, rows, d) over one layer's `keys` and `values` (kv heads, length, d), as (1, kv heads, rows, d).
 
     A step's rows with no mask (they see every key) take two plain products at fp32, with the
@@ -51,13 +53,15 @@ def attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scale: flo
         scores = torch.bmm(q, keys.transpose(1, 2)).mul_(scale)
         weights = scores.softmax(-1, dtype=torch.float32)
         return torch.bmm(weights, values).unsqueeze(0)
-    out = F.scaled_dot_product_attention(q.unsqueeze(0).to(keys.dtype), keys.unsqueeze(0), values.unsqueeze(0),
-                                         attn_mask=mask, scale=scale)
+    out = F.scaled_dot_product_attention(
+        q.unsqueeze(0).to(keys.dtype), keys.unsqueeze(0), values.unsqueeze(0), attn_mask=mask, scale=scale
+    )
     return out.to(q.dtype)
 
 
-def time_step_attention(layers: int, kv_heads: int, group: int, head_dim: int, dtype: torch.dtype, repeats: int = 3,
-                        native=None) -> float:
+def time_step_attention(
+    layers: int, kv_heads: int, group: int, head_dim: int, dtype: torch.dtype, repeats: int = 3, native=None
+) -> float:
     """The fastest of `repeats` timings, in seconds, of one decode step's attention over `layers` layers of a cache in `dtype`:
     torch's (`attend`), or the C step's (`native`, the library of engine/model/native.py) where given.
 
@@ -66,7 +70,7 @@ def time_step_attention(layers: int, kv_heads: int, group: int, head_dim: int, d
     generator = torch.Generator().manual_seed(0)
     cache = torch.randn(layers, 2, kv_heads, _PROBE_TOKENS, head_dim, generator=generator).to(dtype)
     q = torch.randn(kv_heads, group, head_dim, generator=generator)
-    scale = head_dim ** -0.5
+    scale = head_dim**-0.5
     step = _native_step(native, cache, q, scale) if native is not None else _torch_step(cache, q, scale)
     times = []
     with torch.inference_mode():
@@ -92,8 +96,9 @@ def _native_step(lib, cache: torch.Tensor, q: torch.Tensor, scale: float):
     norm, rope = torch.ones(heads + kv_heads, head_dim), torch.ones(head_dim)
     out = torch.empty(heads * head_dim)
     threads = torch.get_num_threads()
-    return lambda index: attend_layer(lib, qkv, norm, rope.data_ptr(), rope.data_ptr(), cache, index, capacity - 1, heads,
-                                      1e-6, scale, out, threads)
+    return lambda index: attend_layer(
+        lib, qkv, norm, rope.data_ptr(), rope.data_ptr(), cache, index, capacity - 1, heads, 1e-6, scale, out, threads
+    )
 
 
 @functools.lru_cache(maxsize=8)
@@ -103,14 +108,29 @@ def _measured_choice(layers: int, kv_heads: int, group: int, head_dim: int, thre
     bf16 = time_step_attention(layers, kv_heads, group, head_dim, torch.bfloat16, native=lib)
     timings = {"float32": round(fp32 * 1e3, 3), "bfloat16": round(bf16 * 1e3, 3)}
     if bf16 < fp32:
-        return CacheChoice(torch.bfloat16, f"a step's attention took {bf16 * 1e3:.1f} ms over bf16 keys and values, "
-                                           f"{fp32 * 1e3:.1f} ms over fp32: kept in bf16", timings)
-    return CacheChoice(torch.float32, f"a step's attention took {fp32 * 1e3:.1f} ms over fp32 keys and values, "
-                                      f"{bf16 * 1e3:.1f} ms over bf16: kept in fp32", timings)
+        return CacheChoice(
+            torch.bfloat16,
+            f"a step's attention took {bf16 * 1e3:.1f} ms over bf16 keys and values, "
+            f"{fp32 * 1e3:.1f} ms over fp32: kept in bf16",
+            timings,
+        )
+    return CacheChoice(
+        torch.float32,
+        f"a step's attention took {fp32 * 1e3:.1f} ms over fp32 keys and values, "
+        f"{bf16 * 1e3:.1f} ms over bf16: kept in fp32",
+        timings,
+    )
 
 
-def cache_dtype(model_dtype: torch.dtype, int8_weights: bool, layers: int, kv_heads: int, group: int, head_dim: int,
-                native: bool = False) -> CacheChoice:
+def cache_dtype(
+    model_dtype: torch.dtype,
+    int8_weights: bool,
+    layers: int,
+    kv_heads: int,
+    group: int,
+    head_dim: int,
+    native: bool = False,
+) -> CacheChoice:
     """The dtype a model's key/value cache is kept in: QWEN_KV_DTYPE when set; the model's own dtype
     unless its weights are int8 and fp32; else the faster of fp32 and bf16 at this thread count
     (timing the C step's attention where `native`, the decode steps then running in C)."""
@@ -120,5 +140,7 @@ def cache_dtype(model_dtype: torch.dtype, int8_weights: bool, layers: int, kv_he
     if requested != "auto":
         return CacheChoice(KV_DTYPES[requested], f"QWEN_KV_DTYPE={requested}", {})
     if not int8_weights or model_dtype != torch.float32:
-        return CacheChoice(model_dtype, f"the cache keeps the model's own dtype ({str(model_dtype).removeprefix('torch.')})", {})
+        return CacheChoice(
+            model_dtype, f"the cache keeps the model's own dtype ({str(model_dtype).removeprefix('torch.')})", {}
+        )
     return _measured_choice(layers, kv_heads, group, head_dim, torch.get_num_threads(), native)

@@ -107,8 +107,10 @@ def cpu_dtype() -> DtypeChoice:
     # processes hold the cores; emulated bf16 runs on one): an x86 CPU without bf16 instructions keeps float32
     if native and listed_bf16_instructions(read_cpu_flags()) is False:
         native = False
-        reason += (", but its flags in /proc/cpuinfo list neither avx512_bf16 nor amx_bf16, so bf16 is emulated "
-                   "here and the timing was disturbed by other processes")
+        reason += (
+            ", but its flags in /proc/cpuinfo list neither avx512_bf16 nor amx_bf16, so bf16 is emulated "
+            "here and the timing was disturbed by other processes"
+        )
     return DtypeChoice(
         dtype="bfloat16" if native else "float32",
         decode_us={k: round(v * 1e6, 1) for k, v in decode.items()},
@@ -182,8 +184,15 @@ def expected_speed(parameters: int, dtype: str, model: str = "", bandwidth: floa
     bandwidth = bandwidth or copy_bandwidth()
     weight_bytes = parameters * BYTES_PER_PARAMETER.get(dtype, 4)
     seconds = weight_bytes / bandwidth
-    return SpeedEstimate(model, parameters, dtype, weight_bytes, round(bandwidth / 1e9, 2),
-                         round(1000 * seconds, 1), round(1 / seconds, 1))
+    return SpeedEstimate(
+        model,
+        parameters,
+        dtype,
+        weight_bytes,
+        round(bandwidth / 1e9, 2),
+        round(1000 * seconds, 1),
+        round(1 / seconds, 1),
+    )
 
 
 def suggest_small_model() -> SpeedEstimate:

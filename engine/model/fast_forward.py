@@ -81,7 +81,7 @@ class SliceOf(torch.nn.Module):
         self.product, self.start, self.end = product, start, end
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.product(x)[..., self.start:self.end]
+        return self.product(x)[..., self.start : self.end]
 
 
 @dataclass
@@ -114,14 +114,20 @@ class KVCache:
     def reserve(self, total: int) -> None:
         """Room for `total` tokens in all."""
         if total > self.data.shape[3]:
-            grown = torch.empty(*self.data.shape[:3], _rounded(max(total, 2 * self.data.shape[3])), self.data.shape[4],
-                                dtype=self.data.dtype)
+            grown = torch.empty(
+                *self.data.shape[:3],
+                _rounded(max(total, 2 * self.data.shape[3])),
+                self.data.shape[4],
+                dtype=self.data.dtype,
+            )
             grown[:, :, :, : self.length] = self.data[:, :, :, : self.length]
             self.data = grown
 
     def key_value_pairs(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Per layer, (keys, values) of the filled part, shaped (1, heads, length, head_dim): views, not copies."""
-        return [(layer[0, :, : self.length].unsqueeze(0), layer[1, :, : self.length].unsqueeze(0)) for layer in self.data]
+        return [
+            (layer[0, :, : self.length].unsqueeze(0), layer[1, :, : self.length].unsqueeze(0)) for layer in self.data
+        ]
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
@@ -149,8 +155,10 @@ class FastQwen3:
         self.kv_heads = config.num_key_value_heads
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
         self.eps = config.rms_norm_eps
-        self.scaling = self.head_dim ** -0.5
-        self.embedding = model.model.embed_tokens.weight  # 16-bit under int8 from a 16-bit checkpoint: rows widened on lookup
+        self.scaling = self.head_dim**-0.5
+        self.embedding = (
+            model.model.embed_tokens.weight
+        )  # 16-bit under int8 from a 16-bit checkpoint: rows widened on lookup
         self.final_norm = model.model.norm.weight
         self.lm_head = model.lm_head
         self.dtype = self.final_norm.dtype
@@ -161,15 +169,25 @@ class FastQwen3:
         self._rope_lock = threading.Lock()
         self.rotary_rows(_ROPE_START)
         # a decode step's small operations in C where they can run there (fp32 activations; engine/model/native.py)
-        self.native, why = None, f"the model's activations are {str(self.dtype).removeprefix('torch.')}; the C step reads fp32"
+        self.native, why = (
+            None,
+            f"the model's activations are {str(self.dtype).removeprefix('torch.')}; the C step reads fp32",
+        )
         if self.dtype == torch.float32:
             built = native_library()
             self.native, why = built.lib, built.reason
         self.native_reason = why if self.native is not None else f"torch ops throughout ({why})"
         # the key/value cache: the model's dtype, or bf16 for int8 weights where a timing shows it pays
         int8 = bool(layers) and layers[0].qkv.packed is not None
-        self.cache_choice = cache_dtype(self.dtype, int8, len(layers), self.kv_heads, self.heads // self.kv_heads, self.head_dim,
-                                        native=self.native is not None)
+        self.cache_choice = cache_dtype(
+            self.dtype,
+            int8,
+            len(layers),
+            self.kv_heads,
+            self.heads // self.kv_heads,
+            self.head_dim,
+            native=self.native is not None,
+        )
 
     # -- tables and caches --------------------------------------------------------------------
     def rotary_rows(self, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -205,15 +223,21 @@ class FastQwen3:
         return cache
 
     # -- the forward pass ------------------------------------------------------------------------
-    def __call__(self, input_ids: torch.Tensor, cache: KVCache | None = None, logits_to_keep: int = 0, **_) -> FastOutput:
+    def __call__(
+        self, input_ids: torch.Tensor, cache: KVCache | None = None, logits_to_keep: int = 0, **_
+    ) -> FastOutput:
         """Logits of the last `logits_to_keep` positions (0: all) after reading `input_ids` (1, T) on `cache`
         (a KVCache from new_cache; None: a throwaway one for this pass alone)."""
         if input_ids.dim() != 2 or input_ids.shape[0] != 1:
-            raise ValueError(f"the compact forward reads one sequence at a time (shape (1, T)), not {tuple(input_ids.shape)}")
+            raise ValueError(
+                f"the compact forward reads one sequence at a time (shape (1, T)), not {tuple(input_ids.shape)}"
+            )
         if cache is None:
             cache = self.new_cache(input_ids.shape[1])
         if not isinstance(cache, KVCache):
-            raise TypeError(f"the compact forward needs its own KVCache (FastQwen3.new_cache), not {type(cache).__name__}")
+            raise TypeError(
+                f"the compact forward needs its own KVCache (FastQwen3.new_cache), not {type(cache).__name__}"
+            )
         # inference mode skips autograd's per-op bookkeeping; the logits leave it as an ordinary
         # tensor (a copy), since the decode loop writes into them
         with torch.inference_mode():
@@ -228,7 +252,7 @@ class FastQwen3:
         past = cache.length
         cache.reserve(past + count)
         cos, sin = self.rotary_rows(past + count)
-        cos, sin = cos[past:past + count, None, :], sin[past:past + count, None, :]
+        cos, sin = cos[past : past + count, None, :], sin[past : past + count, None, :]
         heads, kv_heads, d = self.heads, self.kv_heads, self.head_dim
         group = heads // kv_heads
         q_width, k_width = heads * d, kv_heads * d
@@ -248,7 +272,7 @@ class FastQwen3:
             qk = qk * cos + qk.roll(d // 2, dims=-1) * sin
             slot = cache.data[index]
             slot[0, :, past:total] = qk[0, :, heads:].transpose(0, 1)
-            slot[1, :, past:total] = qkv[0, :, q_width + k_width:].view(count, kv_heads, d).transpose(0, 1)
+            slot[1, :, past:total] = qkv[0, :, q_width + k_width :].view(count, kv_heads, d).transpose(0, 1)
             # the query heads of one key/value head side by side: (kv heads, group * T, d), rows (r, t)
             q = qk[0, :, :heads].transpose(0, 1).reshape(kv_heads, group * count, d)
             attended = attend(q, slot[0, :, :total], slot[1, :, :total], self.scaling, mask)
@@ -282,10 +306,25 @@ class FastQwen3:
         for index, layer in enumerate(self.layers):
             lib.add_norm(hidden.data_ptr(), delta, layer.input_norm.data_ptr(), x.data_ptr(), hidden.shape[-1], eps)
             qkv = layer.qkv(x)
-            attend_layer(lib, qkv, layer.qk_norm, cos_row, sin_row, cache.data, index, past, heads, eps, self.scaling,
-                         attended, threads)
+            attend_layer(
+                lib,
+                qkv,
+                layer.qk_norm,
+                cos_row,
+                sin_row,
+                cache.data,
+                index,
+                past,
+                heads,
+                eps,
+                self.scaling,
+                attended,
+                threads,
+            )
             o = layer.o(attended)
-            lib.add_norm(hidden.data_ptr(), o.data_ptr(), layer.post_norm.data_ptr(), x.data_ptr(), hidden.shape[-1], eps)
+            lib.add_norm(
+                hidden.data_ptr(), o.data_ptr(), layer.post_norm.data_ptr(), x.data_ptr(), hidden.shape[-1], eps
+            )
             gate_up = layer.gate_up(x)
             width = gate_up.shape[-1] // 2
             act = torch.empty(1, 1, width)
@@ -353,8 +392,12 @@ def fuse_products(modules: list) -> tuple[Product, list[int]]:
             rows.append(w.int_repr())
         ints = torch.cat(rows)
         # the same int8 values and scales, one scale per output row
-        fused = torch._make_per_channel_quantized_tensor(ints, torch.cat(scales), torch.zeros(ints.shape[0], dtype=torch.long), 0)
-        product = Product(packed=torch.ops.quantized.linear_prepack(fused, None), reduce_range=_reduce_range(modules[0]))
+        fused = torch._make_per_channel_quantized_tensor(
+            ints, torch.cat(scales), torch.zeros(ints.shape[0], dtype=torch.long), 0
+        )
+        product = Product(
+            packed=torch.ops.quantized.linear_prepack(fused, None), reduce_range=_reduce_range(modules[0])
+        )
     elif all(type(m) is torch.nn.Linear for m in modules):
         product = Product(weight=torch.cat([m.weight.detach() for m in modules]))
     else:
@@ -393,10 +436,23 @@ def build_fast_forward(model) -> FastQwen3:
             qkv, qkv_at = fuse_products([attn.q_proj, attn.k_proj, attn.v_proj])
             gate_up, gate_up_at = fuse_products([mlp.gate_proj, mlp.up_proj])
             heads = model.config.num_attention_heads
-            qk_norm = torch.cat([attn.q_norm.weight.detach().expand(heads, -1),
-                                 attn.k_norm.weight.detach().expand(model.config.num_key_value_heads, -1)])
-            layers.append(FastLayer(block.input_layernorm.weight.detach(), qkv, qk_norm, _single(attn.o_proj),
-                                    block.post_attention_layernorm.weight.detach(), gate_up, _single(mlp.down_proj)))
+            qk_norm = torch.cat(
+                [
+                    attn.q_norm.weight.detach().expand(heads, -1),
+                    attn.k_norm.weight.detach().expand(model.config.num_key_value_heads, -1),
+                ]
+            )
+            layers.append(
+                FastLayer(
+                    block.input_layernorm.weight.detach(),
+                    qkv,
+                    qk_norm,
+                    _single(attn.o_proj),
+                    block.post_attention_layernorm.weight.detach(),
+                    gate_up,
+                    _single(mlp.down_proj),
+                )
+            )
             _share(attn, ["q_proj", "k_proj", "v_proj"], qkv, qkv_at)
             _share(mlp, ["gate_proj", "up_proj"], gate_up, gate_up_at)
     return FastQwen3(model, layers)

@@ -35,6 +35,7 @@ READ_STAGE = "reading the weights into int8, one tensor at a time"
 @dataclass(frozen=True)
 class StoredTensor:
     """Where one tensor lies in a safetensors file."""
+
     file: Path
     start: int  # byte offset in the file
     dtype: torch.dtype
@@ -69,7 +70,9 @@ def index_checkpoint(folder: Path) -> dict[str, StoredTensor]:
                 shape = tuple(int(n) for n in entry["shape"])
                 begin, end = (int(n) for n in entry["data_offsets"])
             except (KeyError, TypeError, ValueError) as error:
-                raise NotPlainLayout(f"{name}: an entry this reader does not take ({type(error).__name__}: {error})") from error
+                raise NotPlainLayout(
+                    f"{name}: an entry this reader does not take ({type(error).__name__}: {error})"
+                ) from error
             start = data_start + begin
             stored = StoredTensor(file, start, dtype, shape)
             # a header that does not match its own bytes (or the file's length) is not read on trust

@@ -24,8 +24,9 @@ from .remote import GRAMMAR_FIELDS, RemoteEngine, ServerCannot, generate_remote,
 from .results import SideBySide
 
 
-def build_constraint(engine: LoadedModel, tools: list[dict], tool_choice: str | None, style: str = "native",
-                     thinking: bool = False) -> Constraint | None:
+def build_constraint(
+    engine: LoadedModel, tools: list[dict], tool_choice: str | None, style: str = "native", thinking: bool = False
+) -> Constraint | None:
     """The grammar constraint for `tool_choice` over `tools`, or None when nothing is constrained.
 
     "none" or no tool_choice: free text. Anything else needs tools and the native style
@@ -35,9 +36,13 @@ def build_constraint(engine: LoadedModel, tools: list[dict], tool_choice: str | 
     if tool_choice in (None, "none"):
         return None
     if not tools:
-        raise BadInput(f"tool_choice {tool_choice!r} needs tools to choose from: pass --tools T.json, or drop --tool-choice")
+        raise BadInput(
+            f"tool_choice {tool_choice!r} needs tools to choose from: pass --tools T.json, or drop --tool-choice"
+        )
     if not get_format(style).constrained:
-        raise BadInput(f"tool_choice {tool_choice!r} constrains native <tool_call> turns; ReAct turns are not constrained")
+        raise BadInput(
+            f"tool_choice {tool_choice!r} constrains native <tool_call> turns; ReAct turns are not constrained"
+        )
     return make_constraint(tools, tool_choice, engine.tokenizer, thinking)
 
 
@@ -91,14 +96,18 @@ class LiveModel:
         generation = generate_turn(self.engine, request, self.settings, constraint, self.on_step)
         self.generations.append(generation)
         return Turn(
-            text=generation.text, finish=generation.finish, output_tokens=generation.output_tokens,
+            text=generation.text,
+            finish=generation.finish,
+            output_tokens=generation.output_tokens,
             steps=generation.steps,
         )
 
 
 # -- a suite's runs (engine/harness/eval.py) ---------------------------------------------------
-SERVER_LATER_TURNS = ("the server applied the grammar to each run's first turn only; its later turns were free "
-                      "(auto's grammar starts at the model's own <tool_call>, which a server request cannot carry)")
+SERVER_LATER_TURNS = (
+    "the server applied the grammar to each run's first turn only; its later turns were free "
+    "(auto's grammar starts at the model's own <tool_call>, which a server request cannot carry)"
+)
 
 
 def eval_models(engine: LoadedModel, tool_choice: str, constrained: bool):
@@ -119,7 +128,9 @@ def eval_models(engine: LoadedModel, tool_choice: str, constrained: bool):
 
 
 # -- constrained and unconstrained, side by side --------------------------------------------
-def side_by_side(engine: LoadedModel, request: Request, tool_choice: str | dict, settings: GenerationSettings | None = None) -> SideBySide:
+def side_by_side(
+    engine: LoadedModel, request: Request, tool_choice: str | dict, settings: GenerationSettings | None = None
+) -> SideBySide:
     """Decode `request` twice with the live engine: under `tool_choice`'s constraint, and free.
 
     With a server (engine/model/remote.py) these are two requests: the free one, and one that carries the grammar,

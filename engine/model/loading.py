@@ -49,6 +49,8 @@ DTYPES = ("float32", "bfloat16", "float16")
 def builtin_note(parameters: int) -> str:
     """What the shipped model is, in the words every panel labels it with."""
     return f"a {parameters / 1e6:.0f} M-parameter model trained by this site to write these lessons' calls; not Qwen3"
+
+
 CONFIG_LIMIT = 1_000_000  # bytes of config.json read to find the random-weights marker
 
 
@@ -112,10 +114,17 @@ def build_tiny_network(seed: int = 0) -> torch.nn.Module:
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     config = Qwen3Config(
-        vocab_size=MODEL_VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, tie_word_embeddings=True,
+        vocab_size=MODEL_VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        tie_word_embeddings=True,
         # the config defaults are None, and then nothing would ever stop a turn
-        eos_token_id=IM_END, pad_token_id=END_OF_TEXT,
+        eos_token_id=IM_END,
+        pad_token_id=END_OF_TEXT,
     )
     # a private generator keeps the weights the same whatever else has drawn from torch's RNG
     state = torch.random.get_rng_state()
@@ -131,16 +140,27 @@ def build_tiny(seed: int = 0) -> LoadedModel:
     """The tiny model with the vendored tokenizer, labelled as random weights."""
     model = build_tiny_network(seed)
     info = ModelInfo(
-        name=TINY, source="built in memory", path=None, revision=f"random init, seed {seed}",
-        dtype="float32", device="cpu", parameters=sum(p.numel() for p in model.parameters()),
-        random_weights=True, note=TINY_NOTE,
+        name=TINY,
+        source="built in memory",
+        path=None,
+        revision=f"random init, seed {seed}",
+        dtype="float32",
+        device="cpu",
+        parameters=sum(p.numel() for p in model.parameters()),
+        random_weights=True,
+        note=TINY_NOTE,
     )
     return LoadedModel(model, load_tokenizer(str(VENDORED_TOKENIZER)), info)
 
 
 # -- loading ------------------------------------------------------------------------------
-def load_weights(name: str, device: str | None = None, dtype: str | None = None, progress: Progress | None = None,
-                 quant: QuantChoice | None = None) -> LoadedModel:
+def load_weights(
+    name: str,
+    device: str | None = None,
+    dtype: str | None = None,
+    progress: Progress | None = None,
+    quant: QuantChoice | None = None,
+) -> LoadedModel:
     """Load `name` (a hub id or folder) with AutoModelForCausalLM, without memoising it; int8 and threads per `quant`
     (default: chosen for the device, engine/model/quant.py and threads.py)."""
     import torch
@@ -161,10 +181,14 @@ def load_weights(name: str, device: str | None = None, dtype: str | None = None,
     quantized = model is not None
     try:
         if model is None:
-            model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, read_as), local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(
+                str(folder), dtype=getattr(torch, read_as), local_files_only=True
+            )
             model = model.to(device).eval()
     except Exception as error:
-        raise ModelUnavailable(f"the weights in {folder} could not be loaded: {type(error).__name__}: {first_line(error)}") from error
+        raise ModelUnavailable(
+            f"the weights in {folder} could not be loaded: {type(error).__name__}: {first_line(error)}"
+        ) from error
     try:
         tokenizer = load_tokenizer(str(folder))
     except TokenizerUnavailable:
@@ -174,8 +198,15 @@ def load_weights(name: str, device: str | None = None, dtype: str | None = None,
     parameters = sum(p.numel() for p in model.parameters())
     note = RANDOM_FOLDER_NOTE if random_weights else builtin_note(parameters) if name == BUILTIN else None
     info = ModelInfo(
-        name=name, source=source, path=str(folder), revision=revision_of(folder), dtype=dtype, device=device,
-        parameters=parameters, random_weights=random_weights, note=note,
+        name=name,
+        source=source,
+        path=str(folder),
+        revision=revision_of(folder),
+        dtype=dtype,
+        device=device,
+        parameters=parameters,
+        random_weights=random_weights,
+        note=note,
     )
     return tune_for_cpu(LoadedModel(model, tokenizer, info), quant, progress, quantized=quantized)
 
@@ -195,8 +226,13 @@ def read_int8_if_plain(folder: Path, progress: Progress | None = None):
     return model
 
 
-def tune_for_cpu(loaded: LoadedModel, quant: QuantChoice, progress: Progress | None = None,
-                 choose_threads_now: bool = True, quantized: bool = False) -> LoadedModel:
+def tune_for_cpu(
+    loaded: LoadedModel,
+    quant: QuantChoice,
+    progress: Progress | None = None,
+    choose_threads_now: bool = True,
+    quantized: bool = False,
+) -> LoadedModel:
     """`loaded` with int8 weights where `quant` says so, and torch's thread count chosen for it (CPU only).
 
     Threads are timed on the layer kind the model runs (engine/model/threads.py); with
@@ -285,8 +321,12 @@ def load_model(
         settings = load_settings()
         quant = choose_quant(device, dtype or settings.dtype, None if settings.quant != "auto" else "none")
         if quant.quant == "none" and settings.quant == "auto":
-            quant = QuantChoice("none", "the shipped model is small: fp32 on every CPU, so its turns are the same everywhere", {})
-        dtype = "float32" if quant.quant == "int8" or (dtype or settings.dtype) == "auto" else choose_dtype(device, dtype)
+            quant = QuantChoice(
+                "none", "the shipped model is small: fp32 on every CPU, so its turns are the same everywhere", {}
+            )
+        dtype = (
+            "float32" if quant.quant == "int8" or (dtype or settings.dtype) == "auto" else choose_dtype(device, dtype)
+        )
     elif name != TINY:
         # "auto" and the resolved choice name the same load
         device = choose_device(device)
@@ -422,8 +462,12 @@ def check_model(name: str | None = None, probe_hub: bool = False) -> ModelStatus
         return ModelStatus(name, "tiny", None, f"tiny: {TINY_NOTE}")
     if name == BUILTIN:
         if has_weights(BUILTIN_FOLDER):
-            return ModelStatus(name, "shipped", str(BUILTIN_FOLDER), "the shipped model loads from the site's own folder")
-        return ModelStatus(name, "missing", str(BUILTIN_FOLDER), f"the shipped model's folder {BUILTIN_FOLDER} has no weights")
+            return ModelStatus(
+                name, "shipped", str(BUILTIN_FOLDER), "the shipped model loads from the site's own folder"
+            )
+        return ModelStatus(
+            name, "missing", str(BUILTIN_FOLDER), f"the shipped model's folder {BUILTIN_FOLDER} has no weights"
+        )
     path = Path(name).expanduser()
     if path.is_dir():
         if has_weights(path):
@@ -433,7 +477,9 @@ def check_model(name: str | None = None, probe_hub: bool = False) -> ModelStatus
     if cached is not None:
         return ModelStatus(name, "cached", str(cached), f"{name} is in the local cache")
     if probe_hub and hub_reachable():
-        return ModelStatus(name, "downloadable", None, f"{name} is not cached; loading it will download it from the Hugging Face hub")
+        return ModelStatus(
+            name, "downloadable", None, f"{name} is not cached; loading it will download it from the Hugging Face hub"
+        )
     if probe_hub:
         return ModelStatus(name, "missing", None, explain_unavailable(name, "unreachable"))
     return ModelStatus(name, "missing", None, f"{name} is not in the local cache. {how_to_get(name)}")

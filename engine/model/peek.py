@@ -57,8 +57,10 @@ def logits_at_each_position(engine: LoadedModel, prompt_ids: list[int], reply_id
     if not reply_ids:
         return torch.empty(0, MODEL_VOCAB)
     if len(reply_ids) > MAX_POSITIONS:
-        raise BadInput(f"a reply of {len(reply_ids):,} tokens is too long to keep the logits at every token "
-                       f"(at most {MAX_POSITIONS}); cut the reply")
+        raise BadInput(
+            f"a reply of {len(reply_ids):,} tokens is too long to keep the logits at every token "
+            f"(at most {MAX_POSITIONS}); cut the reply"
+        )
     refuse_remote(engine)
     # the last reply token's own logits (what would come after it) are not needed
     feed = torch.tensor([list(prompt_ids) + list(reply_ids[:-1])], device=engine.device)
@@ -70,7 +72,9 @@ def logits_at_each_position(engine: LoadedModel, prompt_ids: list[int], reply_id
     return logits
 
 
-def first_token(engine: LoadedModel, prompt_ids: list[int], watch: tuple[int, ...] = (TOOL_CALL,), top_k: int = 10) -> FirstToken:
+def first_token(
+    engine: LoadedModel, prompt_ids: list[int], watch: tuple[int, ...] = (TOOL_CALL,), top_k: int = 10
+) -> FirstToken:
     """One forward pass over the prompt: P(each watched id) and the top-k, as the model's first step sees them
     (from a model server: its one-token answer's 20 alternatives, engine/model/remote.py)."""
     if isinstance(engine, RemoteEngine):

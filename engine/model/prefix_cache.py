@@ -92,6 +92,7 @@ class PrefixCache:
         from transformers import DynamicCache
 
         if make_cache is None:
+
             def make_cache(layers, length):
                 # a copy of the shared part only: the run appends to it; the kept tensors stay as they are
                 copied = [(k[..., :length, :].clone(), v[..., :length, :].clone()) for k, v in layers]
@@ -151,7 +152,9 @@ class PrefixCache:
                 del self._entries[old]
             self._entries[key] = _Entry(ids, kept, nbytes)
             self.stats.stored += 1
-            while len(self._entries) > self.max_entries or sum(e.nbytes for e in self._entries.values()) > self.max_bytes:
+            while (
+                len(self._entries) > self.max_entries or sum(e.nbytes for e in self._entries.values()) > self.max_bytes
+            ):
                 self._entries.popitem(last=False)
                 self.stats.evicted += 1
         return True

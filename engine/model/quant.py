@@ -64,9 +64,12 @@ def cpu_quant() -> QuantChoice:
     int8 = _time_product(True)
     ratio = int8 / fp32
     pays = ratio <= _INT8_RATIO
-    reason = (f"an int8 product took {ratio:.2f}x the time of fp32 for a decode step: "
-              + ("int8 weights pay on this CPU" if pays else "int8 weights do not pay on this CPU"))
-    return QuantChoice("int8" if pays else "none", reason, {"float32": round(fp32 * 1e6, 1), "int8": round(int8 * 1e6, 1)})
+    reason = f"an int8 product took {ratio:.2f}x the time of fp32 for a decode step: " + (
+        "int8 weights pay on this CPU" if pays else "int8 weights do not pay on this CPU"
+    )
+    return QuantChoice(
+        "int8" if pays else "none", reason, {"float32": round(fp32 * 1e6, 1), "int8": round(int8 * 1e6, 1)}
+    )
 
 
 def choose_quant(device: str, dtype: str | None = None, requested: str | None = None) -> QuantChoice:
@@ -81,8 +84,10 @@ def choose_quant(device: str, dtype: str | None = None, requested: str | None = 
         return QuantChoice("none", "QWEN_QUANT=none", {})
     if device != "cpu":
         if requested == "int8":
-            raise BadInput(f"int8 weights run on a CPU only (torch's quantized kernels), not on {device}: "
-                           "set QWEN_DEVICE=cpu or QWEN_QUANT=none")
+            raise BadInput(
+                f"int8 weights run on a CPU only (torch's quantized kernels), not on {device}: "
+                "set QWEN_DEVICE=cpu or QWEN_QUANT=none"
+            )
         return QuantChoice("none", f"weights stay {dtype or 'as loaded'} on {device}: int8 is for CPUs", {})
     if requested == "int8":
         return QuantChoice("int8", "QWEN_QUANT=int8", {})
@@ -115,13 +120,13 @@ def quantize_weight(weight, bias):
     rows = max(1, _SLICE_ELEMENTS // max(1, weight.shape[1]))
     observer = default_dynamic_qconfig.weight()
     for begin in range(0, weight.shape[0], rows):
-        observer(weight[begin:begin + rows].float())
+        observer(weight[begin : begin + rows].float())
     scale, zero_point = observer.calculate_qparams()
     scale, zero_point = float(scale), int(zero_point)
     ints = torch.empty(weight.shape, dtype=torch.int8)
     for begin in range(0, weight.shape[0], rows):
-        part = torch.quantize_per_tensor(weight[begin:begin + rows].float(), scale, zero_point, torch.qint8)
-        ints[begin:begin + rows] = part.int_repr()
+        part = torch.quantize_per_tensor(weight[begin : begin + rows].float(), scale, zero_point, torch.qint8)
+        ints[begin : begin + rows] = part.int_repr()
     qweight = torch._make_per_tensor_quantized_tensor(ints, scale, zero_point)
     # built at 1x1 and then given its weight: built at full size it would pack a placeholder matrix as large
     linear = DynamicLinear(1, 1, dtype=torch.qint8)

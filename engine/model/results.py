@@ -43,9 +43,13 @@ class MaskRow:
         """As a lesson pack stores it: an unrestricted step is its number and `allowed: null` alone."""
         if self.allowed is None:
             return {"number": self.number, "allowed": None}
-        return {"number": self.number, "allowed": self.allowed, "forbidden_mass": self.forbidden_mass,
-                "top_before": [_alternative_json(a) for a in self.top_before],
-                "top_after": [_alternative_json(a) for a in self.top_after]}
+        return {
+            "number": self.number,
+            "allowed": self.allowed,
+            "forbidden_mass": self.forbidden_mass,
+            "top_before": [_alternative_json(a) for a in self.top_before],
+            "top_after": [_alternative_json(a) for a in self.top_after],
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> MaskRow:

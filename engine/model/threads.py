@@ -75,8 +75,9 @@ def choose_threads(layer=None, requested: str | None = None) -> ThreadChoice:
         torch.set_num_threads(before)
     ratio = timings[most] / timings[1]
     threads = most if ratio <= _MORE_THREADS_RATIO else 1
-    reason = (f"a decode step on {most} threads took {ratio:.2f}x the time of 1 thread here: "
-              + (f"{most} threads" if threads == most else "1 thread (the cores are shared or too few to gain)"))
+    reason = f"a decode step on {most} threads took {ratio:.2f}x the time of 1 thread here: " + (
+        f"{most} threads" if threads == most else "1 thread (the cores are shared or too few to gain)"
+    )
     return ThreadChoice(threads, reason, {str(k): round(v * 1e6, 1) for k, v in timings.items()})
 
 

@@ -116,8 +116,9 @@ class PackModel:
 
     def info(self) -> ModelInfo:
         """The model as a live run names it (a Generation's `model`), its source the pack."""
-        return ModelInfo(self.name, "lesson pack", None, self.revision, self.dtype, self.device, self.parameters,
-                         self.random_weights)
+        return ModelInfo(
+            self.name, "lesson pack", None, self.revision, self.dtype, self.device, self.parameters, self.random_weights
+        )
 
 
 @dataclass(frozen=True)
@@ -172,9 +173,13 @@ class PackRun:
 
     def _generation(self, data: dict) -> Generation:
         return Generation(
-            text=data["text"], finish=data["finish"], steps=[DecodeStep.from_json(s) for s in data["steps"]],
-            prompt_tokens=int(data.get("prompt_tokens") or self.data.get("prompt_tokens") or 0), model=self.model,
-            settings=self._settings(), seconds=float(data.get("seconds") or 0.0),
+            text=data["text"],
+            finish=data["finish"],
+            steps=[DecodeStep.from_json(s) for s in data["steps"]],
+            prompt_tokens=int(data.get("prompt_tokens") or self.data.get("prompt_tokens") or 0),
+            model=self.model,
+            settings=self._settings(),
+            seconds=float(data.get("seconds") or 0.0),
             first_token_seconds=float(data.get("first_token_seconds") or 0.0),
         )
 
@@ -182,7 +187,9 @@ class PackRun:
         try:
             return GenerationSettings.from_json(self.settings)
         except (TypeError, ValueError) as error:
-            raise PackError(f"run {self.id}'s settings are not generation settings ({error}): make the pack again") from None
+            raise PackError(
+                f"run {self.id}'s settings are not generation settings ({error}): make the pack again"
+            ) from None
 
     def generation(self) -> Generation:
         """A "generation" run: the turn as generate_turn returns it, every step with its top-k."""
@@ -192,15 +199,24 @@ class PackRun:
     def side_by_side(self) -> SideBySide:
         """A "side_by_side" run: the reply decoded under the constraint and free, as live.side_by_side returns it."""
         self._kind("side_by_side")
-        return SideBySide(self._generation(self.data["constrained"]), self._generation(self.data["unconstrained"]),
-                          self.data["reason"], self.data.get("first_difference"))
+        return SideBySide(
+            self._generation(self.data["constrained"]),
+            self._generation(self.data["unconstrained"]),
+            self.data["reason"],
+            self.data.get("first_difference"),
+        )
 
     def first_token(self) -> FirstToken:
         """A "first_token" run: P(<tool_call>) and the top-k, as peek.first_token returns them."""
         self._kind("first_token")
         top = [Alternative(int(r["id"]), str(r["token"]), float(r["p"])) for r in self.data["top"]]
-        return FirstToken(int(self.data["prompt_tokens"]), {TOOL_CALL: float(self.data["p_tool_call"])}, top,
-                          self.model, ["<tool_call>"])
+        return FirstToken(
+            int(self.data["prompt_tokens"]),
+            {TOOL_CALL: float(self.data["p_tool_call"])},
+            top,
+            self.model,
+            ["<tool_call>"],
+        )
 
     def mask_rows(self) -> list[MaskRow]:
         """A "masks" run: each step of the reply with the mask's effect on the model, one MaskRow a step."""
@@ -210,8 +226,10 @@ class PackRun:
     def turns(self) -> list[Turn]:
         """An "episode" run: the turns the model wrote, as the live model hands them to the harness."""
         self._kind("episode")
-        return [Turn(t["text"], t["finish"], t["output_tokens"], [DecodeStep.from_json(s) for s in t.get("steps") or []])
-                for t in self.data["turns"]]
+        return [
+            Turn(t["text"], t["finish"], t["output_tokens"], [DecodeStep.from_json(s) for s in t.get("steps") or []])
+            for t in self.data["turns"]
+        ]
 
 
 def replay_episode(

@@ -61,13 +61,17 @@ def describe_difference(recorded: dict, wanted: dict) -> str | None:
 def check_run(panel: Panel, run: PackRun, random_weights: bool, tok: QwenTokenizer | None = None) -> tuple[str, str]:
     """("", "") when the recorded run is this panel's as it is today, else (why, reason)."""
     if run.kind != panel.kind:
-        return "other-settings", (f"The lesson pack's run {panel.id} is a {run.kind} run; the panel now makes a "
-                                  f"{panel.kind} run, so it is not shown. The pack was recorded by an older version "
-                                  f"of the site: record it again with `{PREPARE}`.")
+        return "other-settings", (
+            f"The lesson pack's run {panel.id} is a {run.kind} run; the panel now makes a "
+            f"{panel.kind} run, so it is not shown. The pack was recorded by an older version "
+            f"of the site: record it again with `{PREPARE}`."
+        )
     difference = describe_difference(run.settings, panel.recorded_settings(random_weights))
     if difference is not None:
-        return "other-settings", (f"The lesson pack's run for this panel was {difference}, so its figures are not "
-                                  f"this panel's and are not shown: record the pack again with `{PREPARE}`.")
+        return "other-settings", (
+            f"The lesson pack's run for this panel was {difference}, so its figures are not "
+            f"this panel's and are not shown: record the pack again with `{PREPARE}`."
+        )
     if panel.kind != "episode" and not run.recorded_for(panel.prompt_ids(tok)):
         return "other-prompt", other_prompt_reason(panel)
     return "", ""
@@ -75,9 +79,11 @@ def check_run(panel: Panel, run: PackRun, random_weights: bool, tok: QwenTokeniz
 
 def other_prompt_reason(panel: Panel) -> str:
     """Why a recorded run is not shown when the page's prompt has changed since (an episode says it as it replays)."""
-    return (f"This lesson pack was recorded for a different prompt ({panel.shows}): its figures would not belong to "
-            f"what this page asks now, so they are not shown. Make the pack again with `{PREPARE}`, or load a model "
-            "to compute them live.")
+    return (
+        f"This lesson pack was recorded for a different prompt ({panel.shows}): its figures would not belong to "
+        f"what this page asks now, so they are not shown. Make the pack again with `{PREPARE}`, or load a model "
+        "to compute them live."
+    )
 
 
 def choose_source(panel: Panel, engine=None, pack: Pack | None = None, tok: QwenTokenizer | None = None) -> PanelSource:
@@ -86,18 +92,32 @@ def choose_source(panel: Panel, engine=None, pack: Pack | None = None, tok: Qwen
         info = engine.info
         return PanelSource("random" if info.random_weights else "live", panel, engine=engine, label=info.label())
     if pack is None:
-        return PanelSource("none", panel, why="no-source",
-                           reason="No model is loaded and no lesson pack is in use: load the model in the sidebar, "
-                                  f"or bring a pack recorded with `{PREPARE}`.")
+        return PanelSource(
+            "none",
+            panel,
+            why="no-source",
+            reason="No model is loaded and no lesson pack is in use: load the model in the sidebar, "
+            f"or bring a pack recorded with `{PREPARE}`.",
+        )
     run = pack.run(panel.id)
     if run is None and not panel.packed:
-        return PanelSource("none", panel, why="not-in-pack", label=pack.label(),
-                           reason=f"Lesson packs do not record this panel ({panel.id}): load a model to run it.")
+        return PanelSource(
+            "none",
+            panel,
+            why="not-in-pack",
+            label=pack.label(),
+            reason=f"Lesson packs do not record this panel ({panel.id}): load a model to run it.",
+        )
     if run is None:
-        return PanelSource("none", panel, why="not-in-pack", label=pack.label(),
-                           reason=f"The lesson pack ({pack.label()}) holds no recording for this panel ({panel.id}): "
-                                  "it was recorded by an older version of the site, or without this panel. "
-                                  f"Record it again with `{PREPARE}`.")
+        return PanelSource(
+            "none",
+            panel,
+            why="not-in-pack",
+            label=pack.label(),
+            reason=f"The lesson pack ({pack.label()}) holds no recording for this panel ({panel.id}): "
+            "it was recorded by an older version of the site, or without this panel. "
+            f"Record it again with `{PREPARE}`.",
+        )
     why, reason = check_run(panel, run, pack.model.random_weights, tok)
     if why:
         return PanelSource("none", panel, why=why, reason=reason, label=pack.label())

@@ -82,11 +82,24 @@ def _episode(engine: LoadedModel, panel: Panel) -> dict:
     turns = []
 
     def play(workspace) -> None:
-        for call in iterate_episode(model, request.messages, request.tools, style=request.style, workspace=workspace,
-                                    max_turns=panel.max_turns, run=run):
-            turns.append({"text": call.turn.text, "finish": call.turn.finish, "output_tokens": call.cost.output_tokens,
-                          "prompt_sha256": prompt_hash(call.prompt.ids),
-                          "steps": [s.as_json() for s in call.turn.steps or []]})
+        for call in iterate_episode(
+            model,
+            request.messages,
+            request.tools,
+            style=request.style,
+            workspace=workspace,
+            max_turns=panel.max_turns,
+            run=run,
+        ):
+            turns.append(
+                {
+                    "text": call.turn.text,
+                    "finish": call.turn.finish,
+                    "output_tokens": call.cost.output_tokens,
+                    "prompt_sha256": prompt_hash(call.prompt.ids),
+                    "steps": [s.as_json() for s in call.turn.steps or []],
+                }
+            )
 
     try:
         if panel.workspace is None:
@@ -112,16 +125,25 @@ def _recorder(engine: LoadedModel, panel: Panel, ids: list[int], logits_at: dict
 
         def first() -> dict:
             found = first_token(engine, ids, top_k=panel.top_k)
-            return {"p_tool_call": found.p[TOOL_CALL], "prompt_tokens": found.prompt_tokens,
-                    "top": [{"id": a.id, "token": a.token, "p": a.p} for a in found.top]}
+            return {
+                "p_tool_call": found.p[TOOL_CALL],
+                "prompt_tokens": found.prompt_tokens,
+                "top": [{"id": a.id, "token": a.token, "p": a.p} for a in found.top],
+            }
 
         return first
     if panel.kind == "side_by_side":
 
         def pair() -> dict:
-            both = side_by_side(engine, panel.request, panel.options["tool_choice"], panel.generation_for(random_weights))
-            return {"constrained": _generation(both.constrained), "unconstrained": _generation(both.unconstrained),
-                    "reason": both.reason, "first_difference": both.first_difference}
+            both = side_by_side(
+                engine, panel.request, panel.options["tool_choice"], panel.generation_for(random_weights)
+            )
+            return {
+                "constrained": _generation(both.constrained),
+                "unconstrained": _generation(both.unconstrained),
+                "reason": both.reason,
+                "first_difference": both.first_difference,
+            }
 
         return pair
     if panel.kind == "masks":
@@ -139,7 +161,9 @@ def _recorder(engine: LoadedModel, panel: Panel, ids: list[int], logits_at: dict
                 key = (turn, number)
                 if key not in logits_at:
                     logits_at[key] = next_logits(engine, base + reply[: number - 1])
-                view = inspect_mask(tools, tok.decode(reply[: number - 1]), mode, logits=logits_at[key], top_k=panel.top_k)
+                view = inspect_mask(
+                    tools, tok.decode(reply[: number - 1]), mode, logits=logits_at[key], top_k=panel.top_k
+                )
                 rows.append(MaskRow.from_view(number, view))
             return {"turn": turn, "mode": mode, "steps": [row.as_json() for row in rows]}
 
@@ -155,9 +179,17 @@ def plan_runs(engine: LoadedModel) -> list[PlannedRun]:
         if not panel.packed:
             continue
         ids = panel.prompt_ids(engine.tokenizer)
-        planned.append(PlannedRun(panel.id, panel.id, panel.lesson, panel.kind,
-                                  panel.recorded_settings(engine.info.random_weights), ids,
-                                  _recorder(engine, panel, ids, logits_at)))
+        planned.append(
+            PlannedRun(
+                panel.id,
+                panel.id,
+                panel.lesson,
+                panel.kind,
+                panel.recorded_settings(engine.info.random_weights),
+                ids,
+                _recorder(engine, panel, ids, logits_at),
+            )
+        )
     return planned
 
 
@@ -165,8 +197,15 @@ def plan_runs(engine: LoadedModel) -> list[PlannedRun]:
 def model_identity(engine: LoadedModel) -> dict:
     """What the manifest says of the model; a resumed pack keeps only runs made by the same one."""
     info = engine.info
-    return {"name": info.name, "revision": info.revision, "dtype": info.dtype, "device": info.device,
-            "parameters": info.parameters, "random_weights": info.random_weights, "source": info.source}
+    return {
+        "name": info.name,
+        "revision": info.revision,
+        "dtype": info.dtype,
+        "device": info.device,
+        "parameters": info.parameters,
+        "random_weights": info.random_weights,
+        "source": info.source,
+    }
 
 
 def _write_atomically(path: Path, data: dict) -> bytes:
@@ -185,9 +224,15 @@ def _kept(path: Path, planned: PlannedRun, identity: dict) -> bytes | None:
         data = json.loads(body.decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
-    same = (isinstance(data, dict) and data.get("id") == planned.id and data.get("kind") == planned.kind
-            and data.get("model") == identity and data.get("settings") == planned.settings
-            and data.get("prompt_sha256") == prompt_hash(planned.prompt_ids) and data.get("complete") is True)
+    same = (
+        isinstance(data, dict)
+        and data.get("id") == planned.id
+        and data.get("kind") == planned.kind
+        and data.get("model") == identity
+        and data.get("settings") == planned.settings
+        and data.get("prompt_sha256") == prompt_hash(planned.prompt_ids)
+        and data.get("complete") is True
+    )
     return body if same else None
 
 
@@ -219,8 +264,15 @@ def write_pack(engine: LoadedModel, out: Path, log: Callable[[str], None] = lamb
     recorded = kept = 0
 
     def manifest(complete: bool) -> dict:
-        return {"format": PACK_FORMAT, "version": PACK_VERSION, "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                "project_version": project_version(), "model": identity, "complete": complete, "runs": entries}
+        return {
+            "format": PACK_FORMAT,
+            "version": PACK_VERSION,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "project_version": project_version(),
+            "model": identity,
+            "complete": complete,
+            "runs": entries,
+        }
 
     for number, run in enumerate(planned, start=1):
         path = out / RUNS / f"{run.id}.json"
@@ -236,17 +288,36 @@ def write_pack(engine: LoadedModel, out: Path, log: Callable[[str], None] = lamb
                 skipped.append({"id": run.id, "why": str(error)})
                 log(f"[{number}/{len(planned)}] {run.id}: skipped, {error}")
                 continue
-            body = _write_atomically(path, {
-                "id": run.id, "panel": run.panel, "lesson": run.lesson, "kind": run.kind, "settings": run.settings,
-                "prompt_sha256": prompt_hash(run.prompt_ids), "prompt_tokens": len(run.prompt_ids),
-                "model": identity, "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"), **data,
-                "complete": True,
-            })
+            body = _write_atomically(
+                path,
+                {
+                    "id": run.id,
+                    "panel": run.panel,
+                    "lesson": run.lesson,
+                    "kind": run.kind,
+                    "settings": run.settings,
+                    "prompt_sha256": prompt_hash(run.prompt_ids),
+                    "prompt_tokens": len(run.prompt_ids),
+                    "model": identity,
+                    "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                    **data,
+                    "complete": True,
+                },
+            )
             recorded += 1
             log(f"[{number}/{len(planned)}] {run.id}: recorded in {time.perf_counter() - began:.1f} s")
-        entries.append({"id": run.id, "panel": run.panel, "lesson": run.lesson, "kind": run.kind, "settings": run.settings,
-                        "prompt_sha256": prompt_hash(run.prompt_ids), "file": f"{RUNS}/{run.id}.json",
-                        "sha256": file_hash(body)})
+        entries.append(
+            {
+                "id": run.id,
+                "panel": run.panel,
+                "lesson": run.lesson,
+                "kind": run.kind,
+                "settings": run.settings,
+                "prompt_sha256": prompt_hash(run.prompt_ids),
+                "file": f"{RUNS}/{run.id}.json",
+                "sha256": file_hash(body),
+            }
+        )
         _write_atomically(out / MANIFEST, manifest(False))
     _write_atomically(out / MANIFEST, manifest(True))
     # runs of an older plan that this one no longer makes would be foreign files: remove them
@@ -254,8 +325,14 @@ def write_pack(engine: LoadedModel, out: Path, log: Callable[[str], None] = lamb
     for leftover in (out / RUNS).glob("*.json"):
         if leftover.name not in wanted:
             leftover.unlink()
-    summary = {"out": str(out), "runs": len(entries), "recorded": recorded, "kept": kept,
-               "model": identity, "seconds": round(time.perf_counter() - started, 2)}
+    summary = {
+        "out": str(out),
+        "runs": len(entries),
+        "recorded": recorded,
+        "kept": kept,
+        "model": identity,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
     if skipped:
         summary["skipped"] = skipped
     return summary

@@ -81,7 +81,11 @@ def measure_family_tools_cost(tools: list[dict], family: str, messages: list[dic
     """The same tools cost in another model family's own renderer and tokenizer (engine.core.call_formats), same split."""
     from ..core.call_formats import format_of_family, price_tools
 
-    price = price_tools(format_of_family(family).name, messages if messages is not None else [{"role": "user", "content": QUESTION}], tools)
+    price = price_tools(
+        format_of_family(family).name,
+        messages if messages is not None else [{"role": "user", "content": QUESTION}],
+        tools,
+    )
     return ToolsCost(price.total, price.definitions, price.instructions)
 
 
@@ -149,7 +153,7 @@ def plan_run(
     malformed: int = 0,
     question: str = QUESTION,
     result: str = "3",
-    answer: str = "The letter \"r\" appears 3 times in \"strawberry\".",
+    answer: str = 'The letter "r" appears 3 times in "strawberry".',
     arguments: dict | None = None,
     place: str = "start",
     tokenizer: QwenTokenizer | None = None,

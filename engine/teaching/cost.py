@@ -78,7 +78,8 @@ def measure_malformed_cost(scenario, style: str = "native") -> MalformedCost:
         a_bad=a_bad,
         e=e,
         n_later=n_later,
-        a_bad_output=bad.ledger.calls[index].output_tokens - (0 if dropped else clean.ledger.calls[index].output_tokens),
+        a_bad_output=bad.ledger.calls[index].output_tokens
+        - (0 if dropped else clean.ledger.calls[index].output_tokens),
         measured_in=bad.ledger.input_tokens - clean.ledger.input_tokens,
         measured_out=bad.ledger.output_tokens - clean.ledger.output_tokens,
         with_bad=bad.ledger.totals(),

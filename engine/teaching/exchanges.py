@@ -58,5 +58,7 @@ def scenario_exchanges(name: str, style: str = "native", choice: str | None = No
             written.append(StepExchanges(index, calls, write_all(calls, scenario.tools, scenario.messages, choice)))
         elif step.parse.final and not step.parse.returned_as_text and step.parse.answer:
             answer = step.parse.answer
-            written.append(StepExchanges(index, [], write_all([], scenario.tools, scenario.messages, choice, answer), answer))
+            written.append(
+                StepExchanges(index, [], write_all([], scenario.tools, scenario.messages, choice, answer), answer)
+            )
     return written

@@ -199,7 +199,13 @@ def show_gallery_case(scenario: Scenario, style: str = "native") -> GalleryCase:
     ours = {policy: parse_turn(text, scenario.tools, style, policy) for policy in POLICIES}
     native = style == "native"
     return GalleryCase(
-        scenario, style, index, text, parse_first_block(text) if native else None, ours, find_block_cut(text) if native else None
+        scenario,
+        style,
+        index,
+        text,
+        parse_first_block(text) if native else None,
+        ours,
+        find_block_cut(text) if native else None,
     )
 
 
@@ -222,7 +228,11 @@ def drop_number_bounds(tools: list[dict]) -> list[dict]:
 
     def strip(value):
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")}
+            return {
+                k: strip(v)
+                for k, v in value.items()
+                if k not in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+            }
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value
@@ -261,4 +271,6 @@ def check_grammar(scenario: Scenario, style: str = "native") -> GrammarCheck | N
         # a digit refused: the schema's bound ended the number; without it the grammar allows it on
         unbounded = walk(drop_number_bounds(scenario.tools), text, scenario.tool_choice)
     allowed = None if view.mask is None else view.allowed
-    return GrammarCheck(scenario.tool_choice, steps, at, refused is not None, allowed, view.sample, tag_allowed, unbounded)
+    return GrammarCheck(
+        scenario.tool_choice, steps, at, refused is not None, allowed, view.sample, tag_allowed, unbounded
+    )

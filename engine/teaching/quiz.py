@@ -95,8 +95,15 @@ def figure_why_call_a_tool(**_) -> WhyCallATool:
 def figure_tools_as_schemas(tools: list[dict] | None = None, **_) -> ToolsAsSchemas:
     tools = load_tool_set("strawberry") if tools is None else tools
     now, more = measure_tools_cost(tools, "native"), measure_tools_cost(add_example_tool(tools), "native")
-    return ToolsAsSchemas(len(tools), now.total, more.total, more.total - now.total, f"{10 * now.total:,}",
-                          now.definitions, now.instructions)
+    return ToolsAsSchemas(
+        len(tools),
+        now.total,
+        more.total,
+        more.total - now.total,
+        f"{10 * now.total:,}",
+        now.definitions,
+        now.instructions,
+    )
 
 
 def word_pieces(pieces: list[str], word: str) -> list[str] | None:
@@ -120,9 +127,18 @@ def figure_the_model_writes_a_call(style: str = "native", **_) -> TheModelWrites
     pieces = [tok.token_text(i) for i in tok.encode(call)]
     name_at = find_name_token(pieces, style)
     word = word_pieces(pieces, "strawberry") or []
-    return TheModelWritesACall(TOOL_CALL, TOOL_CALL_END, call, len(pieces), len(pieces) + 1, IM_END,
-                               " | ".join(word), len(word),
-                               "?" if name_at is None else name_at + 1, "?" if name_at is None else pieces[name_at])
+    return TheModelWritesACall(
+        TOOL_CALL,
+        TOOL_CALL_END,
+        call,
+        len(pieces),
+        len(pieces) + 1,
+        IM_END,
+        " | ".join(word),
+        len(word),
+        "?" if name_at is None else name_at + 1,
+        "?" if name_at is None else pieces[name_at],
+    )
 
 
 def failed_block(verdict):
@@ -135,8 +151,13 @@ def first_failure(block, style: str) -> tuple[int, str, str]:
     parser), and what came before it in words."""
     at = next(n for n, c in enumerate(block.checks) if c.passed is False)
     before = [f"*{check_title(style, c.name)}*" for c in block.checks[:at]]
-    passed = ("it is the first check" if not before else f"the check before it, {before[0]}, passed" if len(before) == 1
-              else f"the checks before it ({'; '.join(before)}) passed")
+    passed = (
+        "it is the first check"
+        if not before
+        else f"the check before it, {before[0]}, passed"
+        if len(before) == 1
+        else f"the checks before it ({'; '.join(before)}) passed"
+    )
     return at + 1, check_title(style, block.checks[at].name), passed
 
 
@@ -148,13 +169,26 @@ def figure_check_run_return(style: str = "native", **_) -> CheckRunReturn:
     cost = measure_malformed_cost(scenario, style)
     mixed = load_scenario("mixed-turn")
     # the calls each policy would run from the mixed turn: the parser's verdict is all the harness goes by
-    ran = {p: len(parse_turn(mixed.turns["native"][0].text, mixed.tools, "native", p).calls) for p in ("per-block", "vllm")}
+    ran = {
+        p: len(parse_turn(mixed.turns["native"][0].text, mixed.tools, "native", p).calls) for p in ("per-block", "vllm")
+    }
     verdict = parse_turn(bad, scenario.tools, style)
     block = failed_block(verdict)
     failed_at, failed_check, passed = first_failure(block, style)
-    return CheckRunReturn(verdict.errors[0].error, failed_at, failed_check, passed, len(block.checks),
-                          f"{cost.measured_in:,}", cost.formula_text, cost.a_bad, cost.e, cost.n_later,
-                          ran["per-block"], ran["vllm"])
+    return CheckRunReturn(
+        verdict.errors[0].error,
+        failed_at,
+        failed_check,
+        passed,
+        len(block.checks),
+        f"{cost.measured_in:,}",
+        cost.formula_text,
+        cost.a_bad,
+        cost.e,
+        cost.n_later,
+        ran["per-block"],
+        ran["vllm"],
+    )
 
 
 def figure_when_not_to_call(**_) -> WhenNotToCall:
@@ -162,8 +196,12 @@ def figure_when_not_to_call(**_) -> WhenNotToCall:
     scenario = load_scenario("strawberry")
     run = run_scenario(scenario, "native")
     tools = load_tool_set("strawberry")
-    return WhenNotToCall(measure_tools_cost(tools, "native", france).total, measure_tools_cost(tools, "native", scenario.messages).total,
-                         len(run.calls), run.answer)
+    return WhenNotToCall(
+        measure_tools_cost(tools, "native", france).total,
+        measure_tools_cost(tools, "native", scenario.messages).total,
+        len(run.calls),
+        run.answer,
+    )
 
 
 def figure_constrained_decoding(allowed: int | str = "?", **_) -> ConstrainedDecoding:
@@ -171,13 +209,18 @@ def figure_constrained_decoding(allowed: int | str = "?", **_) -> ConstrainedDec
     cut = load_scenario("cut-off")
     verdict = parse_turn(cut.turns["native"][cut.malformed_turn].text, cut.tools, "native")
     _, cut_check, _ = first_failure(failed_block(verdict), verdict.style)
-    return ConstrainedDecoding(allowed, f"{REAL_VOCAB:,}", len(load_tool_set("strawberry")), cut_check, verdict.errors[0].error)
+    return ConstrainedDecoding(
+        allowed, f"{REAL_VOCAB:,}", len(load_tool_set("strawberry")), cut_check, verdict.errors[0].error
+    )
 
 
 FIGURES = {
-    "why-call-a-tool": figure_why_call_a_tool, "tools-as-schemas": figure_tools_as_schemas,
-    "the-model-writes-a-call": figure_the_model_writes_a_call, "check-run-return": figure_check_run_return,
-    "when-not-to-call": figure_when_not_to_call, "constrained-decoding": figure_constrained_decoding,
+    "why-call-a-tool": figure_why_call_a_tool,
+    "tools-as-schemas": figure_tools_as_schemas,
+    "the-model-writes-a-call": figure_the_model_writes_a_call,
+    "check-run-return": figure_check_run_return,
+    "when-not-to-call": figure_when_not_to_call,
+    "constrained-decoding": figure_constrained_decoding,
 }
 
 

@@ -1,2 +1,1 @@
-"""One tool call written in other formats: OpenAI's and Anthropic's APIs, and OpenAI's token estimate.
-"""
+"""One tool call written in other formats: OpenAI's and Anthropic's APIs, and OpenAI's token estimate."""

@@ -43,6 +43,7 @@ from ..errors import BadInput
 METHOD = "openai-cookbook"
 MAX_CHARS = 2_000_000  # tools and messages together; more is refused, not counted
 
+
 @dataclass(frozen=True)
 class ModelFamily:
     """The cookbook's fitted constants for one family of models."""
@@ -67,7 +68,6 @@ MODELS = {
     "gpt-4": ModelFamily("gpt-4", "cl100k_base", 10, 3, 3, -3, 3, 12),
     "gpt-3.5-turbo": ModelFamily("gpt-3.5-turbo", "cl100k_base", 10, 3, 3, -3, 3, 12),
 }
-
 
 
 def count_openai_text(text: str, encoding: str = "o200k_base") -> int:
@@ -147,7 +147,9 @@ def count_tools_lines(tools: list[dict], model: str = "gpt-4o") -> list[ToolLine
                 added += family.enum_init
                 for item in schema["enum"] if isinstance(schema["enum"], list) else []:
                     item_text = _as_text(item)
-                    lines.append(ToolLine(name, "enum item", item_text, family.enum_item + len(enc.encode_ordinary(item_text))))
+                    lines.append(
+                        ToolLine(name, "enum item", item_text, family.enum_item + len(enc.encode_ordinary(item_text)))
+                    )
             p_desc = _drop_one_period(_as_text(schema.get("description")))
             line = f"{key}:{_as_text(schema.get('type'))}:{p_desc}"
             lines.append(ToolLine(name, "property", line, added + len(enc.encode_ordinary(line))))
@@ -178,7 +180,9 @@ def count_openai_messages(messages: list[dict], model: str = "gpt-4o") -> int:
 def estimate_openai_tokens(tools: list[dict], messages: list[dict], model: str = "gpt-4o") -> OpenAIEstimate:
     """Tools and messages on `model`, by OpenAI's published method (an estimate, not the API's count)."""
     family = find_model(model)
-    size = len(json.dumps(tools, ensure_ascii=False, default=str)) + len(json.dumps(messages, ensure_ascii=False, default=str))
+    size = len(json.dumps(tools, ensure_ascii=False, default=str)) + len(
+        json.dumps(messages, ensure_ascii=False, default=str)
+    )
     if size > MAX_CHARS:
         raise BadInput(f"the tools and messages are {size:,} characters; the estimate counts up to {MAX_CHARS:,}")
     lines = count_tools_lines(tools, model)
@@ -212,13 +216,25 @@ def compare_tool_costs(
     for style, label in (("native", "Qwen3 native"), ("react", "Qwen3 ReAct")):
         request = Request(messages, tools, style)
         rows.append(
-            CostRow(label, "Qwen3", count_tools_tokens(request, tok), render(request, tok).count, True,
-                    "counted on the prompt the chat template renders")
+            CostRow(
+                label,
+                "Qwen3",
+                count_tools_tokens(request, tok),
+                render(request, tok).count,
+                True,
+                "counted on the prompt the chat template renders",
+            )
         )
     for estimate in compare_with_openai(tools, messages, models):
         rows.append(
-            CostRow(estimate.model, estimate.encoding, estimate.tools_tokens, estimate.total, False,
-                    "estimated by OpenAI's cookbook method, not measured against the API")
+            CostRow(
+                estimate.model,
+                estimate.encoding,
+                estimate.tools_tokens,
+                estimate.total,
+                False,
+                "estimated by OpenAI's cookbook method, not measured against the API",
+            )
         )
     return rows
 

@@ -72,11 +72,15 @@ class StepRun:
     wide: bool = False  # the detail under the facts rather than beside them
     dim: bool = True  # steps after the current one faded, as a call not written yet
     marks: list[tuple[str, int]] = field(default_factory=list)  # (button label, step) jumps: "First token of the name"
-    legend_words: dict[str, str] = field(default_factory=dict)  # a colour's words in this run's legend, where they differ
+    legend_words: dict[str, str] = field(
+        default_factory=dict
+    )  # a colour's words in this run's legend, where they differ
 
 
 _MOUNT = st.components.v2.component(
-    "step_view", html='<div class="sv"></div>', css=read_asset("step_view.css"),
+    "step_view",
+    html='<div class="sv"></div>',
+    css=read_asset("step_view.css"),
     js=read_asset("png_export.js") + read_asset("numbers.js") + read_asset("step_view.js"),
     isolate_styles=False,
 )

@@ -72,7 +72,9 @@ def other_lesson_format(name: str) -> str:
     return names[(names.index(get_format(name).name) + 1) % len(names)]
 
 
-def parse_turn(text: str, tools: list[dict], style: str = "native", policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
+def parse_turn(
+    text: str, tools: list[dict], style: str = "native", policy: str = "per-block", recover_bare: bool = False
+) -> ParseResult:
     """Calls and errors of one assistant turn, in the named format, under one of its policies."""
     fmt = get_format(style)
     if policy not in fmt.policies:

@@ -93,13 +93,21 @@ class CallFormat:
     server_reference: str = ""  # the servers' parser files the server policy follows (where it has one)
 
     # -- its flags: what pages and the command line read instead of names -----------------------
-    in_lessons: bool = False  # written with Qwen3's tokenizer and template, with labelled spans: the lessons switch between these
-    maker_format: bool = True  # the format the family's maker trained its models on (False: a format only the prompt asks for)
-    constrained: bool = False  # engine.constrain's Qwen3 grammar holds its calls (tool_choice auto, required, a named tool)
+    in_lessons: bool = (
+        False  # written with Qwen3's tokenizer and template, with labelled spans: the lessons switch between these
+    )
+    maker_format: bool = (
+        True  # the format the family's maker trained its models on (False: a format only the prompt asks for)
+    )
+    constrained: bool = (
+        False  # engine.constrain's Qwen3 grammar holds its calls (tool_choice auto, required, a named tool)
+    )
     tag_grammar: bool = True  # a structural-tag grammar over the family's own vocabulary can hold its calls (call_tag)
     special_opener: bool = False  # its opener is one special token of the tokenizer
     parallel: bool = True  # several calls in one reply (False: one call per reply)
-    policies: tuple[str, ...] = ("per-block",)  # the parsing policies it has (engine.core.parse.PARSE_POLICIES): strict, server
+    policies: tuple[str, ...] = (
+        "per-block",
+    )  # the parsing policies it has (engine.core.parse.PARSE_POLICIES): strict, server
     opener: Opener = Opener(None, "")
     name_marker: str = ""  # the text after which a written call's tool name starts
     name_prefix: str = ""  # the call's text before the tool's name: where a grammar's choice of tool is made

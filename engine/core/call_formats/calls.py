@@ -25,7 +25,15 @@ from ..parse import (
     unknown_tool,
 )
 
-__all__ = ["MAX_CALLS", "as_text", "check_named_call", "check_object_call", "known_tools", "result_of", "too_many_calls"]
+__all__ = [
+    "MAX_CALLS",
+    "as_text",
+    "check_named_call",
+    "check_object_call",
+    "known_tools",
+    "result_of",
+    "too_many_calls",
+]
 
 
 def known_tools(tools: list[dict]) -> dict[str, dict]:
@@ -47,8 +55,16 @@ def _json_check(body: str, checks: list[Check], empty: str, not_json: str) -> tu
     return value, None
 
 
-def _finish(index: int, body: str, start: int, end: int, checks: list[Check], name: str, arguments: object,
-            known: dict[str, dict]) -> Block:
+def _finish(
+    index: int,
+    body: str,
+    start: int,
+    end: int,
+    checks: list[Check],
+    name: str,
+    arguments: object,
+    known: dict[str, dict],
+) -> Block:
     if name not in known:
         error = unknown_tool(name, list(known))
         checks.append(Check("name", False, error))
@@ -60,8 +76,17 @@ def _finish(index: int, body: str, start: int, end: int, checks: list[Check], na
     return Block(index, body, start, end, pad_checks(checks, NATIVE_CHECKS), call, error)
 
 
-def check_object_call(index: int, value: object, body: str, start: int, end: int, known: dict[str, dict],
-                      arguments_key: str, shape_error: str, optional: tuple[str, ...] = ()) -> Block:
+def check_object_call(
+    index: int,
+    value: object,
+    body: str,
+    start: int,
+    end: int,
+    known: dict[str, dict],
+    arguments_key: str,
+    shape_error: str,
+    optional: tuple[str, ...] = (),
+) -> Block:
     """A call written as one JSON object {"name", arguments_key} (and any `optional` keys), already parsed."""
     checks = [Check("closed", True), Check("json", True)]
     keys = set(value) if isinstance(value, dict) else set()
@@ -77,11 +102,23 @@ def check_object_call(index: int, value: object, body: str, start: int, end: int
     return _finish(index, body, start, end, checks, name, value[arguments_key], known)
 
 
-def check_named_call(index: int, name: str, body: str, start: int, end: int, known: dict[str, dict], closed: bool,
-                     not_closed: str, empty: str, not_json: str) -> Block:
+def check_named_call(
+    index: int,
+    name: str,
+    body: str,
+    start: int,
+    end: int,
+    known: dict[str, dict],
+    closed: bool,
+    not_closed: str,
+    empty: str,
+    not_json: str,
+) -> Block:
     """A call whose name is written outside the JSON (gpt-oss's recipient, DeepSeek's name before <｜tool▁sep｜>)."""
     if not closed:
-        return Block(index, body, start, end, pad_checks([Check("closed", False, not_closed)], NATIVE_CHECKS), None, not_closed)
+        return Block(
+            index, body, start, end, pad_checks([Check("closed", False, not_closed)], NATIVE_CHECKS), None, not_closed
+        )
     checks = [Check("closed", True)]
     value, error = _json_check(body, checks, empty, not_json)
     if error:

@@ -37,8 +37,10 @@ NO_CALL = "error: <｜tool▁calls▁begin｜> is followed by no <｜tool▁call
 FENCED = re.compile(r"([^\n]*)\n```json\n(.*)\n```", re.DOTALL)
 
 # vLLM's examples/tool_chat_template_deepseekv3.jinja: its words for the tools, after the system prompt
-TOOLS_HEADER = ("\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-                "You are provided with function signatures within <tools></tools> XML tags:\n<tools>")
+TOOLS_HEADER = (
+    "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+)
 TOOLS_FORMAT = (
     "\n</tools>\n\n"
     f"For function call returns, you should first print {CALLS_BEGIN}"
@@ -110,26 +112,38 @@ class DeepSeekV3Format(TemplateFormat):
         return f"{CALLS_BEGIN}{CALL_BEGIN}function{CALL_SEP}{name}{FENCE_OPEN}", f"{FENCE_CLOSE}{CALL_END}{CALLS_END}"
 
     def write_call(self, name: str, arguments: dict) -> str:
-        return (f"{CALLS_BEGIN}{CALL_BEGIN}function{CALL_SEP}{name}{FENCE_OPEN}{json.dumps(arguments, ensure_ascii=False)}"
-                f"{FENCE_CLOSE}{CALL_END}{CALLS_END}")
+        return (
+            f"{CALLS_BEGIN}{CALL_BEGIN}function{CALL_SEP}{name}{FENCE_OPEN}{json.dumps(arguments, ensure_ascii=False)}"
+            f"{FENCE_CLOSE}{CALL_END}{CALLS_END}"
+        )
 
-    def read_call(self, index: int, head: str, rest: str, start: int, end: int, known: dict[str, dict], closed: bool,
-                  policy: str) -> Block | None:
+    def read_call(
+        self, index: int, head: str, rest: str, start: int, end: int, known: dict[str, dict], closed: bool, policy: str
+    ) -> Block | None:
         """One call: `head` is what stands between <｜tool▁call▁begin｜> and <｜tool▁sep｜>, `rest` what follows
         up to <｜tool▁call▁end｜>. None: a call the server policy skips, as the servers' regexes do."""
         fenced = FENCED.fullmatch(rest) if closed else None
         if policy == "server" and fenced is None:
             return None
         if not closed:
-            return Block(index, rest, start, end, pad_checks([Check("closed", False, self.not_closed)], NATIVE_CHECKS), None, self.not_closed)
+            return Block(
+                index,
+                rest,
+                start,
+                end,
+                pad_checks([Check("closed", False, self.not_closed)], NATIVE_CHECKS),
+                None,
+                self.not_closed,
+            )
         if fenced is None:
             checks = [Check("closed", True), Check("json", False, NOT_FENCED)]
             return Block(index, rest, start, end, pad_checks(checks, NATIVE_CHECKS), None, NOT_FENCED)
         if policy != "server" and head.strip() != "function":
             checks = [Check("closed", True), Check("json", True), Check("shape", False, NOT_FUNCTION)]
             return Block(index, rest, start, end, pad_checks(checks, NATIVE_CHECKS), None, NOT_FUNCTION)
-        return check_named_call(index, fenced.group(1), fenced.group(2), start, end, known, True, self.not_closed,
-                                self.empty, self.not_json)
+        return check_named_call(
+            index, fenced.group(1), fenced.group(2), start, end, known, True, self.not_closed, self.empty, self.not_json
+        )
 
     def parse(self, text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
         start = text.find(CALLS_BEGIN)
@@ -154,8 +168,16 @@ class DeepSeekV3Format(TemplateFormat):
             close = text.find(CALL_END, sep + len(CALL_SEP))
             closed = close >= 0
             end = close + len(CALL_END) if closed else len(text)
-            block = self.read_call(len(blocks), text[begin + len(CALL_BEGIN) : sep],
-                                   text[sep + len(CALL_SEP) : close if closed else len(text)], begin, end, known, closed, policy)
+            block = self.read_call(
+                len(blocks),
+                text[begin + len(CALL_BEGIN) : sep],
+                text[sep + len(CALL_SEP) : close if closed else len(text)],
+                begin,
+                end,
+                known,
+                closed,
+                policy,
+            )
             if block is not None:
                 blocks.append(block)
             cursor = end
@@ -163,8 +185,17 @@ class DeepSeekV3Format(TemplateFormat):
             if policy == "server":
                 # the servers find no call they can read, and hand the whole turn back as text
                 return as_text(self.name, text, [], policy)
-            blocks = [Block(0, text[start:], start, len(text), pad_checks([Check("closed", False, self.no_call)], NATIVE_CHECKS),
-                            None, self.no_call)]
+            blocks = [
+                Block(
+                    0,
+                    text[start:],
+                    start,
+                    len(text),
+                    pad_checks([Check("closed", False, self.no_call)], NATIVE_CHECKS),
+                    None,
+                    self.no_call,
+                )
+            ]
         return result_of(self.name, blocks, text, policy)
 
 

@@ -53,7 +53,9 @@ class DeepSeekV31Format(DeepSeekV3Format):
     family = "deepseek-v3.1"
     label = "DeepSeek-V3.1"
     order = 45
-    renderer = "DeepSeek-V3's chat template via transformers' Jinja renderer, tools as DeepSeek-V3.1's model card writes them"
+    renderer = (
+        "DeepSeek-V3's chat template via transformers' Jinja renderer, tools as DeepSeek-V3.1's model card writes them"
+    )
     parser_reference = "vLLM deepseek_v31 tool parser"
     server_reference = "vLLM deepseekv31_tool_parser.py, SGLang deepseekv31_detector.py"
     check_titles = {  # noqa: RUF012
@@ -75,14 +77,25 @@ class DeepSeekV31Format(DeepSeekV3Format):
         return f"{CALLS_BEGIN}{CALL_BEGIN}{name}{CALL_SEP}", f"{CALL_END}{CALLS_END}"
 
     def write_call(self, name: str, arguments: dict) -> str:
-        return f"{CALLS_BEGIN}{CALL_BEGIN}{name}{CALL_SEP}{json.dumps(arguments, ensure_ascii=False)}{CALL_END}{CALLS_END}"
+        return (
+            f"{CALLS_BEGIN}{CALL_BEGIN}{name}{CALL_SEP}{json.dumps(arguments, ensure_ascii=False)}{CALL_END}{CALLS_END}"
+        )
 
-    def read_call(self, index: int, head: str, rest: str, start: int, end: int, known: dict[str, dict], closed: bool,
-                  policy: str) -> Block | None:
+    def read_call(
+        self, index: int, head: str, rest: str, start: int, end: int, known: dict[str, dict], closed: bool, policy: str
+    ) -> Block | None:
         if policy == "server" and not closed:
             return None
         if not closed:
-            return Block(index, rest, start, end, pad_checks([Check("closed", False, NOT_CLOSED)], NATIVE_CHECKS), None, NOT_CLOSED)
+            return Block(
+                index,
+                rest,
+                start,
+                end,
+                pad_checks([Check("closed", False, NOT_CLOSED)], NATIVE_CHECKS),
+                None,
+                NOT_CLOSED,
+            )
         return check_named_call(index, head, rest, start, end, known, True, NOT_CLOSED, EMPTY, NOT_JSON)
 
 

@@ -29,7 +29,9 @@ SPECIAL_FROM = 199998  # o200k_base has 199,998 ranks
 RECIPIENT = re.compile(r"to=functions\.([^\s<]*)")
 MESSAGE, CALL, END = "<|message|>", "<|call|>", "<|end|>"
 OPENER = " to=functions."  # harmony's own renderer puts the recipient in the header, before the channel
-CHANNEL_FIRST = "<|channel|>commentary to=functions."  # the other order harmony allows (xgrammar's harmony tag takes both)
+CHANNEL_FIRST = (
+    "<|channel|>commentary to=functions."  # the other order harmony allows (xgrammar's harmony tag takes both)
+)
 NOT_CLOSED = "error: the call is not closed with <|call|>; was the reply cut off?"
 EMPTY = "error: the call's <|message|> is empty"
 NOT_JSON = "error: the message to functions.NAME is not valid JSON"
@@ -55,10 +57,16 @@ def to_conversation(messages: list[dict], tools: list[dict]):
         if instructions:
             developer = developer.with_instructions(instructions)
         if tools:
-            developer = developer.with_function_tools([
-                ToolDescription.new(t["function"]["name"], t["function"].get("description", ""),
-                                    parameters=t["function"].get("parameters"))
-                for t in tools])
+            developer = developer.with_function_tools(
+                [
+                    ToolDescription.new(
+                        t["function"]["name"],
+                        t["function"].get("description", ""),
+                        parameters=t["function"].get("parameters"),
+                    )
+                    for t in tools
+                ]
+            )
         turns.append(Message.from_role_and_content(Role.DEVELOPER, developer))
     for message in messages:
         role = message.get("role")
@@ -142,8 +150,12 @@ class GptOssFormat(CallFormat):
         # harmony's own rendering of the assistant's call, after the <|start|>assistant the prompt ends with
         from openai_harmony import Message, Role
 
-        message = (Message.from_role_and_content(Role.ASSISTANT, json.dumps(arguments, ensure_ascii=False))
-                   .with_channel("commentary").with_recipient(f"functions.{name}").with_content_type("<|constrain|>json"))
+        message = (
+            Message.from_role_and_content(Role.ASSISTANT, json.dumps(arguments, ensure_ascii=False))
+            .with_channel("commentary")
+            .with_recipient(f"functions.{name}")
+            .with_content_type("<|constrain|>json")
+        )
         written = load_harmony().decode_utf8(load_harmony().render(message))
         return written.removeprefix("<|start|>assistant")
 
@@ -157,15 +169,41 @@ class GptOssFormat(CallFormat):
                 break
             opened = text.find(MESSAGE, match.end())
             if opened < 0:
-                blocks.append(check_named_call(len(blocks), match.group(1), "", match.start(), len(text), known,
-                                               False, NOT_CLOSED, EMPTY, NOT_JSON))
+                blocks.append(
+                    check_named_call(
+                        len(blocks),
+                        match.group(1),
+                        "",
+                        match.start(),
+                        len(text),
+                        known,
+                        False,
+                        NOT_CLOSED,
+                        EMPTY,
+                        NOT_JSON,
+                    )
+                )
                 break
             body_start = opened + len(MESSAGE)
             ends = [at for at in (text.find(CALL, body_start), text.find(END, body_start)) if at >= 0]
             close = min(ends) if ends else len(text)
-            end = close + (len(CALL) if text.startswith(CALL, close) else len(END) if text.startswith(END, close) else 0)
-            blocks.append(check_named_call(len(blocks), match.group(1), text[body_start:close], match.start(), end, known,
-                                           bool(ends), NOT_CLOSED, EMPTY, NOT_JSON))
+            end = close + (
+                len(CALL) if text.startswith(CALL, close) else len(END) if text.startswith(END, close) else 0
+            )
+            blocks.append(
+                check_named_call(
+                    len(blocks),
+                    match.group(1),
+                    text[body_start:close],
+                    match.start(),
+                    end,
+                    known,
+                    bool(ends),
+                    NOT_CLOSED,
+                    EMPTY,
+                    NOT_JSON,
+                )
+            )
             cursor = end
         if not blocks:
             final = text.split("<|message|>")[-1].replace("<|return|>", "").replace("<|end|>", "")

@@ -39,7 +39,7 @@ class Llama31Format(TemplateFormat):
     order = 10
     folder = ASSETS / "llama3.1-tokenizer"
     template_file = "chat_template.jinja"
-    opener = Opener(None, 'none: a call is bare JSON')
+    opener = Opener(None, "none: a call is bare JSON")
     renderer = "Meta's Llama 3.1 chat template via transformers' Jinja renderer"
     parser_reference = "vLLM llama3_json tool parser"
     policies = ("per-block", "server")
@@ -76,7 +76,7 @@ class Llama31Format(TemplateFormat):
         offset = len(text) - len(text.lstrip())
         if body.startswith(PYTHON_TAG):
             offset += len(PYTHON_TAG)
-            body = body[len(PYTHON_TAG):].lstrip()
+            body = body[len(PYTHON_TAG) :].lstrip()
         if not body.startswith("{"):
             return result_of(self.name, [], text)
         blocks: list[Block] = []
@@ -87,19 +87,47 @@ class Llama31Format(TemplateFormat):
             checks = [Check("closed", True)]
             value, error = parse_json_text(piece, checks, EMPTY, NOT_JSON)
             if error:
-                blocks.append(Block(len(blocks), piece, offset + cursor, offset + end, pad_checks(checks, NATIVE_CHECKS), None, error))
+                blocks.append(
+                    Block(
+                        len(blocks),
+                        piece,
+                        offset + cursor,
+                        offset + end,
+                        pad_checks(checks, NATIVE_CHECKS),
+                        None,
+                        error,
+                    )
+                )
                 break
-            blocks.append(check_object_call(len(blocks), value, piece, offset + cursor, offset + end, known,
-                                            "parameters" if isinstance(value, dict) and "parameters" in value else "arguments",
-                                            BAD_SHAPE))
+            blocks.append(
+                check_object_call(
+                    len(blocks),
+                    value,
+                    piece,
+                    offset + cursor,
+                    offset + end,
+                    known,
+                    "parameters" if isinstance(value, dict) and "parameters" in value else "arguments",
+                    BAD_SHAPE,
+                )
+            )
             if not body[end:].strip():
                 break
             rest = SEPARATOR.match(body, end)
-            if rest is None or ";" not in body[end:rest.end()]:
+            if rest is None or ";" not in body[end : rest.end()]:
                 # something after the call that is neither "; " and another call nor the end
                 checks = [Check("closed", True), Check("json", False, NOT_JSON)]
-                blocks.append(Block(len(blocks), body[end:], offset + end, offset + len(body),
-                                    pad_checks(checks, NATIVE_CHECKS), None, NOT_JSON))
+                blocks.append(
+                    Block(
+                        len(blocks),
+                        body[end:],
+                        offset + end,
+                        offset + len(body),
+                        pad_checks(checks, NATIVE_CHECKS),
+                        None,
+                        NOT_JSON,
+                    )
+                )
                 break
             cursor = rest.end()
         return result_of(self.name, blocks)
@@ -123,7 +151,9 @@ class Llama31Format(TemplateFormat):
                 cursor = at + 1  # not JSON from here: text, as the servers leave it
                 continue
             items = value if isinstance(value, list) else [value]
-            if not items or not all(isinstance(v, dict) and "name" in v and ({"parameters", "arguments"} & set(v)) for v in items):
+            if not items or not all(
+                isinstance(v, dict) and "name" in v and ({"parameters", "arguments"} & set(v)) for v in items
+            ):
                 cursor = end  # JSON that is not a call (an example, an answer's data) stays text
                 continue
             for item in items[: MAX_CALLS - len(blocks)]:

@@ -141,30 +141,51 @@ class MistralFormat(CallFormat):
         calls = value if isinstance(value, list) else [value] if isinstance(value, dict) else None
         if not calls:
             checks.append(Check("shape", False, NOT_LIST))
-            return result_of(self.name, [Block(0, body, at, len(text), pad_checks(checks, NATIVE_CHECKS), None, NOT_LIST)])
-        blocks = [check_object_call(i, call, json.dumps(call, ensure_ascii=False), at, len(text), known, "arguments",
-                                    BAD_SHAPE, optional=("id",))
-                  for i, call in enumerate(calls[:MAX_CALLS])]
+            return result_of(
+                self.name, [Block(0, body, at, len(text), pad_checks(checks, NATIVE_CHECKS), None, NOT_LIST)]
+            )
+        blocks = [
+            check_object_call(
+                i,
+                call,
+                json.dumps(call, ensure_ascii=False),
+                at,
+                len(text),
+                known,
+                "arguments",
+                BAD_SHAPE,
+                optional=("id",),
+            )
+            for i, call in enumerate(calls[:MAX_CALLS])
+        ]
         return result_of(self.name, blocks)
 
     def parse_server(self, text: str, tools: list[dict], at: int) -> ParseResult:
         """The list (or one object) right after `[TOOL_CALLS]`, the text after it left as text; or, where no
         JSON follows the marker, the newer layout: `[TOOL_CALLS]name{arguments}` for each call."""
         known = known_tools(tools)
-        body = text[at + len(TOOL_CALLS):].replace("</s>", "")
+        body = text[at + len(TOOL_CALLS) :].replace("</s>", "")
         first = len(body) - len(body.lstrip())
         decoder = json.JSONDecoder()
-        if body[first:first + 1] in ("[", "{"):
+        if body[first : first + 1] in ("[", "{"):
             try:
                 value, end = decoder.raw_decode(body, first)
             except (ValueError, RecursionError):
                 checks = [Check("closed", True), Check("json", False, NOT_JSON)]
-                return as_text(self.name, text, [Block(0, body, at, len(text), pad_checks(checks, NATIVE_CHECKS), None, NOT_JSON)], "server")
+                return as_text(
+                    self.name,
+                    text,
+                    [Block(0, body, at, len(text), pad_checks(checks, NATIVE_CHECKS), None, NOT_JSON)],
+                    "server",
+                )
             calls = value if isinstance(value, list) else [value]
             piece = body[first:end]
-            blocks = [check_object_call(i, call, piece, at, at + len(TOOL_CALLS) + end, known, "arguments", BAD_SHAPE,
-                                        optional=("id",))
-                      for i, call in enumerate(calls[:MAX_CALLS])]
+            blocks = [
+                check_object_call(
+                    i, call, piece, at, at + len(TOOL_CALLS) + end, known, "arguments", BAD_SHAPE, optional=("id",)
+                )
+                for i, call in enumerate(calls[:MAX_CALLS])
+            ]
             return result_of(self.name, blocks, text, "server")
         blocks: list[Block] = []
         for piece in text[at:].replace("</s>", "").split(TOOL_CALLS)[1:]:
@@ -174,16 +195,24 @@ class MistralFormat(CallFormat):
             start = text.find(piece, at)
             if brace < 0:
                 checks = [Check("closed", True), Check("json", False, EMPTY)]
-                blocks.append(Block(len(blocks), piece, start, start + len(piece), pad_checks(checks, NATIVE_CHECKS), None, EMPTY))
+                blocks.append(
+                    Block(len(blocks), piece, start, start + len(piece), pad_checks(checks, NATIVE_CHECKS), None, EMPTY)
+                )
                 continue
             try:
                 arguments, _ = decoder.raw_decode(piece, brace)
             except (ValueError, RecursionError):
                 checks = [Check("closed", True), Check("json", False, NOT_JSON)]
-                blocks.append(Block(len(blocks), piece, start, start + len(piece), pad_checks(checks, NATIVE_CHECKS), None, NOT_JSON))
+                blocks.append(
+                    Block(
+                        len(blocks), piece, start, start + len(piece), pad_checks(checks, NATIVE_CHECKS), None, NOT_JSON
+                    )
+                )
                 continue
             call = {"name": piece[:brace].strip(), "arguments": arguments}
-            blocks.append(check_object_call(len(blocks), call, piece, start, start + len(piece), known, "arguments", BAD_SHAPE))
+            blocks.append(
+                check_object_call(len(blocks), call, piece, start, start + len(piece), known, "arguments", BAD_SHAPE)
+            )
         return result_of(self.name, blocks, text, "server")
 
 

@@ -81,7 +81,12 @@ class NativeFormat(Qwen3Template):
 
     def written_call(self, block: Block, turn: str) -> tuple[str, dict] | None:
         value, problem = load_strict_json(block.text.strip())
-        if problem is None and isinstance(value, dict) and isinstance(value.get("name"), str) and isinstance(value.get("arguments"), dict):
+        if (
+            problem is None
+            and isinstance(value, dict)
+            and isinstance(value.get("name"), str)
+            and isinstance(value.get("arguments"), dict)
+        ):
             return value["name"], value["arguments"]
         return None
 

@@ -17,13 +17,28 @@ V3_CALL = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>count_letter\n``
 # (family, turn, the server's parser file whose leniency the turn shows)
 LENIENCIES = [
     ("llama3.1", 'Let me count. {"name": "count_letter", "parameters": ' + COUNT + "}", "vLLM llama_tool_parser.py"),
-    ("llama3.1", 'Sure. <|python_tag|>{"name": "count_letter", "parameters": ' + COUNT + "}", "SGLang llama32_detector.py"),
+    (
+        "llama3.1",
+        'Sure. <|python_tag|>{"name": "count_letter", "parameters": ' + COUNT + "}",
+        "SGLang llama32_detector.py",
+    ),
     ("llama3.1", '[{"name": "count_letter", "parameters": ' + COUNT + "}]", "SGLang llama32_detector.py"),
-    ("llama3.1", '{"name": "count_letter", "parameters": ' + COUNT + '}\n{"name": "tokenize", "parameters": {"text": "r"}}',
-     "vLLM llama_tool_parser.py"),
-    ("mistral", '[TOOL_CALLS] [{"name": "count_letter", "arguments": ' + COUNT + "}] Counting.", "vLLM mistral_tool_parser.py"),
+    (
+        "llama3.1",
+        '{"name": "count_letter", "parameters": ' + COUNT + '}\n{"name": "tokenize", "parameters": {"text": "r"}}',
+        "vLLM llama_tool_parser.py",
+    ),
+    (
+        "mistral",
+        '[TOOL_CALLS] [{"name": "count_letter", "arguments": ' + COUNT + "}] Counting.",
+        "vLLM mistral_tool_parser.py",
+    ),
     ("mistral", "[TOOL_CALLS]count_letter" + COUNT, "vLLM mistral_tool_parser.py"),
-    ("deepseek-v3", "<｜tool▁calls▁begin｜>" + V3_CALL.replace(">function<", ">tool<"), "vLLM deepseekv3_tool_parser.py"),
+    (
+        "deepseek-v3",
+        "<｜tool▁calls▁begin｜>" + V3_CALL.replace(">function<", ">tool<"),
+        "vLLM deepseekv3_tool_parser.py",
+    ),
     ("deepseek-v3.1", "Let me look.<｜tool▁calls▁begin｜>count_letter", "vLLM deepseekv31_tool_parser.py"),
     ("qwen3", '<tool_call>\n{"name": "count_letter", "arguments": ' + COUNT + "}", "vLLM hermes_tool_parser.py"),
 ]
@@ -54,6 +69,13 @@ def policy_differences(tools: list[dict]) -> list[PolicyDifference]:
     """Each turn of LENIENCIES with its strict and its server verdict (they differ on every one)."""
     from . import get_format, parse_turn
 
-    return [PolicyDifference(get_format(family).display_family, turn, verdict(parse_turn(turn, tools, family, "per-block")),
-                             verdict(parse_turn(turn, tools, family, "server")), parser_file)
-            for family, turn, parser_file in LENIENCIES]
+    return [
+        PolicyDifference(
+            get_format(family).display_family,
+            turn,
+            verdict(parse_turn(turn, tools, family, "per-block")),
+            verdict(parse_turn(turn, tools, family, "server")),
+            parser_file,
+        )
+        for family, turn, parser_file in LENIENCIES
+    ]

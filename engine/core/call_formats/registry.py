@@ -31,7 +31,9 @@ class Registry(Generic[T]):
         """Add an entry (a second one under the same name replaces the first)."""
         name = self.key(entry)
         if not name:
-            raise BadInput(f"{type(entry).__name__} has no name: set the class's key to the name a command line will take")
+            raise BadInput(
+                f"{type(entry).__name__} has no name: set the class's key to the name a command line will take"
+            )
         if self.check is not None:
             self.check(entry)
         self._entries[name] = entry

@@ -76,7 +76,12 @@ def differences() -> list[dict]:
 
 
 def write_call(
-    fmt: str, calls: list[WireCall], tools: list[dict], messages: list[dict], choice: str = "auto", answer: str | None = None
+    fmt: str,
+    calls: list[WireCall],
+    tools: list[dict],
+    messages: list[dict],
+    choice: str = "auto",
+    answer: str | None = None,
 ) -> WireExchange:
     """One format's exchange for these calls (or, with no calls, for a final `answer`)."""
     return get_format(fmt).write(calls, tools, messages, choice, answer)
@@ -92,7 +97,22 @@ def write_all(
 REGISTRY.load(__name__, __path__, "FORMAT", WireFormat)
 
 __all__ = [
-    "ASPECTS", "NAME", "REGISTRY", "WireCall", "WireExchange", "WireFormat", "call_id", "differences", "format_names",
-    "get_format", "list_formats", "make_id", "register_format", "text_format_for", "tool_choice_for",
-    "tool_choice_formats", "write_all", "write_call",
+    "ASPECTS",
+    "NAME",
+    "REGISTRY",
+    "WireCall",
+    "WireExchange",
+    "WireFormat",
+    "call_id",
+    "differences",
+    "format_names",
+    "get_format",
+    "list_formats",
+    "make_id",
+    "register_format",
+    "text_format_for",
+    "tool_choice_for",
+    "tool_choice_formats",
+    "write_all",
+    "write_call",
 ]

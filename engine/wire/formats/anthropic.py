@@ -20,7 +20,12 @@ class AnthropicMessages(WireFormat):
     title = "Anthropic Messages"
     tab = "Anthropic"
     order = 4
-    tool_choice = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}, "named": {"type": "tool", "name": NAME}}  # noqa: RUF012
+    tool_choice = {
+        "auto": {"type": "auto"},
+        "required": {"type": "any"},
+        "none": {"type": "none"},
+        "named": {"type": "tool", "name": NAME},
+    }  # noqa: RUF012
     id_prefix, id_length = "toolu_01", 22
     differences = {  # noqa: RUF012
         "where the call is written": "tool_use blocks in content",
@@ -32,7 +37,14 @@ class AnthropicMessages(WireFormat):
         "tool_choice: auto / required / none / one tool": '{"type": "auto"} / {"type": "any"} / {"type": "none"} / {"type": "tool", "name"}',
     }
 
-    def write(self, calls: list[WireCall], tools: list[dict], messages: list[dict], choice: str = "auto", answer: str | None = None) -> WireExchange:
+    def write(
+        self,
+        calls: list[WireCall],
+        tools: list[dict],
+        messages: list[dict],
+        choice: str = "auto",
+        answer: str | None = None,
+    ) -> WireExchange:
         check_exchange(calls, messages, answer)
         ids = [self.call_id(i) for i in range(len(calls))]
         system, rest = split_system(messages)
@@ -41,17 +53,28 @@ class AnthropicMessages(WireFormat):
             request["system"] = system
         request["messages"] = [{"role": m["role"], "content": m.get("content", "")} for m in rest]
         request["tools"] = [
-            {"name": f["name"], "description": f["description"], "input_schema": f["parameters"]} for f in map(function_of, tools)
+            {"name": f["name"], "description": f["description"], "input_schema": f["parameters"]}
+            for f in map(function_of, tools)
         ]
         request["tool_choice"] = self.tool_choice_for(choice)
         if answer is not None:
-            return WireExchange(self.key, self.title, request, [self._reply([{"type": "text", "text": answer}], "end_turn")], [])
-        content = [{"type": "tool_use", "id": ids[i], "name": c.name, "input": copy.deepcopy(c.arguments)} for i, c in enumerate(calls)]
+            return WireExchange(
+                self.key, self.title, request, [self._reply([{"type": "text", "text": answer}], "end_turn")], []
+            )
+        content = [
+            {"type": "tool_use", "id": ids[i], "name": c.name, "input": copy.deepcopy(c.arguments)}
+            for i, c in enumerate(calls)
+        ]
         # every result goes back in one user message, a tool_result block per tool_use id
         result = {
             "role": "user",
             "content": [
-                {"type": "tool_result", "tool_use_id": ids[i], "content": c.result, **({"is_error": True} if c.is_error else {})}
+                {
+                    "type": "tool_result",
+                    "tool_use_id": ids[i],
+                    "content": c.result,
+                    **({"is_error": True} if c.is_error else {}),
+                }
                 for i, c in enumerate(calls)
             ],
         }

@@ -60,8 +60,12 @@ class WireFormat:
     short: str = ""  # its name in tables (defaults to the title)
     tab: str = ""  # its name on a tab (defaults to short)
     order: int = 100  # where it comes among the formats (lower first)
-    style: str | None = None  # a text format: the lesson call format (engine.core.call_formats) whose prompt it is; None for an API
-    tool_choice: dict | None = None  # its words for "auto", "required", "none", "named" (NAME marks the tool); None: no field
+    style: str | None = (
+        None  # a text format: the lesson call format (engine.core.call_formats) whose prompt it is; None for an API
+    )
+    tool_choice: dict | None = (
+        None  # its words for "auto", "required", "none", "named" (NAME marks the tool); None: no field
+    )
     id_prefix: str | None = None  # the ids it ties results to calls with ("call_"); None: results go by order
     id_length: int = 0  # how many base-62 characters follow the prefix
     differences: dict = {}  # noqa: RUF012 - each subclass sets its own: ASPECTS -> its answer
@@ -72,7 +76,12 @@ class WireFormat:
         return self.style is not None
 
     def write(
-        self, calls: list[WireCall], tools: list[dict], messages: list[dict], choice: str = "auto", answer: str | None = None
+        self,
+        calls: list[WireCall],
+        tools: list[dict],
+        messages: list[dict],
+        choice: str = "auto",
+        answer: str | None = None,
     ) -> WireExchange:
         """This format's exchange for these calls (or, with no calls, for a final `answer`)."""
         raise NotImplementedError

@@ -20,7 +20,12 @@ class OpenAIChat(WireFormat):
     title = "OpenAI Chat Completions"
     tab = "OpenAI Chat"
     order = 2
-    tool_choice = {"auto": "auto", "required": "required", "none": "none", "named": {"type": "function", "function": {"name": NAME}}}  # noqa: RUF012
+    tool_choice = {
+        "auto": "auto",
+        "required": "required",
+        "none": "none",
+        "named": {"type": "function", "function": {"name": NAME}},
+    }  # noqa: RUF012
     id_prefix, id_length = "call_", 24
     differences = {  # noqa: RUF012
         "where the call is written": "message.tool_calls, beside (or instead of) content",
@@ -32,7 +37,14 @@ class OpenAIChat(WireFormat):
         "tool_choice: auto / required / none / one tool": 'auto / required / none / {"type": "function", "function": {"name"}}',
     }
 
-    def write(self, calls: list[WireCall], tools: list[dict], messages: list[dict], choice: str = "auto", answer: str | None = None) -> WireExchange:
+    def write(
+        self,
+        calls: list[WireCall],
+        tools: list[dict],
+        messages: list[dict],
+        choice: str = "auto",
+        answer: str | None = None,
+    ) -> WireExchange:
         check_exchange(calls, messages, answer)
         ids = [self.call_id(i) for i in range(len(calls))]
         request = {
@@ -48,13 +60,24 @@ class OpenAIChat(WireFormat):
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {"id": ids[i], "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                {
+                    "id": ids[i],
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)},
+                }
                 for i, c in enumerate(calls)
             ],
         }
         # the next request re-sends the assistant message, then one tool message per call
         results = [{"role": "tool", "tool_call_id": ids[i], "content": c.result} for i, c in enumerate(calls)]
-        return WireExchange(self.key, self.title, request, [self._reply(message, "tool_calls")], [[copy.deepcopy(message), *results]], ids=ids)
+        return WireExchange(
+            self.key,
+            self.title,
+            request,
+            [self._reply(message, "tool_calls")],
+            [[copy.deepcopy(message), *results]],
+            ids=ids,
+        )
 
     def _reply(self, message: dict, finish: str) -> dict:
         return {

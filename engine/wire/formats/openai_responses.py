@@ -30,7 +30,14 @@ class OpenAIResponses(WireFormat):
         "tool_choice: auto / required / none / one tool": 'auto / required / none / {"type": "function", "name"}',
     }
 
-    def write(self, calls: list[WireCall], tools: list[dict], messages: list[dict], choice: str = "auto", answer: str | None = None) -> WireExchange:
+    def write(
+        self,
+        calls: list[WireCall],
+        tools: list[dict],
+        messages: list[dict],
+        choice: str = "auto",
+        answer: str | None = None,
+    ) -> WireExchange:
         check_exchange(calls, messages, answer)
         ids = [self.call_id(i) for i in range(len(calls))]
         system, rest = split_system(messages)
@@ -62,10 +69,18 @@ class OpenAIResponses(WireFormat):
         ]
         # the next request's input carries the function_call items and one output per call_id
         results = [{"type": "function_call_output", "call_id": ids[i], "output": c.result} for i, c in enumerate(calls)]
-        return WireExchange(self.key, self.title, request, [self._reply(items)], [[*copy.deepcopy(items), *results]], ids=ids)
+        return WireExchange(
+            self.key, self.title, request, [self._reply(items)], [[*copy.deepcopy(items), *results]], ids=ids
+        )
 
     def _reply(self, output: list) -> dict:
-        return {"id": make_id("resp_", 0, 24), "object": "response", "status": "completed", "model": OPENAI_MODEL, "output": output}
+        return {
+            "id": make_id("resp_", 0, 24),
+            "object": "response",
+            "status": "completed",
+            "model": OPENAI_MODEL,
+            "output": output,
+        }
 
 
 FORMAT = OpenAIResponses()

@@ -24,7 +24,14 @@ class Qwen3Text(WireFormat):
         "tool_choice: auto / required / none / one tool": "no field: a server maps OpenAI's tool_choice onto the template and a grammar",
     }
 
-    def write(self, calls: list[WireCall], tools: list[dict], messages: list[dict], choice: str = "auto", answer: str | None = None) -> WireExchange:
+    def write(
+        self,
+        calls: list[WireCall],
+        tools: list[dict],
+        messages: list[dict],
+        choice: str = "auto",
+        answer: str | None = None,
+    ) -> WireExchange:
         """The template's own text: the prompt, the reply it writes for these calls, the results' turn."""
         check_exchange(calls, messages, answer)
         tok = load_tokenizer()
@@ -32,7 +39,12 @@ class Qwen3Text(WireFormat):
         if answer is not None:
             text = get_format(self.style).write_answer(answer)
             return WireExchange(
-                self.key, self.title, prompt.text, [text + "<|im_end|>"], [], {"request": prompt.count, "replies": [tok.count(text) + 1], "results": []}
+                self.key,
+                self.title,
+                prompt.text,
+                [text + "<|im_end|>"],
+                [],
+                {"request": prompt.count, "replies": [tok.count(text) + 1], "results": []},
             )
         assistant = {
             "role": "assistant",
@@ -45,8 +57,16 @@ class Qwen3Text(WireFormat):
         reply = written[len(prompt.text) :].rstrip("\n")
         turn = reply.removesuffix("<|im_end|>")
         after = render(
-            Request([*messages, {"role": "assistant", "content": turn}, *({"role": "tool", "content": c.result} for c in calls)],
-                    tools, self.style, add_generation_prompt=False),
+            Request(
+                [
+                    *messages,
+                    {"role": "assistant", "content": turn},
+                    *({"role": "tool", "content": c.result} for c in calls),
+                ],
+                tools,
+                self.style,
+                add_generation_prompt=False,
+            ),
             tok,
         )
         results = range(len(messages) + 1, len(messages) + 1 + len(calls))

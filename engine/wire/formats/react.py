@@ -28,7 +28,14 @@ class ReactText(WireFormat):
         "tool_choice: auto / required / none / one tool": "no field: the prompt asks, nothing enforces",
     }
 
-    def write(self, calls: list[WireCall], tools: list[dict], messages: list[dict], choice: str = "auto", answer: str | None = None) -> WireExchange:
+    def write(
+        self,
+        calls: list[WireCall],
+        tools: list[dict],
+        messages: list[dict],
+        choice: str = "auto",
+        answer: str | None = None,
+    ) -> WireExchange:
         """One Action per reply, each followed by its Observation turn."""
         check_exchange(calls, messages, answer)
         tok = load_tokenizer()
@@ -36,7 +43,14 @@ class ReactText(WireFormat):
         prompt = render(Request(messages, tools, self.style), tok)
         if answer is not None:
             text = style.write_answer(answer)
-            return WireExchange(self.key, self.title, prompt.text, [text], [], {"request": prompt.count, "replies": [tok.count(text) + 1], "results": []})
+            return WireExchange(
+                self.key,
+                self.title,
+                prompt.text,
+                [text],
+                [],
+                {"request": prompt.count, "replies": [tok.count(text) + 1], "results": []},
+            )
         replies, results, reply_tokens, result_tokens = [], [], [], []
         history = list(messages)
         for c in calls:
