@@ -387,6 +387,34 @@ def test_generated_schemas_mask_equals_check(case):
     )
 
 
+# a character below 256 before a hex digit: xgrammar prints "éa" as "\\xe9a" and reads that back as one character,
+# U+0E9A; the grammar's text is rewritten with four-digit escapes (grammar.ebnf_text), so each value is writable
+LATIN_BEFORE_HEX = ["éa", "ça", "ÿf0", "é", "naïve", "Ωa", "日本", "\u0001a", "a\\b", 'x"y']
+
+
+@pytest.mark.parametrize("value", LATIN_BEFORE_HEX)
+@pytest.mark.parametrize("keyword", ["enum", "const"])
+def test_a_value_with_a_latin_1_character_before_a_hex_digit_is_writable(value, keyword):
+    params = {
+        "type": "object",
+        "properties": {"a": {"type": "string", keyword: [value] if keyword == "enum" else value}},
+    }
+    tools = [fn("t", params)]
+    assert mask_accepts(tools, call("t", {"a": value}), "call") and check_accepts(tools, call("t", {"a": value}))
+    assert not mask_accepts(tools, call("t", {"a": value + "x"}), "call")
+
+
+def test_the_grammar_text_reads_back_as_the_same_grammar():
+    import xgrammar as xgr
+
+    source = xgr.Grammar.from_ebnf('root ::= "\\u00e9a" | "\\\\x41"')  # é then a; or a backslash, then x41
+    # xgrammar's own printed text reads back as another grammar (U+0E9A)...
+    assert "\\u0e9a" in str(xgr.Grammar.from_ebnf(str(source)))
+    # ...ebnf_text's reads back as the same one, and leaves a literal backslash before an x alone
+    text = grammar.ebnf_text(source)
+    assert str(xgr.Grammar.from_ebnf(text)) == str(source) and "\\\\x41" in text
+
+
 # -- xgrammar's own Qwen3 tag ----------------------------------------------------------------------
 COUNT = call("count_letter", {"word": "strawberry", "letter": "r"})
 TOKENIZE = call("tokenize", {"text": "strawberry"})

@@ -76,8 +76,8 @@ def test_gbnf_has_no_lookahead_no_underscore_in_rule_names_and_only_escapes_llam
         'basic_sub ::= ([+\\-] basic_x{0, -1} basic_x{1, 3} "\\/")\nbasic_x ::= [a-z]'
     )
     assert to_gbnf(ebnf) == (
-        'root ::= (("\\"" basic-sub) | ([^\\x00-\\x1F"\\\\] basic-sub)) \n'
-        'basic-sub ::= ([+\\x2D] basic-x{0,} basic-x{1,3} "/")\nbasic-x ::= [a-z]'
+        'root ::= (("\\"" basic-sub) | ([^\\u0000-\\u001F"\\\\] basic-sub)) \n'
+        'basic-sub ::= ([+\\u002D] basic-x{0,} basic-x{1,3} "/")\nbasic-x ::= [a-z]'
     )
     text = build_server_grammar(STRAWBERRY, "required", "gbnf").text
     names = [line.split(" ::= ")[0] for line in text.splitlines() if " ::= " in line]

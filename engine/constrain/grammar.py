@@ -295,11 +295,27 @@ def _xgrammar_message(error: Exception) -> str:
     return re.sub(r"^\[[\d:]+\]\s+\S+:\d+:\s*", "", text)[:300]
 
 
-@functools.lru_cache(maxsize=256)
-def _arguments_ebnf(params_json: str) -> str:
+# xgrammar prints a character below 256 as \xHH but reads \x greedily, as many hex digits as follow: "éa" prints
+# as "\xe9a" and reads back as U+0E9A, so an enum or const with such a character before a letter a-f or a digit
+# could never be written. Its \u takes exactly four digits: every \xHH is rewritten so (a "\\" pair is skipped).
+_PRINTED_ESCAPE = re.compile(r"(\\\\)|\\x([0-9A-Fa-f]{2})")
+
+
+def ebnf_text(grammar) -> str:
+    """An xgrammar Grammar as EBNF text that xgrammar (and llama.cpp) read back as the same grammar."""
+    return _PRINTED_ESCAPE.sub(lambda m: m.group(1) or "\\u00" + m.group(2), str(grammar))
+
+
+def json_schema_ebnf(schema: dict) -> str:
+    """A JSON schema's grammar, written as the chat template writes JSON (its separators, no other whitespace)."""
     import xgrammar as xgr
 
-    return str(xgr.Grammar.from_json_schema(params_json, any_whitespace=False, separators=SEPARATORS))
+    return ebnf_text(xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, separators=SEPARATORS))
+
+
+@functools.lru_cache(maxsize=256)
+def _arguments_ebnf(params_json: str) -> str:
+    return json_schema_ebnf(json.loads(params_json))
 
 
 def check_tool(tool: dict) -> None:
@@ -373,7 +389,6 @@ def reasoning_format(budget: int | None = None):
 
 
 def _structural_tag(tools: list[dict], shape: str, thinking: bool | int = False):
-    import xgrammar as xgr
     from xgrammar.structural_tag import (
         ConstStringFormat,
         GrammarFormat,
@@ -383,9 +398,7 @@ def _structural_tag(tools: list[dict], shape: str, thinking: bool | int = False)
         TokenFormat,
     )
 
-    json_ebnf = str(
-        xgr.Grammar.from_json_schema(json.dumps(call_schema(tools)), any_whitespace=False, separators=SEPARATORS)
-    )
+    json_ebnf = json_schema_ebnf(call_schema(tools))
 
     def body():
         return [

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..core.tooldefs import tool_name
-from .grammar import SEPARATORS, THINK_SUFFIX, call_schema, check_tool, tool_parameters
+from .grammar import THINK_SUFFIX, call_schema, check_tool, json_schema_ebnf, tool_parameters
 
 DIALECTS = ("xgrammar", "gbnf")  # vLLM's structured outputs; llama.cpp's grammar field
 THINK_TEXT = '([^<] | "<" [^/])*'  # reasoning without "</": it cannot close itself early
@@ -129,7 +129,8 @@ def _gbnf_char(char: str, special: str) -> str:
     if char in _NAMED and (char in special or point < 0x20):
         return _NAMED[char]
     if point < 0x20 or point == 0x7F or char in special:
-        return f"\\x{point:02X}" if point < 0x100 else f"\\u{point:04X}"
+        # \u with its four digits: xgrammar reads \x greedily (see grammar.ebnf_text); llama.cpp reads both
+        return f"\\u{point:04X}"
     return char
 
 
@@ -193,14 +194,11 @@ def _rename_root(ebnf: str, name: str) -> str:
 # -- the call's grammar -----------------------------------------------------------------------
 @functools.lru_cache(maxsize=64)
 def _call_ebnf(key: str, several: bool, thinking: bool) -> str:
-    import xgrammar as xgr
 
     tools = [{"type": "function", "function": {"name": n, "parameters": p}} for n, p in json.loads(key)]
     for tool in tools:
         check_tool(tool)
-    json_ebnf = str(
-        xgr.Grammar.from_json_schema(json.dumps(call_schema(tools)), any_whitespace=False, separators=SEPARATORS)
-    )
+    json_ebnf = json_schema_ebnf(call_schema(tools))
     think = (
         f'think_block ::= ("<think>" think_text "</think>" {json.dumps(THINK_SUFFIX)})?\nthink_text ::= {THINK_TEXT}\n'
     )
