@@ -23,10 +23,7 @@ from ui.words import lesson, words
 ID = "check-run-return"
 
 text = lesson(ID)
-projected = presenting()  # projected, the first screen is the run itself: its words follow on the next
-st.title(text["title"])
-if not projected:
-    show_intro(ID, text["intro"])
+st.title(text["title"])  # the run itself comes first, under the title: its words follow
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -56,10 +53,7 @@ scenario = load_scenario(scenario_name)
 policy = from_url("check_run_return_policy", "policy", "per-block", str, POLICIES)
 chosen_style = style()
 
-if not projected:
-    st.header("Pick a scenario")
-    st.markdown(text["scenario"])
-# (projected: the two pickers on one line without their labels, the box names the scenario it holds)
+# the two pickers on one line (projected, without their labels: ui/presenter.css; the box names its scenario)
 left, right = st.container(key="check_run_return_pickers").columns([3, 2])
 with left:
     st.selectbox(
@@ -68,7 +62,6 @@ with left:
         key="check_run_return_scenario",
         on_change=reset_step,
         format_func=lambda n: load_scenario(n).title,
-        label_visibility="collapsed" if projected else "visible",
     )
 with right:
     st.segmented_control(
@@ -77,11 +70,7 @@ with right:
         key="check_run_return_policy",
         required=True,
         help="per-block runs the good calls of a reply; vllm drops them all when one block is not valid JSON.",
-        label_visibility="collapsed" if projected else "visible",
     )
-if not projected:
-    st.markdown(f"**{scenario.summary}** {scenario.lesson}")
-
 if chosen_style not in scenario.styles:
     other = scenario.styles[0]
     st.warning(
@@ -101,9 +90,6 @@ def the_run() -> bool:
     number = current_step("check_run_return_view", "check_run_return_step", total, first_step(scenario_name))
     to_url(scenario=scenario_name, policy=None if policy == "per-block" else policy, step=number)
 
-    if not projected:
-        section("Step through the run")
-        st.header("Step through the run")
     # -- stepping through the run (in the browser: every call is sent once) ---------------------------
     parts = {
         k: text[k]
@@ -119,17 +105,16 @@ def the_run() -> bool:
     }
     parts["what goes back"] = text[f"what goes back ({chosen_style})"]
     step_view(
-        harness_run(run, parts, lambda n: returned_text(run, n, scenario.tools), number, compact=projected),
+        harness_run(run, parts, lambda n: returned_text(run, n, scenario.tools), number, compact=presenting()),
         key="check_run_return_view",
     )
-    if projected:
-        # the lesson's opening words and the scenario's story, after the run they explain
-        section("The harness and this run")
-        st.header("The harness and this run")
-        with st.container(key="check_run_return_whole_story"):  # (every line shown: these words are the section)
-            show_intro(ID, text["intro"])
-            st.markdown(text["scenario"])
-            st.markdown(f"**{scenario.summary}** {scenario.lesson}")
+    # the lesson's opening words and the scenario's story, after the run they explain
+    section("The harness and this run")
+    st.header("The harness and this run")
+    with st.container(key="check_run_return_whole_story"):  # (every line shown: these words are the section)
+        show_intro(ID, text["intro"])
+        st.markdown(text["scenario"])
+        st.markdown(f"**{scenario.summary}** {scenario.lesson}")
 
     section("The token ledger")
     # -- the ledger ----------------------------------------------------------------------------------

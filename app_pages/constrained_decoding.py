@@ -35,12 +35,8 @@ MODES = list(TOOL_CHOICES)
 TURNS = {t["id"]: t for t in DATA["turns"]}
 
 text = lesson(ID)
-projected = presenting()  # projected, the first screen is the mask at work: the opening words follow on the next
-st.title(text["title"])
-if not projected:
-    show_intro(ID, text["intro"])
-    (st.caption if get_format(style()).constrained else st.warning)(text["native only"])
-elif not get_format(style()).constrained:  # projected: one line here, the reason on the next screen
+st.title(text["title"])  # the mask at work comes first, under the title: the opening words follow
+if not get_format(style()).constrained:  # one line here, the reason with the opening words
     st.warning(text["native only (short)"])
 
 
@@ -99,26 +95,18 @@ def mask_words() -> None:
         st.markdown(text["tool choice"])
 
 
-if not projected:
-    at_name = headline_figure()
-    mask_words()
-    section("The mask, step by step")
 mode = from_url("constrained_decoding_tool_choice", "tool_choice", "auto", str, MODES)
 turn_id = from_url("constrained_decoding_turn", "turn", "call", str, list(TURNS))
-# one control per row: five tool_choice buttons beside a select box are too wide for a 1024 px projector at the
-# page's size; projected, both go on one row without their labels (the buttons name the modes, the box shows the
-# reply it holds; ui/presenter.css sets the buttons smaller), so the view fits the first screen under the title
-with st.container(key="constrained_decoding_controls"):
-    choose_mode, choose_turn = (
-        st.columns([3, 2], vertical_alignment="center") if projected else (st.container(), st.container())
-    )
+# both on one row (projected, without their labels and with smaller buttons, ui/presenter.css: the buttons name
+# the modes, the box shows the reply it holds), so the view fits the first screen under the title
+with st.container(key="constrained_decoding_pickers"):
+    choose_mode, choose_turn = st.columns([3, 2], vertical_alignment="bottom")
     choose_mode.segmented_control(
         "tool_choice",
         MODES,
         key="constrained_decoding_tool_choice",
         required=True,
         on_change=reset_step,
-        label_visibility="collapsed" if projected else "visible",
     )
     choose_turn.selectbox(
         "The reply",
@@ -126,13 +114,12 @@ with st.container(key="constrained_decoding_controls"):
         key="constrained_decoding_turn",
         format_func=lambda t: TURNS[t]["label"],
         on_change=reset_step,
-        label_visibility="collapsed" if projected else "visible",
     )
 
 steps = walked(turn_id, mode)
 total = len(steps)
 # projected, the view opens at the tool's name, where the grammar allows fewest tokens (a link's ?step= still wins)
-name_at = find_name_token([s.token for s in steps]) if projected else None
+name_at = find_name_token([s.token for s in steps]) if presenting() else None
 number = current_step(
     "constrained_decoding_view", "constrained_decoding_step", total, 1 if name_at is None else name_at + 1
 )
@@ -170,14 +157,13 @@ if total < len(ids):
     st.caption(f"The reply stops after token {total}: the grammar forbids what came next.")
 if mode == "none" and any(s.id == TOOL_CALL for s in steps):
     st.warning(text["none and a call"])
-if projected:
-    # the lesson's opening words, the headline figure and how to read the view, after the view they explain
-    section("What the mask does")
-    st.header("What the mask does")
-    show_intro(ID, text["intro"])
-    (st.caption if get_format(style()).constrained else st.warning)(text["native only"])
-    at_name = headline_figure()
-    mask_words()
+# the lesson's opening words, the headline figure and how to read the view, after the view they explain
+section("What the mask does")
+st.header("What the mask does")
+show_intro(ID, text["intro"])
+(st.caption if get_format(style()).constrained else st.warning)(text["native only"])
+at_name = headline_figure()
+mask_words()
 
 section("Tokens allowed, token by token")
 figure = allowed_figure(steps, number, REAL_VOCAB, 280)

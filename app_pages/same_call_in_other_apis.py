@@ -6,7 +6,6 @@ import streamlit as st
 
 from engine.harness.loop import list_gallery, list_scenarios, load_scenario
 from engine.teaching.exchanges import scenario_exchanges
-from ui.chrome import presenting
 from ui.draw import notice
 from ui.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs
 from ui.sections import headline, markdown_in_sections, more, section
@@ -26,10 +25,7 @@ from ui.words import lesson, words
 ID = "same-call-in-other-apis"
 
 text = lesson(ID)
-projected = presenting()  # projected, the first screen is the call in its formats: the words follow on the next
 st.title(text["title"])
-if not projected:
-    st.markdown(text["intro"])
 
 
 @st.cache_resource(show_spinner="Writing the call in each format…", max_entries=64)
@@ -68,28 +64,21 @@ def draw_formats() -> None:
             draw_exchange(by_format[fmt], shown.calls)
 
 
-if not projected:
-    st.header("Pick a call")
-    st.markdown(text["pick a call"])
-# (projected: the two boxes on one line without their labels, each shows what it holds)
-left, right = st.columns([1, 1])
-with left:
-    st.selectbox(
-        "Scenario",
-        names,
-        key="same_call_in_other_apis_scenario",
-        on_change=reset_step,
-        format_func=lambda n: load_scenario(n).title,
-        label_visibility="collapsed" if projected else "visible",
-    )
-with right:
-    st.selectbox(
-        "Step of its run",
-        range(len(written)),
-        key="same_call_in_other_apis_step",
-        format_func=lambda i: step_label(written[i]),
-        label_visibility="collapsed" if projected else "visible",
-    )
+# the key visual first, under the title: the pickers on one row (projected, without their labels: ui/presenter.css)
+left, right = st.container(key="same_call_in_other_apis_pickers").columns([1, 1])
+left.selectbox(
+    "Scenario",
+    names,
+    key="same_call_in_other_apis_scenario",
+    on_change=reset_step,
+    format_func=lambda n: load_scenario(n).title,
+)
+right.selectbox(
+    "Step of its run",
+    range(len(written)),
+    key="same_call_in_other_apis_step",
+    format_func=lambda i: step_label(written[i]),
+)
 to_url(scenario=None if scenario_name == "strawberry" else scenario_name, step=number or None)
 shown = written[number]
 if chosen_style != style():
@@ -97,13 +86,13 @@ if chosen_style != style():
         f"This scenario is scripted in the {short_name(ordered_formats(chosen_style)[0])} style only, "
         "so its calls come from that script whatever the sidebar says."
     )
-if projected:
-    with st.container(key="same_call_in_other_apis_formats_view"):  # the lesson's key visual, under the title
-        draw_formats()
-    section("The call in each format")
-    st.header("The call in each format")
-    st.markdown(text["intro"])
-    st.markdown(text["pick a call"])
+with st.container(key="same_call_in_other_apis_formats_view"):
+    draw_formats()
+
+section("The call in each format")
+st.header("The call in each format")
+st.markdown(text["intro"])
+st.markdown(text["pick a call"])
 with st.expander("The sidebar's style, and what does not depend on it"):
     st.markdown(text["the style switch"])
 if shown.calls:
@@ -114,19 +103,12 @@ if shown.calls:
 else:
     st.markdown(f"**No call: the final answer.** `{shown.answer}`")
 
-if projected:
-    section("The request, the reply, what goes back")
-else:
-    section("The call in each format")
-    # -- every format, both directions ----------------------------------------------------------------
-    st.header("The call in each format")
+section("The request, the reply, what goes back")
+st.header("The request, the reply, what goes back")
 request_words, reply_words, back_words = panes(3)
 request_words.markdown("**The request.** " + text["the request"])
 reply_words.markdown("**The reply.** " + text["the reply"])
 back_words.markdown("**What goes back.** " + text["what goes back"])
-if not projected:
-    section("One format at a time")
-    draw_formats()
 
 section("What differs")
 # -- what differs ----------------------------------------------------------------------------------------
