@@ -9,30 +9,28 @@ from engine.harness.loop import load_scenario
 from engine.teaching.calculator import measure_family_tools_cost, measure_tools_cost, plan_run
 from ui.chart_words import chart_caption
 from ui.charts import chart_layout
-from ui.chrome import presenting
 from ui.draw import notice
 from ui.elsewhere import same_tools_elsewhere
+from ui.glossary import show_intro
 from ui.literal import table_html
 from ui.numbers import format_count
 from ui.palette import ink
-from ui.sections import section
+from ui.sections import screen_size, section
 from ui.state import from_url, style, to_url
 from ui.tool_editor import read_editor_tools, tool_editor
 from ui.words import lesson
 
 text = lesson("calculator")
-projected = presenting()  # projected, the first screen is the chart of the run: the editor follows on the next
 st.title(text["title"])
-if not projected:
-    st.markdown(text["intro"])
+show_intro("calculator", text["intro"])
 
 
-def run_settings(in_a_row: bool) -> tuple[int, int, str]:
-    """The run's three settings (a link's values first); `in_a_row`: side by side, under the chart's title."""
+def run_settings() -> tuple[int, int, str]:
+    """The run's three settings side by side, above the chart they shape (a link's values first)."""
     from_url("calculator_calls", "calls", 3, int, range(0, 31))
     from_url("calculator_bad", "bad", 1, int, range(0, 11))
     from_url("calculator_place", "place", "start", str, ("start", "end"))
-    first, second, third = st.columns([2, 2, 3]) if in_a_row else (st.container(), st.container(), st.container())
+    first, second, third = st.columns([2, 2, 3])
     calls = first.slider("Tool calls that succeed", 0, 30, key="calculator_calls")
     bad = second.slider("Malformed calls", 0, 10, key="calculator_bad")
     place = third.radio(
@@ -88,25 +86,22 @@ def plan_runs(tools, calls: int, bad: int, place: str):
     )
 
 
-if projected:
-    # the chart first, from the tools the editor holds (drawn on the next screen) and the three settings above it
-    calls, bad, place = run_settings(in_a_row=True)
-    first_tools, _ = read_editor_tools("calculator")
-    if usable(first_tools, calls, bad) is None:
-        draw_each_call(plan_runs(first_tools, calls, bad, place)[0], 330)
-    else:
-        st.info(usable(first_tools, calls, bad) + " The tool definitions are on the next screen.")
-    section("Your tools")
-    st.header("Your tools")
-    st.markdown(text["intro"])
+# -- the chart first (the key visual), from the tools the editor below holds and the three settings above it ------
+calls, bad, place = run_settings()
+first_tools, _ = read_editor_tools("calculator")
+if usable(first_tools, calls, bad) is None:
+    draw_each_call(plan_runs(first_tools, calls, bad, place)[0], screen_size(420, 330))
+else:
+    st.info(usable(first_tools, calls, bad) + " " + text["tools below"])
+
+section("Your tools")
+st.header("Your tools")
 left, right = st.columns([3, 2], gap="large")
 with left:
-    tools, problems = tool_editor("calculator", height=300 if projected else 360)
+    tools, problems = tool_editor("calculator", height=screen_size(360, 300))
 with right:
     for problem in problems:
         st.error(problem)
-    if not projected:
-        calls, bad, place = run_settings(in_a_row=False)
     st.caption(f"Style: {get_format(style()).label} (switch it in the sidebar)")
     # the families by the format their maker trained them on; the first is the site's own (Qwen3), so no second price
     families = {f.family: f for f in family_formats()}
@@ -175,10 +170,6 @@ def draw_run(tools) -> None:
                         run_total=there.total * totals["calls"],
                     )
                 )
-
-    if not projected:  # (projected, the chart is the first screen)
-        section("Each call")
-        draw_each_call(run, 420)
 
     section("The calls, one by one")
     st.markdown(

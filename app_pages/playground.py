@@ -8,9 +8,9 @@ from engine.errors import EngineError
 from engine.harness.loop import Run, iterate_episode, list_scenarios, load_scenario
 from engine.harness.playground import check_files, fresh_workspace, play_script, snapshot
 from engine.teaching.panels import find_panel
-from ui.chrome import presenting
 from ui.confinement import visitor_id
 from ui.draw import notice
+from ui.glossary import show_intro
 from ui.literal import plural
 from ui.models import draw_source, panel_source, tokenizer
 from ui.packs import replay_episode_here
@@ -23,7 +23,7 @@ from ui.playground_files import (
     load_files,
     load_linked_files,
 )
-from ui.sections import section
+from ui.sections import more, section
 from ui.state import edits_to_url, from_url, restore, style, to_url
 from ui.stream import TokenStream
 from ui.views.loop_view import loop_view, run_end, run_frames
@@ -32,10 +32,10 @@ from ui.words import lesson
 ID = "playground"
 
 text = lesson(ID)
-projected = presenting()  # projected, the first screen is the loop picture: the words follow on the next
 st.title(text["title"])
-if not projected:
-    st.markdown(text["intro"])
+# the one idea in a sentence; the words that explain it are for a learner reading alone
+show_intro(ID, text["intro"])
+more(text["model"], key="playground_model")
 chosen_style = style()
 
 
@@ -49,26 +49,16 @@ if "playground_files" not in st.session_state:
 mode = from_url("playground_mode", "mode", "scripted", str, ["scripted", "live"])
 to_url(scenario=scenario_name, mode=None if mode == "scripted" else mode)
 
-if not projected:
-    st.markdown(text["model"])
-# (projected: the two pickers on one line without their labels, above the loop picture)
-left, right = st.columns([2, 3])
-with left:
-    st.segmented_control(
-        "Who writes the turns",
-        ["scripted", "live"],
-        key="playground_mode",
-        required=True,
-        label_visibility="collapsed" if projected else "visible",
-    )
-with right:
-    st.selectbox(
+# the two pickers on one line (projected, without their labels: ui/presenter.css), above the loop picture
+with st.container(key="playground_pickers"):
+    left, right = st.columns([2, 3])
+    left.segmented_control("Who writes the turns", ["scripted", "live"], key="playground_mode", required=True)
+    right.selectbox(
         "Scenario (its files, question and tools)",
         names,
         key="playground_scenario",
         format_func=lambda n: load_scenario(n).title,
         on_change=lambda: load_files(st.session_state["playground_scenario"]),
-        label_visibility="collapsed" if projected else "visible",
     )
 
 # the live panel's settings, and its recording in a lesson pack when no model is loaded
@@ -161,27 +151,16 @@ def run_episode() -> None:
         st.session_state["playground_call"] = 1  # the calls' picker starts again at the first
 
 
-def run_and_loop() -> None:
-    """Run, and under it the loop the run lights (one screen: projected, the first)."""
-    if st.button("Run the episode", key="playground_run", type="primary", disabled=not can_run) or auto:
-        run_episode()
-    last = st.session_state.get("playground_result")
-    loop_view(
-        "playground_loop",
-        frames=run_frames(last["calls"]) if last else None,
-        caption="" if last else text["the loop before a run"],
-        end=run_end(last["calls"]) if last else "",
-    )
-
-
-if projected:
-    # the demo first: Run and the loop it lights on one screen; the words, the files and the question follow
-    run_and_loop()
-    section("The episode")
-    st.header("The episode")
-    with st.container(key="playground_whole_words"):  # (every line shown: these words are the section)
-        st.markdown(text["intro"])
-        st.markdown(text["model"])
+# -- the demo first: Run and, under it, the loop the run lights (projected, the first screen) ------------
+if st.button("Run the episode", key="playground_run", type="primary", disabled=not can_run) or auto:
+    run_episode()
+last = st.session_state.get("playground_result")
+loop_view(
+    "playground_loop",
+    frames=run_frames(last["calls"]) if last else None,
+    caption="" if last else text["the loop before a run"],
+    end=run_end(last["calls"]) if last else "",
+)
 
 section("Workspace")
 # -- the workspace, editable ---------------------------------------------------------------------
@@ -189,7 +168,7 @@ st.header("Workspace")
 st.markdown(text["workspace"])
 if st.session_state.get(LINK_PROBLEM):  # a link whose files could not be used: why, above the scenario's
     st.warning(st.session_state[LINK_PROBLEM])
-draw_workspace(slots, problems, projected)
+draw_workspace(slots, problems)
 # a copied link carries the files when they differ from the scenario's
 too_long = edits_to_url("files", None if entries == list(scenario.files.items()) else json.dumps(entries))
 if too_long:
@@ -203,8 +182,8 @@ if mode == "scripted":
 else:
     st.markdown(text["question"])
 st.text_area("The user's message", key="playground_question", height=80, disabled=mode == "scripted")
-if not projected:  # (projected, Run and its loop are the first screen)
-    run_and_loop()
+if mode == "live":
+    st.caption(text["run above"])
 
 # -- what the run did: a fixed set of sections, however many calls it made --------------------------
 result = st.session_state.get("playground_result")
@@ -219,17 +198,15 @@ else:
         + (f"; {result['left_out']} file(s) left out" if result["left_out"] else "")
     )
     calls = result["calls"]
-    shown = range(1, len(calls) + 1)
-    if projected:  # one call at a time, picked here: a run of 7 calls is one screen, not 7
-        if st.session_state.get("playground_call") not in shown:
-            st.session_state["playground_call"] = 1
-        shown = [
-            st.segmented_control(
-                "Call", list(shown), key="playground_call", required=True, format_func=lambda n: f"call {n}"
-            )
-        ]
-    for number in shown:
-        draw_call(number, calls[number - 1], tiny=result.get("tiny", False))
+    # one call at a time, picked here: a run of 7 calls is one screen (and one section projected), not 7
+    numbers = list(range(1, len(calls) + 1))
+    if st.session_state.get("playground_call") not in numbers:
+        st.session_state["playground_call"] = 1
+    if numbers:  # (a run the model broke off before its first call has none to pick)
+        number = st.segmented_control(
+            "Call", numbers, key="playground_call", required=True, format_func=lambda n: f"call {n}"
+        )
+        draw_call(number or 1, calls[(number or 1) - 1], tiny=result.get("tiny", False))
 
 section("The ledger")
 st.subheader("The ledger")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from helpers import ROOT, open_page, report_step
@@ -13,7 +14,7 @@ from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import load_scenario
 from engine.teaching.calculator import measure_tools_cost
 from engine.teaching.cost import measure_malformed_cost
-from ui.glossary import link_terms, term_url
+from ui.glossary import entry_text, hover_text, link_terms, term_url
 
 GLOSSARY = json.loads((ROOT / "lessons" / "glossary.json").read_text(encoding="utf-8"))
 INDEX = {e["id"]: e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8"))}
@@ -125,8 +126,19 @@ def test_an_unknown_term_says_so_literally_and_still_lists_everything(term, show
     ],
 )
 def test_link_terms_links_the_first_mention_only_outside_code_and_links(text, linked):
-    assert linked in link_terms(text)
-    assert link_terms(text).count("](glossary") == link_terms(text).count("glossary?term=")
+    without_titles = re.sub(r' "[^"]*"\)', ")", link_terms(text))
+    assert linked in without_titles
+    assert without_titles.count("](glossary") == without_titles.count("glossary?term=")
+
+
+@pytest.mark.parametrize("entry", GLOSSARY["terms"], ids=lambda e: e["id"])
+def test_a_linked_term_shows_its_definitions_first_sentence_on_hover(entry):
+    linked = link_terms(f"words about {entry['term']} here")
+    title = hover_text(entry)
+    assert f'({term_url(entry["id"])} "{title}")' in linked
+    # plain text a browser can show: no Markdown marks, no quote that would end the title, one sentence at most
+    assert title and not set('`*"\n') & set(title) and len(title) <= 201
+    assert entry_text(entry).replace("`", "").replace("*", "").replace('"', "'").startswith(title.rstrip("…"))
 
 
 @pytest.mark.parametrize("lesson_id", list(LESSON_PAGES))

@@ -238,14 +238,14 @@ def test_playground_projected_run_and_loop_share_the_first_section_and_a_run_add
 
 
 def test_playground_projected_shows_one_call_at_a_time_picked_by_number():
-    at = open_page("app_pages/playground.py", present="1", section="5")  # the calls' section
+    at = open_page("app_pages/playground.py", present="1", section="4")  # the calls' section
     assert "Nothing here yet" in page_text(at)
     at.session_state["present_section"] = 1
     at.run()
     at.button(key="playground_run").click().run()
-    at.session_state["present_section"] = 5
+    at.session_state["present_section"] = 4
     at.run()
-    assert section_bar(at)[0] == 5
+    assert section_bar(at)[0] == 4
     calls = run_scenario(load_scenario("missing-brace"), "native").calls
     picker = at.segmented_control(key="playground_call")
     assert picker.options == [f"call {n}" for n in range(1, len(calls) + 1)] and picker.value == 1
@@ -257,11 +257,13 @@ def test_playground_projected_shows_one_call_at_a_time_picked_by_number():
     assert any("final answer" in s.value for s in at.success)
 
 
-def test_playground_read_alone_lists_every_call():
+def test_playground_read_alone_is_the_same_page_run_first_one_call_at_a_time():
     at = open_page("app_pages/playground.py")
     assert "Nothing here yet" in page_text(at)
+    keys = [e.key for e in at.main if getattr(e, "key", None)]
+    # the demo before the files: Run and its loop come before the workspace's first field, read alone as projected
+    assert keys.index("playground_run") < keys.index("playground_path_0")
     at.button(key="playground_run").click().run()
     calls = run_scenario(load_scenario("missing-brace"), "native").calls
-    assert [m.value.split("**")[1] for m in at.markdown if m.value.startswith("**Call ")] == [
-        f"Call {n}" for n in range(1, len(calls) + 1)
-    ]
+    assert at.segmented_control(key="playground_call").options == [f"call {n}" for n in range(1, len(calls) + 1)]
+    assert [m.value.split("**")[1] for m in at.markdown if m.value.startswith("**Call ")] == ["Call 1"]

@@ -45,6 +45,21 @@ def entry_text(entry: dict) -> str:
     return entry["text"].format(**figures())
 
 
+def hover_text(entry: dict, limit: int = 200) -> str:
+    """An entry's first sentence as plain text, for a link's title (the browser shows it on hover): no Markdown
+    marks (`, *), no double quotes (they would end the title), cut at a word past `limit` characters."""
+    plain = re.sub(r"[`*]", "", entry_text(entry)).replace('"', "'").replace("\n", " ")
+    first = re.split(r"(?<=[.:;])\s", plain, maxsplit=1)[0]
+    if len(first) > limit:
+        first = first[:limit].rsplit(" ", 1)[0] + "…"
+    return first
+
+
+def term_link(words: str, entry: dict) -> str:
+    """Markdown: `words` linked to `entry` in the glossary, its definition shown on hover."""
+    return f'[{words}]({term_url(entry["id"])} "{hover_text(entry)}")'
+
+
 def page_path() -> str:
     """The glossary page's url_path, from lessons/index.json."""
     return next(e["url_path"] for e in lesson_index() if e["id"] == "glossary")
@@ -65,7 +80,7 @@ def lesson_terms(lesson_id: str) -> list[dict]:
 
 def terms_line(lesson_id: str) -> str:
     """Markdown: the words this lesson introduces, each linked to its glossary entry, then the whole glossary."""
-    links = " · ".join(f"[{e['term']}]({term_url(e['id'])})" for e in lesson_terms(lesson_id))
+    links = " · ".join(term_link(e["term"], e) for e in lesson_terms(lesson_id))
     whole = f"[all terms]({page_path()})"
     return f"**Words in this lesson** (glossary): {links} · {whole}" if links else f"**Glossary:** {whole}"
 
@@ -75,13 +90,14 @@ _PROTECTED = re.compile(r"`[^`]*`|\[[^\]]*\]\([^)]*\)|<[^>]+>")
 
 
 def link_terms(text: str, limit: int = 6) -> str:
-    """Markdown with the first mention of each glossary term linked to its entry (at most `limit` links).
+    """Markdown with the first mention of each glossary term linked to its entry (at most `limit` links), its
+    definition on hover.
 
     Code spans, existing links and HTML are left alone; a plural "s" goes inside the link.
     """
     terms = sorted(glossary()["terms"], key=lambda e: -len(e["term"]))  # "tool call" before "tool"
     protected = [(m.start(), m.end()) for m in _PROTECTED.finditer(text)]
-    chosen: list[tuple[int, int, str]] = []  # (start, end, term id), never overlapping
+    chosen: list[tuple[int, int, dict]] = []  # (start, end, entry), never overlapping
     for entry in terms:
         if len(chosen) >= limit:
             break
@@ -90,11 +106,11 @@ def link_terms(text: str, limit: int = 6) -> str:
         for found in pattern.finditer(text):
             start, end = found.span()
             if not any(a < end and start < b for a, b in protected + [(c[0], c[1]) for c in chosen]):
-                chosen.append((start, end, entry["id"]))
+                chosen.append((start, end, entry))
                 break
     out, cursor = [], 0
-    for start, end, term_id in sorted(chosen):
-        out.append(text[cursor:start] + f"[{text[start:end]}]({term_url(term_id)})")
+    for start, end, entry in sorted(chosen, key=lambda c: c[0]):
+        out.append(text[cursor:start] + term_link(text[start:end], entry))
         cursor = end
     return "".join(out) + text[cursor:]
 

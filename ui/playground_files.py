@@ -17,6 +17,7 @@ from ui.charts import ledger_figure
 from ui.literal import draw_reply
 from ui.models import TINY_LABEL, tokenizer
 from ui.numbers import format_count
+from ui.sections import screen_size
 from ui.state import forget, unpack_edits
 from ui.stream import strip_html
 from ui.words import words
@@ -125,7 +126,7 @@ def remove_file(slot: int) -> None:
     st.session_state["playground_files"] = [s for s in st.session_state["playground_files"] if s != slot]
 
 
-def draw_workspace(slots: list[int], problems: list[InputProblem], projected: bool) -> None:
+def draw_workspace(slots: list[int], problems: list[InputProblem]) -> None:
     """The workspace's files, editable: a name and contents per file, why a file is left out, Add and Remove."""
     problem_at = {p.index: p.message for p in problems}
     for position, slot in enumerate(slots):
@@ -136,7 +137,7 @@ def draw_workspace(slots: list[int], problems: list[InputProblem], projected: bo
                 st.error(problem_at[position])
             st.button("Remove", key=f"playground_remove_{slot}", on_click=remove_file, args=(slot,))
         with body_column:
-            st.text_area("Contents", key=f"playground_text_{slot}", height=110 if projected else 160)
+            st.text_area("Contents", key=f"playground_text_{slot}", height=screen_size(160, 110))
     st.button("Add a file", key="playground_add", on_click=add_file)
     if not slots:
         st.caption("(no files: the tools will see an empty folder)")
