@@ -90,10 +90,11 @@ def draw_prices(tool_set: str, key: str) -> None:
     )
     chart_layout(
         figure,
-        230,
+        260,
         barmode="stack",
         xaxis_title="tokens the tools add",
-        yaxis={"autorange": "reversed"},
+        # every family named (plotly drops every other category label when the rows are this close)
+        yaxis={"autorange": "reversed", "tickmode": "linear", "dtick": 1, "tickfont": {"size": 12}},
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
     )
     figure.update_layout(margin_t=34)  # room above the bars for the legend, which would cover the first bar

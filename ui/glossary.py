@@ -49,7 +49,7 @@ def hover_text(entry: dict, limit: int = 200) -> str:
     """An entry's first sentence as plain text, for a link's title (the browser shows it on hover): no Markdown
     marks (`, *), no double quotes (they would end the title), cut at a word past `limit` characters."""
     plain = re.sub(r"[`*]", "", entry_text(entry)).replace('"', "'").replace("\n", " ")
-    first = re.split(r"(?<=[.:;])\s", plain, maxsplit=1)[0]
+    first = re.split(r"(?<=[.])\s", plain, maxsplit=1)[0]
     if len(first) > limit:
         first = first[:limit].rsplit(" ", 1)[0] + "…"
     return first
