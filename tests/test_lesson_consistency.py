@@ -21,7 +21,7 @@ from engine.core.tokenizer import IM_END, TOOL_CALL, TOOL_CALL_END, load_tokeniz
 from engine.harness.loop import list_gallery, load_scenario
 from engine.teaching.quiz import compute_quiz_values, word_pieces
 from ui.numbers import format_count
-from ui.words import NUMBERED, lesson, lesson_index
+from ui.words import LESSONS, NUMBERED, lesson, lesson_index
 
 P3, P4, P6, P8 = (
     "app_pages/the_model_writes_a_call.py",
@@ -240,3 +240,23 @@ def test_counts_print_with_one_format():
             continue
         for metric in open_page(entry["page"], model="off").metric:
             assert not re.search(r"(?<![\d,.])\d{4,}", metric.value), f"{entry['id']}: {metric.label} = {metric.value}"
+
+
+# -- a headline is one projected line: at 1024 px a longer one wraps, and a widget under it overlaps its second line
+HEADLINE_CHARACTERS = 80
+
+
+HEADLINED = sorted(p.stem for p in LESSONS.glob("*.md") if "\n## Headline\n" in p.read_text(encoding="utf-8"))
+
+
+def test_the_lessons_have_headlines():
+    assert len(HEADLINED) >= 9, HEADLINED
+
+
+@pytest.mark.parametrize("page_id", HEADLINED)
+def test_every_headline_fits_one_projected_line(page_id):
+    stated = lesson(page_id)["headline"]
+    assert "\n" not in stated.strip() and len(stated) <= HEADLINE_CHARACTERS, (
+        f"{page_id}'s headline is {len(stated)} characters; one line at 1024 px holds about {HEADLINE_CHARACTERS}: "
+        "say its one idea shorter"
+    )
