@@ -115,7 +115,11 @@ def test_playground_runs_an_episode_and_refuses_a_bad_path(streamlit_server, chr
     page.get_by_role("button", name="Run the episode").click()
     expect(page.get_by_text("The run stopped").first).to_be_visible(timeout=60_000)
     settle_run(page)
-    expect(page.locator("strong", has_text="Call 7")).to_be_visible()
+    # the calls one at a time: the first shown, the last a click away
+    expect(page.locator("strong", has_text="Call 1")).to_be_visible()
+    page.get_by_role("radio", name="call 7").click()
+    settle_run(page)
+    expect(page.locator("strong", has_text="Call 7")).to_be_visible(timeout=30_000)
     # plotly draws after the page settles; wait for the ledger chart itself
     page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
     assert_no_errors(page)
