@@ -89,8 +89,9 @@ def plan_runs(tools, calls: int, bad: int, place: str):
 # -- the chart first (the key visual), from the tools the editor below holds and the three settings above it ------
 calls, bad, place = run_settings()
 first_tools, _ = read_editor_tools("calculator")
-if usable(first_tools, calls, bad) is None:
-    draw_each_call(plan_runs(first_tools, calls, bad, place)[0], screen_size(420, 330))
+planned = plan_runs(first_tools, calls, bad, place) if usable(first_tools, calls, bad) is None else None
+if planned is not None:
+    draw_each_call(planned[0], screen_size(420, 330))
 else:
     st.info(usable(first_tools, calls, bad) + " " + text["tools below"])
 
@@ -120,7 +121,8 @@ with right:
 
 def draw_run(tools) -> None:
     """Everything that needs a run of these tools: its figures, each call, the same tools elsewhere."""
-    run, other, clean = plan_runs(tools, calls, bad, place)
+    # the runs the chart drew, unless the editor below now holds other tools
+    run, other, clean = planned if tools == first_tools and planned else plan_runs(tools, calls, bad, place)
     totals = run.totals()
 
     section("The run")

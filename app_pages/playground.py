@@ -206,7 +206,7 @@ else:
         number = st.segmented_control(
             "Call", numbers, key="playground_call", required=True, format_func=lambda n: f"call {n}"
         )
-        draw_call(number or 1, calls[(number or 1) - 1], tiny=result.get("tiny", False))
+        draw_call(number, calls[number - 1], tiny=result.get("tiny", False))
 
 section("The ledger")
 st.subheader("The ledger")
