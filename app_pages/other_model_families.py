@@ -127,6 +127,7 @@ st.markdown(
         qwen3=strawberry["qwen3"].total,
         llama=strawberry["llama3.1"].total,
         gpt_oss=strawberry["gpt-oss"].total,
+        coder=strawberry["qwen3-coder"].total,
     )
 )
 draw_prices("strawberry", "other_model_families_two_chart")
@@ -218,24 +219,23 @@ st.caption(words(ID, "where the tools go", count=f"{prompt.count:,}"))
 section("Strict and server")
 st.header("Strict and server")
 st.markdown(text["strict and server"])
-st.markdown(
-    table_html(
-        [
-            {
-                "Family": d.family,
-                "The turn": d.turn,
-                "Strict": d.strict,
-                "Server": d.server,
-                "Server's parser": d.parser_file,
-            }
-            for d in policy_differences(load_tool_set("strawberry"))
-        ]
-    ),
-    unsafe_allow_html=True,
-)
+# one tab per family: a family's few turns fit a projected screen whole, where all of them would scroll
+differences = policy_differences(load_tool_set("strawberry"))
+lenient = list(dict.fromkeys(d.family for d in differences))
+for tab, family in zip(st.tabs(lenient), lenient, strict=True):
+    with tab:
+        st.markdown(
+            table_html(
+                [
+                    {"The turn": d.turn, "Strict": d.strict, "Server": f"{d.server} ({d.parser_file})"}
+                    for d in differences
+                    if d.family == family
+                ]
+            ),
+            unsafe_allow_html=True,
+        )
 
-section("Check your understanding")
-check_understanding(ID)
+check_understanding(ID)  # a section of its own
 
 # last, so that the "Next lesson" link the router adds below fits on the same screen
 section("What to notice")

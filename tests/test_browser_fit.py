@@ -333,6 +333,11 @@ STEADY_HEIGHT = """() => { const h = document.querySelector('[data-testid="stMai
                            const same = window.__height === h; window.__height = h; return same; }"""
 
 
+# whether the main column draws any element outside the presenter's bar (its key: present_bar)
+SHOWS_SOMETHING = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stElementContainer"]')].some(
+  el => !el.closest('.st-key-present_bar') && el.offsetHeight > 0 && (el.innerText || '').trim().length > 0)"""
+
+
 def steady_height(page) -> int:
     page.wait_for_timeout(1200)  # charts and views draw after the run
     page.evaluate("window.__height = undefined")
@@ -379,9 +384,12 @@ def walk_sections(chromium, url: str, entry: dict) -> None:
                 raise AssertionError(
                     f"section 1 of {entry['id']} shows no visual (a chart, tokens, a prompt, a view)"
                 ) from None
-        heights, hidden = {}, {}
+        heights, hidden, empty = {}, {}, []
         while True:
             heights[current] = steady_height(page)
+            # a section shows something besides its "Section k of n" bar (a page that opened one twice shows nothing)
+            if not page.evaluate(SHOWS_SOMETHING):
+                empty.append(current)
             if found := page.evaluate(CLAMPED):
                 hidden[current] = found
             shoot_whole_page(page, f"present-{entry['id']}-{current}")
@@ -398,3 +406,4 @@ def walk_sections(chromium, url: str, entry: dict) -> None:
         too_tall = {k: h for k, h in heights.items() if h > 768}
         assert not too_tall, f"sections taller than the 768 px screen (section: px): {too_tall}"
         assert not hidden, f"text hidden by a clamp or an ellipsis (section: what): {hidden}"
+        assert not empty, f"sections that show nothing but their bar: {empty}"

@@ -3,6 +3,8 @@ round-tripping what it writes; a new format joins every list by its flags alone.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import engine.core.call_formats as call_formats
@@ -36,9 +38,18 @@ LESSONS = ("native", "react")
 
 
 def test_the_registry_lists_exactly_the_shipped_formats_in_order():
-    assert FORMATS.names() == ("native", "react", "llama3.1", "mistral", "gpt-oss", "deepseek-v3", "deepseek-v3.1")
+    assert FORMATS.names() == (
+        "native",
+        "react",
+        "qwen3-coder",
+        "llama3.1",
+        "mistral",
+        "gpt-oss",
+        "deepseek-v3",
+        "deepseek-v3.1",
+    )
     assert lesson_format_names() == LESSONS
-    assert family_names() == ("qwen3", "llama3.1", "mistral", "gpt-oss", "deepseek-v3", "deepseek-v3.1")
+    assert family_names() == ("qwen3", "qwen3-coder", "llama3.1", "mistral", "gpt-oss", "deepseek-v3", "deepseek-v3.1")
     assert [get_format(n).label for n in LESSONS] == ["Native", "ReAct"]
     assert all(
         isinstance(f, CallFormat) and f.label and f.family and f.renderer and f.parser_reference
@@ -56,8 +67,11 @@ def test_flags_say_what_pages_ask():
     # every other family's format is its maker's, held by a structural tag over its own vocabulary
     others = [f for f in FORMATS.values() if not f.in_lessons]
     assert others and all(f.maker_format and f.tag_grammar and not f.constrained for f in others)
+    # Qwen3-Coder's arguments are not JSON: its grammar writes the schema as xgrammar's qwen_xml parameters
+    assert [f.family for f in FORMATS.values() if f.argument_style != "json"] == ["qwen3-coder"]
     assert [f.family for f in FORMATS.values() if f.special_opener] == [
         "qwen3",
+        "qwen3-coder",
         "mistral",
         "deepseek-v3",
         "deepseek-v3.1",
@@ -70,7 +84,9 @@ def test_a_family_name_stands_for_its_makers_format():
 
 
 def test_an_unknown_format_is_refused_with_the_names_there_are():
-    with pytest.raises(BadInput, match="unknown call format 'json'; the call formats are native, react, llama3.1"):
+    with pytest.raises(
+        BadInput, match="unknown call format 'json'; the call formats are native, react, qwen3-coder, llama3.1"
+    ):
         get_format("json")
     with pytest.raises(BadInput, match="unknown call format"):
         render(Request([{"role": "user", "content": "hi"}], TOOLS, "json"))
@@ -85,6 +101,7 @@ def test_a_policy_a_format_does_not_have_is_refused():
     assert get_format("native").policies == ("per-block", "vllm", "server")
     assert [f.family for f in FORMATS.values() if "server" in f.policies] == [
         "qwen3",
+        "qwen3-coder",
         "llama3.1",
         "mistral",
         "deepseek-v3",
@@ -150,9 +167,11 @@ def test_other_lesson_format_cycles_through_the_lesson_formats():
 
 @pytest.mark.parametrize("name", [n for n in FORMATS.names() if n not in LESSONS])
 def test_each_family_names_its_own_markers_in_its_checks(name):
-    # no family but Qwen3 closes a call with </tool_call>: its checks table must not say it does
+    # every marker a checks table names is one the family's own call writes (Qwen3's </tool_call> is not Llama's)
     titles = [check_title(name, c) for c in ("closed", "json", "shape")]
-    assert all("</tool_call>" not in t for t in titles)
+    written = get_format(name).write_call("count_letter", {"word": "a", "letter": "b"})
+    for marker in (m for t in titles for m in re.findall(r"<[^\s>]+>", t)):
+        assert marker.split("NAME")[0] in written, (name, marker)
     assert check_title(name, "closed") != CHECK_TITLES["closed"] and check_title(name, "types") == CHECK_TITLES["types"]
 
 

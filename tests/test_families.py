@@ -30,7 +30,7 @@ TWELVE = json.loads((LESSONS / "tools" / "coding-agent.json").read_text())
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 ARGS = {"word": "strawberry", "letter": "r"}
 V3_CALL = get_format("deepseek-v3").write_call("count_letter", ARGS)
-NAMES = ("qwen3", "llama3.1", "mistral", "gpt-oss", "deepseek-v3", "deepseek-v3.1")
+NAMES = ("qwen3", "qwen3-coder", "llama3.1", "mistral", "gpt-oss", "deepseek-v3", "deepseek-v3.1")
 
 
 def run_cli(capsys, monkeypatch, *argv, stdin: str = ""):
@@ -88,6 +88,17 @@ def test_llama_counts_equal_apply_chat_template(tools):
     reference = _apply_template(family.folder, family.chat_template, QUESTION, tools)
     assert family.prompt_ids(QUESTION, tools) == list(reference)
     assert render_tokens("llama3.1", QUESTION, tools).text.startswith("<|begin_of_text|><|start_header_id|>system")
+
+
+@pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
+def test_qwen3_coder_counts_equal_apply_chat_template_with_its_own_template(tools):
+    family = get_format("qwen3-coder")
+    reference = _apply_template(family.folder, family.chat_template, QUESTION, tools)
+    assert family.prompt_ids(QUESTION, tools) == list(reference)
+    text = render_tokens("qwen3-coder", QUESTION, tools).text
+    first = tools[0]["function"]["name"]
+    assert f"<tools>\n<function>\n<name>{first}</name>\n<description>" in text
+    assert "<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\n" in text
 
 
 @pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
@@ -335,7 +346,7 @@ def test_each_family_has_an_opener_or_says_it_has_none(name):
 
 
 def test_the_vendored_files_match_their_provenance():
-    for folder in ("llama3.1-tokenizer", "deepseek-v3-tokenizer", "mistral-tokenizer"):
+    for folder in ("llama3.1-tokenizer", "deepseek-v3-tokenizer", "mistral-tokenizer", "qwen3-coder-template"):
         provenance = (ASSETS / folder / "PROVENANCE.md").read_text()
         for path in (ASSETS / folder).iterdir():
             if path.name != "PROVENANCE.md":
@@ -365,6 +376,7 @@ def test_the_strawberry_tools_price_in_each_family_is_the_one_the_docs_quote():
     found = {n: price_tools(n, QUESTION, STRAWBERRY).total for n in NAMES}
     assert found == {
         "qwen3": 241,
+        "qwen3-coder": 383,
         "llama3.1": 273,
         "mistral": 165,
         "gpt-oss": 98,
@@ -527,6 +539,7 @@ def _gpt_oss_history() -> str:
 
 HISTORIES = {
     "qwen3": _qwen3_history,
+    "qwen3-coder": lambda: _template_history("qwen3-coder", ARGS, "<|im_end|>"),
     "llama3.1": lambda: _template_history("llama3.1", ARGS, "<|eot_id|>"),
     "mistral": _mistral_history,
     "gpt-oss": _gpt_oss_history,

@@ -2,8 +2,9 @@
 
 A format with `constrained` (Qwen3 native) has engine/constrain/grammar.py's grammar. For the
 formats with `tag_grammar` the call is held to xgrammar structural tags, one per tool: the
-format's text before the arguments (its opener and the tool's name, `CallFormat.call_tag`), the arguments as the tool's JSON schema, then the family's
-closing text; the opener is the trigger, so under `auto` prose is free until the model writes it.
+format's text before the arguments (its opener and the tool's name, `CallFormat.call_tag`), the
+arguments as the tool's JSON schema (in JSON, or in the format's own `argument_style`: Qwen3-Coder's
+XML parameters), then the family's closing text; the opener is the trigger, so under `auto` prose is free until the model writes it.
 The vocabulary is the family's own, every id's bytes (`CallFormat.vocab_bytes`), given to xgrammar
 as a RAW vocabulary. Only `auto` is offered here; `required` and a named tool are Qwen3's.
 """
@@ -51,13 +52,35 @@ def _compiled(name: str, tools_json: str):
 
     family = get_format(name)
     tools = json.loads(tools_json)
+    compiler = xgr.GrammarCompiler(family_tokenizer_info(name), max_threads=1)
+    if family.argument_style != "json":
+        return compiler.compile_structural_tag(_styled_tag(family, tools))
     tags = []
     for tool in tools:
         params = tool.get("function", {}).get("parameters") or {"type": "object", "properties": {}}
         for begin, end in family.call_tags(tool_name(tool)):
             tags.append(xgr.StructuralTagItem(begin=begin, schema=json.dumps(params), end=end))
-    compiler = xgr.GrammarCompiler(family_tokenizer_info(name), max_threads=1)
     return compiler.compile_structural_tag(tags, family.triggers())
+
+
+def _styled_tag(family, tools: list[dict]):
+    """The structural tag of a format whose arguments are not JSON: xgrammar writes the schema in the
+    format's own style (Qwen3-Coder's one `<parameter=NAME>` per argument, `style="qwen_xml"`)."""
+    from xgrammar import structural_tag as tag
+
+    tags = [
+        tag.TagFormat(
+            begin=begin,
+            content=tag.JSONSchemaFormat(
+                json_schema=tool.get("function", {}).get("parameters") or {"type": "object", "properties": {}},
+                style=family.argument_style,
+            ),
+            end=end,
+        )
+        for tool in tools
+        for begin, end in family.call_tags(tool_name(tool))
+    ]
+    return tag.StructuralTag(format=tag.TriggeredTagsFormat(triggers=family.triggers(), tags=tags))
 
 
 def inspect_family_mask(name: str, tools: list[dict], prefix: str) -> FamilyMask:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import re2
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.exceptions import SchemaError, UnknownType, ValidationError
 from jsonschema.validators import extend
 from referencing.exceptions import Unresolvable
 
@@ -373,7 +373,7 @@ def check_arguments(name: str, arguments: object, params: dict) -> tuple[list[Ch
         problems = sorted(
             ArgumentValidator(strict_schema(params)).iter_errors(arguments), key=lambda e: [str(p) for p in e.path]
         )
-    except (SchemaError, TypeError, ValueError, RecursionError, re2.error, Unresolvable):
+    except (SchemaError, UnknownType, TypeError, ValueError, RecursionError, re2.error, Unresolvable):
         error = f"error: the schema of {name} is not a valid JSON Schema, so its arguments cannot be checked"
         return [*checks, Check("types", False, error)], error
     if problems:

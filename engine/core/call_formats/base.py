@@ -103,6 +103,9 @@ class CallFormat:
         False  # engine.constrain's Qwen3 grammar holds its calls (tool_choice auto, required, a named tool)
     )
     tag_grammar: bool = True  # a structural-tag grammar over the family's own vocabulary can hold its calls (call_tag)
+    argument_style: str = (
+        "json"  # how a call's arguments are written: "json", or "qwen_xml" (one <parameter=NAME> each)
+    )
     special_opener: bool = False  # its opener is one special token of the tokenizer
     parallel: bool = True  # several calls in one reply (False: one call per reply)
     policies: tuple[str, ...] = (

@@ -30,6 +30,7 @@ __all__ = [
     "as_text",
     "check_named_call",
     "check_object_call",
+    "finish_call",
     "known_tools",
     "result_of",
     "too_many_calls",
@@ -55,7 +56,7 @@ def _json_check(body: str, checks: list[Check], empty: str, not_json: str) -> tu
     return value, None
 
 
-def _finish(
+def finish_call(
     index: int,
     body: str,
     start: int,
@@ -65,6 +66,7 @@ def _finish(
     arguments: object,
     known: dict[str, dict],
 ) -> Block:
+    """A call found and read (its `checks` so far), checked for a supplied tool, then its arguments."""
     if name not in known:
         error = unknown_tool(name, list(known))
         checks.append(Check("name", False, error))
@@ -99,7 +101,7 @@ def check_object_call(
         error = unknown_tool(name, list(known))
         checks.append(Check("name", False, error))
         return Block(index, body, start, end, pad_checks(checks, NATIVE_CHECKS), None, error)
-    return _finish(index, body, start, end, checks, name, value[arguments_key], known)
+    return finish_call(index, body, start, end, checks, name, value[arguments_key], known)
 
 
 def check_named_call(
@@ -124,7 +126,7 @@ def check_named_call(
     if error:
         return Block(index, body, start, end, pad_checks(checks, NATIVE_CHECKS), None, error)
     checks.append(Check("shape", True))
-    return _finish(index, body, start, end, checks, name.strip(), value, known)
+    return finish_call(index, body, start, end, checks, name.strip(), value, known)
 
 
 def parse_json_text(body: str, checks: list[Check], empty: str, not_json: str) -> tuple[object, str | None]:

@@ -14,6 +14,11 @@ from ..parse import ParseResult
 COUNT = '{"word": "strawberry", "letter": "r"}'
 V3_CALL = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>count_letter\n```json\n" + COUNT + "\n```<｜tool▁call▁end｜>"
 
+CODER_CALL = (
+    "<tool_call>\n<function=count_letter>\n<parameter=word>\nstrawberry\n</parameter>\n"
+    "<parameter=letter>\nr\n</parameter>\n</function>\n</tool_call>"
+)
+
 # (family, turn, the server's parser file whose leniency the turn shows)
 LENIENCIES = [
     ("llama3.1", 'Let me count. {"name": "count_letter", "parameters": ' + COUNT + "}", "vLLM llama_tool_parser.py"),
@@ -41,6 +46,12 @@ LENIENCIES = [
     ),
     ("deepseek-v3.1", "Let me look.<｜tool▁calls▁begin｜>count_letter", "vLLM deepseekv31_tool_parser.py"),
     ("qwen3", '<tool_call>\n{"name": "count_letter", "arguments": ' + COUNT + "}", "vLLM hermes_tool_parser.py"),
+    ("qwen3-coder", CODER_CALL.removeprefix("<tool_call>\n"), "vLLM qwen3coder_tool_parser.py"),
+    (
+        "qwen3-coder",
+        CODER_CALL.replace("strawberry\n</parameter>", "strawberry"),
+        "vLLM qwen3coder_tool_parser.py",
+    ),
 ]
 
 
