@@ -101,20 +101,17 @@ step_view(
     ),
     key="the_model_writes_a_call_view",
 )
-section("Under the tokens")  # (projected, the view fills the first screen: what its numbers mean comes next)
-if allowed is not None:
-    st.caption(words("the-model-writes-a-call", "allowed counts", vocab=f"{REAL_VOCAB:,}"))
-# the word of lesson 1, cut differently inside the call's JSON string (no leading space there)
+# what the numbers under the tokens mean, and the word of lesson 1 cut differently inside the call's JSON string
+# (no leading space there): a section of their own when there is something to say (a pack's call may not spell it)
+under = [words("the-model-writes-a-call", "allowed counts", vocab=f"{REAL_VOCAB:,}")] if allowed is not None else []
 spelled = word_pieces([r[1] for r in rows], "strawberry")
 if spelled:
-    st.caption(
-        words(
-            "the-model-writes-a-call",
-            "word inside the call",
-            count=len(spelled),
-            pieces=" | ".join(f"`{piece}`" for piece in spelled),
-        )
-    )
+    pieces = " | ".join(f"`{piece}`" for piece in spelled)
+    under.append(words("the-model-writes-a-call", "word inside the call", count=len(spelled), pieces=pieces))
+if under:
+    section("Under the tokens")  # (projected, the view fills the first screen: what its numbers mean comes next)
+    for caption in under:
+        st.caption(caption)
 if steps is None:  # (projected, the two decisive tokens open the screen of the call's text)
     section("The call")
 if rows[0][2] is None:

@@ -104,13 +104,14 @@ def test_a_policy_a_format_does_not_have_is_refused():
         "qwen3-coder",
         "llama3.1",
         "mistral",
+        "gpt-oss",
         "deepseek-v3",
         "deepseek-v3.1",
     ]
     with pytest.raises(BadInput, match="is read under the per-block or server policy, not 'vllm'"):
         parse_turn("{}", TOOLS, "llama3.1", "vllm")
-    with pytest.raises(BadInput, match="is read under the per-block policy, not 'server'"):
-        parse_turn("{}", TOOLS, "gpt-oss", "server")
+    with pytest.raises(BadInput, match="is read under the per-block or vllm policy, not 'server'"):
+        parse_turn("{}", TOOLS, "react", "server")
     with pytest.raises(BadInput, match="not 'lenient'"):
         parse_turn("{}", TOOLS, "native", "lenient")
 

@@ -560,3 +560,20 @@ def test_deepseek_v3_s_template_writes_v3_s_layout_which_v3_1_does_not_read():
     turn = HISTORIES["deepseek-v3"]()
     assert "<｜tool▁call▁begin｜>function<｜tool▁sep｜>count_letter\n```json\n" in turn
     assert parse_turn(turn, STRAWBERRY, "deepseek-v3.1").calls == []
+
+
+def test_gpt_oss_s_server_reading_is_openai_harmony_s_own_parser():
+    call = get_format("gpt-oss").write_call("count_letter", ARGS)
+    cut = parse_turn(call.removesuffix("<|call|>"), STRAWBERRY, "gpt-oss", "server")
+    assert cut.calls == [] and cut.returned_as_text and cut.errors == []
+    assert parse_turn(call.removesuffix("<|call|>"), STRAWBERRY, "gpt-oss").errors[0].error == (
+        "error: the call is not closed with <|call|>; was the reply cut off?"
+    )
+    refused = parse_turn("Let me count." + call, STRAWBERRY, "gpt-oss", "server")
+    assert refused.calls == [] and not refused.final
+    assert refused.errors[0].error.startswith(
+        "error: harmony's parser refuses the reply: unexpected tokens remaining in message header"
+    )
+    assert len(parse_turn("Let me count." + call, STRAWBERRY, "gpt-oss").calls) == 1  # the strict search finds it
+    final = parse_turn("<|channel|>final<|message|>There are 3.<|return|>", STRAWBERRY, "gpt-oss", "server")
+    assert final.final and final.answer == "There are 3."

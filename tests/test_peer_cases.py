@@ -19,6 +19,7 @@ VLLM_LLAMA = "vllm tests/tool_parsers/test_llama3_json_tool_parser.py"
 VLLM_V3 = "vllm tests/tool_parsers/test_deepseekv3_tool_parser.py (ToolParserTestConfig)"
 VLLM_V31 = "vllm tests/tool_parsers/test_deepseekv31_tool_parser.py"
 SGLANG_MISTRAL = "sglang test/srt/test_function_call_parser.py::TestMistralDetector"
+VLLM_OPENAI = "vllm tests/tool_parsers/test_openai_tool_parser.py"
 
 B, E = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>", "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
 SEP, ONE_BEGIN, ONE_END = "<｜tool▁sep｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>"
@@ -28,6 +29,25 @@ def v3(name: str, arguments: str) -> str:
     """One call in DeepSeek-V3's layout, as the peer's test writes it."""
     return f"function{SEP}{name}\n```json\n{arguments}\n```"
 
+
+def harmony(*messages: tuple[str, str, str | None, str | None]) -> str:
+    """An assistant's turn of (channel, content, recipient, content type) messages, rendered by openai-harmony as
+    the peer's test renders them, from after the prompt's <|start|>assistant."""
+    from openai_harmony import Message, Role
+
+    from engine.core.call_formats.gpt_oss import load_harmony
+
+    encoding, ids = load_harmony(), []
+    for channel, content, recipient, content_type in messages:
+        message = Message.from_role_and_content(Role.ASSISTANT, content).with_channel(channel)
+        message = message.with_recipient(recipient) if recipient else message
+        message = message.with_content_type(content_type) if content_type else message
+        ids += encoding.render(message)
+    return encoding.decode_utf8(ids).removeprefix("<|start|>assistant")
+
+
+THINK = ("analysis", 'User asks: "What is the weather in Tokyo?" We need to use get_current_weather tool.', None, None)
+TOKYO = '{"location": "Tokyo"}'
 
 Q1 = '{"name": "searchTool", "parameters": {"query": "test1"}}'
 Q0 = '{"name": "getOpenIncidentsTool", "parameters": {}}'
@@ -272,8 +292,62 @@ CASES = [
     ),
 ]
 
-# rows whose verdict here is not the peer's, and why it is kept (none: every row agrees under server)
-DIFFERENCES: dict[str, str] = {}
+CASES += [
+    (
+        f"{VLLM_OPENAI}::test_extract_tool_calls_no_tools",
+        "gpt-oss",
+        harmony(("final", "This is a test", None, None)),
+        [],
+    ),
+    *(
+        (
+            f"{VLLM_OPENAI}::test_extract_tool_calls_single_tool[{n}]",
+            "gpt-oss",
+            harmony(THINK, ("commentary", args, "functions.get_current_weather", "json")),
+            [("get_current_weather", {"location": "Tokyo"})],
+        )
+        for n, args in enumerate([TOKYO, '{\n"location": "Tokyo"\n}'])
+    ),
+    (
+        f"{VLLM_OPENAI}::test_extract_tool_calls_multiple_tools",
+        "gpt-oss",
+        harmony(
+            THINK,
+            ("commentary", TOKYO, "functions.get_current_weather", "json"),
+            ("commentary", TOKYO, "functions.get_user_location", "json"),
+            ("commentary", TOKYO, "functions.no_content_type", None),
+            ("commentary", "foo", "functions.not_json_no_content_type", None),
+            ("commentary", "{}", "functions.empty_args", "json"),
+            ("commentary", "", "functions.no_args", "json"),
+        ),
+        [
+            ("get_current_weather", {"location": "Tokyo"}),
+            ("get_user_location", {"location": "Tokyo"}),
+            ("no_content_type", {"location": "Tokyo"}),
+            ("not_json_no_content_type", "foo"),
+            ("empty_args", {}),
+            ("no_args", ""),
+        ],
+    ),
+    (
+        f"{VLLM_OPENAI}::test_extract_tool_calls_with_content",
+        "gpt-oss",
+        harmony(
+            THINK,
+            ("commentary", TOKYO, "functions.get_current_weather", "json"),
+            ("final", "This tool call will get the weather.", None, None),
+        ),
+        [("get_current_weather", {"location": "Tokyo"})],
+    ),
+]
+
+# rows whose verdict here is not the peer's, and why it is kept
+DIFFERENCES: dict[str, str] = {
+    f"{VLLM_OPENAI}::test_extract_tool_calls_multiple_tools": (
+        "vLLM passes the arguments 'foo' and '' on as they are (the client then fails on them); a harness that "
+        "runs its calls reports both as errors and runs the four whose arguments are JSON"
+    ),
+}
 
 # the rows the strict policy (per-block) reads differently from the peer (other calls, or an error reported
 # where the peer hands the text back): the leniencies lesson 8 shows, each with the strict verdict
@@ -290,6 +364,7 @@ STRICT_DIFFERS = {
     f"{VLLM_V3}::malformed_input_outputs[1]": "reported: no call after the opener",
     f"{VLLM_V31}::test_extract_tool_calls_unparsable_block[cut off]": "reported: no call after the opener",
     f"{VLLM_V31}::test_extract_tool_calls_unparsable_block[no call markers]": "reported: no call after the opener",
+    f"{VLLM_OPENAI}::test_extract_tool_calls_multiple_tools": "as under server: 'foo' and '' are reported, not run",
 }
 
 
@@ -302,6 +377,8 @@ def tools_for(calls: list[tuple[str, dict]], turn: str) -> list[dict]:
         "searchTool",
         "foo",
         "bar",
+        "not_json_no_content_type",
+        "no_args",
     }
     return [
         {

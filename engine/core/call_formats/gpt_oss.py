@@ -5,8 +5,11 @@ declares the tools (harmony writes them as a TypeScript-like `namespace function
 and the conversation. The encoding is o200k_base plus harmony's special tokens; harmony loads
 o200k_base from TIKTOKEN_ENCODINGS_BASE, which points at the vendored file (no download). A call
 is an assistant message on the commentary channel addressed to `functions.NAME`:
-`<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{JSON}<|call|>`, read as
-vLLM's openai (harmony) tool parser reads it.
+`<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{JSON}<|call|>`. The strict
+reading (per-block) finds each `to=functions.NAME` and its message in the text; `server` reads the
+reply as vLLM's openai_tool_parser.py does, with openai-harmony's own parser over its tokens: a call
+cut off before `<|call|>` is handed back as text, not reported, and a reply that is not harmony
+messages (text before a header) is one error: the server's request fails.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ import os
 import re
 
 from ...settings import ASSETS
-from ..parse import ParseResult
+from ..parse import NATIVE_CHECKS, Block, Check, ParseResult, pad_checks
 from .base import CallFormat, Opener
-from .calls import MAX_CALLS, check_named_call, known_tools, result_of
+from .calls import MAX_CALLS, as_text, check_named_call, finish_call, known_tools, result_of
 
 ENCODINGS = ASSETS / "openai-encodings"
 SPECIAL_FROM = 199998  # o200k_base has 199,998 ranks
@@ -86,6 +89,8 @@ class GptOssFormat(CallFormat):
     opener = Opener(OPENER, "a header naming the tool")  # after the prompt's <|start|>assistant
     renderer = "openai-harmony's render_conversation_for_completion (o200k_harmony)"
     parser_reference = "vLLM openai (harmony) tool parser"
+    policies = ("per-block", "server")
+    server_reference = "vLLM openai_tool_parser.py (openai-harmony's StreamableParser)"
     check_titles = {  # noqa: RUF012
         "closed": "the message is closed with <|call|>",
         "json": "the message is valid JSON",
@@ -160,6 +165,8 @@ class GptOssFormat(CallFormat):
         return written.removeprefix("<|start|>assistant")
 
     def parse(self, text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
+        if policy == "server":
+            return self.parse_server(text, tools)
         known = known_tools(tools)
         blocks = []
         cursor = 0
@@ -209,6 +216,54 @@ class GptOssFormat(CallFormat):
             final = text.split("<|message|>")[-1].replace("<|return|>", "").replace("<|end|>", "")
             return result_of(self.name, [], final)
         return result_of(self.name, blocks)
+
+    def parse_server(self, text: str, tools: list[dict]) -> ParseResult:
+        """The reply as vLLM's openai_tool_parser.py reads it: openai-harmony's own StreamableParser over its tokens.
+
+        Only whole messages count: a call cut off before <|call|> is no call, and a reply with none is
+        handed back as text; a message to functions.NAME is a call, its body JSON unless its content type
+        says otherwise; a reply harmony's parser refuses (text before a header) is one error and no call,
+        as the server's request fails.
+        """
+        from openai_harmony import Role, StreamableParser
+
+        known = known_tools(tools)
+        parser = StreamableParser(load_harmony(), Role.ASSISTANT)
+        try:
+            for token_id in self.encode(text):
+                parser.process(token_id)
+        except Exception as error:  # HarmonyError: the tokens are not harmony messages
+            problem = f"error: harmony's parser refuses the reply: {str(error)[:160]}"
+            checks = pad_checks(
+                [Check("closed", True), Check("json", True), Check("shape", False, problem)], NATIVE_CHECKS
+            )
+            return result_of(self.name, [Block(0, text, 0, len(text), checks, None, problem)], text, "server")
+        blocks, cursor, final = [], 0, None
+        for message in parser.messages:
+            body = message.content[0].text if message.content else ""
+            if not (message.recipient or "").startswith("functions."):
+                final = body if message.channel == "final" else final
+                continue
+            if len(blocks) == MAX_CALLS or not message.content:
+                continue
+            # where the call stands in the text: from its recipient to the end of its body
+            start = max(text.find(f"to={message.recipient}", cursor), cursor)
+            end = text.find(body, start) + len(body) if body and body in text[start:] else start
+            cursor = end
+            name = message.recipient.split("functions.", 1)[1]
+            if not message.content_type or "json" in message.content_type:
+                block = check_named_call(len(blocks), name, body, start, end, known, True, NOT_CLOSED, EMPTY, NOT_JSON)
+            else:  # another content type: its text is the arguments, as the server passes it on
+                checks = [Check("closed", True), Check("json", True), Check("shape", True)]
+                block = finish_call(len(blocks), body, start, end, checks, name, body, known)
+            blocks.append(block)
+        if blocks:
+            return result_of(self.name, blocks, text, "server")
+        if parser.current_recipient is not None:
+            return as_text(self.name, text, [], "server")  # a message to a tool, cut off: no call, nothing final
+        if final is None and parser.current_content and parser.current_channel in (None, "final"):
+            final = parser.current_content  # a final answer cut off: what there is of it
+        return result_of(self.name, [], final if final is not None else text, "server")
 
 
 FORMAT = GptOssFormat()

@@ -19,6 +19,8 @@ CODER_CALL = (
     "<parameter=letter>\nr\n</parameter>\n</function>\n</tool_call>"
 )
 
+HARMONY_CALL = " to=functions.count_letter<|channel|>commentary <|constrain|>json<|message|>" + COUNT + "<|call|>"
+
 # (family, turn, the server's parser file whose leniency the turn shows)
 LENIENCIES = [
     ("llama3.1", 'Let me count. {"name": "count_letter", "parameters": ' + COUNT + "}", "vLLM llama_tool_parser.py"),
@@ -46,6 +48,8 @@ LENIENCIES = [
     ),
     ("deepseek-v3.1", "Let me look.<｜tool▁calls▁begin｜>count_letter", "vLLM deepseekv31_tool_parser.py"),
     ("qwen3", '<tool_call>\n{"name": "count_letter", "arguments": ' + COUNT + "}", "vLLM hermes_tool_parser.py"),
+    ("gpt-oss", HARMONY_CALL.removesuffix("<|call|>"), "vLLM openai_tool_parser.py"),
+    ("gpt-oss", "Let me count." + HARMONY_CALL, "vLLM openai_tool_parser.py"),
     ("qwen3-coder", CODER_CALL.removeprefix("<tool_call>\n"), "vLLM qwen3coder_tool_parser.py"),
     (
         "qwen3-coder",
