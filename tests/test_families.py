@@ -103,10 +103,14 @@ def test_qwen3_coder_counts_equal_apply_chat_template_with_its_own_template(tool
 
 @pytest.mark.parametrize("tools", [STRAWBERRY, TWELVE], ids=["strawberry", "twelve"])
 def test_deepseek_v3_1_counts_equal_apply_chat_template_with_the_model_card_s_tool_prompt(tools):
+    # transformers over V3.1's template and V3's tokenizer, where </think> is three tokens; V3.1 names id 128799 so
     family = get_format("deepseek-v3.1")
     shown = [{"role": "system", "content": "\n\n" + deepseek_v3_1.tool_description(tools)}, *QUESTION]
-    reference = _apply_template(family.folder, None, shown, None)
-    assert family.prompt_ids(QUESTION, tools) == list(reference)
+    reference = list(_apply_template(family.folder, family.chat_template, shown, None))
+    split = get_format("deepseek-v3").encode("</think>")
+    assert len(split) == 3 and reference[-3:] == split
+    assert family.prompt_ids(QUESTION, tools) == [*reference[:-3], 128799]
+    assert family.encode("<think></think>") == [128798, 128799]
     first = tools[0]["function"]["name"]
     assert (
         f"## Tools\nYou have access to the following tools:\n\n### {first}\n"
@@ -346,7 +350,13 @@ def test_each_family_has_an_opener_or_says_it_has_none(name):
 
 
 def test_the_vendored_files_match_their_provenance():
-    for folder in ("llama3.1-tokenizer", "deepseek-v3-tokenizer", "mistral-tokenizer", "qwen3-coder-template"):
+    for folder in (
+        "llama3.1-tokenizer",
+        "deepseek-v3-tokenizer",
+        "deepseek-v3.1-template",
+        "mistral-tokenizer",
+        "qwen3-coder-template",
+    ):
         provenance = (ASSETS / folder / "PROVENANCE.md").read_text()
         for path in (ASSETS / folder).iterdir():
             if path.name != "PROVENANCE.md":
@@ -544,6 +554,7 @@ HISTORIES = {
     "mistral": _mistral_history,
     "gpt-oss": _gpt_oss_history,
     "deepseek-v3": lambda: _template_history("deepseek-v3", json.dumps(ARGS), "<｜end▁of▁sentence｜>"),
+    "deepseek-v3.1": lambda: _template_history("deepseek-v3.1", json.dumps(ARGS), "<｜end▁of▁sentence｜>"),
 }
 
 
@@ -556,7 +567,7 @@ def test_each_family_reads_back_a_call_its_renderer_wrote_into_history(name, pol
 
 
 def test_deepseek_v3_s_template_writes_v3_s_layout_which_v3_1_does_not_read():
-    # V3.1's own template is not vendored: history in V3's template is V3's layout, which V3.1's strict parse refuses
+    # the two templates write history in two layouts: V3's is not V3.1's, whose strict parse refuses it
     turn = HISTORIES["deepseek-v3"]()
     assert "<｜tool▁call▁begin｜>function<｜tool▁sep｜>count_letter\n```json\n" in turn
     assert parse_turn(turn, STRAWBERRY, "deepseek-v3.1").calls == []

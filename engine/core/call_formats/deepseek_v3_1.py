@@ -1,22 +1,24 @@
-"""DeepSeek-V3.1: the same tokenizer, the tool prompt DeepSeek documents for V3.1, and V3.1's call layout.
+"""DeepSeek-V3.1: its own chat template, V3's tokenizer with V3.1's thinking tokens, and V3.1's call layout.
 
-DeepSeek-V3.1's model card gives the layout a tool prompt takes, `{system prompt}\n\n{tool_description}`,
-and its exact words (a `## Tools` section, one `### name` per tool with its description and
-`json.dumps` of its parameters, then the format of a call). This family writes that description
-into the system message and renders the result with DeepSeek-V3's official template
-(assets/deepseek-v3-tokenizer): V3.1's own chat template is not vendored here, so the prompt
-around the tools is V3's, and the tokenizer is V3's (V3.1 adds `<think>` and `</think>` as single
-tokens, which a reply with reasoning would count differently). A call is
+The prompt is DeepSeek-V3.1's chat template (assets/deepseek-v3.1-template, as llama.cpp keeps it),
+which has no place for tools: DeepSeek-V3.1's model card gives the layout a tool prompt takes,
+`{system prompt}\n\n{tool_description}`, and its exact words (a `## Tools` section, one `### name`
+per tool with its description and `json.dumps` of its parameters, then the format of a call), which
+this family writes into the system message. The template ends the prompt with
+`<｜Assistant｜></think>` (thinking off). The tokenizer is V3's with two reserved ids named as V3.1
+names them, `<think>` (128798) and `</think>` (128799), so each is one token. A call is
 `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{JSON}<｜tool▁call▁end｜><｜tool▁calls▁end｜>`,
-found between the same markers vLLM's deepseekv31_tool_parser.py reads. Under `server` a call with
-no `<｜tool▁call▁end｜>` is skipped, as that parser's regex skips it, and a turn with no whole call
-is handed back as text.
+the layout the template writes back into history, found between the same markers vLLM's
+deepseekv31_tool_parser.py reads. Under `server` a call with no `<｜tool▁call▁end｜>` is skipped, as
+that parser's regex skips it, and a turn with no whole call is handed back as text.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 
+from ...settings import ASSETS
 from ..parse import NATIVE_CHECKS, Block, Check, pad_checks
 from .calls import check_named_call
 from .deepseek_v3 import CALL_BEGIN, CALL_END, CALL_SEP, CALLS_BEGIN, CALLS_END, DeepSeekV3Format
@@ -25,6 +27,7 @@ NOT_CLOSED = "error: the call is not closed with <｜tool▁call▁end｜>; was 
 EMPTY = "error: the call has no arguments after <｜tool▁sep｜>"
 NOT_JSON = "error: the arguments after <｜tool▁sep｜> are not valid JSON"
 NO_CALL = "error: <｜tool▁calls▁begin｜> is followed by no <｜tool▁call▁begin｜>NAME<｜tool▁sep｜> call"
+THINKING_TOKENS = {128798: "<think>", 128799: "</think>"}  # V3's reserved ids 798 and 799, as V3.1 names them
 
 # DeepSeek-V3.1's model card, "ToolCall": the tool_description, word for word
 TOOLS_HEADER = "## Tools\nYou have access to the following tools:\n\n"
@@ -53,9 +56,8 @@ class DeepSeekV31Format(DeepSeekV3Format):
     family = "deepseek-v3.1"
     label = "DeepSeek-V3.1"
     order = 45
-    renderer = (
-        "DeepSeek-V3's chat template via transformers' Jinja renderer, tools as DeepSeek-V3.1's model card writes them"
-    )
+    renderer = "DeepSeek-V3.1's chat template via transformers' Jinja renderer, tools as its model card writes them"
+    template_folder = ASSETS / "deepseek-v3.1-template"
     parser_reference = "vLLM deepseek_v31 tool parser"
     server_reference = "vLLM deepseekv31_tool_parser.py, SGLang deepseekv31_detector.py"
     check_titles = {  # noqa: RUF012
@@ -65,6 +67,21 @@ class DeepSeekV31Format(DeepSeekV3Format):
     }
     not_closed, empty, not_json, no_call = NOT_CLOSED, EMPTY, NOT_JSON, NO_CALL
     name_prefix = CALLS_BEGIN + CALL_BEGIN
+
+    @property
+    def chat_template(self) -> str:  # type: ignore[override]
+        return (self.template_folder / "chat_template.jinja").read_text(encoding="utf-8")
+
+    @functools.cached_property
+    def _tok(self):
+        from tokenizers import Tokenizer
+
+        # V3's tokenizer with its reserved ids 798 and 799 renamed: <think> and </think> are single tokens
+        spec = json.loads((self.folder / "tokenizer.json").read_text(encoding="utf-8"))
+        for token in spec["added_tokens"]:
+            if token["id"] in THINKING_TOKENS:
+                token["content"], token["special"] = THINKING_TOKENS[token["id"]], False
+        return Tokenizer.from_str(json.dumps(spec))
 
     def describe(self, tools: list[dict]) -> str:
         # the model card's layout: {system prompt}\n\n{tool_description}
