@@ -397,7 +397,9 @@ def test_react(case, policy):
 
 
 def test_unknown_style_and_policy_are_refused():
-    with pytest.raises(BadInput, match="unknown call format 'xml'; the call formats are native, react, qwen3-coder, llama3.1"):
+    with pytest.raises(
+        BadInput, match="unknown call format 'xml'; the call formats are native, react, qwen3-coder, llama3.1"
+    ):
         parse_turn(GOOD, TOOLS, "xml")
     with pytest.raises(BadInput, match="policy"):
         parse_turn(GOOD, TOOLS, "native", "lenient")
