@@ -113,22 +113,26 @@ def fresh_streamlit_server():
     yield from serve_site("streamlit-server-fresh.log")
 
 
-# browser files whose tests share no module fixture: each test (all its parameters together) may go to either worker
+# browser files whose tests share no module fixture: each test, and each of its parameters (a page's walk), may go to
+# any worker; the walks are the suite's longest chain, so spreading them is what keeps it short
 SPLIT_BY_TEST = {"test_browser_fit"}
 # session servers with an environment of their own: the tests that use one stay on one worker, which starts it once
 SHARED_SERVERS = ("pack_server", "shipped_server")
 
 
 def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (scripts/test.sh runs two workers with --dist loadgroup), a browser test file
-    stays on one worker (its module fixtures are made once), and the files spread over both: each worker
+    """Under pytest-xdist (scripts/test.sh runs its workers with --dist loadgroup), a browser test file
+    stays on one worker (its module fixtures are made once), and the files spread over the workers: each
     starts its own streamlit server and chromium when its first browser test asks for them. The browser
-    tests mostly wait on those processes, so two of them at once overlap their waits."""
+    tests mostly wait on those processes, so several of them at once overlap their waits."""
     for item in items:
         if item.get_closest_marker("browser"):
             module = item.module.__name__.rpartition(".")[2]
-            group = f"{module}::{item.originalname}" if module in SPLIT_BY_TEST else module
-            group = next((name for name in SHARED_SERVERS if name in item.fixturenames), group)
+            if module in SPLIT_BY_TEST:
+                # each page's walk on its own: a worker that takes one starts the server it needs, once
+                group = f"{module}::{item.name}"
+            else:
+                group = next((name for name in SHARED_SERVERS if name in item.fixturenames), module)
             item.add_marker(pytest.mark.xdist_group(f"browser-{group}"))
 
 

@@ -339,7 +339,7 @@ SHOWS_SOMETHING = """() => [...document.querySelectorAll('[data-testid="stMain"]
 
 
 def steady_height(page) -> int:
-    page.wait_for_timeout(1200)  # charts and views draw after the run
+    page.wait_for_timeout(600)  # charts and views draw after the run (a chart's height is set before it draws)
     page.evaluate("window.__height = undefined")
     page.wait_for_function(STEADY_HEIGHT, polling=700, timeout=60_000)
     return page.evaluate(SECTION_HEIGHT)
