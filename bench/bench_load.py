@@ -318,8 +318,9 @@ def hostile_test_source(body: str) -> str:
     return f"import os\nimport unittest\n\n\nclass T(unittest.TestCase):\n    def test_it(self):\n{indented}\n"
 
 
-def render_home_seconds(times: int = 3) -> float:
-    """The median time to render the home page once in-process (streamlit's AppTest), as a server would."""
+def render_home_seconds(times: int = 5) -> float:
+    """The median time to render the home page once in-process (streamlit's AppTest), as a server would
+    (five renders: on a 2-core machine one render varies by 2× from one moment to the next, idle or not)."""
     from streamlit.testing.v1 import AppTest
 
     found = []

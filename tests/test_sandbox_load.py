@@ -11,6 +11,9 @@ is a timing, so it is bench/bench_load.py --hostile's to report and judge, not t
 from __future__ import annotations
 
 import json
+import os
+import time
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +39,39 @@ def test_hostile_tests_do_not_slow_six_other_sessions_or_outlive_their_limit(tin
     assert spins and {r["stopped_by"] for r in spins} == {"killed at the time limit"}
     assert writes and {r["stopped_by"] for r in writes} <= {"disk full (the tmpfs)", "cap on new files"}
     assert all(r["left"] == 0 for r in spins + writes)
+
+
+def test_a_run_yields_to_the_server_its_autogroup_at_nice_10_and_itself_at_19():
+    """bwrap's --new-session gives each run a session, so an autogroup, of its own at nice 0, where its nice 19
+    would weigh as much as the whole server; the launcher sets that autogroup to nice 10 again (read from outside:
+    inside, Landlock keeps /proc/self/autogroup from the test)."""
+    import threading
+
+    from engine.harness.playground import fresh_workspace
+    from engine.harness.tools import run_tool
+
+    marker = f"test_yield_{os.getpid()}.py"
+    source = "import time, unittest\n\nclass T(unittest.TestCase):\n    def test_wait(self):\n        time.sleep(4)\n"
+    seen: dict[str, str] = {}
+
+    def watch():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not seen:
+            for entry in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    command = Path(f"/proc/{entry}/cmdline").read_bytes()
+                    if marker.encode() in command and command.split(b"\0")[2:3] == [b"/run/sandbox_guard.py"]:
+                        seen["autogroup"] = Path(f"/proc/{entry}/autogroup").read_text().strip()
+                        seen["nice"] = str(os.getpriority(os.PRIO_PROCESS, int(entry)))
+                except OSError:
+                    continue
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    with fresh_workspace({marker: source}) as workspace:
+        outcome = run_tool("run_tests", {"pattern": marker}, workspace)
+    watcher.join(25)
+    assert "exit code 0" in outcome.text, outcome.text
+    assert seen.get("autogroup", "").endswith("nice 10"), seen
+    assert seen["nice"] == "19"

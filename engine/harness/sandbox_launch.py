@@ -22,6 +22,7 @@ descriptor only it holds: the filter refuses every other exec. ctypes is used he
 here: the interpreter the tests run in never loads it.
 """
 
+import errno
 import json
 import os
 import stat
@@ -643,17 +644,27 @@ def limit_resources(settings):
         resource.setrlimit(resource.RLIMIT_NPROC, (settings["processes"], settings["processes"]))
 
 
+def set_autogroup_nice(nice):
+    """This session's autogroup at `nice` (best effort). Without CAP_SYS_ADMIN in the first user namespace
+    the kernel takes one such change per 100 ms on the whole machine (EAGAIN), and runs start together."""
+    for _ in range(40):
+        try:
+            with open("/proc/self/autogroup", "w") as autogroup:
+                autogroup.write(str(nice))
+            return
+        except OSError as error:
+            if error.errno != errno.EAGAIN:
+                return
+            time.sleep(0.03)
+
+
 def run_outer():
     settings = json.loads(sys.stdin.buffer.read())
     # the runs yield to the server: nice 10 on this session's autogroup (the kernel ranks nice values
     # only within an autogroup, and each run is a session of its own), so a run's whole group weighs a
     # tenth of the server's; its processes at nice 19 inside it. RLIMIT_NICE 0 keeps them there.
     # (SCHED_IDLE was tried: on a machine loaded by other work, a run then never got the CPU at all.)
-    try:
-        with open("/proc/self/autogroup", "w") as autogroup:
-            autogroup.write(str(settings.get("autogroup_nice", 10)))
-    except OSError:
-        pass
+    set_autogroup_nice(settings.get("autogroup_nice", 10))
     os.setpriority(os.PRIO_PROCESS, 0, 19)
     argv = settings["argv"]
     os.execv(argv[0], argv)
@@ -686,6 +697,9 @@ def run_inner(settings):
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     work = settings["work"]
+    # bwrap's --new-session made this run a session of its own, and so an autogroup of its own at nice 0:
+    # the outer launcher's nice 10 is set again here, while /proc is still writable
+    set_autogroup_nice(settings.get("autogroup_nice", 10))
     try:
         if settings.get("nested_user"):
             enter_own_user_namespace(libc, ctypes)
