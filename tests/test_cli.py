@@ -139,6 +139,14 @@ COUNTED = [{"name": "count_letter", "arguments": {"word": "strawberry", "letter"
             False,
         ),
         ("mistral", "server", "[TOOL_CALLS]count_letter" + COUNT, COUNTED, False),
+        # strictly, the list's call runs and the text after it is reported on its own
+        (
+            "mistral",
+            "per-block",
+            '[TOOL_CALLS] [{"name": "count_letter", "arguments": ' + COUNT + "}] Counting now.",
+            COUNTED,
+            False,
+        ),
         # DeepSeek-V3 reads V3's layout, DeepSeek-V3.1 V3.1's
         (
             "deepseek-v3",

@@ -28,6 +28,7 @@ EXAMPLE_ID = "a1b2c3d4e"  # v3 calls carry a 9-character id; the model makes one
 NOT_JSON = "error: the text after [TOOL_CALLS] is not valid JSON"
 EMPTY = "error: [TOOL_CALLS] is followed by no calls"
 NOT_LIST = "error: after [TOOL_CALLS] write a JSON list of calls, [{...}]"
+TRAILING = "error: text after the [TOOL_CALLS] list: the format ends the reply with its calls"
 BAD_SHAPE = 'error: a tool call must be a JSON object with exactly "name" and "arguments" (and its "id")'
 CONTROL = re.compile(r"(\[/?[A-Z_]+\]|</?s>)")
 
@@ -134,7 +135,11 @@ class MistralFormat(CallFormat):
         start = at + len(TOOL_CALLS)
         body = text[start:].replace("</s>", "")
         checks = [Check("closed", True)]
-        value, error = parse_json_text(body, checks, EMPTY, NOT_JSON)
+        # the list is read on its own: text after it is its own error, not a reason to refuse the list's calls
+        first = len(body) - len(body.lstrip())
+        end = find_json_end(body, first) if body[first : first + 1] in ("[", "{") else len(body)
+        trailing = body[end:].strip()
+        value, error = parse_json_text(body[:end], checks, EMPTY, NOT_JSON)
         if error:
             return result_of(self.name, [Block(0, body, at, len(text), pad_checks(checks, NATIVE_CHECKS), None, error)])
         # a single object is accepted as one call, as vLLM's parser does
@@ -158,6 +163,11 @@ class MistralFormat(CallFormat):
             )
             for i, call in enumerate(calls[:MAX_CALLS])
         ]
+        if trailing:
+            after = [Check("closed", True), Check("json", False, TRAILING)]
+            blocks.append(
+                Block(len(blocks), trailing, start + end, len(text), pad_checks(after, NATIVE_CHECKS), None, TRAILING)
+            )
         return result_of(self.name, blocks)
 
     def parse_server(self, text: str, tools: list[dict], at: int) -> ParseResult:
