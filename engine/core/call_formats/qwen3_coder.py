@@ -33,7 +33,7 @@ import math
 import re
 
 from ...settings import ASSETS
-from ..parse import NATIVE_CHECKS, Block, Check, ParseResult, pad_checks
+from ..parse import BLOCK_PATTERN, NATIVE_CHECKS, Block, Check, ParseResult, pad_checks
 from ..tooldefs import tool_name
 from .base import Opener
 from .calls import MAX_CALLS, as_text, finish_call, known_tools, result_of
@@ -42,7 +42,6 @@ from .hf import TemplateFormat
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 FUNCTION, FUNCTION_END = "<function=", "</function>"
 PARAMETER, PARAMETER_END = "<parameter=", "</parameter>"
-BLOCKS = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)", re.DOTALL)  # the strict reading's blocks
 BAD_NAME = re.compile(r"[{}<>\"'\s]")  # what a function's name may not hold (vLLM's _is_valid_function_name)
 STRINGS = ("string", "str", "text", "varchar", "char", "enum")  # the types whose value is the text as written
 MAX_LITERAL = 10_000  # the longest value read as a Python literal (ast.literal_eval is quadratic on some input)
@@ -146,14 +145,9 @@ def read_value(text: str, schema: object, lenient: bool) -> object:
     return _container(text)
 
 
-def _parameters_of(tools: list[dict]) -> dict[str, dict]:
-    """name -> its parameters' properties (what a value's type is read from)."""
-    out = {}
-    for tool in tools:
-        parameters = tool.get("function", {}).get("parameters") if isinstance(tool, dict) else None
-        properties = parameters.get("properties") if isinstance(parameters, dict) else None
-        out[tool_name(tool)] = properties if isinstance(properties, dict) else {}
-    return out
+def _properties(known: dict[str, dict]) -> dict[str, dict]:
+    """name -> its parameters' properties (what a value's type is read from), from the supplied tools' schemas."""
+    return {name: p["properties"] if isinstance(p.get("properties"), dict) else {} for name, p in known.items()}
 
 
 # -- the strict reading: the documented layout only -------------------------------------------------------
@@ -321,9 +315,10 @@ class Qwen3CoderFormat(TemplateFormat):
         return f"{OPEN}\n{FUNCTION}{name}>\n", f"{FUNCTION_END}\n{CLOSE}"
 
     def write_call(self, name: str, arguments: dict) -> str:
-        # the template's own words for an assistant's call: a value that is not a string is written as str() does
+        # the template's own words for an assistant's call: a value that is not a string as its `| string` writes it
+        # (Python's str: True, {'a': 1})
         parameters = "".join(
-            f"{PARAMETER}{key}>\n{value if isinstance(value, str) else _as_template_writes(value)}\n{PARAMETER_END}\n"
+            f"{PARAMETER}{key}>\n{value if isinstance(value, str) else str(value)}\n{PARAMETER_END}\n"
             for key, value in arguments.items()
         )
         return f"{OPEN}\n{FUNCTION}{name}>\n{parameters}{FUNCTION_END}\n{CLOSE}"
@@ -334,9 +329,10 @@ class Qwen3CoderFormat(TemplateFormat):
     def parse(self, text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
         if policy == "server":
             return self.parse_server(text, tools)
-        known, properties = known_tools(tools), _parameters_of(tools)
+        known = known_tools(tools)
+        properties = _properties(known)
         blocks: list[Block] = []
-        for match in BLOCKS.finditer(text):
+        for match in BLOCK_PATTERN.finditer(text):  # Qwen3's own blocks: the same tags
             if len(blocks) == MAX_CALLS:
                 break
             closed = match.group(1) is not None
@@ -364,7 +360,8 @@ class Qwen3CoderFormat(TemplateFormat):
         """Each `<function=…>` as vLLM's qwen3_coder parser reads it; a reply with none is text."""
         if FUNCTION not in text:
             return result_of(self.name, [], text, "server")
-        known, properties = known_tools(tools), _parameters_of(tools)
+        known = known_tools(tools)
+        properties = _properties(known)
         blocks: list[Block] = []
         for inside, start, end, _closed in server_blocks(text):
             read = read_server_function(inside, properties)
@@ -385,11 +382,6 @@ class Qwen3CoderFormat(TemplateFormat):
         if error or name is None:
             return None if block.call is None else (block.call.name, block.call.arguments)
         return name, dict(values)
-
-
-def _as_template_writes(value: object) -> str:
-    """A value that is not a string as the template's `| string` writes it (Python's str: True, {'a': 1})."""
-    return str(value)
 
 
 FORMAT = Qwen3CoderFormat()
