@@ -110,8 +110,9 @@ if spelled:
     under.append(words("the-model-writes-a-call", "word inside the call", count=len(spelled), pieces=pieces))
 if under:
     section("Under the tokens")  # (projected, the view fills the first screen: what its numbers mean comes next)
-    for caption in under:
-        st.caption(caption)
+    with st.container(key="the_model_writes_a_call_under"):  # (projected, in the room's type size: ui/presenter.css)
+        for caption in under:
+            st.caption(caption)
 if steps is None:  # (projected, the two decisive tokens open the screen of the call's text)
     section("The call")
 if rows[0][2] is None:

@@ -92,7 +92,7 @@ def mask_run(
                 Bars(title, [Bar(show_token(c.token) or "∅", c.p) for c in side])
                 for title, side in (
                     ("before: the model's own top 8", row.top_before),
-                    ("after: renormalised over the allowed", row.top_after),
+                    ("after: the allowed only, out of 100%", row.top_after),
                 )
             ]
         facts = [(f"Allowed before token {n}", f"{allowed} of {vocab:,}")]
