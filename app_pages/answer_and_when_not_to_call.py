@@ -24,6 +24,7 @@ from ui.understanding import check_understanding
 from ui.words import LESSONS, for_format, lesson
 
 ID = "when-not-to-call"
+ROLE_NAMES = {"tool": "tool result"}
 DATA = json.loads((LESSONS / f"{ID}.json").read_text(encoding="utf-8"))
 
 text = lesson(ID)
@@ -50,7 +51,8 @@ def conversation_html(prompt) -> str:
 st.header("With the result in context")
 run = scripted(chosen_style, False)
 last = run.calls[-1]
-st.markdown(for_format(text, "the answer", chosen_style))
+headline(for_format(text, "the answer, headline", chosen_style), key="answer_and_when_not_to_call_answer")
+more(for_format(text, "the answer", chosen_style), key="answer_and_when_not_to_call_answer")
 st.markdown(legend_html(), unsafe_allow_html=True)
 st.container(key="answer_and_when_not_to_call_prompt").markdown(conversation_html(last.prompt), unsafe_allow_html=True)
 section("Its answer")
@@ -150,19 +152,20 @@ section("Grounded, or a guess?")
 st.header("Grounded, or a guess?")
 headline(text["the twin misconception, headline"], key="answer_and_when_not_to_call_twins")
 more(text["the twin misconception"], key="answer_and_when_not_to_call_twins")
-grounded, guess = st.columns(2)
-for column, is_guess in ((grounded, False), (guess, True)):
+twins = {is_guess: scripted(chosen_style, is_guess) for is_guess in (False, True)}
+st.markdown("> " + twins[False].messages[0]["content"])  # the same question to both
+for column, is_guess in zip(st.columns(2), (False, True), strict=True):
     with column:
-        episode = scripted(chosen_style, is_guess)
+        episode = twins[is_guess]
         st.subheader("A guess" if is_guess else "Grounded")
         st.markdown(text["guess" if is_guess else "grounded"])
-        for message in episode.messages:
-            role = {"tool": "tool result"}.get(message["role"], message["role"])
-            st.markdown(f"**{role}:**")
-            st.code(message["content"], language=None, wrap_lines=True)
+        # what follows the question, in one box, a message to a line after its role: both fit side by side on one screen
+        turns = [f"{ROLE_NAMES.get(m['role'], m['role'])}: {m['content']}" for m in episode.messages[1:]]
+        st.container(key=f"answer_and_when_not_to_call_twin_{int(is_guess)}").code(
+            "\n".join(turns), language=None, wrap_lines=True
+        )
         results = sum(len(s.results) for s in episode.calls)
-        st.markdown(f"Tool results in the conversation: **{results}**")
-        st.info(f"The harness: *{episode.stop_reason}*. The answer: {episode.answer}")
+        st.info(f"The harness: *{episode.stop_reason}*. Tool results in the conversation: **{results}**")
 
 section("What to notice")
 notice(text["what to notice"])
