@@ -11,7 +11,7 @@ from ui.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_c
 from ui.sections import headline, markdown_in_sections, more, section
 from ui.state import from_url, style, to_url
 from ui.wire_view import (
-    differences_html,
+    differences_screens,
     draw_exchange,
     ordered_formats,
     panes,
@@ -114,8 +114,9 @@ section("What differs")
 # -- what differs ----------------------------------------------------------------------------------------
 st.header("What differs")
 markdown_in_sections(text["what differs"], "What differs", per=2)
-section("What differs, format by format")
-st.markdown(differences_html(chosen_style), unsafe_allow_html=True)
+for title, table in differences_screens(chosen_style):
+    section(title)
+    st.markdown(table, unsafe_allow_html=True)
 section("tool_choice in each API")
 st.subheader("tool_choice in each API")
 st.markdown(tool_choice_html(), unsafe_allow_html=True)

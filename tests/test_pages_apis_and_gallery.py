@@ -152,16 +152,17 @@ def test_lesson_7_follows_the_sidebar_style():
 def test_lesson_7_projected_stacks_the_panes_and_groups_the_table():
     # presenter mode shows one section at a time: the five formats are section 1, under the title (request
     # beside reply, one format a screen), the words section 2, the three parts section 3, what differs sections 4-5,
-    # its table format by format section 6
-    # (set after the page opens: the router's first run is Home, whose five sections would clamp a ?section=6)
+    # then its table one question a section: where the call is written section 6, arguments section 7
+    # (set after the page opens: the router's first run is Home, whose five sections would clamp a ?section=7)
     at = open_page(P7, present="1")
-    at.session_state["present_section"] = 6
+    at.session_state["present_section"] = 7
     text = page_text(at.run())
-    # one block per question, a row per format: no six-column table squeezed onto a projector
+    # one block per question, a row per format: no six-column table squeezed onto a projector, none scrolling
     assert (
-        '<tr><th colspan="2">arguments</th></tr><tr><td>Qwen3 native</td><td>a JSON object, in the text</td></tr>'
+        '<table class="wire"><tr><th colspan="2">arguments</th></tr><tr><td>Qwen3 native</td><td>a JSON object, in the text</td></tr>'
         in text
     )
+    assert "where the call is written" not in text and "parallel calls" not in text
     assert codes(open_page(P7, present="1")) == wire_texts(scenario_exchanges("strawberry")[0])
 
 

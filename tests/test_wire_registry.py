@@ -73,8 +73,9 @@ def test_a_registered_format_appears_in_the_engines_tables_and_the_views_data(ec
     # the view iterates the registry: a tab, a column of the differences, a column of tool_choice words
     assert "echo" in wire_view.ordered_formats("native")
     assert wire_view.tab_name("echo") == "Echo"
-    assert "<th>Echo</th>" in wire_view.differences_html("native")
-    assert "echo: parallel calls" in wire_view.differences_html("react")
+    [(_, table)] = wire_view.differences_screens("native")  # on a screen: one table
+    assert "<th>Echo</th>" in table
+    assert "echo: parallel calls" in wire_view.differences_screens("react")[0][1]
     assert (
         "<th>Echo</th>" in wire_view.tool_choice_html()
         and "&quot;count_letter&quot;" not in wire_view.tool_choice_html()

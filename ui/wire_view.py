@@ -88,20 +88,26 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return f'<table class="wire"><tr>{head}</tr>{body}</table>'
 
 
-def differences_html(style: str) -> str:
-    """engine.wire.formats.differences() as one table: a row per question, a column per format."""
+def differences_screens(style: str) -> list[tuple[str, str]]:
+    """engine.wire.formats.differences() as (title, table) screens: on a screen one table, a row per question and a
+    column per format; projected, one question a screen, its five formats one to a row, so no cell is squeezed to a
+    word and no table scrolls out of sight."""
     formats = ordered_formats(style)
     rows_of = differences()
     if narrow():
-        # projected: one block of five rows per question, so no cell is squeezed to a word
-        body = "".join(
-            f'<tr><th colspan="2">{html.escape(d["aspect"])}</th></tr>'
-            + "".join(f"<tr><td>{html.escape(short_name(f))}</td><td>{html.escape(d[f])}</td></tr>" for f in formats)
+        return [
+            (
+                f"What differs: {d['aspect']}",
+                f'<table class="wire"><tr><th colspan="2">{html.escape(d["aspect"])}</th></tr>'
+                + "".join(
+                    f"<tr><td>{html.escape(short_name(f))}</td><td>{html.escape(d[f])}</td></tr>" for f in formats
+                )
+                + "</table>",
+            )
             for d in rows_of
-        )
-        return f'<table class="wire">{body}</table>'
+        ]
     rows = [[html.escape(d["aspect"]), *(html.escape(d[f]) for f in formats)] for d in rows_of]
-    return _table(["", *(short_name(f) for f in formats)], rows)
+    return [("What differs, format by format", _table(["", *(short_name(f) for f in formats)], rows))]
 
 
 def tool_choice_html() -> str:
