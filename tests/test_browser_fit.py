@@ -364,6 +364,12 @@ def test_presenter_mode_with_a_pack_shows_each_section_within_one_screen(chromiu
     walk_sections(chromium, f"{pack_server}/{entry['url_path']}?present=1", entry)
 
 
+# (shipped_server, in conftest.py: the site as the README's quick start opens it, its panels drawn by the shipped model)
+@pytest.mark.parametrize("entry", PACKED_PARAMS)
+def test_presenter_mode_with_the_shipped_model_shows_each_section_within_one_screen(chromium, shipped_server, entry):
+    walk_sections(chromium, f"{shipped_server}/{entry['url_path']}?present=1", entry)
+
+
 def walk_sections(chromium, url: str, entry: dict) -> None:
     """Open `url` projected, PageDown to the last section, and check each section fits the screen with nothing hidden."""
     with open_at(chromium, "projector") as (page, query):
