@@ -17,8 +17,11 @@ os.environ.setdefault("QWEN_QUANT", "none")
 # (tests/test_cpu_speed.py clears it where it tests auto)
 os.environ.setdefault("QWEN_DTYPE", "float32")
 # and one fixed torch thread count: a folder's load would otherwise time 1 thread against 2 and set the
-# process-wide count while another test decodes, which moves float32's last digits between runs
-os.environ.setdefault("QWEN_THREADS", str(os.cpu_count() or 1))
+# process-wide count while another test decodes, which moves float32's last digits between runs. Under
+# pytest-xdist the cores are shared among the workers (four workers on two cores, each with two threads,
+# spent their time waiting on each other's threads)
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+os.environ.setdefault("QWEN_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 # and an int8 model's key/value cache in fp32, not chosen by a timing that could go either way between runs
 # (tests/test_attention.py asks for auto and bf16 itself)
 os.environ.setdefault("QWEN_KV_DTYPE", "float32")
