@@ -222,7 +222,8 @@ st.markdown(text["strict and server"])
 # one tab per family: a family's few turns fit a projected screen whole, where all of them would scroll
 differences = policy_differences(load_tool_set("strawberry"))
 lenient = list(dict.fromkeys(d.family for d in differences))
-for tab, family in zip(st.tabs(lenient), lenient, strict=True):
+policies = st.container(key="other_model_families_policies")  # (projected, in smaller type: ui/presenter.css)
+for tab, family in zip(policies.tabs(lenient), lenient, strict=True):
     with tab:
         st.markdown(
             table_html(

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 WIDTH = 80  # characters a projected line holds
 LINES = 18  # lines a projected section holds under its bar, with room to spare
-TABLE_ROWS = 10  # a table's rows (under its header) that its box shows projected (ui/presenter.css: 55% of the screen)
+TABLE_ROWS = 10  # a table's rows (under its header) that its box shows projected (ui/presenter.css: 59% of the screen)
 LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 
@@ -82,7 +82,7 @@ def texts(parts: list[str]) -> list[str]:
     """Blocks back into Markdown texts to draw one by one: list items that follow each other stay one list.
 
     A table is drawn on its own: projected, a Markdown text holding a table scrolls inside a box of
-    55% of the screen (ui/presenter.css), and the paragraphs drawn with it would scroll out of sight.
+    59% of the screen (ui/presenter.css), and the paragraphs drawn with it would scroll out of sight.
     """
     out: list[str] = []
     for part in parts:
