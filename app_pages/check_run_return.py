@@ -8,7 +8,6 @@ from engine.harness.loop import list_scenarios, load_scenario, returned_text, ru
 from engine.teaching.cost import measure_malformed_cost
 from ui.chart_words import chart_caption
 from ui.charts import ledger_figure
-from ui.chrome import presenting
 from ui.draw import draw_reading, notice
 from ui.glossary import show_intro
 from ui.literal import plural, table_html
@@ -105,7 +104,7 @@ def the_run() -> bool:
     }
     parts["what goes back"] = text[f"what goes back ({chosen_style})"]
     step_view(
-        harness_run(run, parts, lambda n: returned_text(run, n, scenario.tools), number, compact=presenting()),
+        harness_run(run, parts, lambda n: returned_text(run, n, scenario.tools), number),
         key="check_run_return_view",
     )
     # the lesson's opening words and the scenario's story, after the run they explain

@@ -15,7 +15,6 @@ from engine.model.results import MaskRow
 from engine.teaching.panels import TOOL_CHOICES, find_panel
 from ui.chart_words import chart_caption
 from ui.charts import allowed_figure, allowed_legend
-from ui.chrome import presenting
 from ui.draw import notice
 from ui.glossary import show_intro
 from ui.models import draw_source, panel_source, show_engine_error, tokenizer
@@ -119,9 +118,9 @@ with st.container(key="constrained_decoding_pickers"):
 steps = walked(turn_id, mode)
 total = len(steps)
 # projected, the view opens at the tool's name, where the grammar allows fewest tokens (a link's ?step= still wins)
-name_at = find_name_token([s.token for s in steps]) if presenting() else None
+name_at = find_name_token([s.token for s in steps])
 number = current_step(
-    "constrained_decoding_view", "constrained_decoding_step", total, 1 if name_at is None else name_at + 1
+    "constrained_decoding_view", "constrained_decoding_step", total, projected=None if name_at is None else name_at + 1
 )
 to_url(tool_choice=None if mode == "auto" else mode, turn=None if turn_id == "call" else turn_id, step=number)
 tok = tokenizer()

@@ -115,13 +115,18 @@ def mask_run(
     return StepRun("Token", steps, start=start, legend_words=TOKEN_WORDS)
 
 
-def harness_run(run, texts: dict, returned, start: int, compact: bool = False) -> StepRun:
+def harness_run(run, texts: dict, returned, start: int, compact: bool | None = None) -> StepRun:
     """Lesson 4: each call of a harness run with the reply, each block's checks, the tools run and what goes back.
 
     `texts` holds the lesson's words for each part; `returned(n)` is loop.returned_text for call n.
     `compact` (projected): the parts' headings without their paragraphs, the reply and what goes back on
-    the left, the checks and the tools run on the right, so a call fits one screen with the lesson's title.
+    the left, the checks and the tools run on the right, so a call fits one screen with the lesson's title;
+    by default, compact when the page is projected.
     """
+    if compact is None:
+        from ui.chrome import presenting
+
+        compact = presenting()
     steps, so_far = [], 0
     part = (lambda title, _words: f'<h4 class="sv-h">{html.escape(title)}</h4>') if compact else _part
     for n, call in enumerate(run.calls, start=1):

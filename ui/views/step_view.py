@@ -120,10 +120,15 @@ def adopt_step(key: str, step_key: str) -> None:
         st.session_state[step_key] = step
 
 
-def current_step(key: str, step_key: str, total: int, default: int = 1) -> int:
-    """The step a page's view shows, from 1 to `total`: the URL's ?step= (else the session's, else `default`),
-    then the step the view last reported, clamped so that a link or a switch to a shorter run never points past
-    its end. Kept in `step_key`; the page writes it back to the URL with its other parameters."""
+def current_step(key: str, step_key: str, total: int, default: int = 1, projected: int | None = None) -> int:
+    """The step a page's view shows, from 1 to `total`: the URL's ?step= (else the session's, else `default`,
+    or `projected` where one is given and the page is projected), then the step the view last reported, clamped
+    so that a link or a switch to a shorter run never points past its end. Kept in `step_key`; the page writes
+    it back to the URL with its other parameters."""
+    from ui.chrome import presenting
+
+    if projected is not None and presenting():
+        default = projected
     from_url(step_key, "step", default, int)
     adopt_step(key, step_key)
     st.session_state[step_key] = number = min(max(st.session_state[step_key], 1), total)
