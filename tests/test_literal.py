@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario, run_scenario
+from engine.settings import ROOT
 from ui.draw import prompt_html, token_strip, turn_html
 from ui.literal import literal, plural, reply_html, table_html
 
@@ -126,3 +127,9 @@ def test_a_table_wraps_its_cells_and_escapes_them():
         and "&lt;tool_call&gt;" in built
         and TextOf(built).text.endswith("error: <tool_call> is not closed")
     )
+
+
+def test_a_table_cell_of_several_lines_keeps_its_line_breaks_and_a_one_line_cell_stays_plain():
+    built = table_html([{"turn": '<tool_call>\n{"name": "x"}\n</tool_call>', "verdict": "ok"}])
+    assert '<td class="lines">&lt;tool_call&gt;&#10;{"name": "x"}&#10;&lt;/tool_call&gt;</td><td>ok</td>' in built
+    assert "table.plain td.lines {white-space:pre-wrap}" in (ROOT / "ui" / "style.css").read_text(encoding="utf-8")

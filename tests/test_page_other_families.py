@@ -72,12 +72,14 @@ def test_the_chosen_family_s_prompt_is_shown(page):
 
 def test_strict_and_server_shows_each_difference_with_both_verdicts(page):
     from engine.core.call_formats.policies import policy_differences
-    from ui.literal import literal
+    from ui.literal import cell
 
     shown = page_text(page)
     rows = policy_differences(load_tool_set("strawberry"))
     assert rows and all(r.strict != r.server for r in rows)
     for row in rows:
         # one tab per family, a row per turn: the server's verdict with the parser file that gives it
-        cells = [literal(c) for c in (row.turn, row.strict, f"{row.server} ({row.parser_file})")]
-        assert "<td>" + "</td><td>".join(cells) + "</td>" in shown, row.turn
+        cells = [cell(c) for c in (row.turn, row.strict, f"{row.server} ({row.parser_file})")]
+        assert "".join(cells) in shown, row.turn
+    # a turn of several lines keeps them: its cell wraps as written, not folded into one line
+    assert any('<td class="lines">' in cell(r.turn) for r in rows)

@@ -51,10 +51,16 @@ def draw_reply(text: str, label: str | None = None) -> None:
     st.markdown(reply_html(text, label), unsafe_allow_html=True)
 
 
+def cell(text: str) -> str:
+    """One table cell, shown literally; a cell of several lines (a model's turn) keeps its line breaks."""
+    lines = ' class="lines"' if "\n" in text else ""
+    return f"<td{lines}>{literal(text)}</td>"
+
+
 def table_html(rows: list[dict]) -> str:
     """A plain HTML table whose cells wrap (a dataframe grid scrolls sideways on a projector)."""
     if not rows:
         return ""
     head = "".join(f"<th>{html.escape(str(k))}</th>" for k in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{literal(str(v))}</td>" for v in row.values()) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(cell(str(v)) for v in row.values()) + "</tr>" for row in rows)
     return f'<table class="plain"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
