@@ -118,7 +118,8 @@ def fresh_streamlit_server():
 
 # browser files whose tests share no module fixture: each test, and each of its parameters (a page's walk), may go to
 # any worker; the walks are the suite's longest chain, so spreading them is what keeps it short
-SPLIT_BY_TEST = {"test_browser_fit"}
+# (test_browser_live_model: each test starts its own server and model folder; one worker ran all four, 231 s)
+SPLIT_BY_TEST = {"test_browser_fit", "test_browser_live_model"}
 # session servers with an environment of their own: the tests that use one stay on one worker, which starts it once
 SHARED_SERVERS = ("pack_server", "shipped_server")
 
