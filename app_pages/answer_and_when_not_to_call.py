@@ -18,7 +18,7 @@ from ui.glossary import show_intro
 from ui.models import current_engine, draw_source, panel_source, show_engine_error
 from ui.numbers import format_percent
 from ui.palette import ink, legend
-from ui.sections import headline, more, section
+from ui.sections import headline, more, screen_size, section
 from ui.state import style
 from ui.understanding import check_understanding
 from ui.words import LESSONS, for_format, lesson
@@ -101,16 +101,14 @@ def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> 
     )
     chart_layout(
         figure,
-        240,
-        yaxis={"autorange": "reversed", "type": "category"},
+        screen_size(240, 200),  # (projected, both questions' charts fit the row whole)
+        # every bar named (plotly drops every other category label when the rows are this close)
+        yaxis={"autorange": "reversed", "type": "category", "tickmode": "linear", "dtick": 1, "tickfont": {"size": 13}},
         xaxis={"title": "probability of the first token", "showticklabels": False},
+        # a thin bar's figure at a size a room can read, not shrunk to the bar's thickness
+        uniformtext={"minsize": 12, "mode": "show"},
     )
     st.plotly_chart(figure, key=key)
-    legend(
-        "control",
-        "neutral",
-        words={"control": "<tool_call>: the model starts a call", "neutral": "the other first tokens"},
-    )
     chart_caption(figure)
 
 
@@ -119,7 +117,7 @@ sources = [panel_source(find_panel(ID, "first-token", q["id"])) for q in DATA["q
 if sources[0].computes or all(s.kind == "pack" for s in sources):
     draw_source(sources[0])
 columns = st.columns(2)
-shown_any = False
+shown_any = charted = False
 for column, question, source in zip(columns, DATA["questions"], sources, strict=True):
     with column:
         st.subheader(question["label"])
@@ -138,9 +136,15 @@ for column, question, source in zip(columns, DATA["questions"], sources, strict=
                 draw_source(source)
                 shown_any = True
             continue
-        shown_any = True
+        shown_any = charted = True
         st.metric("P(<tool_call>) as the first token", format_percent(figures["p"]))
         first_token_chart(figures["top"], figures["p"], f"wnc_first_{question['id']}")
+if charted:  # one legend under both charts, whose colours mean the same
+    legend(
+        "control",
+        "neutral",
+        words={"control": "<tool_call>: the model starts a call", "neutral": "the other first tokens"},
+    )
 if not shown_any:
     st.info(text["needs the model"])
 section("What Qwen3-1.7B does")

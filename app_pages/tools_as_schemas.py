@@ -87,25 +87,26 @@ with right:
         prompt_tokens, tools_tokens = costs[name]
         column.metric(f"{get_format(name).label}: prompt tokens", format_count(prompt_tokens))
         column.metric(f"{get_format(name).label}: tools cost", format_count(tools_tokens.total))
-    shown = costs[style()][1]
-    # a format only the prompt asks for (ReAct) is said to be a different format, never set beside the maker's own figure as the same measure
-    figure = "tools cost figure" if get_format(style()).maker_format else "tools cost figure react"
-    makers = next(f.name for f in lesson_formats() if f.maker_format)
-    st.markdown(
-        text[figure].format(
-            count=len(tools), tokens=format_count(shown.total), native=format_count(costs[makers][1].total)
-        )
-    )
-    st.markdown(
-        text["tools cost parts"].format(
-            tokens=format_count(shown.total),
-            definitions=format_count(shown.definitions),
-            instructions=format_count(shown.instructions),
-        )
-    )
 
-    other = other_lesson_format(style())
-    style_button(f"Switch to the {get_format(other).noun} prompt", other, key="tools_as_schemas_switch")
+# what the figures are made of, under the editor (projected, a screen of its own: beside the editor it was cut)
+section("What the tools cost")
+st.subheader("What the tools cost")
+shown = costs[style()][1]
+# a format only the prompt asks for (ReAct) is said to be a different format, never set beside the maker's own figure as the same measure
+figure = "tools cost figure" if get_format(style()).maker_format else "tools cost figure react"
+makers = next(f.name for f in lesson_formats() if f.maker_format)
+st.markdown(
+    text[figure].format(count=len(tools), tokens=format_count(shown.total), native=format_count(costs[makers][1].total))
+)
+st.markdown(
+    text["tools cost parts"].format(
+        tokens=format_count(shown.total),
+        definitions=format_count(shown.definitions),
+        instructions=format_count(shown.instructions),
+    )
+)
+other = other_lesson_format(style())
+style_button(f"Switch to the {get_format(other).noun} prompt", other, key="tools_as_schemas_switch")
 
 section("Over a run")
 # -- over a run -----------------------------------------------------------------------------------------
