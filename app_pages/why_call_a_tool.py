@@ -127,7 +127,7 @@ elif "pack" in (bare_source.kind, tools_source.kind):
         draw_source(bare_source)
         if bare_source.run is not None:
             recorded = bare_source.run.generation()
-            st.markdown(recorded.text)
+            draw_reply(recorded.text)  # the model's words literally, as the other column draws them
             st.caption(f"{format_count(recorded.output_tokens)} tokens, finish: {recorded.finish}")
     with right:
         st.subheader("With tools")

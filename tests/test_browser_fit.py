@@ -320,6 +320,19 @@ CLAMPED = """() => { const out = [];
     if (style.textOverflow === 'ellipsis' && el.scrollWidth > el.clientWidth + 1) out.push('ellipsis: ' + JSON.stringify((el.innerText || '').slice(0, 60)));
   }
   return out; }"""
+# text a box hides by scrolling: a section can fit the screen and still cut its key sentence inside a row or a
+# table that scrolls. Boxes meant to scroll are left out: a whole prompt (.prompt-view, or the fixed-height box
+# around one), a model's reply (.turn-view: a random model's runs on), code (pre) and an editor (textarea), each
+# of which a teacher scrolls on purpose.
+SCROLLED = """() => { const out = [];
+  for (const el of document.querySelectorAll('[data-testid="stMain"] *')) {
+    if (!(el instanceof HTMLElement) || !el.offsetParent) continue;
+    if (!['auto', 'scroll'].includes(getComputedStyle(el).overflowY)) continue;
+    if (el.scrollHeight <= el.clientHeight + 4 || !(el.innerText || '').trim()) continue;
+    if (el.matches('.prompt-view, .turn-view, pre, textarea') || el.querySelector('.prompt-view, textarea')) continue;
+    out.push(`scrolls (${el.scrollHeight} > ${el.clientHeight} px): ` + JSON.stringify(el.innerText.trim().slice(0, 60)));
+  }
+  return out; }"""
 WHERE = re.compile(r"Section (\d+) of (\d+)")
 # the height of what the section draws: stMain scrolls when its content is taller than the screen
 SECTION_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
@@ -397,7 +410,7 @@ def walk_sections(chromium, url: str, entry: dict) -> None:
             # a section shows something besides its "Section k of n" bar (a page that opened one twice shows nothing)
             if not page.evaluate(SHOWS_SOMETHING):
                 empty.append(current)
-            if found := page.evaluate(CLAMPED):
+            if found := page.evaluate(CLAMPED) + page.evaluate(SCROLLED):
                 hidden[current] = found
             shoot_whole_page(page, f"present-{entry['id']}-{current}")
             if current == count:
@@ -412,5 +425,5 @@ def walk_sections(chromium, url: str, entry: dict) -> None:
         assert current == count, f"PageDown stopped at section {current} of {count}"
         too_tall = {k: h for k, h in heights.items() if h > 768}
         assert not too_tall, f"sections taller than the 768 px screen (section: px): {too_tall}"
-        assert not hidden, f"text hidden by a clamp or an ellipsis (section: what): {hidden}"
+        assert not hidden, f"text hidden by a clamp, an ellipsis or a scrolling box (section: what): {hidden}"
         assert not empty, f"sections that show nothing but their bar: {empty}"
