@@ -511,6 +511,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2, help="torch threads (the run is deterministic for a given count)")
     p.add_argument("--no-measure", action="store_true", help="skip the held-out measurement and the provenance")
+    p.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=0,
+        help="every so many steps, save a loadable copy beside --out (OUT-step-N), to measure a long run part-way",
+    )
     p.set_defaults(handler=cmd_train_builtin)
 
     p = sub.add_parser("tool", help="run one tool in a workspace folder")

@@ -122,3 +122,59 @@ def test_a_few_training_steps_of_a_small_network_lower_the_loss(tmp_path):
     saved = json.loads((tmp_path / "small" / "config.json").read_text())
     assert saved["vocab_size"] == 151936 and saved["tie_word_embeddings"] is True
     assert json.loads((tmp_path / "small" / "training.json").read_text())["steps"] == 24
+
+
+def test_a_copy_drill_is_count_questions_and_their_calls_scored_on_the_values_alone():
+    rng = random.Random(3)
+    slots = data.Slots(rng, ["strawberry"])
+    candidates = frozenset(data.spelling_candidates(TOK))
+    sample = data.copy_sample(rng, slots, TOK, candidates)
+    assert sample.kind == "copy" and len(sample.ids) == data.DRILL_TOKENS
+    text = TOK.decode(sample.ids)
+    assert '{"word": "strawberry", "letter": "' in text
+    # what is scored: the word's pieces without its space, then the call's close and its letter; never the question
+    scored = [TOK.token_text(i) for i, t in zip(sample.ids, sample.targets, strict=True) if t]
+    assert scored[:3] == ["str", "aw", "berry"]
+    assert all(i in candidates for i, t in zip(sample.ids, sample.targets, strict=True) if t)
+    first_line = TOK.encode(text.split("\n")[0] + "\n")
+    assert not any(sample.targets[: len(first_line)])
+
+
+def test_spelled_rows_are_built_from_their_pieces_and_baking_leaves_a_plain_embedding():
+    torch = pytest.importorskip("torch")
+    from engine.train.spelled import END, SpelledEmbedding, spelled_words
+
+    words = spelled_words(TOK)
+    strawberry = TOK.encode(" strawberry")[0]
+    row = int((words.rows == strawberry).nonzero()[0, 0])
+    assert [TOK.token_text(int(i)) for i in words.pieces[row, :3]] == ["str", "aw", "berry"]
+    assert int(words.pieces[row, 3]) == END
+    assert len(words.rows) > 30_000
+
+    embedding = torch.nn.Parameter(torch.randn(151_936, 16) * 0.02)
+    spelled = SpelledEmbedding(embedding, words, seed=0)
+    built = spelled.weight()
+    pieces = [TOK.encode(p)[0] for p in ("str", "aw", "berry")]
+    expected = spelled.shift + spelled.end * spelled.places[3]
+    for place, piece in enumerate(pieces):
+        expected = expected + embedding[piece] * spelled.places[place]
+    assert torch.allclose(built[strawberry], expected, atol=1e-6)
+    # a piece's row is its own; the gradient of a word's row reaches its pieces' rows
+    assert torch.equal(built[pieces[0]], embedding[pieces[0]])
+    built[strawberry].sum().backward()
+    assert embedding.grad[pieces[0]].abs().sum() > 0
+    spelled.bake()
+    assert torch.allclose(embedding[strawberry], expected.detach(), atol=1e-6)
+
+
+def test_no_copy_drill_names_a_held_out_word_or_phrasing():
+    rng = random.Random(11)
+    slots = data.Slots(rng, data.conversation_words(TOK))
+    candidates = frozenset(data.spelling_candidates(TOK))
+    held = data.heldout_words()
+    phrasings = [p.split("{")[0] for p in data.training_data()["heldout_count_phrasings"] if not p.startswith("{")]
+    for _ in range(40):
+        for line in TOK.decode(data.copy_sample(rng, slots, TOK, candidates).ids).split("\n"):
+            words = {w.strip("?.,\"'!:") for w in line.split()}
+            assert not words & held, line
+            assert not any(line.startswith(p) for p in phrasings), line

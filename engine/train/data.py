@@ -9,8 +9,10 @@ own tokens and its closing `<|im_end|>`, never on the prompt.
 A second kind, the spelling drill, is plain text (no template): " strawberry → "strawberry"" lines
 over the vocabulary's common words. Inside a call a word is written without its leading space, so
 " strawberry" (one token) must come out as "str", "aw", "berry"; the drill is where the model
-learns each word's spelling, as a large model learns it in pretraining. The words, phrasings,
-paths and questions that `engine.train.heldout` measures with never appear in a conversation.
+learns each word's spelling, as a large model learns it in pretraining. A third, the copy drill,
+is plain lines of a count question and its call, scored on the call's argument values: the copying
+the conversations ask for, without their system prompt. The words, phrasings, paths and questions
+that `engine.train.heldout` measures with never appear in a conversation or a copy drill.
 
 Phrasings, facts and tool questions are data in lessons/builtin-training.json; the tools are the
 lessons' own sets (lessons/tools/) plus lessons/tools/everyday.json.
@@ -37,13 +39,14 @@ WORD_ID_LIMIT = (
 WORD_PATTERN = re.compile(r" [a-z]{3,14}")
 TOOL_SETS = ("strawberry", "harness", "coding-agent", "everyday")
 DRILL_TOKENS = 320  # tokens in one drill sequence
+COPY_FROM = '{"word": "'  # a copy drill scores its call from here on: the word's pieces, then the letter
 
 
 @dataclass(frozen=True)
 class Sample:
     """One training sequence: its token ids and, for each, whether the loss falls on predicting it."""
 
-    kind: Literal["call", "answer", "final", "drill"]
+    kind: Literal["call", "answer", "final", "drill", "copy"]  # drill and copy: plain text, scored on `candidates`
     ids: list[int]
     targets: list[bool]  # targets[i]: ids[i] is predicted (from ids[:i]) and counted in the loss
 
@@ -252,7 +255,8 @@ def offered_tools(rng: random.Random, needed: str | None) -> list[dict]:
 def call_conversation(rng: random.Random, slots: Slots, style: str, heldout: bool = False) -> Conversation:
     """A question a tool helps with, and the call it asks for."""
     data = training_data()
-    if rng.random() < 0.45:
+    # counting letters is most of it: copying a word the question names is the hard part
+    if rng.random() < 0.6:
         word = slots.word()
         letter = slots.letter(word)
         phrasings = data["heldout_count_phrasings" if heldout else "count_phrasings"]
@@ -348,15 +352,44 @@ def drill_sample(rng: random.Random, words: list[str], tok: QwenTokenizer) -> Sa
     return Sample("drill", ids[:DRILL_TOKENS], targets[:DRILL_TOKENS])
 
 
-def spelling_candidates(tok: QwenTokenizer) -> list[int]:
-    """Every token a drill's line can predict: the pieces of each drill word written without its space, and the close.
+def copy_sample(rng: random.Random, slots: Slots, tok: QwenTokenizer, candidates: frozenset[int]) -> Sample:
+    """A plain-text copy drill: count questions, each followed by its call, the loss on the call's argument values.
 
-    The drill's loss is a softmax over these (about 20,000) rather than all 151,936 rows: its
+    The conversations ask the same, but behind a system prompt of tool schemas: a count conversation
+    is about 290 tokens, a drill's line about 40, so a batch of drills holds several times more copies.
+    """
+    data = training_data()
+    ids: list[int] = []
+    targets: list[bool] = []
+    while len(ids) < DRILL_TOKENS:
+        word = slots.word()
+        letter = slots.letter(word)
+        question = rng.choice(data["count_phrasings"]).format(letter=letter, word=word)
+        call = get_format(rng.choice(STYLE_NAMES)).write_call("count_letter", {"word": word, "letter": letter})
+        # the call up to the word's opening quote, then its values: only the values are scored
+        head = tok.encode(f"{question}\n{call.partition(COPY_FROM)[0]}{COPY_FROM}")
+        line = tok.encode(f"{question}\n{call}\n\n")
+        if line[: len(head)] != head:
+            continue  # the word merged with the quote before it: a rare tokenization, left out
+        ids += line
+        targets += [False] * len(head) + [token in candidates for token in line[len(head) :]]
+    return Sample("copy", ids[:DRILL_TOKENS], targets[:DRILL_TOKENS])
+
+
+def spelling_candidates(tok: QwenTokenizer) -> list[int]:
+    """Every token a drill's line can predict: the pieces of each word written without its space, and what closes it.
+
+    The drills' loss is a softmax over these (about 20,000) rather than all 151,936 rows: their
     question is which piece spells the word, and the conversations' full softmax teaches the rest.
+    A copy drill's values end in a call's punctuation and a letter, so those are in too.
     """
     found = set(tok.encode('"\n'))
     for word in vocabulary_words(tok):
         found.update(tok.encode(f' "{word}"\n')[1:])
+    for style in STYLE_NAMES:
+        for letter in "abcdefghijklmnopqrstuvwxyz":
+            call = get_format(style).write_call("count_letter", {"word": "x", "letter": letter})
+            found.update(tok.encode(call.partition(COPY_FROM)[2] + "\n\n")[1:])
     return sorted(found)
 
 
@@ -370,15 +403,21 @@ def conversation_words(tok: QwenTokenizer) -> list[str]:
     return [w for w in vocabulary_words(tok) if w not in held]
 
 
-def build_samples(count: int, seed: int, tok: QwenTokenizer, drill_share: float = 0.3) -> list[Sample]:
-    """`count` samples drawn from `seed`: about `drill_share` of them spelling drills, the rest conversations."""
+def build_samples(
+    count: int, seed: int, tok: QwenTokenizer, drill_share: float = 0.3, copy_share: float = 0.0
+) -> list[Sample]:
+    """`count` samples drawn from `seed`: about `drill_share` spelling drills, `copy_share` copy drills, the rest conversations."""
     rng = random.Random(seed)
     drill_words = vocabulary_words(tok)
     slots = Slots(rng, conversation_words(tok))
+    candidates = frozenset(spelling_candidates(tok)) if copy_share else frozenset()
     samples = []
     for _ in range(count):
-        if rng.random() < drill_share:
+        roll = rng.random()
+        if roll < drill_share:
             samples.append(drill_sample(rng, drill_words, tok))
+        elif roll < drill_share + copy_share:
+            samples.append(copy_sample(rng, slots, tok, candidates))
         else:
             samples.append(conversation_sample(conversation(rng, slots), tok))
     return samples

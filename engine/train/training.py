@@ -4,6 +4,10 @@ The network is Qwen3ForCausalLM itself (Qwen3's architecture and vocabulary of 1
 embedding tied to the output layer as in Qwen3-0.6B), so every path of the site (int8, the C decode
 step, the grammar's masks, the GGUF export, llama.cpp's server) runs it with no special case.
 
+While it trains, each word token's row is built from the rows of the pieces that spell it
+(engine/train/spelled.py), so that a word no conversation names can still be copied into a call;
+the built rows are written into the embedding before it is saved.
+
 What keeps a CPU run to about an hour: the output layer (151,936 × hidden) is applied only where
 the loss needs it, at the turn's own tokens, never at the prompt's; samples of about one length
 are batched together (right padding needs no attention mask: a causal model never looks ahead);
@@ -13,6 +17,7 @@ one thread count and one machine, a run is deterministic.
 
 from __future__ import annotations
 
+import copy as copy_module
 import json
 import math
 import random
@@ -24,6 +29,7 @@ import torch
 
 from ..core.tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB, QwenTokenizer, load_tokenizer
 from .data import Sample, build_samples, spelling_candidates
+from .spelled import SpelledEmbedding, spelled_words
 
 
 @dataclass
@@ -46,13 +52,16 @@ class TrainConfig:
     warmup: int = 150
     weight_decay: float = 0.01
     clip: float = 1.0
-    drill_share: float = 0.25  # share of samples that are spelling drills
+    drill_share: float = 0.2  # share of samples that are spelling drills
+    copy_share: float = 0.25  # share of samples that are copy drills (a count question, then its call)
+    spelled: bool = True  # word rows built from their pieces' rows while training (engine/train/spelled.py)
     seed: int = 0
     threads: int = 2
     # "bf16": the forward and the loss under bf16 autocast (the output layer's logits in bf16 halve its cost
     # even where the CPU has no native bf16), "auto": bf16 only where it runs natively, "off": fp32
     autocast: str = "bf16"
     log_every: int = 25
+    checkpoint_every: int = 0  # >0: every so many steps a loadable copy goes beside `out` (OUT-step-N)
 
 
 @dataclass
@@ -108,7 +117,11 @@ def batches(samples: list[Sample], budget: int, rng: random.Random) -> list[list
 
 
 def batch_loss(
-    network: torch.nn.Module, batch: list[Sample], autocast: bool, candidates: torch.Tensor
+    network: torch.nn.Module,
+    batch: list[Sample],
+    autocast: bool,
+    candidates: torch.Tensor,
+    spelled: SpelledEmbedding | None = None,
 ) -> tuple[torch.Tensor, dict]:
     """Mean cross-entropy over the batch's target tokens, with the output layer applied at those positions only.
 
@@ -121,13 +134,15 @@ def batch_loss(
     for row, sample in enumerate(batch):
         ids[row, : len(sample.ids)] = torch.tensor(sample.ids)
         wanted[row, : len(sample.ids)] = torch.tensor(sample.targets)
-    drill_rows = torch.tensor([s.kind == "drill" for s in batch])[:, None]
+    drill_rows = torch.tensor([s.kind in ("drill", "copy") for s in batch])[:, None]
     # position i's hidden state predicts token i+1: the states before each target
     chat = wanted[:, 1:] & ~drill_rows
     drill = wanted[:, 1:] & drill_rows
-    weight = network.model.embed_tokens.weight
+    # the embedding the network reads its input with and scores its output against (tied), spelled or plain
+    weight = network.model.embed_tokens.weight if spelled is None else spelled.weight()
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        states = network.model(input_ids=ids).last_hidden_state[:, :-1]
+        embedded = torch.nn.functional.embedding(ids, weight)
+        states = network.model(inputs_embeds=embedded).last_hidden_state[:, :-1]
         chat_losses = torch.nn.functional.cross_entropy(states[chat] @ weight.T, ids[:, 1:][chat], reduction="none")
         # a drill's targets, renumbered as places in the candidate list
         drill_targets = torch.searchsorted(candidates, ids[:, 1:][drill])
@@ -165,8 +180,12 @@ def train(config: TrainConfig, out: Path, tok: QwenTokenizer | None = None, prog
     network = build_network(config)
     network.train()
     autocast = choose_autocast(config)
-    decay = [p for n, p in network.named_parameters() if p.ndim >= 2]
-    no_decay = [p for n, p in network.named_parameters() if p.ndim < 2]
+    spelled = None
+    if config.spelled:
+        spelled = SpelledEmbedding(network.model.embed_tokens.weight, spelled_words(tok), config.seed)
+    trained = [*network.parameters(), *(spelled.parameters() if spelled else ())]
+    decay = [p for p in trained if p.ndim >= 2]
+    no_decay = [p for p in trained if p.ndim < 2]
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=config.lr,
@@ -180,14 +199,14 @@ def train(config: TrainConfig, out: Path, tok: QwenTokenizer | None = None, prog
     started = time.perf_counter()
     for step in range(config.steps):
         if not queue:
-            pool = build_samples(config.pool, rng.randrange(2**31), tok, config.drill_share)
+            pool = build_samples(config.pool, rng.randrange(2**31), tok, config.drill_share, config.copy_share)
             queue = batches(pool, config.batch_tokens, rng)
         batch = queue.pop()
         for group in optimizer.param_groups:
             group["lr"] = schedule(step, config)
-        loss, parts = batch_loss(network, batch, autocast, candidates)
+        loss, parts = batch_loss(network, batch, autocast, candidates, spelled)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(network.parameters(), config.clip)
+        torch.nn.utils.clip_grad_norm_(trained, config.clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         window["loss"] += float(loss.detach())
@@ -207,7 +226,11 @@ def train(config: TrainConfig, out: Path, tok: QwenTokenizer | None = None, prog
             window = {"loss": 0.0, "n": 0, "drill": [0.0, 0], "chat": [0.0, 0]}
             if progress is not None:
                 progress(point)
+        if config.checkpoint_every and (step + 1) % config.checkpoint_every == 0 and step + 1 < config.steps:
+            checkpoint(network, spelled, out.parent / f"{out.name}-step-{step + 1}")
     seconds = time.perf_counter() - started
+    if spelled is not None:
+        spelled.bake()  # the built rows become the embedding itself: the saved network is a plain Qwen3
     result = TrainResult(
         str(out),
         asdict(config),
@@ -219,6 +242,17 @@ def train(config: TrainConfig, out: Path, tok: QwenTokenizer | None = None, prog
     )
     save(network, out, result)
     return result
+
+
+def checkpoint(network: torch.nn.Module, spelled: SpelledEmbedding | None, folder: Path) -> None:
+    """A loadable copy of the network as it stands, its word rows built: to measure a long run part-way."""
+    copy = copy_module.deepcopy(network)
+    if spelled is not None:
+        with torch.no_grad():
+            copy.model.embed_tokens.weight.copy_(spelled.weight())
+    folder.mkdir(parents=True, exist_ok=True)
+    copy.eval()
+    copy.to(torch.bfloat16).save_pretrained(folder, safe_serialization=True)
 
 
 def save(network: torch.nn.Module, out: Path, result: TrainResult) -> None:

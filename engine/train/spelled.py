@@ -1,0 +1,85 @@
+"""Spelled embeddings: while the shipped model trains, a word's row is built from the rows of the pieces that spell it.
+
+A question names " strawberry" (one token, with its space); inside a call the word is written
+without the space, as "str", "aw", "berry". To copy a word it never saw in a conversation, the
+model has to read those pieces off the word's own row. A row learned freely holds nothing of its
+spelling, so a small model cannot do that for a word it was not drilled on. Here each such row
+is the sum of a free part and its pieces' rows, each scaled by the weight of its place (first,
+second, …, falling; an end marker after the last), so a word's row spells it by construction and
+a word that no conversation names is spelled the same way as one that many do. The first piece
+weighs most: the model writes it, then takes away what it wrote and writes the next-heaviest.
+
+It is a way of training, not a new layer: `bake` writes the built rows into the embedding, and
+the saved network is a plain Qwen3 whose embedding happens to spell its words.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+
+from ..core.tokenizer import QwenTokenizer
+
+# the rows built from their pieces: a space and 2-14 letters, below the ids of Qwen's rarest scripts
+SPELLED_PATTERN = re.compile(r" [A-Za-z]{2,14}")
+SPELLED_ID_LIMIT = 110_000
+PLACES = 5  # up to four pieces, then the end marker
+NO_PIECE, END = -1, -2
+PLACE_WEIGHTS = (1.0, 0.7, 0.5, 0.35, 0.25)  # where training starts them; they are learned
+
+
+@dataclass
+class SpelledWords:
+    """The rows to build (token ids) and, for each, its pieces' ids by place (NO_PIECE past the end marker)."""
+
+    rows: torch.Tensor  # (R,)
+    pieces: torch.Tensor  # (R, PLACES)
+
+
+def spelled_words(tok: QwenTokenizer) -> SpelledWords:
+    """Every word token whose spelling without its space is at most four other tokens."""
+    rows, pieces = [], []
+    for token_id in range(SPELLED_ID_LIMIT):
+        text = tok.token_text(token_id)
+        if not SPELLED_PATTERN.fullmatch(text):
+            continue
+        spelling = tok.encode(text[1:])
+        if len(spelling) >= PLACES or token_id in spelling:
+            continue
+        rows.append(token_id)
+        pieces.append(spelling + [END] + [NO_PIECE] * (PLACES - len(spelling) - 1))
+    return SpelledWords(torch.tensor(rows), torch.tensor(pieces))
+
+
+class SpelledEmbedding(torch.nn.Module):
+    """The embedding's weight with the word rows built from their pieces; its own parameters are the places' weights."""
+
+    def __init__(self, embedding: torch.nn.Parameter, words: SpelledWords, seed: int):
+        super().__init__()
+        hidden = embedding.shape[1]
+        generator = torch.Generator().manual_seed(seed)
+        self.embedding = [embedding]  # held, not registered: the network owns and trains it
+        self.words = words
+        self.places = torch.nn.Parameter(torch.tensor(PLACE_WEIGHTS))
+        self.shift = torch.nn.Parameter(torch.randn(hidden, generator=generator) * 0.02)
+        self.end = torch.nn.Parameter(torch.randn(hidden, generator=generator) * 0.02)
+        # a word row's free part starts at zero: at first the row is its spelling alone
+        with torch.no_grad():
+            embedding[words.rows] = 0.0
+
+    def weight(self) -> torch.Tensor:
+        """The whole embedding (151,936 rows), the word rows built from their pieces; gradients reach both."""
+        embedding = self.embedding[0]
+        pieces = self.words.pieces
+        found = embedding[pieces.clamp(min=0)]  # (R, PLACES, hidden)
+        found = torch.where((pieces == END)[..., None], self.end.expand_as(found), found)
+        found = torch.where((pieces == NO_PIECE)[..., None], torch.zeros_like(found), found)
+        built = embedding[self.words.rows] + self.shift + (self.places[None, :, None] * found).sum(1)
+        return embedding.index_put((self.words.rows,), built)
+
+    @torch.no_grad()
+    def bake(self) -> None:
+        """Write the built rows into the embedding itself: from here on the network is a plain Qwen3."""
+        self.embedding[0].copy_(self.weight())
