@@ -21,10 +21,13 @@ if not provenance.is_file() or not training.is_file():
     # no st.stop(): projected, the section bar is still drawn
     st.warning(text["missing"])
 else:
-    curve = json.loads(training.read_text(encoding="utf-8"))["curve"]
+    run = json.loads(training.read_text(encoding="utf-8"))
+    curve = run["curve"]
     st.markdown(text["curve"])
     figure = go.Figure()
-    for key, name in (("chat_loss", "conversations"), ("drill_loss", "spelling drill")):
+    # a run with copy drills scored them with the spelling drill (engine/train/training.py)
+    drills = "drills (spelling, copying)" if run["config"].get("copy_share") else "spelling drill"
+    for key, name in (("chat_loss", "conversations"), ("drill_loss", drills)):
         figure.add_trace(go.Scatter(x=[p["step"] for p in curve], y=[p[key] for p in curve], mode="lines", name=name))
     figure.update_layout(
         xaxis_title="training step", yaxis_title="loss", height=320, margin=dict(t=10, b=40, l=50, r=10)

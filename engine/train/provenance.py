@@ -38,6 +38,29 @@ def curve_rows(curve: list[dict], every: int) -> list[str]:
     ]
 
 
+def copy_drill_line(config: dict) -> list[str]:
+    if not config.get("copy_share"):
+        return []
+    return [
+        f"- About {config['copy_share']:.0%} of the samples are a copy drill: plain lines of a count question and its "
+        "call, in either style, the loss on the call's argument values only. The conversations ask the same behind a "
+        "system prompt of tool schemas (a count conversation is about 290 tokens, a drill's line about 40), so the "
+        "drill gives the copying most of its examples."
+    ]
+
+
+def spelled_line(config: dict) -> list[str]:
+    if not config.get("spelled"):
+        return []
+    return [
+        "- Spelled embedding (engine/train/spelled.py): while it trained, each word token's row (a space and 2-14 "
+        'letters, such as " strawberry") was a free part plus the rows of the pieces that spell it ("str", "aw", '
+        '"berry", then an end marker), each scaled by a learned weight for its place, so a word\'s row spells it by '
+        "construction, also for a word no conversation names. At the end the built rows were written into the "
+        "embedding: the saved model is a plain Qwen3."
+    ]
+
+
 def write_provenance(folder: Path, command: str) -> Path:
     """Write PROVENANCE.md into `folder` from its training.json and heldout.json."""
     run = json.loads((folder / "training.json").read_text(encoding="utf-8"))
@@ -69,11 +92,13 @@ def write_provenance(folder: Path, command: str) -> Path:
         f"About {config['drill_share']:.0%} of the samples are a spelling drill (plain ' word → \"word\"' lines over "
         'the vocabulary\'s common words): inside a call a word is written without its leading space, so " strawberry" '
         '(one token) must come out as "str", "aw", "berry", and the drill is where the model learns spellings.',
+        *copy_drill_line(config),
+        *spelled_line(config),
         "- Deterministic: the same command on the same machine and thread count gives the same weights.",
         "",
         "## Loss (cross-entropy per target token, averaged over the steps before each row)",
         "",
-        "| step | seconds | all | conversations | spelling drill |",
+        f"| step | seconds | all | conversations | {'drills (spelling, copying)' if config.get('copy_share') else 'spelling drill'} |",
         "| ---: | ---: | ---: | ---: | ---: |",
         *curve_rows(run["curve"], max(1, len(run["curve"]) // 12)),
         "",
@@ -100,8 +125,16 @@ def write_provenance(folder: Path, command: str) -> Path:
         lines += [
             "",
             f"So it writes the format, and the lessons' own calls, but on {of - right} of {of} count_letter prompts it "
-            "never saw it does not copy the word or the letter from the question into the call: it has not learned to "
-            "copy a word it was not trained on. Its panels are real for what it is; for a model that does, load Qwen3.",
+            "never saw it does not write the question's word into the call exactly: copying a word that no "
+            "conversation named is what it has not learned well. Its panels are real for what it is; for a model "
+            "that does, load Qwen3.",
+        ]
+    answered, asked = held["no_call"].get("native", [0, 0])
+    if asked and answered < asked / 2:
+        lines += [
+            "",
+            f"On {asked - answered} of {asked} held-out questions that no tool helps with it calls a tool anyway; "
+            'on the lessons\' own ("What is the capital of France?") it answers in words.',
         ]
     lines += [
         "",
