@@ -14,9 +14,7 @@ def train_builtin(args) -> dict:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise BadInput(f"--out {out} is a file; give a folder for the model")
-    config = TrainConfig(
-        seed=args.seed, threads=args.threads, checkpoint_every=max(0, getattr(args, "checkpoint_every", 0))
-    )
+    config = TrainConfig(seed=args.seed, threads=args.threads, checkpoint_every=max(0, args.checkpoint_every))
     if args.steps is not None:
         if not 1 <= args.steps <= 1_000_000:
             raise BadInput(f"--steps must be between 1 and 1,000,000, not {args.steps}")

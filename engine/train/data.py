@@ -404,13 +404,23 @@ def conversation_words(tok: QwenTokenizer) -> list[str]:
 
 
 def build_samples(
-    count: int, seed: int, tok: QwenTokenizer, drill_share: float = 0.3, copy_share: float = 0.0
+    count: int,
+    seed: int,
+    tok: QwenTokenizer,
+    drill_share: float = 0.3,
+    copy_share: float = 0.0,
+    candidates: frozenset[int] | None = None,
 ) -> list[Sample]:
-    """`count` samples drawn from `seed`: about `drill_share` spelling drills, `copy_share` copy drills, the rest conversations."""
+    """`count` samples drawn from `seed`: about `drill_share` spelling drills, `copy_share` copy drills, the rest conversations.
+
+    `candidates` is spelling_candidates(tok), passed by a caller that already has it (training draws a pool
+    of samples again and again); found here when copy drills need it and none is given.
+    """
     rng = random.Random(seed)
     drill_words = vocabulary_words(tok)
     slots = Slots(rng, conversation_words(tok))
-    candidates = frozenset(spelling_candidates(tok)) if copy_share else frozenset()
+    if candidates is None:
+        candidates = frozenset(spelling_candidates(tok)) if copy_share else frozenset()
     samples = []
     for _ in range(count):
         roll = rng.random()

@@ -193,13 +193,16 @@ def train(config: TrainConfig, out: Path, tok: QwenTokenizer | None = None, prog
     )
     rng = random.Random(config.seed)
     candidates = torch.tensor(spelling_candidates(tok))
+    candidate_set = frozenset(candidates.tolist())  # the copy drills' scored tokens, found once for every pool
     queue: list[list[Sample]] = []
     curve: list[dict] = []
     window = {"loss": 0.0, "n": 0, "drill": [0.0, 0], "chat": [0.0, 0]}
     started = time.perf_counter()
     for step in range(config.steps):
         if not queue:
-            pool = build_samples(config.pool, rng.randrange(2**31), tok, config.drill_share, config.copy_share)
+            pool = build_samples(
+                config.pool, rng.randrange(2**31), tok, config.drill_share, config.copy_share, candidate_set
+            )
             queue = batches(pool, config.batch_tokens, rng)
         batch = queue.pop()
         for group in optimizer.param_groups:
