@@ -323,8 +323,9 @@ def conversation(rng: random.Random, slots: Slots) -> Conversation:
     roll = rng.random()
     if roll < 0.04:
         return lesson_conversation(rng, slots, style)
-    if roll < 0.55:
+    if roll < 0.45:
         return call_conversation(rng, slots, style)
+    # a third of the rest answers in words: with fewer, a model trained on many copy drills calls for everything
     if roll < 0.75:
         return answer_conversation(rng, style)
     return final_conversation(rng, slots, style)

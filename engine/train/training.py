@@ -60,6 +60,10 @@ class TrainConfig:
     # "bf16": the forward and the loss under bf16 autocast (the output layer's logits in bf16 halve its cost
     # even where the CPU has no native bf16), "auto": bf16 only where it runs natively, "off": fp32
     autocast: str = "bf16"
+    # a conversation's target is scored against the drill candidates, its batch's targets and this many other
+    # rows drawn at random (their logits raised by log(1/share drawn), so the sum stands for all 151,936);
+    # 0: every row, every step. The output layer was most of a step's time.
+    sampled_rows: int = 12_000
     log_every: int = 25
     checkpoint_every: int = 0  # >0: every so many steps a loadable copy goes beside `out` (OUT-step-N)
 
@@ -116,17 +120,44 @@ def batches(samples: list[Sample], budget: int, rng: random.Random) -> list[list
     return out
 
 
+def scored_rows(
+    candidates: torch.Tensor, targets: torch.Tensor, sampled: int, generator: torch.Generator | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rows a conversation's targets are scored against, and what to add to each row's logit.
+
+    The drill candidates and the batch's own targets are always in, at their logit; `sampled` of the
+    other rows are drawn at random and each stands for the undrawn ones beside it: its logit is
+    raised by log(others / sampled), so the softmax's sum estimates the sum over every row. Each
+    step draws anew, so every row of the vocabulary is pushed down where the model should not write
+    it, at a tenth of the cost. With `sampled` 0, every row at its own logit.
+    """
+    if sampled <= 0:
+        return torch.arange(MODEL_VOCAB), torch.zeros(MODEL_VOCAB)
+    always = torch.unique(torch.cat([candidates, targets]))
+    is_other = torch.ones(MODEL_VOCAB, dtype=torch.bool)
+    is_other[always] = False
+    others = is_other.nonzero().squeeze(1)
+    drawn = others[torch.randperm(len(others), generator=generator)[:sampled]]
+    rows = torch.cat([always, drawn])
+    raise_by = math.log(len(others) / max(1, len(drawn)))
+    bias = torch.cat([torch.zeros(len(always)), torch.full((len(drawn),), raise_by)])
+    return rows, bias
+
+
 def batch_loss(
     network: torch.nn.Module,
     batch: list[Sample],
     autocast: bool,
     candidates: torch.Tensor,
     spelled: SpelledEmbedding | None = None,
+    sampled_rows: int = 0,
+    generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, dict]:
     """Mean cross-entropy over the batch's target tokens, with the output layer applied at those positions only.
 
-    A conversation's target is scored against all 151,936 rows; a drill's against `candidates`
-    (the pieces a spelling can be made of, engine/train/data.py), ten times fewer.
+    A conversation's target is scored against all 151,936 rows, or with `sampled_rows` against an
+    estimate of them (`scored_rows`); a drill's against `candidates` (the pieces a spelling can be
+    made of, engine/train/data.py), ten times fewer.
     """
     width = max(len(s.ids) for s in batch)
     ids = torch.full((len(batch), width), END_OF_TEXT, dtype=torch.long)
@@ -143,7 +174,14 @@ def batch_loss(
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
         embedded = torch.nn.functional.embedding(ids, weight)
         states = network.model(inputs_embeds=embedded).last_hidden_state[:, :-1]
-        chat_losses = torch.nn.functional.cross_entropy(states[chat] @ weight.T, ids[:, 1:][chat], reduction="none")
+        chat_targets = ids[:, 1:][chat]
+        rows, bias = scored_rows(candidates, chat_targets, sampled_rows, generator)
+        # each target renumbered as its place among the scored rows (the full vocabulary: the id itself)
+        places = torch.full((MODEL_VOCAB,), -1, dtype=torch.long)
+        places[rows] = torch.arange(len(rows))
+        chat_losses = torch.nn.functional.cross_entropy(
+            (states[chat] @ weight[rows].T).float() + bias, places[chat_targets], reduction="none"
+        )
         # a drill's targets, renumbered as places in the candidate list
         drill_targets = torch.searchsorted(candidates, ids[:, 1:][drill])
         drill_losses = torch.nn.functional.cross_entropy(
@@ -194,6 +232,7 @@ def train(config: TrainConfig, out: Path, tok: QwenTokenizer | None = None, prog
     rng = random.Random(config.seed)
     candidates = torch.tensor(spelling_candidates(tok))
     candidate_set = frozenset(candidates.tolist())  # the copy drills' scored tokens, found once for every pool
+    generator = torch.Generator().manual_seed(config.seed)  # which rows a step's conversations are scored against
     queue: list[list[Sample]] = []
     curve: list[dict] = []
     window = {"loss": 0.0, "n": 0, "drill": [0.0, 0], "chat": [0.0, 0]}
@@ -207,7 +246,7 @@ def train(config: TrainConfig, out: Path, tok: QwenTokenizer | None = None, prog
         batch = queue.pop()
         for group in optimizer.param_groups:
             group["lr"] = schedule(step, config)
-        loss, parts = batch_loss(network, batch, autocast, candidates, spelled)
+        loss, parts = batch_loss(network, batch, autocast, candidates, spelled, config.sampled_rows, generator)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trained, config.clip)
         optimizer.step()
@@ -253,14 +292,17 @@ def checkpoint(network: torch.nn.Module, spelled: SpelledEmbedding | None, folde
     if spelled is not None:
         with torch.no_grad():
             copy.model.embed_tokens.weight.copy_(spelled.weight())
-    folder.mkdir(parents=True, exist_ok=True)
-    copy.eval()
-    copy.to(torch.bfloat16).save_pretrained(folder, safe_serialization=True)
+    save_weights(copy, folder)
 
 
 def save(network: torch.nn.Module, out: Path, result: TrainResult) -> None:
-    """The folder a Qwen3 loader reads (config.json, model.safetensors in bf16), with training.json beside it."""
-    out.mkdir(parents=True, exist_ok=True)
-    network.eval()
-    network.to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
+    """The folder a Qwen3 loader reads, with training.json beside it."""
+    save_weights(network, out)
     (out / "training.json").write_text(json.dumps(asdict(result), indent=1) + "\n", encoding="utf-8")
+
+
+def save_weights(network: torch.nn.Module, folder: Path) -> None:
+    """config.json and model.safetensors in bf16 (the network itself becomes bf16: save a copy to keep training)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    network.eval()
+    network.to(torch.bfloat16).save_pretrained(folder, safe_serialization=True)
