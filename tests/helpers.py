@@ -154,9 +154,12 @@ ARTIFACTS = ROOT / "artifacts" / "screenshots"
 
 FINISHED_AND_STILL = """() => { const main = document.querySelector('[data-testid="stMain"]');
     const app = document.querySelector('[data-testid="stApp"]');
-    if (!main || !app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-    const n = main.querySelectorAll('*').length + ':' + main.innerText.length;
-    const same = window.__shown === n; window.__shown = n; return same; }"""
+    if (!main || !app || app.getAttribute('data-test-script-state') !== 'notRunning') { window.__shown = undefined; return false; }
+    // an element whose code is still loading is drawn as a skeleton: not still yet
+    const n = main.querySelector('[data-testid="stSkeleton"]') ? '' : main.querySelectorAll('*').length + ':' + main.innerText.length;
+    const now = performance.now();
+    if (window.__shown !== n || !n) { window.__shown = n; window.__since = now; return false; }
+    return now - window.__since >= 600; }"""
 
 
 def settle_run(page, timeout: float = 120_000) -> None:
@@ -168,7 +171,8 @@ def settle_run(page, timeout: float = 120_000) -> None:
     the first look, and a page seen then is half drawn."""
     page.wait_for_timeout(300)
     page.evaluate("window.__shown = undefined")
-    page.wait_for_function(FINISHED_AND_STILL, polling=700, timeout=timeout)
+    # looked at every 100 ms: the page counts as still once it has not changed for 600 ms
+    page.wait_for_function(FINISHED_AND_STILL, polling=100, timeout=timeout)
 
 
 def press_section_key(page, key: str = "PageDown") -> None:

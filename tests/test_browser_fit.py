@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import press_section_key, settle_run, shoot_whole_page
+from helpers import ARTIFACTS, press_section_key, settle_run, shoot_whole_page
 
 from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario, run_scenario
@@ -336,15 +336,24 @@ SCROLLED = """() => { const out = [];
 WHERE = re.compile(r"Section (\d+) of (\d+)")
 # the height of what the section draws: stMain scrolls when its content is taller than the screen
 SECTION_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
+# how tall what the section draws is, however short: the block inside stMain (stMain is at least the screen)
+CONTENT_HEIGHT = (
+    "() => Math.round(document.querySelector('[data-testid=\"stMainBlockContainer\"]').getBoundingClientRect().height)"
+)
 # the lesson's key visual is on its first screen: a chart, token chips, a prompt or turn, a wire format, a view
 KEY_VISUAL = """() => !!document.querySelector('[data-testid="stMain"]').querySelector(
   '.js-plotly-plot, .tok-strip, .prompt-view, .turn-view, .wire, .checks, [class*="st-key-"][class*="_view"], [class*="st-key-"][class*="_loop"], [class*="st-key-"][class*="gallery_view"]')"""
 RAN = (
     """() => document.querySelector('[data-testid="stApp"]').getAttribute('data-test-script-state') === 'notRunning'"""
 )
-# the section's height, once two looks 700 ms apart agree (a code block or a view may still be settling its size)
-STEADY_HEIGHT = """() => { const h = document.querySelector('[data-testid="stMain"]').scrollHeight;
-                           const same = window.__height === h; window.__height = h; return same; }"""
+# the section's height, once it has held for STILL_MS with no element still loading (Streamlit draws a skeleton
+# in its place while it fetches a chart's or a button's code: lesson pages were measured 26 px taller then, for a
+# second and more after the run) and looked at every 100 ms, so a section that is done costs half a second
+STILL_MS = 500
+STEADY_HEIGHT = f"""() => {{ const main = document.querySelector('[data-testid="stMain"]');
+  const h = main.querySelector('[data-testid="stSkeleton"]') ? -1 : main.scrollHeight, now = performance.now();
+  if (window.__height !== h || h < 0) {{ window.__height = h; window.__since = now; return false; }}
+  return now - window.__since >= {STILL_MS}; }}"""
 
 
 # whether the main column draws any element outside the presenter's bar (its key: present_bar)
@@ -353,9 +362,8 @@ SHOWS_SOMETHING = """() => [...document.querySelectorAll('[data-testid="stMain"]
 
 
 def steady_height(page) -> int:
-    page.wait_for_timeout(600)  # charts and views draw after the run (a chart's height is set before it draws)
     page.evaluate("window.__height = undefined")
-    page.wait_for_function(STEADY_HEIGHT, polling=700, timeout=60_000)
+    page.wait_for_function(STEADY_HEIGHT, polling=100, timeout=60_000)
     return page.evaluate(SECTION_HEIGHT)
 
 
@@ -369,26 +377,29 @@ def section_shown(page) -> tuple[int, int]:
 def test_presenter_mode_shows_each_section_within_one_screen_and_pagedown_reaches_the_last(
     chromium, streamlit_server, entry
 ):
-    walk_sections(chromium, f"{streamlit_server}/{entry['url_path']}?present=1&model=off", entry)
+    walk_sections(chromium, f"{streamlit_server}/{entry['url_path']}?present=1&model=off", entry, "no-model")
 
 
 # (pack_server, in conftest.py: one server with the tiny model's pack, shared with test_browser_pack.py)
 @pytest.mark.parametrize("entry", PACKED_PARAMS)
 def test_presenter_mode_with_a_pack_shows_each_section_within_one_screen(chromium, pack_server, entry):
-    walk_sections(chromium, f"{pack_server}/{entry['url_path']}?present=1", entry)
+    walk_sections(chromium, f"{pack_server}/{entry['url_path']}?present=1", entry, "pack")
 
 
 # (shipped_server, in conftest.py: the site as the README's quick start opens it, its panels drawn by the shipped model)
 @pytest.mark.parametrize("entry", PACKED_PARAMS)
 def test_presenter_mode_with_the_shipped_model_shows_each_section_within_one_screen(chromium, shipped_server, entry):
-    walk_sections(chromium, f"{shipped_server}/{entry['url_path']}?present=1", entry)
+    walk_sections(chromium, f"{shipped_server}/{entry['url_path']}?present=1", entry, "shipped-model")
 
 
-def walk_sections(chromium, url: str, entry: dict) -> None:
-    """Open `url` projected, PageDown to the last section, and check each section fits the screen with nothing hidden."""
+def walk_sections(chromium, url: str, entry: dict, condition: str) -> None:
+    """Open `url` projected, PageDown to the last section, and check each section fits the screen with nothing hidden.
+
+    Each section's height goes to artifacts/screenshots/heights-<condition>-<page>.json beside its screenshot,
+    for a reviewer to read the tallest scene of each page."""
     with open_at(chromium, "projector") as (page, query):
         page.goto(url)
-        page.wait_for_function(RAN, polling=500, timeout=120_000)
+        page.wait_for_function(RAN, polling=100, timeout=120_000)
         page.wait_for_function(
             "() => /Section 1 of \\d+/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
             timeout=60_000,
@@ -399,20 +410,21 @@ def walk_sections(chromium, url: str, entry: dict) -> None:
         # charts and views draw after the run (a cold cache first renders five families' prompts): wait for one
         if entry["id"] not in REFERENCE_PAGES:
             try:
-                page.wait_for_function(KEY_VISUAL, polling=500, timeout=60_000)
+                page.wait_for_function(KEY_VISUAL, polling=100, timeout=60_000)
             except Exception:
                 raise AssertionError(
                     f"section 1 of {entry['id']} shows no visual (a chart, tokens, a prompt, a view)"
                 ) from None
-        heights, hidden, empty = {}, {}, []
+        heights, drawn, hidden, empty = {}, {}, {}, []
         while True:
             heights[current] = steady_height(page)
+            drawn[current] = page.evaluate(CONTENT_HEIGHT)
             # a section shows something besides its "Section k of n" bar (a page that opened one twice shows nothing)
             if not page.evaluate(SHOWS_SOMETHING):
                 empty.append(current)
             if found := page.evaluate(CLAMPED) + page.evaluate(SCROLLED):
                 hidden[current] = found
-            shoot_whole_page(page, f"present-{entry['id']}-{current}")
+            shoot_whole_page(page, f"present-{condition}-{entry['id']}-{current}")
             if current == count:
                 break
             press_section_key(page, "PageDown")
@@ -420,9 +432,10 @@ def walk_sections(chromium, url: str, entry: dict) -> None:
                 f"() => document.querySelector('[data-testid=\"stMain\"]').innerText.includes('Section {current + 1} of {count}')",
                 timeout=60_000,
             )
-            page.wait_for_function(RAN, polling=500, timeout=120_000)
+            page.wait_for_function(RAN, polling=100, timeout=120_000)
             current, _ = section_shown(page)
         assert current == count, f"PageDown stopped at section {current} of {count}"
+        (ARTIFACTS / f"heights-{condition}-{entry['id']}.json").write_text(json.dumps(drawn) + "\n")
         too_tall = {k: h for k, h in heights.items() if h > 768}
         assert not too_tall, f"sections taller than the 768 px screen (section: px): {too_tall}"
         assert not hidden, f"text hidden by a clamp, an ellipsis or a scrolling box (section: what): {hidden}"
