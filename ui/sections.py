@@ -58,6 +58,12 @@ def _current() -> Sections | None:
     return st.session_state.get(RUN)
 
 
+def projected() -> bool:
+    """Whether the page running now is drawn projected, in sections: what the router decided from
+    ui.chrome.presenting() before the page ran (start_sections). Pages and views ask this, not the toggle."""
+    return _current() is not None
+
+
 def start_sections(presenting: bool) -> None:
     """Before a page runs (the router): in presenter mode, open section 1 under a bar for its number."""
     st.session_state.pop(RUN, None)

@@ -124,9 +124,9 @@ def harness_run(run, texts: dict, returned, start: int, compact: bool | None = N
     by default, compact when the page is projected.
     """
     if compact is None:
-        from ui.chrome import presenting
+        from ui.sections import projected
 
-        compact = presenting()
+        compact = projected()
     steps, so_far = [], 0
     part = (lambda title, _words: f'<h4 class="sv-h">{html.escape(title)}</h4>') if compact else _part
     for n, call in enumerate(run.calls, start=1):

@@ -125,9 +125,9 @@ def current_step(key: str, step_key: str, total: int, default: int = 1, projecte
     or `projected` where one is given and the page is projected), then the step the view last reported, clamped
     so that a link or a switch to a shorter run never points past its end. Kept in `step_key`; the page writes
     it back to the URL with its other parameters."""
-    from ui.chrome import presenting
+    from ui.sections import projected as page_projected
 
-    if projected is not None and presenting():
+    if projected is not None and page_projected():
         default = projected
     from_url(step_key, "step", default, int)
     adopt_step(key, step_key)
