@@ -517,6 +517,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="every so many steps, save a loadable copy beside --out (OUT-step-N), to measure a long run part-way",
     )
+    p.add_argument(
+        "--rotate-places",
+        action="store_true",
+        help="turn each later piece of a spelled word row by a fixed rotation of its own (engine/train/spelled.py)",
+    )
     p.set_defaults(handler=cmd_train_builtin)
 
     p = sub.add_parser("tool", help="run one tool in a workspace folder")

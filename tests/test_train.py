@@ -167,6 +167,29 @@ def test_spelled_rows_are_built_from_their_pieces_and_baking_leaves_a_plain_embe
     assert torch.allclose(embedding[strawberry], expected.detach(), atol=1e-6)
 
 
+def test_rotated_places_turn_each_later_piece_by_its_own_fixed_rotation():
+    torch = pytest.importorskip("torch")
+    from engine.train.spelled import SpelledEmbedding, spelled_words
+
+    words = spelled_words(TOK)
+    embedding = torch.nn.Parameter(torch.randn(151_936, 16) * 0.02)
+    spelled = SpelledEmbedding(embedding, words, seed=0, rotate_places=True)
+    turns = spelled.rotations
+    # the first place as it is; each later one a rotation (orthogonal), none the same as another
+    assert torch.equal(turns[0], torch.eye(16))
+    for place in range(1, len(turns)):
+        assert torch.allclose(turns[place] @ turns[place].T, torch.eye(16), atol=1e-5)
+        assert not torch.allclose(turns[place], turns[place - 1], atol=1e-2)
+    strawberry = TOK.encode(" strawberry")[0]
+    pieces = [TOK.encode(p)[0] for p in ("str", "aw", "berry")]
+    expected = spelled.shift + spelled.places[3] * (turns[3] @ spelled.end)
+    for place, piece in enumerate(pieces):
+        expected = expected + spelled.places[place] * (turns[place] @ embedding[piece])
+    assert torch.allclose(spelled.weight()[strawberry], expected, atol=1e-5)
+    # the rotations are fixed: nothing trains them
+    assert all(parameter is not turns for parameter in spelled.parameters())
+
+
 def test_no_copy_drill_names_a_held_out_word_or_phrasing():
     rng = random.Random(11)
     slots = data.Slots(rng, data.conversation_words(TOK))

@@ -14,7 +14,12 @@ def train_builtin(args) -> dict:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise BadInput(f"--out {out} is a file; give a folder for the model")
-    config = TrainConfig(seed=args.seed, threads=args.threads, checkpoint_every=max(0, args.checkpoint_every))
+    config = TrainConfig(
+        seed=args.seed,
+        threads=args.threads,
+        checkpoint_every=max(0, args.checkpoint_every),
+        rotate_places=bool(getattr(args, "rotate_places", False)),
+    )
     if args.steps is not None:
         if not 1 <= args.steps <= 1_000_000:
             raise BadInput(f"--steps must be between 1 and 1,000,000, not {args.steps}")
@@ -39,6 +44,8 @@ def train_builtin(args) -> dict:
         command = f"python -m engine train-builtin --out {args.out} --seed {args.seed} --threads {args.threads}"
         if args.steps is not None:
             command += f" --steps {args.steps}"
+        if config.rotate_places:
+            command += " --rotate-places"
         from .provenance import write_provenance
 
         answer["provenance"] = str(write_provenance(out, command))

@@ -61,6 +61,17 @@ def spelled_line(config: dict) -> list[str]:
     ]
 
 
+def scoring_line(config: dict) -> list[str]:
+    if not config.get("sampled_rows"):
+        return ["- Each conversation token's loss was a softmax over all 151,936 rows of the output layer."]
+    return [
+        "- Each conversation token's loss was a softmax over the drills' candidate tokens, the batch's own targets "
+        f"and {config['sampled_rows']:,} other rows drawn anew at each step, their logits raised to stand for the "
+        "rows not drawn (an estimate of the softmax over all 151,936 rows, at a fraction of its cost). The output "
+        "layer had been most of a step's time."
+    ]
+
+
 def write_provenance(folder: Path, command: str) -> Path:
     """Write PROVENANCE.md into `folder` from its training.json and heldout.json."""
     run = json.loads((folder / "training.json").read_text(encoding="utf-8"))
@@ -94,6 +105,7 @@ def write_provenance(folder: Path, command: str) -> Path:
         '(one token) must come out as "str", "aw", "berry", and the drill is where the model learns spellings.',
         *copy_drill_line(config),
         *spelled_line(config),
+        *scoring_line(config),
         "- Deterministic: the same command on the same machine and thread count gives the same weights.",
         "",
         "## Loss (cross-entropy per target token, averaged over the steps before each row)",

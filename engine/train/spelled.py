@@ -9,6 +9,12 @@ second, …, falling; an end marker after the last), so a word's row spells it b
 a word that no conversation names is spelled the same way as one that many do. The first piece
 weighs most: the model writes it, then takes away what it wrote and writes the next-heaviest.
 
+With `rotate_places`, the piece at each place after the first is also turned by a fixed random
+rotation of its own before it is added. Summed as they are, the pieces of one row otherwise blur into
+each other (the second piece looks like a weaker first one, and training shrinks the later places'
+weights until only the first is read); turned, each place sits in directions of its own, which a
+layer can learn to turn back, so the model can read the second piece as cleanly as the first.
+
 It is a way of training, not a new layer: `bake` writes the built rows into the embedding, and
 the saved network is a plain Qwen3 whose embedding happens to spell its words.
 """
@@ -56,7 +62,7 @@ def spelled_words(tok: QwenTokenizer) -> SpelledWords:
 class SpelledEmbedding(torch.nn.Module):
     """The embedding's weight with the word rows built from their pieces; its own parameters are the places' weights."""
 
-    def __init__(self, embedding: torch.nn.Parameter, words: SpelledWords, seed: int):
+    def __init__(self, embedding: torch.nn.Parameter, words: SpelledWords, seed: int, rotate_places: bool = False):
         super().__init__()
         hidden = embedding.shape[1]
         generator = torch.Generator().manual_seed(seed)
@@ -65,6 +71,10 @@ class SpelledEmbedding(torch.nn.Module):
         self.places = torch.nn.Parameter(torch.tensor(PLACE_WEIGHTS))
         self.shift = torch.nn.Parameter(torch.randn(hidden, generator=generator) * 0.02)
         self.end = torch.nn.Parameter(torch.randn(hidden, generator=generator) * 0.02)
+        self.rotations = None  # (PLACES, hidden, hidden): the first place as it is, each later one turned, fixed
+        if rotate_places:
+            turned = [torch.linalg.qr(torch.randn(hidden, hidden, generator=generator))[0] for _ in range(PLACES - 1)]
+            self.rotations = torch.stack([torch.eye(hidden), *turned])
         # a word row's free part starts at zero: at first the row is its spelling alone
         with torch.no_grad():
             embedding[words.rows] = 0.0
@@ -76,6 +86,8 @@ class SpelledEmbedding(torch.nn.Module):
         found = embedding[pieces.clamp(min=0)]  # (R, PLACES, hidden)
         found = torch.where((pieces == END)[..., None], self.end.expand_as(found), found)
         found = torch.where((pieces == NO_PIECE)[..., None], torch.zeros_like(found), found)
+        if self.rotations is not None:
+            found = torch.einsum("rpi,poi->rpo", found, self.rotations)  # each place's piece turned by its rotation
         built = embedding[self.words.rows] + self.shift + (self.places[None, :, None] * found).sum(1)
         return embedding.index_put((self.words.rows,), built)
 

@@ -9,7 +9,8 @@ While it trains, each word token's row is built from the rows of the pieces that
 the built rows are written into the embedding before it is saved.
 
 What keeps a CPU run to about an hour: the output layer (151,936 × hidden) is applied only where
-the loss needs it, at the turn's own tokens, never at the prompt's; samples of about one length
+the loss needs it, at the turn's own tokens, never at the prompt's, and there against a sample of its
+rows that stands for the rest (`scored_rows`); samples of about one length
 are batched together (right padding needs no attention mask: a causal model never looks ahead);
 and where the processor runs bfloat16 natively the forward runs under bf16 autocast. Seeded, on
 one thread count and one machine, a run is deterministic.
@@ -55,6 +56,7 @@ class TrainConfig:
     drill_share: float = 0.2  # share of samples that are spelling drills
     copy_share: float = 0.25  # share of samples that are copy drills (a count question, then its call)
     spelled: bool = True  # word rows built from their pieces' rows while training (engine/train/spelled.py)
+    rotate_places: bool = False  # and each later place's piece turned by a fixed rotation of its own
     seed: int = 0
     threads: int = 2
     # "bf16": the forward and the loss under bf16 autocast (the output layer's logits in bf16 halve its cost
@@ -220,7 +222,9 @@ def train(config: TrainConfig, out: Path, tok: QwenTokenizer | None = None, prog
     autocast = choose_autocast(config)
     spelled = None
     if config.spelled:
-        spelled = SpelledEmbedding(network.model.embed_tokens.weight, spelled_words(tok), config.seed)
+        spelled = SpelledEmbedding(
+            network.model.embed_tokens.weight, spelled_words(tok), config.seed, config.rotate_places
+        )
     trained = [*network.parameters(), *(spelled.parameters() if spelled else ())]
     decay = [p for p in trained if p.ndim >= 2]
     no_decay = [p for p in trained if p.ndim < 2]
