@@ -171,8 +171,9 @@ def settle_run(page, timeout: float = 120_000) -> None:
     the first look, and a page seen then is half drawn."""
     page.wait_for_timeout(300)
     page.evaluate("window.__shown = undefined")
-    # looked at every 100 ms: the page counts as still once it has not changed for 600 ms
-    page.wait_for_function(FINISHED_AND_STILL, polling=100, timeout=timeout)
+    # looked at every 250 ms (each look reads the whole page's text: more often costs the browser CPU the suite lacks):
+    # the page counts as still once it has not changed for 600 ms
+    page.wait_for_function(FINISHED_AND_STILL, polling=250, timeout=timeout)
 
 
 def press_section_key(page, key: str = "PageDown") -> None:

@@ -348,7 +348,7 @@ RAN = (
 )
 # the section's height, once it has held for STILL_MS with no element still loading (Streamlit draws a skeleton
 # in its place while it fetches a chart's or a button's code: lesson pages were measured 26 px taller then, for a
-# second and more after the run) and looked at every 100 ms, so a section that is done costs half a second
+# second and more after the run), looked at every 250 ms: a section that is done costs about half a second
 STILL_MS = 500
 STEADY_HEIGHT = f"""() => {{ const main = document.querySelector('[data-testid="stMain"]');
   const h = main.querySelector('[data-testid="stSkeleton"]') ? -1 : main.scrollHeight, now = performance.now();
@@ -363,7 +363,7 @@ SHOWS_SOMETHING = """() => [...document.querySelectorAll('[data-testid="stMain"]
 
 def steady_height(page) -> int:
     page.evaluate("window.__height = undefined")
-    page.wait_for_function(STEADY_HEIGHT, polling=100, timeout=60_000)
+    page.wait_for_function(STEADY_HEIGHT, polling=250, timeout=60_000)
     return page.evaluate(SECTION_HEIGHT)
 
 
@@ -399,7 +399,7 @@ def walk_sections(chromium, url: str, entry: dict, condition: str) -> None:
     for a reviewer to read the tallest scene of each page."""
     with open_at(chromium, "projector") as (page, query):
         page.goto(url)
-        page.wait_for_function(RAN, polling=100, timeout=120_000)
+        page.wait_for_function(RAN, polling=250, timeout=120_000)
         page.wait_for_function(
             "() => /Section 1 of \\d+/.test(document.querySelector('[data-testid=\"stMain\"]').innerText)",
             timeout=60_000,
@@ -410,7 +410,7 @@ def walk_sections(chromium, url: str, entry: dict, condition: str) -> None:
         # charts and views draw after the run (a cold cache first renders five families' prompts): wait for one
         if entry["id"] not in REFERENCE_PAGES:
             try:
-                page.wait_for_function(KEY_VISUAL, polling=100, timeout=60_000)
+                page.wait_for_function(KEY_VISUAL, polling=250, timeout=60_000)
             except Exception:
                 raise AssertionError(
                     f"section 1 of {entry['id']} shows no visual (a chart, tokens, a prompt, a view)"
@@ -432,7 +432,7 @@ def walk_sections(chromium, url: str, entry: dict, condition: str) -> None:
                 f"() => document.querySelector('[data-testid=\"stMain\"]').innerText.includes('Section {current + 1} of {count}')",
                 timeout=60_000,
             )
-            page.wait_for_function(RAN, polling=100, timeout=120_000)
+            page.wait_for_function(RAN, polling=250, timeout=120_000)
             current, _ = section_shown(page)
         assert current == count, f"PageDown stopped at section {current} of {count}"
         (ARTIFACTS / f"heights-{condition}-{entry['id']}.json").write_text(json.dumps(drawn) + "\n")
