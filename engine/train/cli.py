@@ -18,7 +18,7 @@ def train_builtin(args) -> dict:
         seed=args.seed,
         threads=args.threads,
         checkpoint_every=max(0, args.checkpoint_every),
-        rotate_places=bool(getattr(args, "rotate_places", False)),
+        rotate_places=args.rotate_places,
     )
     if args.steps is not None:
         if not 1 <= args.steps <= 1_000_000:

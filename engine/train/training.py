@@ -177,13 +177,17 @@ def batch_loss(
         embedded = torch.nn.functional.embedding(ids, weight)
         states = network.model(inputs_embeds=embedded).last_hidden_state[:, :-1]
         chat_targets = ids[:, 1:][chat]
-        rows, bias = scored_rows(candidates, chat_targets, sampled_rows, generator)
-        # each target renumbered as its place among the scored rows (the full vocabulary: the id itself)
-        places = torch.full((MODEL_VOCAB,), -1, dtype=torch.long)
-        places[rows] = torch.arange(len(rows))
-        chat_losses = torch.nn.functional.cross_entropy(
-            (states[chat] @ weight[rows].T).float() + bias, places[chat_targets], reduction="none"
-        )
+        if sampled_rows > 0:
+            rows, bias = scored_rows(candidates, chat_targets, sampled_rows, generator)
+            # each target renumbered as its place among the scored rows
+            places = torch.full((MODEL_VOCAB,), -1, dtype=torch.long)
+            places[rows] = torch.arange(len(rows))
+            chat_logits = (states[chat] @ weight[rows].T).float() + bias
+            chat_targets = places[chat_targets]
+        else:
+            # every row: the whole matrix as it is, no copy of it gathered
+            chat_logits = (states[chat] @ weight.T).float()
+        chat_losses = torch.nn.functional.cross_entropy(chat_logits, chat_targets, reduction="none")
         # a drill's targets, renumbered as places in the candidate list
         drill_targets = torch.searchsorted(candidates, ids[:, 1:][drill])
         drill_losses = torch.nn.functional.cross_entropy(
