@@ -2,11 +2,11 @@
 
 A sentence such as "click **Add a tool** above" is right only while the button sits above it; a page
 reordered into scenes can leave it pointing at nothing. Each row names a sentence of lessons/, the
-page it is on and what it points at; the test opens the page at 1440×900 with no model (as a learner
+page it is on and what it points at; the test opens each page once at 1440×900 with no model (as a learner
 first sees it) and compares the two boxes. Projected, a page may put the two in different sections:
 there the pointing words of a scene are the presenter walk's concern (tests/test_browser_fit.py).
 
-Slow-ish (a page per row): the `streamlit_server` fixture and Debian's chromium through playwright.
+Slow-ish (one opening per page named): the `streamlit_server` fixture and Debian's chromium through playwright.
 """
 
 from __future__ import annotations
@@ -76,37 +76,46 @@ def target_locator(page, target: str):
     return main.locator(target)
 
 
-@pytest.mark.parametrize("pointer", [pytest.param(p, id=f"{p.page}-{p.where}-{p.why}") for p in POINTERS])
-def test_a_word_that_points_has_its_target_there(chromium, streamlit_server, pointer):
+def pointing_fault(page, pointer: Pointer) -> str | None:
+    """What is wrong with one sentence's pointing word on the opened page; None when its target is there."""
+    # the smallest element holding the sentence (Markdown splits it at bold words: match the text, not a node)
+    sentence = (
+        page.get_by_test_id("stMain")
+        .locator("p, li")
+        .filter(has_text=re.compile(r"\s+".join(map(re.escape, pointer.words.split()))))
+    )
+    if not sentence.count():
+        return f"{pointer.words!r} is not on /{pointer.page}"
+    target = target_locator(page, pointer.target)
+    if not target.count():
+        return f"{pointer.words!r} points at {pointer.why} ({pointer.target}), not on /{pointer.page}"
+    top, bottom = sentence.first.evaluate(EDGES)
+    # any one of the targets in the direction the words point will do
+    edges = [t.evaluate(EDGES) for t in target.all()]
+    if pointer.where == "above" and not any(end <= top + 1 for _, end in edges):
+        return f"{pointer.words!r} says {pointer.why} is above, but it is not: {edges} vs the sentence at {top}"
+    if pointer.where == "below" and not any(start >= bottom - 1 for start, _ in edges):
+        return f"{pointer.words!r} says {pointer.why} is below, but it is not: {edges} vs the sentence at {bottom}"
+    return None
+
+
+# one test per page, its sentences checked on one opening of it
+PAGES = sorted({p.page for p in POINTERS}, key=[p.page for p in POINTERS].index)
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_a_word_that_points_has_its_target_there(chromium, streamlit_server, page_path):
     context = chromium.new_context(viewport={"width": 1440, "height": 900})
     try:
         page = context.new_page()
-        separator = "&" if "?" in pointer.page else "?"
-        page.goto(f"{streamlit_server}/{pointer.page}{separator}model=off")
+        separator = "&" if "?" in page_path else "?"
+        page.goto(f"{streamlit_server}/{page_path}{separator}model=off")
         page.locator("h1").first.wait_for(timeout=90_000)
         settle_run(page)
         # a quiz's answers sit in closed expanders, drawn when opened (by a click, no rerun): open them all
         page.evaluate(OPEN_ALL)
         page.wait_for_timeout(300)
-        # the smallest element holding the sentence (Markdown splits it at bold words: match the text, not a node)
-        sentence = (
-            page.get_by_test_id("stMain")
-            .locator("p, li")
-            .filter(has_text=re.compile(r"\s+".join(map(re.escape, pointer.words.split()))))
-        )
-        assert sentence.count(), f"{pointer.words!r} is not on /{pointer.page}"
-        target = target_locator(page, pointer.target)
-        assert target.count(), f"{pointer.words!r} points at {pointer.why} ({pointer.target}), not on /{pointer.page}"
-        top, bottom = sentence.first.evaluate(EDGES)
-        # any one of the targets in the direction the words point will do
-        edges = [t.evaluate(EDGES) for t in target.all()]
-        if pointer.where == "above":
-            assert any(end <= top + 1 for _, end in edges), (
-                f"{pointer.words!r} says {pointer.why} is above, but it is not: {edges} vs the sentence at {top}"
-            )
-        else:
-            assert any(start >= bottom - 1 for start, _ in edges), (
-                f"{pointer.words!r} says {pointer.why} is below, but it is not: {edges} vs the sentence at {bottom}"
-            )
+        faults = [pointing_fault(page, pointer) for pointer in POINTERS if pointer.page == page_path]
+        assert not [fault for fault in faults if fault], [fault for fault in faults if fault]
     finally:
         context.close()
