@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import sys
@@ -197,6 +198,39 @@ def assert_no_errors(page) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0, page.locator(
         '[data-testid="stException"]'
     ).all_inner_texts()
+
+
+# -- a tab per screen size, kept for a worker's later tests ----------------------------------------------
+# chromium spends about 4 CPU-s opening the site in a new tab (it compiles Streamlit's scripts again) and 1–2 s
+# in a tab that has shown it before; on a 2-core machine the browser tests are short of CPU, not of waiting
+_TABS: dict = {}
+
+
+@contextlib.contextmanager
+def reused_tab(browser, width: int, height: int):
+    """A tab at width×height, the one this worker's last test of that size used when it ended well.
+
+    Each test loads its own address into it, so the page, its Streamlit session and its scripts' state are
+    new; only chromium's caches carry over (the size and emulated media are set back). A test that fails takes its tab with it. Tests that need a
+    browser of their own (cookies, downloads, a second visitor) make a context themselves."""
+    key = (id(browser), width, height)
+    page = _TABS.pop(key, None)
+    if page is None or page.is_closed():
+        page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+    else:
+        # what a test may have changed in the tab itself: its size, and the media it emulates (a handout's print)
+        page.set_viewport_size({"width": width, "height": height})
+        page.emulate_media(media="null")
+    try:
+        yield page
+    except BaseException:
+        page.context.close()
+        raise
+    # (a test that opened a second tab of one size inside the first keeps one of them)
+    if key in _TABS:
+        page.context.close()
+    else:
+        _TABS[key] = page
 
 
 README_SHOTS = ROOT / "assets" / "screenshots"

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import assert_no_errors, settle_run, shoot_whole_page
+from helpers import assert_no_errors, reused_tab, settle_run, shoot_whole_page
 
 from engine.core.prompt import Request, render
 from engine.core.tooldefs import load_tool_set
@@ -29,10 +29,8 @@ URLS = {e["id"]: e["url_path"] for e in PAGES}
 
 @pytest.fixture
 def site(chromium, streamlit_server):
-    context = chromium.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
-    yield page, streamlit_server
-    context.close()
+    with reused_tab(chromium, 1440, 900) as page:
+        yield page, streamlit_server
 
 
 def settle(page, timeout: float = 60_000) -> None:

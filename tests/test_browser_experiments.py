@@ -8,7 +8,7 @@ offline, with an empty Hugging Face cache.
 from __future__ import annotations
 
 import pytest
-from helpers import assert_no_errors, save_shot, settle_run
+from helpers import assert_no_errors, reused_tab, save_shot, settle_run
 
 from ui.sources import load_sources
 
@@ -21,24 +21,22 @@ def test_the_shipped_model_runs_a_suite_free_and_constrained_and_the_chart_shows
     from playwright.sync_api import expect
 
     url = shipped_server
-    context = chromium.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
-    page.goto(f"{url}/experiments?suite=twelve-tools")
-    page.wait_for_selector("h1", timeout=LONG)
-    settle_run(page, LONG)
-    main = page.get_by_test_id("stMain")
-    # the published figures, by source: the intro's short marker (its title is on the Sources page)
-    expect(main).to_contain_text(f"[{load_sources()['tool-calls-cant-come-out-malformed'].label}]")
-    tokens = main.get_by_label("New tokens a turn")
-    tokens.fill("48")
-    tokens.press("Enter")
-    settle_run(page, LONG)
-    main.get_by_role("button", name="Run the experiment").click()
-    settle_run(page, LONG)
-    expect(main.get_by_role("heading", name="Results")).to_be_visible(timeout=LONG)
-    expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=LONG)
-    expect(main).to_contain_text("(published)")
-    expect(main.get_by_text("In words:").first).to_be_visible()
-    assert_no_errors(page)
-    save_shot(page, "experiments-shipped-model")
-    context.close()
+    with reused_tab(chromium, 1440, 900) as page:
+        page.goto(f"{url}/experiments?suite=twelve-tools")
+        page.wait_for_selector("h1", timeout=LONG)
+        settle_run(page, LONG)
+        main = page.get_by_test_id("stMain")
+        # the published figures, by source: the intro's short marker (its title is on the Sources page)
+        expect(main).to_contain_text(f"[{load_sources()['tool-calls-cant-come-out-malformed'].label}]")
+        tokens = main.get_by_label("New tokens a turn")
+        tokens.fill("48")
+        tokens.press("Enter")
+        settle_run(page, LONG)
+        main.get_by_role("button", name="Run the experiment").click()
+        settle_run(page, LONG)
+        expect(main.get_by_role("heading", name="Results")).to_be_visible(timeout=LONG)
+        expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=LONG)
+        expect(main).to_contain_text("(published)")
+        expect(main.get_by_text("In words:").first).to_be_visible()
+        assert_no_errors(page)
+        save_shot(page, "experiments-shipped-model")

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import ARTIFACTS, press_section_key, settle_run, shoot_whole_page
+from helpers import ARTIFACTS, press_section_key, reused_tab, settle_run, shoot_whole_page
 
 from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario, run_scenario
@@ -69,13 +69,10 @@ OFFENDERS = """() => {
 
 @contextlib.contextmanager
 def open_at(browser, size: str):
-    """A browser context of its own at `size`: (its page, the size's query string); closed after."""
+    """A tab at `size` (tests/helpers.py reused_tab): (its page, the size's query string)."""
     (width, height), query = SIZES[size]
-    context = browser.new_context(viewport={"width": width, "height": height})
-    try:
-        yield context.new_page(), query
-    finally:
-        context.close()
+    with reused_tab(browser, width, height) as page:
+        yield page, query
 
 
 def shoot(page, name: str) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from helpers import assert_no_errors, close_dialog, settle_run
+from helpers import assert_no_errors, close_dialog, reused_tab, settle_run
 
 from engine.harness.loop import list_gallery
 
@@ -27,16 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @contextmanager
 def opened(browser, url: str, width: int = 1440, height: int = 900):
-    """A fresh browser context at `url`, settled; closed after."""
-    context = browser.new_context(viewport={"width": width, "height": height})
-    try:
-        page = context.new_page()
+    """A tab at `url`, settled (tests/helpers.py reused_tab: a new page in a tab kept for the next test)."""
+    with reused_tab(browser, width, height) as page:
         page.goto(url)
         page.locator("h1").first.wait_for(timeout=90_000)
         settle_run(page)
         yield page
-    finally:
-        context.close()
 
 
 def main_text(page) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import pytest
-from helpers import settle_run
+from helpers import reused_tab, settle_run
 
 pytestmark = pytest.mark.browser
 
@@ -105,9 +105,7 @@ PAGES = sorted({p.page for p in POINTERS}, key=[p.page for p in POINTERS].index)
 
 @pytest.mark.parametrize("page_path", PAGES)
 def test_a_word_that_points_has_its_target_there(chromium, streamlit_server, page_path):
-    context = chromium.new_context(viewport={"width": 1440, "height": 900})
-    try:
-        page = context.new_page()
+    with reused_tab(chromium, 1440, 900) as page:
         separator = "&" if "?" in page_path else "?"
         page.goto(f"{streamlit_server}/{page_path}{separator}model=off")
         page.locator("h1").first.wait_for(timeout=90_000)
@@ -117,5 +115,3 @@ def test_a_word_that_points_has_its_target_there(chromium, streamlit_server, pag
         page.wait_for_timeout(300)
         faults = [pointing_fault(page, pointer) for pointer in POINTERS if pointer.page == page_path]
         assert not [fault for fault in faults if fault], [fault for fault in faults if fault]
-    finally:
-        context.close()

@@ -7,7 +7,7 @@ the server runs as the README's quick start does, with no QWEN_MODEL, offline, w
 from __future__ import annotations
 
 import pytest
-from helpers import save_shot, settle_run
+from helpers import reused_tab, save_shot, settle_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -18,26 +18,24 @@ def test_a_first_visit_sees_the_shipped_models_call_token_by_token_with_probabil
     from playwright.sync_api import expect
 
     url = shipped_server
-    context = chromium.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
-    page.goto(f"{url}/the_model_writes_a_call")
-    page.wait_for_selector("h1", timeout=LONG)
-    settle_run(page, LONG)
-    main = page.get_by_test_id("stMain")
-    # labelled for what it is, never as Qwen3 or a "Live model"
-    expect(main.get_by_text("Shipped model:").first).to_be_visible(timeout=LONG)
-    expect(main).to_contain_text("trained by this site to write these lessons' calls; not Qwen3")
-    assert page.get_by_text("Live model:").count() == 0
-    # the call, without pressing anything: the first token is <tool_call>, with its probability
-    expect(page.locator(".sv-title").first).to_have_text("<tool_call>", timeout=LONG)
-    expect(page.locator(".sv-bars").first).to_be_visible(timeout=LONG)
-    expect(page.get_by_text("Its probability").first).to_be_visible(timeout=LONG)
-    assert page.locator('[data-testid="stException"]').count() == 0
-    save_shot(page, "shipped-model-lesson-3")
-    # the label's link opens the model's provenance
-    page.goto(f"{url}/shipped_model")
-    page.wait_for_selector("h1", timeout=LONG)
-    settle_run(page, LONG)
-    expect(page.get_by_test_id("stMain")).to_contain_text("What it does on prompts it never saw")
-    expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=LONG)
-    context.close()
+    with reused_tab(chromium, 1440, 900) as page:
+        page.goto(f"{url}/the_model_writes_a_call")
+        page.wait_for_selector("h1", timeout=LONG)
+        settle_run(page, LONG)
+        main = page.get_by_test_id("stMain")
+        # labelled for what it is, never as Qwen3 or a "Live model"
+        expect(main.get_by_text("Shipped model:").first).to_be_visible(timeout=LONG)
+        expect(main).to_contain_text("trained by this site to write these lessons' calls; not Qwen3")
+        assert page.get_by_text("Live model:").count() == 0
+        # the call, without pressing anything: the first token is <tool_call>, with its probability
+        expect(page.locator(".sv-title").first).to_have_text("<tool_call>", timeout=LONG)
+        expect(page.locator(".sv-bars").first).to_be_visible(timeout=LONG)
+        expect(page.get_by_text("Its probability").first).to_be_visible(timeout=LONG)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        save_shot(page, "shipped-model-lesson-3")
+        # the label's link opens the model's provenance
+        page.goto(f"{url}/shipped_model")
+        page.wait_for_selector("h1", timeout=LONG)
+        settle_run(page, LONG)
+        expect(page.get_by_test_id("stMain")).to_contain_text("What it does on prompts it never saw")
+        expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=LONG)

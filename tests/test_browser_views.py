@@ -11,7 +11,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from helpers import ARTIFACTS, assert_no_errors, press_section_key, settle_run
+from helpers import ARTIFACTS, assert_no_errors, press_section_key, reused_tab, settle_run
 
 pytestmark = pytest.mark.browser
 
@@ -28,14 +28,12 @@ WATCH_RUNS = """() => {
 def lesson_3(streamlit_server, chromium):
     from playwright.sync_api import expect
 
-    context = chromium.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
-    page.goto(f"{streamlit_server}/the_model_writes_a_call?step=1")
-    expect(page.locator(".sv-where")).to_have_text("Token 1 of 28", timeout=90_000)
-    settle_run(page)
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    yield page
-    context.close()
+    with reused_tab(chromium, 1440, 900) as page:
+        page.goto(f"{streamlit_server}/the_model_writes_a_call?step=1")
+        expect(page.locator(".sv-where")).to_have_text("Token 1 of 28", timeout=90_000)
+        settle_run(page)
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        yield page
 
 
 def test_arrow_keys_home_and_end_step_without_a_rerun(lesson_3):
@@ -100,48 +98,44 @@ def test_the_play_button_writes_the_call_token_by_token_and_pauses(lesson_3):
 def test_lesson_6_view_shows_the_allowed_count_at_the_name(streamlit_server, chromium):
     from playwright.sync_api import expect
 
-    context = chromium.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
-    page.goto(f"{streamlit_server}/constrained_decoding")
-    where = page.locator(".sv-where")
-    expect(where).to_have_text("Token 1 of 27", timeout=120_000)
-    settle_run(page)
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    for n in range(2, 8):
-        page.keyboard.press("ArrowRight")
-        expect(where).to_have_text(f"Token {n} of 27")
-    expect(page.locator(".sv-fact").first).to_contain_text("8 of 151,669")
-    assert page.locator(".sv-sample span").count() == 8
-    assert_no_errors(page)
-    context.close()
+    with reused_tab(chromium, 1440, 900) as page:
+        page.goto(f"{streamlit_server}/constrained_decoding")
+        where = page.locator(".sv-where")
+        expect(where).to_have_text("Token 1 of 27", timeout=120_000)
+        settle_run(page)
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        for n in range(2, 8):
+            page.keyboard.press("ArrowRight")
+            expect(where).to_have_text(f"Token {n} of 27")
+        expect(page.locator(".sv-fact").first).to_contain_text("8 of 151,669")
+        assert page.locator(".sv-sample span").count() == 8
+        assert_no_errors(page)
 
 
 def test_presenter_mode_pages_down_to_the_last_section(streamlit_server, chromium):
     from playwright.sync_api import expect
 
-    context = chromium.new_context(viewport={"width": 1024, "height": 768})
-    page = context.new_page()
-    page.goto(f"{streamlit_server}/check_run_return?present=1")
-    expect(page.get_by_text("Section 1 of 8")).to_be_visible(timeout=120_000)
-    settle_run(page)
-    # the first screen is the run itself: the step view at the broken call, its checks beside its reply
-    expect(page.locator(".sv-where")).to_have_text("Call 2 of 7", timeout=60_000)
-    expect(page.locator(".sv-cols table.checks").first).to_contain_text("valid JSON")
-    assert page.get_by_role("heading", name="The token ledger").count() == 0  # one section at a time
-    press_section_key(page, "PageDown")
-    expect(page.get_by_role("heading", name="The harness and this run")).to_be_visible(timeout=60_000)
-    expect(page.get_by_test_id("stMain")).to_contain_text("Each scenario is a short run played from a script")
-    settle_run(page)
-    for k in range(3, 9):
-        press_section_key(page, "PageDown")
-        expect(page.get_by_text(f"Section {k} of 8")).to_be_visible(timeout=60_000)
+    with reused_tab(chromium, 1024, 768) as page:
+        page.goto(f"{streamlit_server}/check_run_return?present=1")
+        expect(page.get_by_text("Section 1 of 8")).to_be_visible(timeout=120_000)
         settle_run(page)
-    expect(page.get_by_role("heading", name="Check your understanding")).to_be_visible()
-    assert "section=8" in page.url
-    press_section_key(page, "PageUp")
-    expect(page.get_by_text("Section 7 of 8")).to_be_visible(timeout=60_000)
-    assert_no_errors(page)
-    context.close()
+        # the first screen is the run itself: the step view at the broken call, its checks beside its reply
+        expect(page.locator(".sv-where")).to_have_text("Call 2 of 7", timeout=60_000)
+        expect(page.locator(".sv-cols table.checks").first).to_contain_text("valid JSON")
+        assert page.get_by_role("heading", name="The token ledger").count() == 0  # one section at a time
+        press_section_key(page, "PageDown")
+        expect(page.get_by_role("heading", name="The harness and this run")).to_be_visible(timeout=60_000)
+        expect(page.get_by_test_id("stMain")).to_contain_text("Each scenario is a short run played from a script")
+        settle_run(page)
+        for k in range(3, 9):
+            press_section_key(page, "PageDown")
+            expect(page.get_by_text(f"Section {k} of 8")).to_be_visible(timeout=60_000)
+            settle_run(page)
+        expect(page.get_by_role("heading", name="Check your understanding")).to_be_visible()
+        assert "section=8" in page.url
+        press_section_key(page, "PageUp")
+        expect(page.get_by_text("Section 7 of 8")).to_be_visible(timeout=60_000)
+        assert_no_errors(page)
 
 
 # -- Export PNG (issue 17): the views draw themselves as a picture in the browser -------------------------------------
