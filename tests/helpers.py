@@ -211,8 +211,9 @@ def reused_tab(browser, width: int, height: int):
     """A tab at width×height, the one this worker's last test of that size used when it ended well.
 
     Each test loads its own address into it, so the page, its Streamlit session and its scripts' state are
-    new; only chromium's caches carry over (the size and emulated media are set back). A test that fails takes its tab with it. Tests that need a
-    browser of their own (cookies, downloads, a second visitor) make a context themselves."""
+    new; only chromium's caches carry over (the size and emulated media are set back, the site's storage
+    cleared). A test that fails takes its tab with it. Tests that need a browser of their own (cookies,
+    downloads, a second visitor) make a context themselves."""
     key = (id(browser), width, height)
     page = _TABS.pop(key, None)
     if page is None or page.is_closed():
@@ -226,6 +227,13 @@ def reused_tab(browser, width: int, height: int):
     except BaseException:
         page.context.close()
         raise
+    # Streamlit keeps the sidebar's state and the theme in the site's localStorage: a sidebar a test opened
+    # would stay open for the next test's page (the test's last address is the origin it used)
+    try:
+        page.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }")
+    except Exception:  # a tab that crashed or closed: the next test makes a new one
+        page.context.close()
+        return
     # (a test that opened a second tab of one size inside the first keeps one of them)
     if key in _TABS:
         page.context.close()
