@@ -304,9 +304,11 @@ def checkpoint(network: torch.nn.Module, spelled: SpelledEmbedding | None, folde
 
 
 def save(network: torch.nn.Module, out: Path, result: TrainResult) -> None:
-    """The folder a Qwen3 loader reads, with training.json beside it."""
+    """The folder a Qwen3 loader reads, with training.json beside it (without the folder's own path: it is where
+    the record lies, and the shipped copy's record would otherwise name the machine it was trained on)."""
     save_weights(network, out)
-    (out / "training.json").write_text(json.dumps(asdict(result), indent=1) + "\n", encoding="utf-8")
+    record = {key: value for key, value in asdict(result).items() if key != "out"}
+    (out / "training.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
 def save_weights(network: torch.nn.Module, folder: Path) -> None:
