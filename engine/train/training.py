@@ -131,10 +131,8 @@ def scored_rows(
     other rows are drawn at random and each stands for the undrawn ones beside it: its logit is
     raised by log(others / sampled), so the softmax's sum estimates the sum over every row. Each
     step draws anew, so every row of the vocabulary is pushed down where the model should not write
-    it, at a tenth of the cost. With `sampled` 0, every row at its own logit.
+    it, at a tenth of the cost. (With no sampling, batch_loss scores against the whole matrix itself.)
     """
-    if sampled <= 0:
-        return torch.arange(MODEL_VOCAB), torch.zeros(MODEL_VOCAB)
     always = torch.unique(torch.cat([candidates, targets]))
     is_other = torch.ones(MODEL_VOCAB, dtype=torch.bool)
     is_other[always] = False
