@@ -5,9 +5,12 @@ figure includes what a server pays when it starts: the import of torch and the r
 Turn: the strawberry question's call (about 30 tokens) and a 60-token turn, greedy, timed in one
 process after a warm-up, median of --runs. Held-out: engine/train/heldout.py's figures (slow:
 about a hundred greedy turns), and whether they are exactly what assets/builtin-model/heldout.json
-records (`heldout_matches_record`; the suite re-judges a third of the prompts). Prints one JSON object.
+records (`heldout_matches_record`; the suite re-judges a third of the prompts). With --words, the same
+held-out words asked in the training's own phrasings (`count_exact_training_phrasings`): right there
+and wrong in the held-out figure, the model cannot read a new phrasing; wrong in both, it cannot copy
+a word it never named. Prints one JSON object.
 
-    python bench/bench_builtin.py [--runs 5] [--heldout]
+    python bench/bench_builtin.py [--runs 5] [--heldout] [--words]
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--heldout", action="store_true", help="also measure the held-out figures (slow)")
+    parser.add_argument(
+        "--words", action="store_true", help="also the held-out words in the training's phrasings (40 turns)"
+    )
     args = parser.parse_args()
 
     from engine.core.generation import GenerationSettings
@@ -111,6 +117,10 @@ def main() -> None:
         result["heldout_matches_record"] = figures == recorded
         figures.pop("mistakes")
         result["heldout"] = figures
+    if args.words:
+        from engine.train.heldout import measure_words
+
+        result["count_exact_training_phrasings"] = measure_words(engine)
     print(json.dumps(result, indent=1))
 
 

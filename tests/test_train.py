@@ -204,3 +204,21 @@ def test_no_copy_drill_names_a_held_out_word_or_phrasing():
             words = {w.strip("?.,\"'!:") for w in line.split()}
             assert not words & held, line
             assert not any(line.startswith(p) for p in phrasings), line
+
+
+def test_word_probes_ask_held_out_words_in_the_trainings_own_phrasings():
+    from engine.train.heldout import probes, word_probes
+
+    training = data.training_data()
+    found = word_probes()
+    assert [p.style for p in found] == [s for s in data.STYLE_NAMES for _ in range(20)]
+    for probe in found:
+        name, arguments = probe.expected
+        assert name == "count_letter" and arguments["word"] in data.heldout_words()
+        assert arguments["letter"] in arguments["word"]
+        assert probe.question in {
+            p.format(letter=arguments["letter"], word=arguments["word"]) for p in training["count_phrasings"]
+        }
+    # the same words as the held-out figure's count prompts, so the two figures differ by the phrasing alone
+    counted = [p for p in probes(TOK) if p.kind == "count"]
+    assert [p.expected[1]["word"] for p in found] == [p.expected[1]["word"] for p in counted]

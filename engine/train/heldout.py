@@ -99,6 +99,27 @@ def probes(tok: QwenTokenizer, count: int = 20, seed: int = 1) -> list[Probe]:
     return found
 
 
+def word_probes(count: int = 20, seed: int = 1) -> list[Probe]:
+    """`count` count_letter prompts per style with a held-out word in one of the training's own phrasings.
+
+    Beside `probes`' count figure (held-out words in held-out phrasings) it tells two failures apart:
+    a model that is right here and wrong there cannot read a phrasing it never saw; one wrong here
+    too cannot copy a word no conversation named (its spelling, read off the word's row).
+    """
+    data = training_data()
+    rng = random.Random(seed)
+    words, phrasings = data["heldout_words"], data["count_phrasings"]
+    found = []
+    for style in STYLE_NAMES:
+        for index in range(count):
+            word = words[index % len(words)]
+            letter = rng.choice(word)
+            question = phrasings[index % len(phrasings)].format(letter=letter, word=word)
+            expected = ("count_letter", {"word": word, "letter": letter})
+            found.append(Probe("count", style, list(tool_set("strawberry")), question, expected))
+    return found
+
+
 def judge(engine, probe: Probe) -> Verdict:
     """Generate the probe's turn greedily on the site's path and parse it as the harness does."""
     from ..model.live import generate_turn
@@ -109,6 +130,16 @@ def judge(engine, probe: Probe) -> Verdict:
     parsed = parse_turn(text, probe.tools, probe.style)
     calls = [(c.name, c.arguments) for c in parsed.calls]
     return Verdict(probe, text, calls, len(parsed.errors))
+
+
+def measure_words(engine, count: int = 20, seed: int = 1) -> dict:
+    """Style -> [right, of] over `word_probes`: held-out words asked in the training's phrasings."""
+    table: dict = {}
+    for probe in word_probes(count, seed):
+        row = table.setdefault(probe.style, [0, 0])
+        row[0] += judge(engine, probe).right
+        row[1] += 1
+    return table
 
 
 def measure(engine, count: int = 20, seed: int = 1) -> Figures:
