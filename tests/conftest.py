@@ -120,7 +120,10 @@ def fresh_streamlit_server():
 # any worker; the walks are the suite's longest chain, so spreading them is what keeps it short
 # (test_browser_live_model: each test starts its own server and model folder; one worker ran all four, 231 s)
 SPLIT_BY_TEST = {"test_browser_fit", "test_browser_live_model"}
-# session servers with an environment of their own: the tests that use one stay on one worker, which starts it once
+# session servers with an environment of their own: the tests that use one stay on one worker, which starts it once,
+# walks included (spread, every worker started both, and each start with its first pages costs the server about
+# 10 CPU-s: the import of torch, the shipped model's load or the pack's read; the suite is short of CPU, not of
+# workers, and each group is about a quarter of one worker's share)
 SHARED_SERVERS = ("pack_server", "shipped_server")
 
 
@@ -132,11 +135,14 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("browser"):
             module = item.module.__name__.rpartition(".")[2]
-            if module in SPLIT_BY_TEST:
+            shared = next((name for name in SHARED_SERVERS if name in item.fixturenames), None)
+            if shared:
+                group = shared
+            elif module in SPLIT_BY_TEST:
                 # each page's walk on its own: a worker that takes one starts the server it needs, once
                 group = f"{module}::{item.name}"
             else:
-                group = next((name for name in SHARED_SERVERS if name in item.fixturenames), module)
+                group = module
             item.add_marker(pytest.mark.xdist_group(f"browser-{group}"))
 
 
