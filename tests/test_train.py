@@ -206,19 +206,16 @@ def test_no_copy_drill_names_a_held_out_word_or_phrasing():
             assert not any(line.startswith(p) for p in phrasings), line
 
 
-def test_word_probes_ask_held_out_words_in_the_trainings_own_phrasings():
+def test_word_probes_ask_the_held_out_count_prompts_again_in_the_trainings_own_phrasings():
     from engine.train.heldout import probes, word_probes
 
-    training = data.training_data()
-    found = word_probes()
-    assert [p.style for p in found] == [s for s in data.STYLE_NAMES for _ in range(20)]
-    for probe in found:
-        name, arguments = probe.expected
-        assert name == "count_letter" and arguments["word"] in data.heldout_words()
-        assert arguments["letter"] in arguments["word"]
-        assert probe.question in {
-            p.format(letter=arguments["letter"], word=arguments["word"]) for p in training["count_phrasings"]
-        }
-    # the same words as the held-out figure's count prompts, so the two figures differ by the phrasing alone
+    phrasings = data.training_data()["count_phrasings"]
     counted = [p for p in probes(TOK) if p.kind == "count"]
-    assert [p.expected[1]["word"] for p in found] == [p.expected[1]["word"] for p in counted]
+    found = word_probes(TOK)
+    assert len(found) == len(counted) == 20 * len(data.STYLE_NAMES)
+    for probe, held in zip(found, counted, strict=True):
+        # the same word, letter, style and tools: only the phrasing differs, and it is one the training uses
+        assert (probe.style, probe.tools, probe.expected) == (held.style, held.tools, held.expected)
+        assert probe.expected[1]["word"] in data.heldout_words()
+        assert probe.question in {p.format(**probe.expected[1]) for p in phrasings}
+        assert probe.question != held.question

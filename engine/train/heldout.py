@@ -10,7 +10,7 @@ in both styles. A model's mistakes are counted, never retried.
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
 from ..core.call_formats import parse_turn
@@ -99,25 +99,19 @@ def probes(tok: QwenTokenizer, count: int = 20, seed: int = 1) -> list[Probe]:
     return found
 
 
-def word_probes(count: int = 20, seed: int = 1) -> list[Probe]:
-    """`count` count_letter prompts per style with a held-out word in one of the training's own phrasings.
+def word_probes(tok: QwenTokenizer, count: int = 20, seed: int = 1) -> list[Probe]:
+    """`probes`' count_letter prompts asked again, each in one of the training's own phrasings: the same
+    word, letter and style, so the two figures differ by the phrasing alone.
 
-    Beside `probes`' count figure (held-out words in held-out phrasings) it tells two failures apart:
-    a model that is right here and wrong there cannot read a phrasing it never saw; one wrong here
-    too cannot copy a word no conversation named (its spelling, read off the word's row).
+    A model right here and wrong there cannot read a phrasing it never saw; one wrong here too cannot
+    copy a word no conversation named (its spelling, read off the word's row).
     """
-    data = training_data()
-    rng = random.Random(seed)
-    words, phrasings = data["heldout_words"], data["count_phrasings"]
-    found = []
-    for style in STYLE_NAMES:
-        for index in range(count):
-            word = words[index % len(words)]
-            letter = rng.choice(word)
-            question = phrasings[index % len(phrasings)].format(letter=letter, word=word)
-            expected = ("count_letter", {"word": word, "letter": letter})
-            found.append(Probe("count", style, list(tool_set("strawberry")), question, expected))
-    return found
+    phrasings = training_data()["count_phrasings"]
+    counted = [p for p in probes(tok, count, seed) if p.kind == "count"]
+    return [
+        replace(p, question=phrasings[index % len(phrasings)].format(**p.expected[1]))
+        for index, p in enumerate(counted)
+    ]
 
 
 def judge(engine, probe: Probe) -> Verdict:
@@ -135,7 +129,7 @@ def judge(engine, probe: Probe) -> Verdict:
 def measure_words(engine, count: int = 20, seed: int = 1) -> dict:
     """Style -> [right, of] over `word_probes`: held-out words asked in the training's phrasings."""
     table: dict = {}
-    for probe in word_probes(count, seed):
+    for probe in word_probes(engine.tokenizer, count, seed):
         row = table.setdefault(probe.style, [0, 0])
         row[0] += judge(engine, probe).right
         row[1] += 1
