@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -76,6 +77,29 @@ def test_no_training_conversation_names_a_held_out_word_phrasing_or_question():
         assert not words & held, question
         assert not any(question.startswith(p) for p in phrasings), question
         assert question not in facts
+
+
+def test_count_phrasings_put_the_word_first_middle_and_last_and_are_never_a_held_out_one():
+    training = data.training_data()
+    held = set(training["heldout_count_phrasings"])
+    prefixes = [p.split("{")[0] for p in held if not p.startswith("{")]
+    rng = random.Random(5)
+    made = [data.count_phrasing(rng, 0.5) for _ in range(3000)]
+    assert not set(made) & held
+    assert not any(m.startswith(p) for m in made for p in prefixes)
+    # each names the letter and the word once, and the parts make many more than the fourteen fixed phrasings
+    assert all(m.count("{letter}") == 1 and m.count("{word}") == 1 for m in made)
+    assert len(set(made)) > 1000
+    assert len(set(made) & set(training["count_phrasings"])) == len(training["count_phrasings"])
+    # the word at the very start (no space before it, so other tokens), quoted, and last
+    assert any(m.startswith("{word}") for m in made)
+    assert any('"{word}"' in m for m in made)
+    assert any(m.rstrip("?.!").endswith("{word}") for m in made)
+    # with no share composed, as the shipped model was trained, the draws are the fixed phrasings' own stream
+    fixed, plain = random.Random(9), random.Random(9)
+    assert [data.count_phrasing(fixed) for _ in range(50)] == [
+        plain.choice(training["count_phrasings"]) for _ in range(50)
+    ]
 
 
 def test_the_drill_spells_each_word_without_its_space_and_learns_only_the_spelling():
@@ -219,3 +243,34 @@ def test_word_probes_ask_the_held_out_count_prompts_again_in_the_trainings_own_p
         assert probe.expected[1]["word"] in data.heldout_words()
         assert probe.question in {p.format(**probe.expected[1]) for p in phrasings}
         assert probe.question != held.question
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        ({"kv_heads": 3}, "--kv-heads must divide the 4 attention heads, not 3"),
+        ({"head_dim": 0}, "--head-dim must be between 1 and 1,024, not 0"),
+        ({"composed_share": 1.5}, "--composed-share is a share of the count questions, from 0 to 1, not 1.5"),
+    ],
+)
+def test_train_builtin_refuses_a_layout_or_share_it_cannot_train_before_it_starts(tmp_path, flags, said):
+    from argparse import Namespace
+
+    from engine.errors import BadInput
+    from engine.train.cli import train_builtin
+
+    args = {
+        "out": str(tmp_path / "m"),
+        "seed": 0,
+        "threads": 1,
+        "steps": 1,
+        "checkpoint_every": 0,
+        "rotate_places": False,
+        "composed_share": 0.0,
+        "kv_heads": None,
+        "head_dim": None,
+        "no_measure": True,
+    }
+    with pytest.raises(BadInput, match=re.escape(said)):
+        train_builtin(Namespace(**{**args, **flags}))
+    assert not (tmp_path / "m").exists()

@@ -96,8 +96,9 @@ def vocabulary_words(tok: QwenTokenizer) -> list[str]:
 class Slots:
     """Draws the values that fill a question's {slots}: words, paths, patterns, cities, numbers."""
 
-    def __init__(self, rng: random.Random, words: list[str], heldout: bool = False):
+    def __init__(self, rng: random.Random, words: list[str], heldout: bool = False, composed: float = 0.0):
         self.rng, self.words, self.heldout = rng, words, heldout
+        self.composed = composed  # the share of count questions phrased from parts (count_phrasing)
         data = training_data()
         self.cities = data["heldout_cities"] if heldout else data["cities"]
         self.folders = data["heldout_folders"] if heldout else data["folders"]
@@ -252,6 +253,33 @@ def offered_tools(rng: random.Random, needed: str | None) -> list[dict]:
     return chosen or list(tool_set("strawberry"))
 
 
+def count_phrasing(rng: random.Random, composed: float = 0.0) -> str:
+    """A count question's template, with {letter} and {word} slots: one of the fixed phrasings or, `composed` of the
+    time, one put together from parts (a frame, a way to name the letter and the word, words before and after).
+
+    Fourteen fixed phrasings teach the model where those fourteen put the word, and the shipped model copies other
+    words of a question phrased otherwise; put together, the word sits at the start, the middle or the end, bare or
+    quoted. A held-out phrasing is never made (engine/train/heldout.py measures with those). With `composed` 0, as
+    the shipped model was trained, the draws are the fixed phrasings' alone (the same random stream as before)."""
+    data = training_data()
+    if not composed or rng.random() >= composed:
+        return rng.choice(data["count_phrasings"])
+    parts = data["count_parts"]
+    held = data["heldout_count_phrasings"]
+    while True:
+        frame = rng.choice(parts["frames"]).format(
+            L=rng.choice(parts["L"]), Ls=rng.choice(parts["Ls"]), W=rng.choice(parts["W"])
+        )
+        before = rng.choice(parts["before"])
+        if before.endswith(", "):
+            frame = frame[0].lower() + frame[1:]  # "Using the tool, how many …"
+        phrasing = before + frame + rng.choice(parts["after"])
+        if rng.random() < 0.1:
+            phrasing = phrasing.lower()  # typed in a hurry; the slots' names are lower case already
+        if phrasing not in held:
+            return phrasing
+
+
 def call_conversation(rng: random.Random, slots: Slots, style: str, heldout: bool = False) -> Conversation:
     """A question a tool helps with, and the call it asks for."""
     data = training_data()
@@ -259,8 +287,8 @@ def call_conversation(rng: random.Random, slots: Slots, style: str, heldout: boo
     if rng.random() < 0.6:
         word = slots.word()
         letter = slots.letter(word)
-        phrasings = data["heldout_count_phrasings" if heldout else "count_phrasings"]
-        question = rng.choice(phrasings).format(letter=letter, word=word)
+        phrasing = rng.choice(data["heldout_count_phrasings"]) if heldout else count_phrasing(rng, slots.composed)
+        question = phrasing.format(letter=letter, word=word)
         name, arguments = "count_letter", {"word": word, "letter": letter}
     else:
         questions = data["heldout_tool_questions" if heldout else "tool_questions"]
@@ -359,13 +387,12 @@ def copy_sample(rng: random.Random, slots: Slots, tok: QwenTokenizer, candidates
     The conversations ask the same, but behind a system prompt of tool schemas: a count conversation
     is about 290 tokens, a drill's line about 40, so a batch of drills holds several times more copies.
     """
-    data = training_data()
     ids: list[int] = []
     targets: list[bool] = []
     while len(ids) < DRILL_TOKENS:
         word = slots.word()
         letter = slots.letter(word)
-        question = rng.choice(data["count_phrasings"]).format(letter=letter, word=word)
+        question = count_phrasing(rng, slots.composed).format(letter=letter, word=word)
         call = get_format(rng.choice(STYLE_NAMES)).write_call("count_letter", {"word": word, "letter": letter})
         # the call up to the word's opening quote, then its values: only the values are scored
         head = tok.encode(f"{question}\n{call.partition(COPY_FROM)[0]}{COPY_FROM}")
@@ -411,6 +438,7 @@ def build_samples(
     drill_share: float = 0.3,
     copy_share: float = 0.0,
     candidates: frozenset[int] | None = None,
+    composed: float = 0.0,
 ) -> list[Sample]:
     """`count` samples drawn from `seed`: about `drill_share` spelling drills, `copy_share` copy drills, the rest conversations.
 
@@ -419,7 +447,7 @@ def build_samples(
     """
     rng = random.Random(seed)
     drill_words = vocabulary_words(tok)
-    slots = Slots(rng, conversation_words(tok))
+    slots = Slots(rng, conversation_words(tok), composed=composed)
     if candidates is None:
         candidates = frozenset(spelling_candidates(tok)) if copy_share else frozenset()
     samples = []

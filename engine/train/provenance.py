@@ -97,7 +97,14 @@ def write_provenance(folder: Path, command: str) -> Path:
         "- Data: synthetic conversations rendered by the site's own prompt renderer (Qwen3's chat template, thinking "
         "off), in both styles (native `<tool_call>` JSON and ReAct lines), with the lessons' tool sets (the strawberry "
         "pair, the harness's five, the coding agent's twelve, lessons/tools/everyday.json) and tool sets drawn from "
-        "them: questions a tool helps with (a call whose argument values are copied from the question), questions no "
+        "them: questions a tool helps with (a call whose argument values are copied from the question"
+        + (
+            f"; {config['composed_share']:.0%} of the count questions put together from parts, so the word sits "
+            "first, in the middle or last, bare or quoted, the rest in fourteen fixed phrasings"
+            if config.get("composed_share")
+            else ""
+        )
+        + "), questions no "
         "tool helps with (a short answer in words), and after a tool's result an answer that uses it. The loss is on the "
         "assistant's turn only. "
         f"About {config['drill_share']:.0%} of the samples are a spelling drill (plain ' word → \"word\"' lines over "

@@ -55,6 +55,9 @@ class TrainConfig:
     clip: float = 1.0
     drill_share: float = 0.2  # share of samples that are spelling drills
     copy_share: float = 0.25  # share of samples that are copy drills (a count question, then its call)
+    composed_share: float = (
+        0.0  # share of count questions phrased from parts (data.count_phrasing); 0 in the shipped run
+    )
     spelled: bool = True  # word rows built from their pieces' rows while training (engine/train/spelled.py)
     rotate_places: bool = False  # and each later place's piece turned by a fixed rotation of its own
     seed: int = 0
@@ -246,7 +249,13 @@ def train(config: TrainConfig, out: Path, tok: QwenTokenizer | None = None, prog
     for step in range(config.steps):
         if not queue:
             pool = build_samples(
-                config.pool, rng.randrange(2**31), tok, config.drill_share, config.copy_share, candidate_set
+                config.pool,
+                rng.randrange(2**31),
+                tok,
+                config.drill_share,
+                config.copy_share,
+                candidate_set,
+                config.composed_share,
             )
             queue = batches(pool, config.batch_tokens, rng)
         batch = queue.pop()
