@@ -522,6 +522,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="turn each later piece of a spelled word row by a fixed rotation of its own (engine/train/spelled.py)",
     )
+    p.add_argument(
+        "--composed-share",
+        type=float,
+        default=0.0,
+        help="share of count questions phrased from parts rather than the fixed phrasings (0 for the shipped model)",
+    )
+    p.add_argument("--kv-heads", type=int, default=None, help="key/value heads (default: the shipped model's 2)")
+    p.add_argument("--head-dim", type=int, default=None, help="each head's width (default: the shipped model's 32)")
     p.set_defaults(handler=cmd_train_builtin)
 
     p = sub.add_parser("tool", help="run one tool in a workspace folder")

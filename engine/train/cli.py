@@ -20,6 +20,16 @@ def train_builtin(args) -> dict:
         checkpoint_every=max(0, args.checkpoint_every),
         rotate_places=args.rotate_places,
     )
+    if not 0.0 <= args.composed_share <= 1.0:
+        raise BadInput(f"--composed-share is a share of the count questions, from 0 to 1, not {args.composed_share}")
+    config.composed_share = args.composed_share
+    for flag, value in (("kv_heads", args.kv_heads), ("head_dim", args.head_dim)):
+        if value is not None:
+            if not 1 <= value <= 1024:
+                raise BadInput(f"--{flag.replace('_', '-')} must be between 1 and 1,024, not {value}")
+            setattr(config, flag, value)
+    if config.heads % config.kv_heads:
+        raise BadInput(f"--kv-heads must divide the {config.heads} attention heads, not {config.kv_heads}")
     if args.steps is not None:
         if not 1 <= args.steps <= 1_000_000:
             raise BadInput(f"--steps must be between 1 and 1,000,000, not {args.steps}")
@@ -46,6 +56,11 @@ def train_builtin(args) -> dict:
             command += f" --steps {args.steps}"
         if config.rotate_places:
             command += " --rotate-places"
+        if config.composed_share:
+            command += f" --composed-share {config.composed_share}"
+        for flag, value in (("kv-heads", args.kv_heads), ("head-dim", args.head_dim)):
+            if value is not None:
+                command += f" --{flag} {value}"
         from .provenance import write_provenance
 
         answer["provenance"] = str(write_provenance(out, command))
