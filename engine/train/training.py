@@ -55,9 +55,8 @@ class TrainConfig:
     clip: float = 1.0
     drill_share: float = 0.2  # share of samples that are spelling drills
     copy_share: float = 0.25  # share of samples that are copy drills (a count question, then its call)
-    composed_share: float = (
-        0.0  # share of count questions phrased from parts (data.count_phrasing); 0 in the shipped run
-    )
+    # share of count questions phrased from parts (data.count_phrasing); 0 in the shipped run
+    composed_share: float = 0.0
     spelled: bool = True  # word rows built from their pieces' rows while training (engine/train/spelled.py)
     rotate_places: bool = False  # and each later place's piece turned by a fixed rotation of its own
     seed: int = 0
