@@ -96,7 +96,12 @@ def test_home_loop_rests_unlit_and_replays(chromium, streamlit_server):
             "items => items.map(i => [i.dataset.meaning, getComputedStyle(i.querySelector('.pal-swatch')).backgroundColor])"
         )
         assert swatches and all(colour == rgb(MEANINGS[meaning].ink) for meaning, colour in swatches), swatches
-        # the lit stage's halo is the colour of now
+        # the lit stage's halo is the colour of now, read with the loop held still: it plays on at 700 ms a stage and
+        # comes to rest unlit, so a stage found lit could be unlit a moment later (stroke none, once in a whole run).
+        # Back stops it on a lit stage, wherever it was
+        page.locator(".lv-back").click()
+        expect(page.locator(".lv-play")).to_have_text("▶ Replay")
+        expect(page.locator(".lv-svg .stage.lit")).to_have_count(1)
         halo = page.locator(".lv-svg .stage.lit .halo").evaluate("e => getComputedStyle(e).stroke")
         assert halo == rgb(MEANINGS["now"].ink)
         assert_no_errors(page)
