@@ -32,7 +32,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 python -m ruff check engine app_pages ui tests bench app.py
 python -m ruff format --check engine app_pages ui tests bench app.py
-# four workers on two cores: the browser tests mostly wait on their servers and browsers, so more workers
-# overlap the waits (measured on a clean clone: 17:08 with two, 13:58 with four); a browser file stays on one
-# worker (tests/conftest.py). TEST_WORKERS=0 runs everything in this process
-python -m pytest -n "${TEST_WORKERS:-4}" --dist loadgroup "$@"
+# three workers on two cores: the browser tests mostly wait on their servers and browsers, so more workers than
+# cores overlap the waits (measured on a clean clone: 17:08 with two, 13:58 with four), but each worker starts a
+# server, a browser and its imports of its own, and the suite is short of CPU: on a later machine three took 14:12
+# and four 14:50, with 2.6 CPU-minutes less; a browser file stays on one worker (tests/conftest.py).
+# TEST_WORKERS=0 runs everything in this process
+python -m pytest -n "${TEST_WORKERS:-3}" --dist loadgroup "$@"
