@@ -90,18 +90,18 @@ def test_home_loop_rests_unlit_and_replays(chromium, streamlit_server):
         assert page.locator(".lv-svg .stage.lit").count() == 0 and replay.inner_text() == "▶ Replay"
         replay.click()
         expect(page.locator(".lv-svg .stage.lit")).to_have_count(1)
-        assert page.locator(".lv-where").inner_text().startswith("Stage ")
         # the legend under the picture, each swatch in its meaning's colour
         swatches = page.locator(".lv-legend .pal-item").evaluate_all(
             "items => items.map(i => [i.dataset.meaning, getComputedStyle(i.querySelector('.pal-swatch')).backgroundColor])"
         )
         assert swatches and all(colour == rgb(MEANINGS[meaning].ink) for meaning, colour in swatches), swatches
-        # the lit stage's halo is the colour of now, read with the loop held still: it plays on at 700 ms a stage and
-        # comes to rest unlit, so a stage found lit could be unlit a moment later (stroke none, once in a whole run).
-        # Back stops it on a lit stage, wherever it was
+        # the lit stage's place and its halo's colour (that of now), read with the loop held still: it plays on at
+        # 700 ms a stage and comes to rest unlit, so a stage found lit could be unlit a moment later (stroke none,
+        # once in a whole run). Back stops it on a lit stage, wherever it was
         page.locator(".lv-back").click()
         expect(page.locator(".lv-play")).to_have_text("▶ Replay")
         expect(page.locator(".lv-svg .stage.lit")).to_have_count(1)
+        assert page.locator(".lv-where").inner_text().startswith("Stage ")
         halo = page.locator(".lv-svg .stage.lit .halo").evaluate("e => getComputedStyle(e).stroke")
         assert halo == rgb(MEANINGS["now"].ink)
         assert_no_errors(page)
