@@ -15,9 +15,10 @@ import streamlit as st
 from engine.core.tokenizer import load_tokenizer
 from engine.errors import EngineError
 from engine.model.loading import TINY, find_loaded, load_model
-from engine.packs.panel_source import PREPARE, PanelSource, choose_source
+from engine.packs.panel_source import PanelSource, choose_source
 from engine.settings import BUILTIN, load_settings
 from engine.teaching.panels import Panel
+from ui.packs import active_pack, for_learners
 from ui.shipped_model import builtin_engine, builtin_label
 from ui.words import words
 
@@ -99,8 +100,6 @@ def current_engine():
 
 def panel_source(panel: Panel) -> PanelSource:
     """Where `panel`'s figures come from now: the model the sidebar chose, else this session's lesson pack, else nothing."""
-    from ui.packs import active_pack
-
     pack = active_pack()
     if pack is not None and st.session_state.get("model") == "builtin":
         # a teacher's pack (recorded with Qwen3, say) comes before the shipped model; the model fills what it lacks
@@ -131,11 +130,6 @@ def no_model_box() -> None:
     """The line a model panel shows when nothing can run, and the link to where a teacher loads one."""
     st.info(words("home", "no model loaded"))
     setup_link("Load a model: Set-up")
-
-
-def for_learners(reason: str) -> str:
-    """An engine's reason as a lesson page shows it: the command that records a pack is on the Set-up page."""
-    return reason.replace(f"`{PREPARE}`", "the command on the Set-up page")
 
 
 def draw_source(source: PanelSource, missing: str | None = None) -> None:

@@ -27,7 +27,7 @@ from engine.packs.pack import (
     read_pack_bytes,
     replay_episode,
 )
-from engine.packs.panel_source import other_prompt_reason
+from engine.packs.panel_source import PREPARE, other_prompt_reason
 from engine.teaching.panels import Panel
 from ui.words import ROOT, words
 
@@ -67,6 +67,11 @@ def server_pack() -> tuple[Pack | None, str | None]:
     return _read_server_pack(where, stamp, random_packs_allowed())
 
 
+def for_learners(reason: str) -> str:
+    """An engine's reason as a lesson page shows it: the command that records a pack is on the Set-up page."""
+    return reason.replace(f"`{PREPARE}`", "the command on the Set-up page")
+
+
 def active_pack() -> Pack | None:
     """This session's upload if there is one, else the server's pack."""
     uploaded = st.session_state.get("pack_upload")
@@ -81,8 +86,6 @@ def replay_episode_here(
     played, same = replay_episode(run, messages, tools, panel.style, workspace, panel.max_turns)
     if same:
         return played
-    from ui.models import for_learners  # (ui.models reads this module's pack)
-
     st.warning(for_learners(other_prompt_reason(panel)))
     return None
 
