@@ -1,6 +1,6 @@
 """The tool-calling explainer: the router. Page config, navigation from lessons/index.json, the shared sidebar."""
 
-from engine.constrain.warmup import start_warmup
+from engine.startup.warmup import start_warmup
 from ui.chrome import route
 from ui.shipped_model import builtin_first, load_builtin_in_background
 

@@ -6,7 +6,7 @@ browser. "warm" is the median of a few reruns of the same page. Prints one JSON 
 
     python bench/bench_pages.py [--reruns 5] [--warmup off|concurrent|wait] [app_pages/calculator.py ...]
 
---warmup says what the start-up warm-up (engine/constrain/warmup.py, started by app.py) has done when
+--warmup says what the start-up warm-up (engine/startup/warmup.py, started by app.py) has done when
 the first render starts:
     off         none (QWEN_WARMUP=0): the site before the warm-up existed
     concurrent  it starts with the first render, as when a learner opens a page the moment the server is up
@@ -33,7 +33,7 @@ from streamlit.testing.v1 import AppTest
 page, reruns, wait = {page!r}, {reruns}, {wait!r}
 warmup_s = None
 if wait:
-    from engine.constrain.warmup import start_warmup, wait_warmup
+    from engine.startup.warmup import start_warmup, wait_warmup
     t = time.perf_counter(); start_warmup(); wait_warmup(600); warmup_s = round(time.perf_counter() - t, 3)
 started = time.perf_counter()
 at = AppTest.from_file({app!r}, default_timeout=120)

@@ -1,7 +1,8 @@
 """The order of engine's packages, lowest first: a module imports its own layer and the layers below it, never above.
 
-tests/test_layout.py reads this and fails on any engine import that runs up, at a module's top or
-inside a function. Pages (app_pages/) and their parts (ui/) sit above every layer.
+tests/test_layout.py reads this and fails on any engine import that runs up, at a module's top, inside a
+function or by name (importlib.import_module). Pages (app_pages/) and their parts (ui/) sit above every
+layer: the engine never imports them, nor streamlit.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("train",),  # the shipped model's data, training and measure
     ("teaching",),  # each lesson's figures, panels and questions
     ("packs",),  # recording and reading lesson packs, and choosing between a pack and the model
+    ("startup",),  # what a server process does once at its start: the warm-up loads pieces of every layer below
     ("__main__",),  # the command line
 )
 

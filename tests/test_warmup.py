@@ -1,4 +1,4 @@
-"""engine/constrain/warmup.py: the start-up warm-up runs once per process, in the background, and warms what pages share."""
+"""engine/startup/warmup.py: the start-up warm-up runs once per process, in the background, and warms what pages share."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from helpers import ROOT
 CHILD = r"""
 import json, sys, threading, time
 sys.path.insert(0, {root!r})
-import engine.constrain.warmup as warmup
+import engine.startup.warmup as warmup
 from engine.constrain.grammar import _compile, _tokenizer_info, canonical
 from engine.core.tooldefs import TOOL_SETS, load_tool_set
 # a gate before the first background step: the thread cannot finish until this thread opens it,
@@ -74,7 +74,7 @@ def test_qwen_warmup_0_turns_it_off():
 THEN = r"""
 import json, sys, threading
 sys.path.insert(0, {root!r})
-import engine.constrain.warmup as warmup
+import engine.startup.warmup as warmup
 seen = []
 warmup.warmup_steps = lambda: [("step", lambda: seen.append("step"))]
 warmup.start_warmup(then=lambda: seen.append(["then", threading.current_thread().name]))

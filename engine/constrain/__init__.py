@@ -1,3 +1,3 @@
-"""Everything that imports xgrammar: grammars over a request's tools, the masks they give at each token,
-and warming them when the server starts.
+"""Everything that imports xgrammar: grammars over a request's tools and the masks they give at each token
+(warming them when the server starts is engine/startup/warmup.py's).
 """

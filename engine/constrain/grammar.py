@@ -153,7 +153,7 @@ def canonical(tools: list[dict]) -> str:
 
 
 # -- the tokenizer side, built once ---------------------------------------------------------
-# a page and the start-up warm-up (engine/constrain/warmup.py) may ask at the same moment: build once, not twice
+# a page and the start-up warm-up (engine/startup/warmup.py) may ask at the same moment: build once, not twice
 _build_lock = threading.RLock()
 
 

@@ -63,14 +63,14 @@ def warmup_steps() -> list[tuple[str, object]]:
     steps += [(f"import {name}", lambda name=name: importlib.import_module(name)) for name in MODULES]
 
     def grammar_engine():
-        from .grammar import compiler, tokenizer_info
+        from ..constrain.grammar import compiler, tokenizer_info
 
         tokenizer_info()
         compiler()
 
     def tool_sets():
+        from ..constrain.grammar import compile_calls
         from ..core.tooldefs import TOOL_SETS, load_tool_set
-        from .grammar import compile_calls
 
         for name in TOOL_SETS:
             tools = load_tool_set(name)
