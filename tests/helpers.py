@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import sys
 import zipfile
@@ -15,6 +16,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 # -- the site: a page in streamlit's AppTest -------------------------------------------------------------
+def page_of(page_id: str) -> str:
+    """The script lessons/index.json gives a page ("why-call-a-tool" -> "app_pages/why_call_a_tool.py"): tests
+    name a page by its id, as the site's navigation does, so a renamed script is followed."""
+    index = json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8"))
+    pages = {entry["id"]: entry["page"] for entry in index}
+    if page_id not in pages:
+        raise KeyError(f"lessons/index.json has no page {page_id!r}; its pages are {', '.join(pages)}")
+    return pages[page_id]
+
+
 def open_page(page: str | None = None, timeout: float = 60, **query):
     """An AppTest of app.py, run once, then switched to `page` (a path such as "app_pages/home.py"); `query` seeds the URL."""
     from streamlit.testing.v1 import AppTest

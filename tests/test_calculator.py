@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from engine.core.call_formats import parse_turn
+from engine.core.call_formats import lesson_format_names, parse_turn
 from engine.core.prompt import Request, count_tools_tokens, render
 from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
@@ -30,7 +30,7 @@ def test_one_call_matches_the_scripted_strawberry_run():
     assert [c.output_tokens for c in plan.calls] == [c.output_tokens for c in run.ledger.calls]
 
 
-@pytest.mark.parametrize("style", ["native", "react"])
+@pytest.mark.parametrize("style", lesson_format_names())
 def test_each_call_resends_the_whole_prompt_and_the_definitions(style):
     plan = plan_run(TOOLS, style, calls=3, malformed=1)
     question = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
@@ -50,7 +50,7 @@ def test_template_and_tool_spans_add_up_to_the_tools_cost():
     assert call.tools_tokens + call.template_tokens == count_tools_tokens(Request(question, TOOLS)) == 241
 
 
-@pytest.mark.parametrize("style", ["native", "react"])
+@pytest.mark.parametrize("style", lesson_format_names())
 def test_a_malformed_call_gets_the_parsers_own_error_and_costs_more_early(style):
     clean = plan_run(TOOLS, style, calls=3)
     early = plan_run(TOOLS, style, calls=3, malformed=1, place="start")
@@ -99,7 +99,7 @@ def test_the_tools_cost_is_definitions_plus_instructions(tool_set, style, total,
 
 
 @pytest.mark.parametrize("tool_set", ["strawberry", "coding-agent", "harness"])
-@pytest.mark.parametrize("style", ["native", "react"])
+@pytest.mark.parametrize("style", lesson_format_names())
 def test_every_call_of_a_planned_run_pays_the_same_tools_cost(tool_set, style):
     tools = load_tool_set(tool_set)
     cost = measure_tools_cost(tools, style)

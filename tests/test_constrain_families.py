@@ -10,12 +10,14 @@ import pytest
 
 from engine.__main__ import main
 from engine.constrain.families import _compiled, allowed_at_name, family_tokenizer_info, inspect_family_mask
-from engine.core.call_formats import get_format
+from engine.core.call_formats import family_formats, get_format
 from engine.errors import BadInput
 from engine.settings import LESSONS
 
 STRAWBERRY = json.loads((LESSONS / "tools" / "strawberry.json").read_text())
-OTHERS = ("llama3.1", "mistral", "gpt-oss", "deepseek-v3", "deepseek-v3.1")
+# the families whose calls a structural tag holds, over their own vocabulary, with JSON arguments (Qwen3's own
+# grammar is engine/constrain/grammar.py's; Qwen3-Coder's XML arguments are tested in tests/test_qwen3_coder.py)
+OTHERS = tuple(f.family for f in family_formats() if f.tag_grammar and not f.constrained and f.argument_style == "json")
 ARGS = {"word": "strawberry", "letter": "r"}
 
 

@@ -15,6 +15,7 @@ from engine.core.call_formats import (
     deepseek_v3,
     deepseek_v3_1,
     families,
+    family_names,
     get_format,
     gpt_oss,
     llama3_1,
@@ -30,7 +31,8 @@ TWELVE = json.loads((LESSONS / "tools" / "coding-agent.json").read_text())
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
 ARGS = {"word": "strawberry", "letter": "r"}
 V3_CALL = get_format("deepseek-v3").write_call("count_letter", ARGS)
-NAMES = ("qwen3", "qwen3-coder", "llama3.1", "mistral", "gpt-oss", "deepseek-v3", "deepseek-v3.1")
+# every family the registry holds (tests/test_call_formats.py writes the list out once)
+NAMES = family_names()
 
 
 def run_cli(capsys, monkeypatch, *argv, stdin: str = ""):
@@ -40,8 +42,9 @@ def run_cli(capsys, monkeypatch, *argv, stdin: str = ""):
     return code, (json.loads(out) if out else None), err
 
 
-def test_the_families_are_registered_in_order():
-    assert tuple(families()) == NAMES
+def test_each_family_name_stands_for_its_maker_s_format():
+    assert list(families()) == list(NAMES) and len(NAMES) > 2
+    assert all(get_format(n) is families()[n] and get_format(n).maker_format for n in NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)

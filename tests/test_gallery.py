@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from engine.core.call_formats import parse_turn
+from engine.core.call_formats import lesson_format_names, parse_turn
 from engine.core.tokenizer import load_tokenizer
 from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import (
@@ -154,7 +154,7 @@ def test_first_block_parser_table(text, name, error, seen, dropped):
 
 
 # -- a made-up tool name ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("style", ["native", "react"])
+@pytest.mark.parametrize("style", lesson_format_names())
 def test_made_up_name_is_answered_with_the_real_names_and_recovers(style):
     run = run_scenario(load_scenario("made-up-name"), style)
     assert run.calls[0].results[0].text == UNKNOWN

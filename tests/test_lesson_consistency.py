@@ -13,9 +13,9 @@ import html
 import re
 
 import pytest
-from helpers import open_page, view_data, view_step
+from helpers import open_page, page_of, view_data, view_step
 
-from engine.core.call_formats import call_tokens, parse_turn
+from engine.core.call_formats import call_tokens, lesson_format_names, parse_turn
 from engine.core.parse import CHECK_TITLES
 from engine.core.tokenizer import IM_END, TOOL_CALL, TOOL_CALL_END, load_tokenizer
 from engine.harness.loop import list_gallery, load_scenario
@@ -23,13 +23,10 @@ from engine.teaching.quiz import compute_quiz_values, word_pieces
 from ui.numbers import format_count
 from ui.words import LESSONS, NUMBERED, lesson, lesson_index
 
-P3, P4, P6, P8 = (
-    "app_pages/the_model_writes_a_call.py",
-    "app_pages/check_run_return.py",
-    "app_pages/constrained_decoding.py",
-    "app_pages/other_model_families.py",
+P3, P4, P6, P8 = map(
+    page_of, ("the-model-writes-a-call", "check-run-return", "constrained-decoding", "other-model-families")
 )
-STYLES = ("native", "react")
+STYLES = lesson_format_names()
 
 
 @pytest.fixture(params=["no pack", "pack"], ids=["nopack", "withpack"])

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.core.call_formats import lesson_format_names
 from engine.core.prompt import Request, render
 from engine.harness.loop import load_scenario, run_scenario
 from engine.settings import ROOT
@@ -40,7 +41,7 @@ class TextOf(HTMLParser):
 STRAWBERRY = load_scenario("strawberry")
 
 
-@pytest.mark.parametrize("style", ["native", "react"])
+@pytest.mark.parametrize("style", lesson_format_names())
 def test_the_prompt_box_shows_renders_text_character_for_character(style):
     prompt = render(Request(STRAWBERRY.messages, STRAWBERRY.tools, style))
     built = prompt_html(prompt)

@@ -13,6 +13,7 @@ import re
 import pytest
 from helpers import open_page, page_text, view_step
 
+from engine.core.call_formats import lesson_format_names
 from engine.core.tokenizer import REAL_VOCAB
 from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import list_gallery, list_scenarios, load_scenario
@@ -114,7 +115,7 @@ def test_lesson_7_costs_qwen3_exact_and_openai_estimated():
     assert "docs.anthropic.com/en/docs/tool-use-pricing-and-tokens" in text
 
 
-@pytest.mark.parametrize("style", ["native", "react"])
+@pytest.mark.parametrize("style", lesson_format_names())
 def test_lesson_7_every_scenario_and_step(style):
     at = open_page(P7, style=style)
     for name in [*list_scenarios(), *list_gallery()]:

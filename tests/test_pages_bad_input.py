@@ -14,14 +14,9 @@ import json
 
 import pytest
 import torch
-from helpers import FailingModel, open_page
+from helpers import FailingModel, open_page, page_of
 
-P1, P2, CALC, PG = (
-    "app_pages/why_call_a_tool.py",
-    "app_pages/tools_as_schemas.py",
-    "app_pages/calculator.py",
-    "app_pages/playground.py",
-)
+P1, P2, CALC, PG = map(page_of, ("why-call-a-tool", "tools-as-schemas", "calculator", "playground"))
 
 
 def tool(name="a", **function) -> dict:

@@ -7,7 +7,7 @@ model covers the panels that need logits, labelled as such. Never weights.
 from __future__ import annotations
 
 import pytest
-from helpers import open_page, page_text, report_step, view_data, view_step
+from helpers import open_page, page_of, page_text, report_step, view_data, view_step
 
 from engine.constrain.masks import inspect_mask
 from engine.core.markdown_text import escape_markdown
@@ -15,12 +15,7 @@ from engine.core.tooldefs import load_tool_set
 from engine.harness.loop import list_scenarios, load_scenario, run_scenario
 from engine.teaching.cost import measure_malformed_cost
 
-P4, P5, P6, PG = (
-    "app_pages/check_run_return.py",
-    "app_pages/answer_and_when_not_to_call.py",
-    "app_pages/constrained_decoding.py",
-    "app_pages/playground.py",
-)
+P4, P5, P6, PG = map(page_of, ("check-run-return", "when-not-to-call", "constrained-decoding", "playground"))
 
 
 def metrics(at) -> dict[str, str]:

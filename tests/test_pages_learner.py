@@ -15,18 +15,14 @@ from engine.harness.loop import load_scenario
 from engine.teaching.calculator import measure_tools_cost
 from engine.teaching.cost import measure_malformed_cost
 from ui.glossary import entry_text, hover_text, link_terms, term_url
+from ui.words import NUMBERED
 
 GLOSSARY = json.loads((ROOT / "lessons" / "glossary.json").read_text(encoding="utf-8"))
 INDEX = {e["id"]: e for e in json.loads((ROOT / "lessons" / "index.json").read_text(encoding="utf-8"))}
-LESSON_PAGES = {
-    "why-call-a-tool": "app_pages/why_call_a_tool.py",
-    "tools-as-schemas": "app_pages/tools_as_schemas.py",
-    "the-model-writes-a-call": "app_pages/the_model_writes_a_call.py",
-    "check-run-return": "app_pages/check_run_return.py",
-    "when-not-to-call": "app_pages/answer_and_when_not_to_call.py",
-    "constrained-decoding": "app_pages/constrained_decoding.py",
-    "other-model-families": "app_pages/other_model_families.py",
-}
+# the lessons that ask "check your understanding": every numbered lesson in the index but lesson 7, which
+# compares the APIs' formats side by side
+ASKS_NO_QUESTIONS = {"same-call-in-other-apis"}
+LESSON_PAGES = {i: e["page"] for i, e in INDEX.items() if e["section"] == NUMBERED and i not in ASKS_NO_QUESTIONS}
 WANTED_TERMS = [
     "token",
     "vocabulary",

@@ -11,17 +11,13 @@ import json
 import shutil
 
 import pytest
-from helpers import open_page, view_data, view_step, zipped
+from helpers import open_page, page_of, view_data, view_step, zipped
 
 from engine.packs.pack import read_pack
 from ui.numbers import format_percent
 
-P1, P3, P5, P6, PG = (
-    "app_pages/why_call_a_tool.py",
-    "app_pages/the_model_writes_a_call.py",
-    "app_pages/answer_and_when_not_to_call.py",
-    "app_pages/constrained_decoding.py",
-    "app_pages/playground.py",
+P1, P3, P5, P6, PG = map(
+    page_of, ("why-call-a-tool", "the-model-writes-a-call", "when-not-to-call", "constrained-decoding", "playground")
 )
 LABEL = "Recorded with tiny (fp32, cpu), recorded 20"
 

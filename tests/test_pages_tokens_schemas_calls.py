@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import open_page, page_text, report_step, view_data, view_step
+from helpers import open_page, page_of, page_text, report_step, view_data, view_step
 
 from engine.core.prompt import Request, count_tools_tokens, render
 from engine.core.tokenizer import load_tokenizer
@@ -19,12 +19,7 @@ from ui.numbers import format_count
 from ui.sources import cite
 
 QUESTION = [{"role": "user", "content": "How many times does the letter r appear in strawberry?"}]
-P1, P2, P3, CALC = (
-    "app_pages/why_call_a_tool.py",
-    "app_pages/tools_as_schemas.py",
-    "app_pages/the_model_writes_a_call.py",
-    "app_pages/calculator.py",
-)
+P1, P2, P3, CALC = map(page_of, ("why-call-a-tool", "tools-as-schemas", "the-model-writes-a-call", "calculator"))
 
 
 def metrics(at) -> dict[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.core.call_formats import lesson_format_names
 from engine.core.generation import Alternative, DecodeStep
 from engine.core.prompt import Request, render
 from engine.core.tokenizer import TOOL_CALL
@@ -103,7 +104,7 @@ def _play(name: str, style: str, files: dict[str, str]):
     return run, steps, departures
 
 
-@pytest.mark.parametrize("style", ["native", "react"])
+@pytest.mark.parametrize("style", lesson_format_names())
 def test_the_script_on_its_own_files_runs_to_its_answer_like_run_scenario(style):
     from engine.harness.loop import STOP_FINAL, load_scenario, run_scenario
 

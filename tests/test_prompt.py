@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.core.call_formats import lesson_format_names
 from engine.core.call_formats.react import describe_tool_react
 from engine.core.prompt import Request, count_tools_tokens, render
 from engine.core.tokenizer import load_tokenizer
@@ -48,7 +49,7 @@ def test_native_text_is_apply_chat_template(hf, messages, tool_set, thinking):
     assert prompt.ids == hf.encode(expected, add_special_tokens=False)
 
 
-@pytest.mark.parametrize("style", ["native", "react"])
+@pytest.mark.parametrize("style", lesson_format_names())
 @pytest.mark.parametrize("messages", [QUESTION, HISTORY], ids=["question", "history"])
 @pytest.mark.parametrize("tool_set", ["strawberry", "coding-agent", None])
 def test_spans_add_up_and_cover_the_text(style, messages, tool_set):

@@ -2,6 +2,7 @@
 
 import pytest
 
+from engine.core.call_formats import lesson_format_names
 from engine.core.tokenizer import IM_END, TOOL_CALL, load_tokenizer
 from engine.core.tooldefs import add_example_tool, load_tool_set
 from engine.harness.loop import load_scenario
@@ -50,7 +51,7 @@ def test_lesson_3_the_call_and_where_its_name_starts(style, tokens, name_at, nam
     )
 
 
-@pytest.mark.parametrize("style", ["native", "react"])
+@pytest.mark.parametrize("style", lesson_format_names())
 def test_lesson_4_the_broken_call_costs_what_the_formula_says(style):
     values = compute_quiz_values("check-run-return", style)
     cost = measure_malformed_cost(load_scenario("missing-brace"), style)
