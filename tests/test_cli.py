@@ -379,6 +379,10 @@ def _generate(tmp_path, *extra) -> list[str]:
     return ["generate", "--model", "tiny", "--messages", str(messages), *extra]
 
 
+def _eval(*extra) -> list[str]:
+    return ["eval", "--model", "tiny", "--suite", "strawberry", *extra]
+
+
 # (id, argv from tmp_path, stdin or None, the message stderr's one line must hold); each refused before a model loads
 BAD_INPUTS = [
     (
@@ -494,6 +498,48 @@ BAD_INPUTS = [
         None,
         "--record's path is 4,999 bytes; a path may be up to 4,096",
     ),
+    # issue 46: eval's numbers, generate's seed and --record's name, checked before the work (--out: test_pack.py)
+    (
+        "eval --max-new-tokens 0",
+        lambda t: _eval("--max-new-tokens", "0"),
+        None,
+        "--max-new-tokens must be at least 1, not 0 (leave it out for the suite's)",
+    ),
+    (
+        "eval --max-new-tokens -5",
+        lambda t: _eval("--max-new-tokens", "-5"),
+        None,
+        "--max-new-tokens must be at least 1, not -5",
+    ),
+    ("eval --seeds 0", lambda t: _eval("--seeds", "0"), None, "--seeds must be at least 1, not 0"),
+    ("eval --seeds -1", lambda t: _eval("--seeds", "-1"), None, "--seeds must be at least 1, not -1"),
+    (
+        "eval --seeds 90 digits",
+        lambda t: _eval("--seeds", "9" * 90),
+        None,
+        "over the cap of 400,000: lower --seeds, --max-new-tokens or --limit",
+    ),
+    ("eval --limit 0", lambda t: _eval("--limit", "0"), None, "--limit must be at least 1, not 0"),
+    ("eval --limit -3", lambda t: _eval("--limit=-3"), None, "--limit must be at least 1, not -3"),
+    ("eval --seeds 2.5", lambda t: _eval("--seeds", "2.5"), None, "argument --seeds: invalid int value: '2.5'"),
+    (
+        "generate --seed -1",
+        lambda t: _generate(t, "--seed", "-1"),
+        None,
+        "seed must be a whole number from 0 to 2,147,483,647, not -1",
+    ),
+    (
+        "generate --seed 30 digits",
+        lambda t: _generate(t, "--seed", "9" * 30),
+        None,
+        "seed must be a whole number from 0 to 2,147,483,647, not 999,999,",
+    ),
+    (
+        "--record named like a flag",
+        lambda t: _generate(t, "--record", str(t / "-v.json")),
+        None,
+        "the name '-v.json' starts with '-' and would read as a flag to other commands",
+    ),
 ]
 
 
@@ -501,6 +547,14 @@ BAD_INPUTS = [
 def test_each_bad_input_is_one_line_and_exit_2(capsys, monkeypatch, tmp_path, argv, stdin, message):
     if stdin is not None:
         monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+
+    # each is refused before a model loads: building the tiny model (the rows' --model) fails the row, and none is
+    # kept from an earlier test
+    def load(*args, **kwargs):
+        raise AssertionError("the tiny model was built before the bad input was refused")
+
+    monkeypatch.setattr("engine.model.loading._loaded", {})
+    monkeypatch.setattr("engine.model.loading.build_tiny", load)
     started = time.perf_counter()
     try:
         code = main(argv(tmp_path))

@@ -161,6 +161,27 @@ def test_an_eval_past_the_cap_is_refused_with_what_to_lower():
     EvalSettings(seeds=3).check(load_suite("harness"))
 
 
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (EvalSettings(max_new_tokens=0), "--max-new-tokens must be at least 1, not 0"),
+        (EvalSettings(max_new_tokens=-1), "--max-new-tokens must be at least 1, not -1"),
+        (EvalSettings(seeds=0), "--seeds must be at least 1, not 0"),
+        (EvalSettings(limit=0), "--limit must be at least 1, not 0"),
+        (EvalSettings(limit=-2), "--limit must be at least 1, not -2"),
+    ],
+)
+def test_a_zero_or_negative_setting_is_refused_never_read_as_not_given(settings, message):
+    with pytest.raises(BadInput, match=message):
+        settings.check(load_suite("strawberry"))
+
+
+def test_only_none_means_the_suites_own_tokens_and_tasks():
+    suite = load_suite("strawberry")
+    assert EvalSettings().tokens(suite) == suite.max_new_tokens and EvalSettings(max_new_tokens=8).tokens(suite) == 8
+    assert EvalSettings().tasks(suite) == suite.tasks and len(EvalSettings(limit=1).tasks(suite)) == 1
+
+
 # -- running a suite with a scripted model (no torch) ------------------------------------------------------
 def test_run_suite_counts_a_scripted_model():
     suite = load_suite("strawberry")

@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import io
 import json
+import os
 import shutil
 import zipfile
 from pathlib import Path
@@ -25,6 +26,7 @@ from engine.core.prompt import Request, render
 from engine.core.tokenizer import TOOL_CALL
 from engine.errors import BadInput
 from engine.model.results import FirstToken, MaskRow, SideBySide
+from engine.packs.out_folder import write_atomically
 from engine.packs.pack import (
     MAX_FILE_BYTES,
     MAX_FILES,
@@ -259,6 +261,97 @@ def test_prepare_refuses_with_a_one_line_message(argv, message, tmp_path):
     last = stderr.strip().splitlines()[-1]
     assert code == 2 and stdout == "" and last.startswith("error: ") and message in last
     assert not (out / "manifest.json").exists()
+
+
+# -- issue 46: --out is checked before the model loads, and nothing is written through a link ----------------------
+def _a_file(tmp_path: Path) -> Path:
+    path = tmp_path / "notes.txt"
+    path.write_text("mine", encoding="utf-8")
+    return path
+
+
+def _link_to_a_folder(tmp_path: Path) -> Path:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "pack").symlink_to(tmp_path / "elsewhere")
+    return tmp_path / "pack"
+
+
+def _fifo(tmp_path: Path) -> Path:
+    os.mkfifo(tmp_path / "fifo")
+    return tmp_path / "fifo"
+
+
+# (id, the --out path made in tmp_path, the message the one line holds)
+BAD_OUTS = [
+    (
+        "under a file",
+        lambda t: _a_file(t) / "pack",
+        "notes.txt is a file, so no folder can be made under it; give a path in a folder",
+    ),
+    ("a file", _a_file, "notes.txt is a file; give a folder (it is created if missing)"),
+    ("a FIFO", _fifo, "fifo is a FIFO; give a folder"),
+    (
+        "named like a flag",
+        lambda t: t / "-pack",
+        "the name '-pack' starts with '-' and would read as a flag to other commands; give a name that starts with",
+    ),
+    ("under a new folder named like a flag", lambda t: t / "new" / "-r" / "pack", "the name '-r' starts with '-'"),
+    ("a symbolic link", _link_to_a_folder, "is a symbolic link; give the path of the folder itself"),
+    (
+        "a path of 5,000 bytes",
+        lambda t: Path("/".join(["d" * 99] * 50)),
+        "--out's path is 4,999 bytes; a path may be up to 4,096",
+    ),
+]
+
+
+@pytest.mark.parametrize("make_out, message", [pytest.param(*row[1:], id=row[0]) for row in BAD_OUTS])
+def test_prepare_refuses_an_out_it_cannot_make_before_loading(monkeypatch, tmp_path, make_out, message):
+    out = make_out(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+
+    def load(args):
+        raise AssertionError("a model was loaded before --out was refused")
+
+    monkeypatch.setattr("engine.__main__.open_engine", load)
+    code, stdout, stderr = run_cli("prepare", "--model", "tiny", "--allow-random-weights", f"--out={out}")
+    assert (code, stdout) == (2, "") and stderr.startswith("error: --out") and stderr.count("\n") == 1, stderr
+    assert message in stderr, stderr
+    # nothing made: no folder on the way, no pack, no check left behind
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_prepare_writes_nothing_through_a_link_planted_in_the_pack(monkeypatch, tiny_pack, tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.json").write_text("mine", encoding="utf-8")
+    monkeypatch.setattr("engine.__main__.open_engine", lambda args: pytest.fail("loaded before the link was seen"))
+    for plant in ("runs", "runs/when-not-to-call.first-token.france.json", "manifest.json"):
+        copy = tmp_path / "pack"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(tiny_pack[0], copy)
+        if plant == "runs":
+            shutil.rmtree(copy / plant)
+        else:
+            (copy / plant).unlink()
+        (copy / plant).symlink_to(victim if plant == "runs" else victim / "keep.json")
+        code, stdout, stderr = run_cli("prepare", "--model", "tiny", "--allow-random-weights", "--out", str(copy))
+        assert (code, stdout) == (2, "") and f"holds a symbolic link ({plant})" in stderr, stderr
+        assert sorted(p.name for p in victim.iterdir()) == ["keep.json"]
+        assert (victim / "keep.json").read_text(encoding="utf-8") == "mine"
+
+
+def test_a_pack_file_replaces_a_link_under_its_name_and_its_partial_name_without_writing_through(tmp_path):
+    victim = tmp_path / "victim.json"
+    victim.write_text("mine", encoding="utf-8")
+    folder = tmp_path / "pack"
+    folder.mkdir()
+    (folder / ".manifest.json.partial").symlink_to(victim)
+    (folder / "manifest.json").symlink_to(victim)
+    body = write_atomically(folder / "manifest.json", {"format": "x"})
+    assert victim.read_text(encoding="utf-8") == "mine"
+    assert not (folder / "manifest.json").is_symlink() and (folder / "manifest.json").read_bytes() == body
+    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json"]
 
 
 # -- bad packs: each gets a message, never a traceback ----------------------------------------------------

@@ -16,6 +16,9 @@ from .tokenizer import END_OF_TEXT, IM_END
 MAX_NEW_TOKENS = 32_768  # the reply length Qwen3's model card recommends for most queries; a context may allow fewer
 MIN_TEMPERATURE = 1e-3  # below it, logits / temperature overflows float32 and every probability is NaN
 MAX_TEMPERATURE = 100.0  # above it, every token is about as likely as any other
+# the largest seed: a 32-bit signed int, which every server takes as a seed (llama.cpp reads its
+# 32-bit unsigned -1 as "a random seed"), and far inside the 64 bits a torch.Generator takes
+MAX_SEED = 2**31 - 1
 
 SHORT_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
@@ -104,6 +107,8 @@ class GenerationSettings:
             raise BadInput(f"top_p must be above 0 and at most 1, not {self.top_p}")
         if not 0 <= self.top_k <= 100:
             raise BadInput(f"top_k must be between 0 and 100, not {self.top_k}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise BadInput(f"seed must be a whole number from 0 to {MAX_SEED:,}, not {self.seed:,}")
 
     def as_json(self) -> dict:
         return {**asdict(self), "stop_ids": list(self.stop_ids)}

@@ -262,6 +262,10 @@ class EvalSettings:
             raise BadInput(f"--seeds must be at least 1, not {self.seeds}")
         if self.limit is not None and self.limit < 1:
             raise BadInput(f"--limit must be at least 1, not {self.limit}")
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise BadInput(
+                f"--max-new-tokens must be at least 1, not {self.max_new_tokens} (leave it out for the suite's)"
+            )
         GenerationSettings(max_new_tokens=self.tokens(suite), temperature=self.temperature).check()
         worst = self.runs(suite) * suite.max_turns * self.tokens(suite)
         if worst > MAX_TOKENS:
@@ -271,10 +275,11 @@ class EvalSettings:
             )
 
     def tokens(self, suite: Suite) -> int:
-        return self.max_new_tokens or suite.max_new_tokens
+        # None, not 0, means "the suite's": a 0 given is refused by check, never read as not given
+        return suite.max_new_tokens if self.max_new_tokens is None else self.max_new_tokens
 
     def tasks(self, suite: Suite) -> list[Task]:
-        return suite.tasks[: self.limit] if self.limit else suite.tasks
+        return suite.tasks if self.limit is None else suite.tasks[: self.limit]
 
     def runs(self, suite: Suite) -> int:
         return len(self.tasks(suite)) * self.seeds

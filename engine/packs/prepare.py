@@ -23,6 +23,7 @@ holds no recording for it.
 Each run goes to DIR/runs/<id>.json the moment it is done, and DIR/manifest.json is rewritten
 after each, so an interrupted pack is resumed by running the same command again: a run whose
 file is there, intact, and made by the same model for the same prompt and settings is kept.
+engine/packs/out_folder.py checks DIR before the model loads and writes each file without following a link.
 The figures are the engine's own; engine/packs/pack.py reads them back for the pages, and
 engine/packs/panel_source.py shows a run only while its settings are still the panel's.
 """
@@ -30,7 +31,6 @@ engine/packs/panel_source.py shows a run only while its settings are still the p
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -50,6 +50,7 @@ from ..model.peek import first_token, next_logits
 from ..model.remote import ServerCannot
 from ..model.results import MaskRow
 from ..teaching.panels import Panel, PanelKind, list_panels
+from .out_folder import check_out_folder, regular_file, write_atomically
 from .pack import MANIFEST, PACK_FORMAT, PACK_VERSION, RUNS, file_hash, project_version, prompt_hash
 
 
@@ -208,17 +209,11 @@ def model_identity(engine: LoadedModel) -> dict:
     }
 
 
-def _write_atomically(path: Path, data: dict) -> bytes:
-    """Write JSON so that an interruption leaves the old file or the new one, never half of one."""
-    body = json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8")
-    temporary = path.with_name(f".{path.name}.partial")
-    temporary.write_bytes(body)
-    os.replace(temporary, path)
-    return body
-
-
 def _kept(path: Path, planned: PlannedRun, identity: dict) -> bytes | None:
     """The run file's bytes if it is intact and was made for this model, prompt and settings."""
+    # a link (to /dev/zero, or another pack's run) is not a run this pack recorded
+    if not regular_file(path):
+        return None
     try:
         body = path.read_bytes()
         data = json.loads(body.decode("utf-8"))
@@ -236,24 +231,10 @@ def _kept(path: Path, planned: PlannedRun, identity: dict) -> bytes | None:
     return body if same else None
 
 
-def check_out_folder(out: Path) -> None:
-    """Refuse to write a pack over a folder that holds something else."""
-    if out.exists() and not out.is_dir():
-        raise BadInput(f"--out {out} is a file; give a folder for the pack (it is created if missing)")
-    if out.is_dir() and any(out.iterdir()):
-        manifest = out / MANIFEST
-        try:
-            ours = json.loads(manifest.read_text(encoding="utf-8")).get("format") == PACK_FORMAT
-        except (OSError, ValueError, AttributeError):
-            ours = False
-        if not ours:
-            raise BadInput(f"--out {out} is not empty and holds no lesson pack; give an empty or new folder")
-
-
 def write_pack(engine: LoadedModel, out: Path, log: Callable[[str], None] = lambda line: None) -> dict:
     """Record every planned run into `out` (skipping those already there and intact); the stdout summary."""
     started = time.perf_counter()
-    check_out_folder(out)
+    out = check_out_folder(out)
     (out / RUNS).mkdir(parents=True, exist_ok=True)
     # what an interrupted write left behind
     for stale in [*out.glob(".*.partial"), *(out / RUNS).glob(".*.partial")]:
@@ -288,7 +269,7 @@ def write_pack(engine: LoadedModel, out: Path, log: Callable[[str], None] = lamb
                 skipped.append({"id": run.id, "why": str(error)})
                 log(f"[{number}/{len(planned)}] {run.id}: skipped, {error}")
                 continue
-            body = _write_atomically(
+            body = write_atomically(
                 path,
                 {
                     "id": run.id,
@@ -318,8 +299,8 @@ def write_pack(engine: LoadedModel, out: Path, log: Callable[[str], None] = lamb
                 "sha256": file_hash(body),
             }
         )
-        _write_atomically(out / MANIFEST, manifest(False))
-    _write_atomically(out / MANIFEST, manifest(True))
+        write_atomically(out / MANIFEST, manifest(False))
+    write_atomically(out / MANIFEST, manifest(True))
     # runs of an older plan that this one no longer makes would be foreign files: remove them
     wanted = {entry["file"].split("/")[-1] for entry in entries}
     for leftover in (out / RUNS).glob("*.json"):

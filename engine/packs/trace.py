@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..core.generation import DecodeStep, Generation, GenerationSettings, ModelInfo
 from ..core.json_input import file_kind
+from ..core.out_paths import NAME_BYTES, PATH_BYTES, check_flag_like
 from ..errors import BadInput
 
 TRACE_FORMAT = "tool-calling-explainer trace"
@@ -108,10 +109,6 @@ def trace_json(generation: Generation, request=None, tool_choice: str | None = N
     }
 
 
-NAME_BYTES = 255  # one name in a path (Linux's NAME_MAX)
-PATH_BYTES = 4096  # a whole path (Linux's PATH_MAX)
-
-
 def check_record_path(path) -> Path:
     """`path` as a place to write a trace: a new or regular file in a folder that exists and is writable.
 
@@ -130,6 +127,7 @@ def check_record_path(path) -> Path:
         raise BadInput(
             f"--record's file name is {len(os.fsencode(path.name)):,} bytes; a name may be up to {NAME_BYTES}"
         )
+    check_flag_like(path, "--record")
     folder = path.parent
     try:
         if not folder.is_dir():
