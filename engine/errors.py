@@ -19,3 +19,13 @@ class ModelUnavailable(EngineError):
 
 class GenerationFailed(EngineError):
     """The model failed in the middle of a generation (out of memory, damaged weights); it stays loaded."""
+
+
+class ModelFolderRefused(ModelUnavailable):
+    """A model's name, or a file of its folder, refused before anything is read (too large, a link out of the folder,
+    a name no folder or hub id can have)."""
+
+
+class TemplateRefused(TokenizerUnavailable):
+    """A model folder's chat template that cannot be used: past its time or memory limit (then it is not rendered
+    again), or failing on a plain conversation when the model loads."""

@@ -10,7 +10,7 @@ import streamlit as st
 
 from engine.model.loading import check_model, find_job, find_loaded, start_load
 from engine.settings import BUILTIN, load_settings
-from ui.models import RANDOM_LABEL, TINY_LABEL, current_engine, random_label, server_engine
+from ui.models import RANDOM_LABEL, TINY_LABEL, current_engine, random_label, server_engine, template_problem
 from ui.shipped_model import builtin_if_ready, builtin_label
 from ui.words import words
 
@@ -84,6 +84,8 @@ def model_summary(name: str) -> None:
             st.warning(random_label(engine.info))
         else:
             st.success(f"{engine.info.label()} is loaded for everyone using this site.")
+    elif choice == "live" and (problem := template_problem(find_loaded(name))):
+        st.error(problem)
     elif choice == "live" and weights_on_disk(name):
         st.info(f"{name} is on this machine, not loaded yet: press **Load the model** in the sidebar.")
     elif choice == "off":
@@ -137,6 +139,8 @@ def model_status(name: str) -> None:
 def loaded_lines(loaded) -> None:
     """The sidebar's lines for a model this server has loaded (how it runs is on the Set-up page: engine_lines)."""
     st.caption(f"Loaded for everyone on this site: {loaded.info.label()}")
+    if problem := template_problem(loaded):
+        st.error(problem)
     if loaded.info.random_weights:
         st.warning(f"Random weights: {RANDOM_LABEL}.")
 

@@ -94,8 +94,21 @@ def current_engine():
     if choice == "live":
         if load_settings().engine_url:
             return server_engine()
-        return find_loaded(live_model_name())
+        loaded = find_loaded(live_model_name())
+        # a model whose folder's own chat template went past its limits draws nothing (the sidebar says why)
+        return None if template_problem(loaded) else loaded
     return None
+
+
+def template_problem(loaded) -> str | None:
+    """The line that says a loaded model's own chat template is unusable (it went past its time or memory limit), or None."""
+    problem = getattr(getattr(loaded, "tokenizer", None), "template_problem", None)
+    if not problem:
+        return None
+    return (
+        f"The chat template in {loaded.info.name}'s folder is unusable: {problem}. The lessons go on without this "
+        "model; load another model folder."
+    )
 
 
 def panel_source(panel: Panel) -> PanelSource:

@@ -3,21 +3,22 @@
 Loads the vendored `assets/qwen3-tokenizer/` (or another id or folder on request) with the
 Rust `tokenizers` library that transformers itself wraps, and renders prompts with
 transformers' own Jinja renderer over the template shipped in `tokenizer_config.json`,
-so counts equal `AutoTokenizer.apply_chat_template` byte for byte (tests check it).
+so counts equal `AutoTokenizer.apply_chat_template` byte for byte (tests check it). A model
+folder's files are size-checked before they are read (model_files.py), and its own template,
+unlike the site's, renders in a child process under a time and memory limit (template_guard.py).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import TokenizerUnavailable
+from ..errors import ModelFolderRefused, TemplateRefused, TokenizerUnavailable
 from ..settings import VENDORED_TOKENIZER, load_settings
+from .model_files import check_folder_files, check_template, model_name_problem, model_path, read_folder_text
+from .template_guard import is_known, probe_request, problem_of, render_guarded
 
 # single-token ids of the Qwen3 vocabulary that the lessons talk about
 REAL_VOCAB = 151669  # ids the tokenizer knows (151,643 ordinary tokens, then the special ones)
@@ -85,20 +86,27 @@ class QwenTokenizer:
         self.folder = folder
         self.source = source
         try:
-            self._tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
-            config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+            # each file is checked for its size (and links out of the folder) before a byte of it is read
+            self._tok = Tokenizer.from_str(read_folder_text(folder, "tokenizer.json"))
+            config = json.loads(read_folder_text(folder, "tokenizer_config.json"))
+        except ModelFolderRefused:
+            raise
         except (OSError, ValueError, Exception) as error:  # tokenizers raises its own Exception type
             raise TokenizerUnavailable(
                 f"could not read the tokenizer in {folder}: {error}. "
                 "It needs tokenizer.json and tokenizer_config.json (see assets/qwen3-tokenizer/PROVENANCE.md)."
             ) from error
-        template = config.get("chat_template")
+        template = config.get("chat_template") if isinstance(config, dict) else None
         if not isinstance(template, str):
-            jinja = folder / "chat_template.jinja"
-            template = jinja.read_text(encoding="utf-8") if jinja.exists() else None
+            try:
+                template = read_folder_text(folder, "chat_template.jinja")
+            except FileNotFoundError:
+                template = None
         if template is None:
             raise TokenizerUnavailable(f"{folder} has no chat template (tokenizer_config.json or chat_template.jinja)")
-        self.chat_template: str = template
+        self.chat_template: str = check_template(template)
+        # the site's own templates render here; a folder's own renders in a child under a time and memory limit
+        self.template_known: bool = is_known(template)
         self.vocab_size: int = self._tok.get_vocab_size(with_added_tokens=True)
         self._special = {t.id for t in self._added_tokens() if t.special}
 
@@ -152,11 +160,20 @@ class QwenTokenizer:
         add_generation_prompt: bool = True,
         enable_thinking: bool = False,
     ) -> str:
-        """The prompt text exactly as `apply_chat_template(..., tokenize=False)` writes it."""
+        """The prompt text exactly as `apply_chat_template(..., tokenize=False)` writes it.
+
+        A model folder's own template renders in a child process under a time and memory limit,
+        every time (engine/core/template_guard.py); TemplateRefused once it goes past one."""
+        if not self.template_known:
+            return render_guarded(
+                self.chat_template,
+                messages,
+                tools or None,
+                add_generation_prompt=add_generation_prompt,
+                enable_thinking=enable_thinking,
+            )
         from transformers.utils.chat_template_utils import render_jinja_template
 
-        if Path(self.folder).resolve() != Path(VENDORED_TOKENIZER).resolve():
-            check_template_time(self.chat_template)
         rendered, _ = render_jinja_template(
             conversations=[messages],
             tools=tools or None,
@@ -166,66 +183,26 @@ class QwenTokenizer:
         )
         return rendered[0]
 
+    @property
+    def template_problem(self) -> str | None:
+        """Why this folder's template is unusable (it went past a limit as it rendered), or None."""
+        return None if self.template_known else problem_of(self.chat_template)
 
-# a model folder's template is code from outside: before it renders in the server it must render a
-# probe request (more messages and tools than a lesson has) in a child process within this time
-TEMPLATE_SECONDS = 10.0
-_TEMPLATES_CHECKED: dict[str, str | None] = {}
-PROBE_SCRIPT = """
-import json, sys
-from transformers.utils.chat_template_utils import render_jinja_template
-print("ready", flush=True)
-probe = json.loads(sys.stdin.read())
-render_jinja_template(conversations=[probe["messages"]], tools=probe["tools"], chat_template=probe["template"],
-                      add_generation_prompt=True, enable_thinking=False)
-print("ok")
-"""
-
-
-def check_template_time(template: str) -> None:
-    """A TokenizerUnavailable when `template` does not render a probe request within TEMPLATE_SECONDS (checked once)."""
-    key = hashlib.sha256(template.encode("utf-8", "surrogatepass")).hexdigest()
-    if key not in _TEMPLATES_CHECKED:
-        tool = {
-            "type": "function",
-            "function": {
-                "name": "probe",
-                "description": "d",
-                "parameters": {"type": "object", "properties": {"x": {"type": "string"}}},
-            },
-        }
-        messages = [{"role": "system", "content": "s"}] + [
-            {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n}"} for n in range(16)
-        ]
-        probe = json.dumps({"template": template, "messages": messages, "tools": [tool] * 8})
-        child = subprocess.Popen(
-            [sys.executable, "-c", PROBE_SCRIPT],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+    def check_template(self) -> None:
+        """TemplateRefused, in one line, when the folder's own template cannot render a plain conversation with tools
+        within its limits (a model's load asks once; every later render is limited anyway)."""
+        if self.template_known:
+            return
+        messages, tools = probe_request()
         try:
-            # the clock starts once the child has imported the renderer: only the template is timed
-            child.stdout.readline()
-            out, err = child.communicate(probe, timeout=TEMPLATE_SECONDS)
-            problem = (
-                None
-                if out.strip() == "ok"
-                else (f"it fails on a plain conversation: {(err.strip().splitlines() or ['no message'])[-1][:200]}")
-            )
-        except subprocess.TimeoutExpired:
-            problem = (
-                f"it did not render a 17-message conversation within {TEMPLATE_SECONDS:g} s "
-                "(nested loops?), so the server will not run it"
-            )
-        finally:
-            child.kill()
-            child.wait()
-        _TEMPLATES_CHECKED[key] = problem
-    problem = _TEMPLATES_CHECKED[key]
-    if problem:
-        raise TokenizerUnavailable(f"the model folder's chat template cannot be used: {problem}")
+            self.render_chat(messages, tools)
+        except TemplateRefused:
+            raise
+        except Exception as error:  # the template's own failure: jinja2's errors, a TypeError from a filter
+            last = (str(error).strip().splitlines() or [type(error).__name__])[-1][:200]
+            raise TemplateRefused(
+                f"the model folder's chat template is unusable: it fails on a plain conversation with tools: {last}"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -236,7 +213,7 @@ class _Added:
 
 
 def _resolve_folder(source: str) -> Path:
-    path = Path(source).expanduser()
+    path = model_path(source)
     if path.is_dir():
         return path
     # a hub id: take its tokenizer files from the local cache, or download them when online
@@ -259,11 +236,13 @@ def load_tokenizer(source: str | None = None) -> QwenTokenizer:
 
     With no argument, a QWEN_MODEL that names a local folder holding tokenizer files, or a
     hub id whose files are cached, overrides the vendored copy; every Qwen3 size shares one
-    tokenizer, so a Qwen3 id that is not cached falls back to the vendored files.
+    tokenizer, so a Qwen3 id that is not cached falls back to the vendored files. A name that can
+    be neither a folder nor a hub id names no tokenizer: the vendored one serves the lessons, and
+    the model's status line says why the name is refused.
     """
     if source is None:
         override = load_settings().tokenizer
-        if override:
+        if override and model_name_problem(override) is None:
             try:
                 return load_tokenizer(override)
             except TokenizerUnavailable:
@@ -281,4 +260,7 @@ def load_hf_tokenizer(folder: str | None = None):
     """The transformers tokenizer over the same files (imports torch; for the live model and xgrammar)."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(str(folder or load_tokenizer().folder), local_files_only=True)
+    folder = folder or str(load_tokenizer().folder)
+    # transformers opens the files by path: each is checked for its size first
+    check_folder_files(Path(folder))
+    return AutoTokenizer.from_pretrained(folder, local_files_only=True)

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.generation import ModelInfo
+from ..core.model_files import check_folder_files, model_name_problem, model_path, read_folder_text
 from ..core.tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB, QwenTokenizer, load_tokenizer
-from ..errors import BadInput, EngineError, ModelUnavailable, TokenizerUnavailable
+from ..errors import BadInput, EngineError, ModelFolderRefused, ModelUnavailable, TokenizerUnavailable
 from ..settings import BUILTIN, BUILTIN_FOLDER, DEFAULT_MODEL, VENDORED_TOKENIZER, load_settings
 from .quant import QuantChoice, choose_quant
 from .weights import (
     Progress,
+    check_model_name,
     explain_unavailable,
     find_cached_weights,
     first_line,
@@ -49,9 +51,6 @@ DTYPES = ("float32", "bfloat16", "float16")
 def builtin_note(parameters: int) -> str:
     """What the shipped model is, in the words every panel labels it with."""
     return f"a {parameters / 1e6:.0f} M-parameter model trained by this site to write these lessons' calls; not Qwen3"
-
-
-CONFIG_LIMIT = 1_000_000  # bytes of config.json read to find the random-weights marker
 
 
 @dataclass
@@ -171,6 +170,8 @@ def load_weights(
     # int8 quantizes fp32 Linear layers; the norms stay fp32, the embedding fp32 or its checkpoint's 16 bits
     dtype = "float32" if quant.quant == "int8" else choose_dtype(device, dtype)
     folder, source = locate_weights(name, progress)
+    # transformers reads config.json, generation_config.json and the rest by path: each is size-checked first
+    check_folder_files(folder)
     # int8 reads the checkpoint in its own 16-bit dtype and widens a slice of one Linear at a time as it
     # quantizes (quant.quantize_weight): the same int8 values as an fp32 load, without an fp32 copy of the model
     read_as = (stored_dtype(folder) or dtype) if quant.quant == "int8" else dtype
@@ -194,6 +195,8 @@ def load_weights(
     except TokenizerUnavailable:
         # every Qwen3 size shares one tokenizer; a folder without its files uses the vendored copy
         tokenizer = load_tokenizer(str(VENDORED_TOKENIZER))
+    # a folder's own template is tried once here, so the Set-up page can say it is unusable (every render is limited)
+    tokenizer.check_template()
     random_weights = declares_random_weights(folder)
     parameters = sum(p.numel() for p in model.parameters())
     note = RANDOM_FOLDER_NOTE if random_weights else builtin_note(parameters) if name == BUILTIN else None
@@ -286,12 +289,9 @@ def declares_random_weights(folder: Path) -> bool:
     with random weights, for load and speed measurements). Nothing else can tell random weights
     from trained ones honestly, so a folder without the key is taken at its word.
     """
-    path = folder / "config.json"
     try:
-        if path.stat().st_size > CONFIG_LIMIT:  # a model's config is a few kB; never read a huge file whole
-            return False
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        config = json.loads(read_folder_text(folder, "config.json"))  # size-checked before it is read
+    except (OSError, ValueError, ModelFolderRefused):
         return False
     return isinstance(config, dict) and config.get("random_weights") is True
 
@@ -313,6 +313,9 @@ def load_model(
     leaves nothing behind, so the next call tries again.
     """
     name = name or load_settings().model
+    if name not in (TINY, BUILTIN):
+        # a name no folder or hub id can have is refused in one line before torch is imported
+        check_model_name(name)
     quant = None
     if name == BUILTIN and device in (None, "auto", "cpu") and choose_device(device) == "cpu":
         # the shipped model's 20 M weights are fast in fp32 anywhere: under auto it loads in fp32 on every CPU, so its
@@ -468,8 +471,15 @@ def check_model(name: str | None = None, probe_hub: bool = False) -> ModelStatus
         return ModelStatus(
             name, "missing", str(BUILTIN_FOLDER), f"the shipped model's folder {BUILTIN_FOLDER} has no weights"
         )
-    path = Path(name).expanduser()
-    if path.is_dir():
+    problem = model_name_problem(name)
+    if problem:
+        return ModelStatus(name, "missing", None, problem)
+    path = model_path(name)
+    try:
+        is_folder = path.is_dir()
+    except OSError as error:  # a folder above it that cannot be read, say
+        return ModelStatus(name, "missing", str(path), f"cannot look at {path}: {error.strerror or error}")
+    if is_folder:
         if has_weights(path):
             return ModelStatus(name, "local folder", str(path), f"{name} loads from the folder {path}")
         return ModelStatus(name, "missing", str(path), f"the folder {path} has no config.json and .safetensors weights")

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
+from ..core.model_files import model_path
 from ..errors import ModelUnavailable
 from ..settings import BUILTIN, BUILTIN_FOLDER
 
@@ -165,23 +166,10 @@ def download_weights(model_id: str, progress: Progress | None = None) -> Path:
     return folder
 
 
-NAME_BYTES = 255  # one name in a path (Linux's NAME_MAX)
-PATH_BYTES = 4096  # a whole path (Linux's PATH_MAX)
-
-
 def check_model_name(name: str) -> None:
-    """ModelUnavailable, saying what to change, for a name no folder or hub id can have (too long, a NUL)."""
-    if not name or "\x00" in name:
-        raise ModelUnavailable(
-            "give a model: tiny, a hub id such as Qwen/Qwen3-1.7B, or a folder that holds the weights"
-        )
-    size = len(os.fsencode(name))
-    longest = max(len(os.fsencode(part)) for part in name.split("/"))
-    if size > PATH_BYTES or longest > NAME_BYTES:
-        raise ModelUnavailable(
-            f"the model name is {len(name):,} characters, too long for a folder's path ({PATH_BYTES:,} bytes, "
-            f"{NAME_BYTES} a name) or a hub id: give tiny, a hub id such as Qwen/Qwen3-1.7B, or a folder"
-        )
+    """ModelFolderRefused (a ModelUnavailable), saying what to change, for a name no folder or hub id can have
+    (too long, a NUL or another control character, ~someone for a user this machine does not have)."""
+    model_path(name)
 
 
 def locate_weights(name: str, progress: Progress | None = None) -> tuple[Path, str]:
@@ -193,8 +181,7 @@ def locate_weights(name: str, progress: Progress | None = None) -> tuple[Path, s
                 "clone?). Train it again with `python -m engine train-builtin --out assets/builtin-model`."
             )
         return BUILTIN_FOLDER, "shipped with the site"
-    check_model_name(name)
-    path = Path(name).expanduser()
+    path = model_path(name)
     try:
         is_folder = path.is_dir()
     except OSError as error:  # a folder above it that cannot be read, say
