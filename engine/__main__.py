@@ -8,6 +8,7 @@ one-line error on stderr and exits 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -22,7 +23,8 @@ from .core.call_formats import (
     price_tools,
     render_tokens,
 )
-from .core.json_input import MAX_FILE_BYTES, InputProblem, read_json_text, read_text_file
+from .core.json_input import MAX_FILE_BYTES, MAX_NUMBER_CHARS, InputProblem, read_json_text, read_text_file
+from .core.out_paths import check_writable_folder, own_temp_folder
 from .core.prompt import Request, count_tools_tokens, render
 from .core.tooldefs import check_tool_definitions
 from .errors import BadInput, EngineError
@@ -38,6 +40,25 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line on stderr, exit 2
         print(f"error: {message}", file=sys.stderr)
         raise SystemExit(2)
+
+
+def whole_number(text: str) -> int:
+    """argparse's type for a count or a seed: int's reading, with a number of thousands of digits refused in a short line
+    (int reads up to 4,300 digits, and the refusal would echo them all); the command checks the range."""
+    digits = text.strip().lstrip("+-")
+    if len(digits) > MAX_NUMBER_CHARS and digits.isdigit():
+        raise argparse.ArgumentTypeError(
+            f"a number of {len(digits):,} digits; at most {MAX_NUMBER_CHARS} are read: give a whole number such as 3"
+        )
+    try:
+        return int(text)
+    except ValueError:
+        # argparse's own words for a type=int flag, kept
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+
+
+# the commands that load a model: they run in a temporary folder of their own, which takes torch's compile cache
+LOADING_COMMANDS = ("generate", "eval", "prepare")
 
 
 def _read_json(path: str, what: str):
@@ -214,12 +235,11 @@ def print_progress(done: int, total: int, desc: str) -> None:
 
 def cmd_generate(args) -> dict:
     """One turn, token by token, as DESIGN.md's JSON."""
-    # live imports torch: only the commands that need it pay for it
     from .core.generation import GenerationSettings
-    from .model.live import build_constraint, generate_turn
     from .packs.trace import check_record_path, record_trace
 
-    if args.record:  # before a load that can take minutes
+    # every check before torch's import (seconds) and a load that can take minutes
+    if args.record:
         check_record_path(args.record)
     messages, tools = _read_messages(args.messages), _read_tools(args.tools)
     settings = GenerationSettings(
@@ -233,6 +253,9 @@ def cmd_generate(args) -> dict:
         model_view=True,
     )
     settings.check()
+    # live imports torch: only the commands that need it pay for it
+    from .model.live import build_constraint, generate_turn
+
     model = open_engine(args)
     request = Request(messages, tools, "native", enable_thinking=settings.enable_thinking)
     constraint = None
@@ -305,6 +328,7 @@ def cmd_download(args) -> dict:
         raise BadInput(
             "the shipped model is in the site's own folder (assets/builtin-model); there is nothing to download"
         )
+    check_download_cache(name)
     folder, source = locate_weights(name, print_progress)
     files = sorted(p.name for p in Path(folder).iterdir() if p.is_file())
     size = sum((Path(folder) / f).stat().st_size for f in files)
@@ -318,14 +342,31 @@ def cmd_download(args) -> dict:
     }
 
 
+def check_download_cache(name: str) -> None:
+    """Before a download: the Hugging Face cache it writes into can be made and written (a model already here writes
+    nothing). The cache may be a link its user made, so a link there is followed."""
+    from huggingface_hub import constants
+
+    from .model.weights import find_cached_weights
+
+    try:
+        here = Path(name).expanduser().is_dir()
+    except (OSError, ValueError):  # a name no folder can have: locate_weights says what is wrong with it
+        return
+    if here or find_cached_weights(name) is not None:
+        return
+    check_writable_folder(constants.HF_HUB_CACHE, "the Hugging Face cache (HF_HUB_CACHE)", follow_link=True)
+
+
 def cmd_prepare(args) -> dict:
     """A lesson pack: every run the site's model panels show, recorded with one model (progress on stderr)."""
-    # prepare imports torch: only the commands that need it pay for it
-    from .packs.prepare import check_out_folder, stderr_log, write_pack
+    # refuse a wrong folder before a load that can take minutes, and before torch's import (seconds)
+    from .packs.out_folder import check_out_folder
 
-    out = Path(args.out)
-    # refuse a wrong folder before a load that can take minutes
-    check_out_folder(out)
+    out = check_out_folder(args.out)
+    # prepare imports torch: only the commands that need it pay for it
+    from .packs.prepare import stderr_log, write_pack
+
     model = open_engine(args)
     if model.info.random_weights and not args.allow_random_weights:
         raise BadInput(
@@ -407,9 +448,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--messages", required=True)
     p.add_argument("--tools")
     p.add_argument("--tool-choice", default=None)
-    p.add_argument("--top-k", type=int, default=5)
-    p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--top-k", type=whole_number, default=5)
+    p.add_argument("--max-new-tokens", type=whole_number, default=128)
+    p.add_argument("--seed", type=whole_number, default=0)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--thinking", action="store_true", help="enable_thinking=True")
@@ -437,7 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine-url", default=None, metavar="URL", help="an OpenAI-compatible server instead of a local model"
     )
     p.add_argument("--suite", required=True, help="a suite in lessons/suites: strawberry, harness, twelve-tools")
-    p.add_argument("--seeds", type=int, default=3, help="runs per task (seeds 0..N-1; default 3)")
+    p.add_argument("--seeds", type=whole_number, default=3, help="runs per task (seeds 0..N-1; default 3)")
     p.add_argument(
         "--tool-choice",
         choices=["auto", "required"],
@@ -449,14 +490,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="auto with the grammar: free until <tool_call>, then only a well-formed call",
     )
-    p.add_argument("--max-new-tokens", type=int, default=None, help="new tokens a turn (default: the suite's)")
+    p.add_argument("--max-new-tokens", type=whole_number, default=None, help="new tokens a turn (default: the suite's)")
     p.add_argument(
         "--temperature",
         type=float,
         default=0.7,
         help="sampling temperature (default 0.7; 0 = greedy, every seed alike)",
     )
-    p.add_argument("--limit", type=int, default=None, help="run only the suite's first N tasks")
+    p.add_argument("--limit", type=whole_number, default=None, help="run only the suite's first N tasks")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
     p.add_argument(
         "--dtype", default=None, help="auto (default: bfloat16 on a GPU, float32 on a CPU), float32, bfloat16, float16"
@@ -504,12 +545,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "train-builtin",
-        help="train the shipped model (about an hour on a 2-core CPU), measure it, write its provenance",
+        help="train the shipped model (hours on a 2-core CPU, in parts: --checkpoint-dir, --resume), measure it, "
+        "write its provenance",
     )
-    p.add_argument("--out", required=True, help="the model's folder (assets/builtin-model is the one the site ships)")
-    p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the shipped model's)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="the model's folder (assets/builtin-model is the one the site ships); "
+        "optional while a run trains in parts into --checkpoint-dir",
+    )
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps in the whole run, its decay included")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=2, help="torch threads (the run is deterministic for a given count)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads (default 2; the run is deterministic for a given count, and keeps it when resumed)",
+    )
     p.add_argument("--no-measure", action="store_true", help="skip the held-out measurement and the provenance")
     p.add_argument(
         "--checkpoint-every",
@@ -518,6 +570,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="every so many steps, save a loadable copy beside --out (OUT-step-N), to measure a long run part-way",
     )
     p.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        help="save all the run needs to continue (weights, optimizer, random states, data position) into this "
+        "folder every --save-every steps and when stopped (Ctrl-C, SIGTERM, --minutes, --stop-at)",
+    )
+    p.add_argument("--save-every", type=int, default=None, help="steps between checkpoints (default 50)")
+    p.add_argument("--resume", default=None, help="continue the run saved in this checkpoint folder, bit for bit")
+    p.add_argument(
+        "--finish",
+        action="store_true",
+        help="with --resume: finish a copy of the saved run with its short final decay into --out and measure it; "
+        "the checkpoint is left as it was, so the run can go on",
+    )
+    p.add_argument(
+        "--init-from",
+        default=None,
+        help="start a new run from a saved model's weights (e.g. assets/builtin-model), a fresh optimizer",
+    )
+    p.add_argument("--minutes", type=float, default=None, help="stop cleanly after this many minutes (saved)")
+    p.add_argument("--stop-at", type=int, default=None, help="stop cleanly at this step (saved)")
+    p.add_argument("--decay-steps", type=int, default=None, help="the final decay's length in steps (default 200)")
+    p.add_argument(
         "--rotate-places",
         action="store_true",
         help="turn each later piece of a spelled word row by a fixed rotation of its own (engine/train/spelled.py)",
@@ -525,8 +599,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--composed-share",
         type=float,
-        default=0.0,
-        help="share of count questions phrased from parts rather than the fixed phrasings (0 for the shipped model)",
+        default=None,
+        help="share of count questions phrased from parts rather than the fixed phrasings (default 0.5)",
     )
     p.add_argument("--kv-heads", type=int, default=None, help="key/value heads (default: the shipped model's 2)")
     p.add_argument("--head-dim", type=int, default=None, help="each head's width (default: the shipped model's 32)")
@@ -547,7 +621,9 @@ def _one_line(text: str, limit: int = 4000) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        result = args.handler(args)
+        # a command that loads a model leaves TMPDIR as it found it: its temporary files go into its own folder
+        with own_temp_folder() if args.command in LOADING_COMMANDS else contextlib.nullcontext():
+            result = args.handler(args)
     except EngineError as error:
         print(f"error: {_one_line(str(error))}", file=sys.stderr)
         return 2

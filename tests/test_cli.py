@@ -511,8 +511,20 @@ BAD_INPUTS = [
         None,
         "--max-new-tokens must be at least 1, not -5",
     ),
+    (
+        "eval --max-new-tokens 3,000 digits",
+        lambda t: _eval("--max-new-tokens", "9" * 3000),
+        None,
+        "argument --max-new-tokens: a number of 3,000 digits; at most 100 are read: give a whole number such as 3",
+    ),
     ("eval --seeds 0", lambda t: _eval("--seeds", "0"), None, "--seeds must be at least 1, not 0"),
     ("eval --seeds -1", lambda t: _eval("--seeds", "-1"), None, "--seeds must be at least 1, not -1"),
+    (
+        "eval --seeds 5,000 digits",
+        lambda t: _eval("--seeds", "9" * 5000),
+        None,
+        "argument --seeds: a number of 5,000 digits; at most 100 are read",
+    ),
     (
         "eval --seeds 90 digits",
         lambda t: _eval("--seeds", "9" * 90),
@@ -521,6 +533,12 @@ BAD_INPUTS = [
     ),
     ("eval --limit 0", lambda t: _eval("--limit", "0"), None, "--limit must be at least 1, not 0"),
     ("eval --limit -3", lambda t: _eval("--limit=-3"), None, "--limit must be at least 1, not -3"),
+    (
+        "eval --limit 4,400 digits",
+        lambda t: _eval("--limit", "-" + "9" * 4400),
+        None,
+        "argument --limit: a number of 4,400 digits; at most 100 are read",
+    ),
     ("eval --seeds 2.5", lambda t: _eval("--seeds", "2.5"), None, "argument --seeds: invalid int value: '2.5'"),
     (
         "generate --seed -1",
@@ -533,6 +551,12 @@ BAD_INPUTS = [
         lambda t: _generate(t, "--seed", "9" * 30),
         None,
         "seed must be a whole number from 0 to 2,147,483,647, not 999,999,",
+    ),
+    (
+        "generate --top-k 5,000 digits",
+        lambda t: _generate(t, "--top-k", "9" * 5000),
+        None,
+        "argument --top-k: a number of 5,000 digits; at most 100 are read",
     ),
     (
         "--record named like a flag",

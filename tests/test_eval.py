@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from helpers import COUNT_CALL
 
 from engine.__main__ import main
 from engine.core.call_formats import parse_turn
+from engine.core.out_paths import COMPILE_CACHES
 from engine.core.parse import MAX_CALLS
 from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput
@@ -28,6 +33,7 @@ from engine.harness.eval import (
 from engine.harness.loop import ScriptedModel, Turn
 
 STRAWBERRY = load_tool_set("strawberry")
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def block(body: str) -> str:
@@ -320,3 +326,21 @@ def test_cli_constrained_auto_leaves_only_cut_offs(capsys, tiny_engine):
     data = json.loads(out)
     assert code == 0 and data["condition"] == "grammar"
     assert {k for k, n in data["unusable"].items() if n} <= {"cut_off"}
+
+
+def test_eval_leaves_tmpdir_and_the_working_folder_as_it_found_them(tmp_path):
+    """A process of its own, so that torch._dynamo is imported afresh (it makes $TMPDIR/torchinductor_<user> on
+    import): about 15 s, the command line's imports and the tiny model's build."""
+    temp, work = tmp_path / "tmp", tmp_path / "work"
+    temp.mkdir()
+    work.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(ROOT)}
+    for name in COMPILE_CACHES:
+        env.pop(name, None)
+    argv = ["--model", "tiny", "--suite", "harness", "--seeds", "1", "--limit", "1", "--max-new-tokens", "8"]
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "eval", *argv], cwd=work, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["runs"] == 1
+    assert (sorted(temp.iterdir()), sorted(work.iterdir())) == ([], [])

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
+from engine.__main__ import main
 from engine.core.out_paths import COMPILE_CACHES, check_temp_root, check_writable_folder, own_temp_folder
 from engine.errors import BadInput
 
@@ -60,3 +62,16 @@ def test_the_runs_own_folder_holds_the_compile_caches_and_goes_with_them(monkeyp
         (folder / "made").mkdir()
     assert sorted(tmp_path.iterdir()) == []
     assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ and os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "mine")
+
+
+def test_download_refuses_a_cache_it_cannot_make_before_asking_the_hub(monkeypatch, capsys, tmp_path):
+    from huggingface_hub import constants
+
+    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "notes.txt" / "hub"))
+    monkeypatch.setattr("engine.model.weights.hub_reachable", lambda: pytest.fail("asked the hub before the check"))
+    code = main(["download", "--model", "someone/no-such-model"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert "the Hugging Face cache (HF_HUB_CACHE)" in err and "notes.txt is a file, so no folder can be made" in err
+    assert sorted(p.name for p in Path(tmp_path).iterdir()) == ["notes.txt"]

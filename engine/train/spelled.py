@@ -62,7 +62,14 @@ def spelled_words(tok: QwenTokenizer) -> SpelledWords:
 class SpelledEmbedding(torch.nn.Module):
     """The embedding's weight with the word rows built from their pieces; its own parameters are the places' weights."""
 
-    def __init__(self, embedding: torch.nn.Parameter, words: SpelledWords, seed: int, rotate_places: bool = False):
+    def __init__(
+        self,
+        embedding: torch.nn.Parameter,
+        words: SpelledWords,
+        seed: int,
+        rotate_places: bool = False,
+        keep_rows: bool = False,
+    ):
         super().__init__()
         hidden = embedding.shape[1]
         generator = torch.Generator().manual_seed(seed)
@@ -75,13 +82,37 @@ class SpelledEmbedding(torch.nn.Module):
         if rotate_places:
             turned = [torch.linalg.qr(torch.randn(hidden, hidden, generator=generator))[0] for _ in range(PLACES - 1)]
             self.rotations = torch.stack([torch.eye(hidden), *turned])
-        # a word row's free part starts at zero: at first the row is its spelling alone
+        # the pieces laid out once for embedding_bag: each row's real pieces in order, and its end marker's place
+        real = words.pieces >= 0
+        self.flat_pieces = words.pieces[real]
+        self.place_of_piece = torch.arange(PLACES).expand_as(words.pieces)[real]
+        self.offsets = torch.cat([torch.zeros(1, dtype=torch.long), real.sum(1).cumsum(0)[:-1]])
+        self.end_place = (words.pieces == END).long().argmax(1)
         with torch.no_grad():
-            embedding[words.rows] = 0.0
+            if keep_rows:
+                # warm-started from saved weights: the free part is what the pieces do not give, so each row keeps
+                # the value it was saved with (pieces are never word rows: they have no leading space)
+                saved = embedding[words.rows].clone()
+                built = self.weight()[words.rows]  # saved + what the pieces, shift and end give
+                embedding[words.rows] = 2 * saved - built
+            else:
+                # a word row's free part starts at zero: at first the row is its spelling alone
+                embedding[words.rows] = 0.0
 
     def weight(self) -> torch.Tensor:
         """The whole embedding (151,936 rows), the word rows built from their pieces; gradients reach both."""
         embedding = self.embedding[0]
+        if self.rotations is None:
+            # each row's pieces weighted by their places' weights and summed in one pass, no (rows × places × hidden)
+            spelling = torch.nn.functional.embedding_bag(
+                self.flat_pieces,
+                embedding,
+                self.offsets,
+                mode="sum",
+                per_sample_weights=self.places[self.place_of_piece],
+            )
+            spelling = spelling + self.places[self.end_place][:, None] * self.end
+            return embedding.index_put((self.words.rows,), embedding[self.words.rows] + self.shift + spelling)
         pieces = self.words.pieces
         found = embedding[pieces.clamp(min=0)]  # (R, PLACES, hidden)
         found = torch.where((pieces == END)[..., None], self.end.expand_as(found), found)

@@ -13,7 +13,12 @@ the loss needs it, at the turn's own tokens, never at the prompt's, and there ag
 rows that stands for the rest (`scored_rows`); samples of about one length
 are batched together (right padding needs no attention mask: a causal model never looks ahead);
 and where the processor runs bfloat16 natively the forward runs under bf16 autocast. Seeded, on
-one thread count and one machine, a run is deterministic.
+one thread count and one machine, a run is deterministic, and a run stopped and resumed from its
+checkpoint (engine/train/checkpoint.py) ends on the same weights as one that never stopped.
+
+The learning rate warms up, stays flat for as long as the run goes on, and decays over a short last
+stretch (warmup-stable-decay): a run can go on for days in parts, and any checkpoint can be finished
+off with that short decay, measured, and shipped, while the run itself goes on from where it was.
 """
 
 from __future__ import annotations
@@ -23,13 +28,16 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 
 from ..core.tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB, QwenTokenizer, load_tokenizer
-from .data import Sample, build_samples, spelling_candidates
+from .data import Sample
+from .drills import spelling_candidates
+from .mix import Mix, build_samples
 from .spelled import SpelledEmbedding, spelled_words
 
 
@@ -49,14 +57,18 @@ class TrainConfig:
     batch_tokens: int = 12_000  # padded tokens in one batch
     pool: int = 768  # samples drawn at a time, sorted by length and cut into batches
     lr: float = 3e-3
-    min_lr_ratio: float = 0.1  # the cosine schedule ends at lr × this
+    min_lr_ratio: float = 0.1  # the final decay ends at lr × this
     warmup: int = 150
-    weight_decay: float = 0.01
+    decay_steps: int = 200  # the last so many steps decay the rate (a cosine from lr to lr × min_lr_ratio)
+    weight_decay: float = 0.01  # on the layers' matrices; never on the embedding, whose rare rows it would wipe out
     clip: float = 1.0
-    drill_share: float = 0.2  # share of samples that are spelling drills
+    drill_share: float = 0.15  # share of samples that are spelling drills
     copy_share: float = 0.25  # share of samples that are copy drills (a count question, then its call)
-    # share of count questions phrased from parts (data.count_phrasing); 0 in the shipped run
-    composed_share: float = 0.0
+    pieces_share: float = 0.2  # share of samples that are pieces drills (a made-up word copied into a call)
+    untooled_share: float = 0.15  # share of conversations that offer no tool and are answered in words
+    # share of count questions phrased from parts (data.count_phrasing)
+    composed_share: float = 0.5
+    capitalised: bool = True  # some conversation words written with a capital, kept so in the call
     spelled: bool = True  # word rows built from their pieces' rows while training (engine/train/spelled.py)
     rotate_places: bool = False  # and each later place's piece turned by a fixed rotation of its own
     seed: int = 0
@@ -70,6 +82,17 @@ class TrainConfig:
     sampled_rows: int = 12_000
     log_every: int = 25
     checkpoint_every: int = 0  # >0: every so many steps a loadable copy goes beside `out` (OUT-step-N)
+    init_from: str = ""  # a saved model's folder the run started from (its weights, a fresh optimizer), or ""
+
+    def mix(self) -> Mix:
+        return Mix(
+            self.drill_share,
+            self.copy_share,
+            self.pieces_share,
+            self.untooled_share,
+            self.composed_share,
+            self.capitalised,
+        )
 
 
 @dataclass
@@ -83,6 +106,7 @@ class TrainResult:
     parameters: int
     autocast: str
     curve: list[dict] = field(default_factory=list)  # {"step", "loss", "drill_loss", "chat_loss", "seconds"}
+    parts: list[dict] = field(default_factory=list)  # each part of the run: steps, seconds, CPU seconds, machine
 
 
 def build_network(config: TrainConfig) -> torch.nn.Module:
@@ -125,17 +149,22 @@ def batches(samples: list[Sample], budget: int, rng: random.Random) -> list[list
 
 
 def scored_rows(
-    candidates: torch.Tensor, targets: torch.Tensor, sampled: int, generator: torch.Generator | None
+    candidates: torch.Tensor,
+    targets: torch.Tensor,
+    sampled: int,
+    generator: torch.Generator | None,
+    context: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The rows a conversation's targets are scored against, and what to add to each row's logit.
 
-    The drill candidates and the batch's own targets are always in, at their logit; `sampled` of the
+    The drill candidates, the batch's own targets and every token of its context are always in, at
+    their logit (a model that copies must learn not to write the question's other words); `sampled` of the
     other rows are drawn at random and each stands for the undrawn ones beside it: its logit is
     raised by log(others / sampled), so the softmax's sum estimates the sum over every row. Each
     step draws anew, so every row of the vocabulary is pushed down where the model should not write
     it, at a tenth of the cost. (With no sampling, batch_loss scores against the whole matrix itself.)
     """
-    always = torch.unique(torch.cat([candidates, targets]))
+    always = torch.unique(torch.cat([candidates, targets, *(() if context is None else (context.flatten(),))]))
     is_other = torch.ones(MODEL_VOCAB, dtype=torch.bool)
     is_other[always] = False
     others = is_other.nonzero().squeeze(1)
@@ -178,7 +207,7 @@ def batch_loss(
         states = network.model(inputs_embeds=embedded).last_hidden_state[:, :-1]
         chat_targets = ids[:, 1:][chat]
         if sampled_rows > 0:
-            rows, bias = scored_rows(candidates, chat_targets, sampled_rows, generator)
+            rows, bias = scored_rows(candidates, chat_targets, sampled_rows, generator, ids)
             # each target renumbered as its place among the scored rows
             places = torch.full((MODEL_VOCAB,), -1, dtype=torch.long)
             places[rows] = torch.arange(len(rows))
@@ -202,102 +231,207 @@ def batch_loss(
 
 
 def schedule(step: int, config: TrainConfig) -> float:
+    """Warm-up, a flat rate, and a cosine decay over the last `decay_steps` of `steps`."""
     if step < config.warmup:
         return config.lr * (step + 1) / config.warmup
-    progress = (step - config.warmup) / max(1, config.steps - config.warmup)
+    decay_from = max(config.warmup, config.steps - config.decay_steps)
+    if step < decay_from:
+        return config.lr
+    progress = (step - decay_from) / max(1, config.steps - decay_from)
     return config.lr * (config.min_lr_ratio + (1 - config.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 def choose_autocast(config: TrainConfig) -> bool:
     if config.autocast == "auto":
-        from .cpu_speed import cpu_dtype
+        from ..model.cpu_speed import cpu_dtype
 
         return cpu_dtype().dtype == "bfloat16"
     return config.autocast == "bf16"
 
 
-def train(config: TrainConfig, out: Path, tok: QwenTokenizer | None = None, progress=None) -> TrainResult:
-    """Train a network per `config` and save it (bf16 safetensors, config.json, training.json) in `out`."""
-    tok = tok or load_tokenizer()
-    torch.set_num_threads(config.threads)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    network = build_network(config)
-    network.train()
-    autocast = choose_autocast(config)
-    spelled = None
-    if config.spelled:
-        spelled = SpelledEmbedding(
-            network.model.embed_tokens.weight, spelled_words(tok), config.seed, config.rotate_places
-        )
+@dataclass
+class Run:
+    """A run in progress: everything its next step depends on, which a checkpoint saves and a resumed run reads back."""
+
+    config: TrainConfig
+    network: torch.nn.Module
+    spelled: SpelledEmbedding | None
+    optimizer: torch.optim.Optimizer
+    rng: random.Random  # draws each pool's seed and the batches' order
+    generator: torch.Generator  # which rows a step's conversations are scored against
+    queue: list[list[Sample]] = field(default_factory=list)  # the batches left of the current pool
+    step: int = 0
+    curve: list[dict] = field(default_factory=list)
+    window: dict = field(default_factory=lambda: new_window())  # the losses summed since the last logged point
+    parts: list[dict] = field(default_factory=list)  # each part: steps from and to, seconds, CPU seconds, machine
+
+    @property
+    def trained(self) -> list[torch.nn.Parameter]:
+        return [*self.network.parameters(), *(self.spelled.parameters() if self.spelled else ())]
+
+    @property
+    def seconds(self) -> float:
+        return sum(part["seconds"] for part in self.parts)
+
+
+def new_window() -> dict:
+    return {"loss": 0.0, "n": 0, "drill": [0.0, 0], "chat": [0.0, 0]}
+
+
+def make_optimizer(network: torch.nn.Module, spelled: SpelledEmbedding | None, config: TrainConfig):
+    """AdamW with weight decay on the layers' matrices alone: not on the embedding, norms or the spelled places."""
+    embedding = network.model.embed_tokens.weight
     trained = [*network.parameters(), *(spelled.parameters() if spelled else ())]
-    decay = [p for p in trained if p.ndim >= 2]
-    no_decay = [p for p in trained if p.ndim < 2]
-    optimizer = torch.optim.AdamW(
+    decay = [p for p in trained if p.ndim >= 2 and p is not embedding]
+    no_decay = [p for p in trained if p.ndim < 2 or p is embedding]
+    return torch.optim.AdamW(
         [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=config.lr,
         betas=(0.9, 0.95),
     )
-    rng = random.Random(config.seed)
+
+
+def start_run(config: TrainConfig, tok: QwenTokenizer, init_from: Path | None = None) -> Run:
+    """A new run: a network from the seed, or warm-started from a saved model's weights (a fresh optimizer)."""
+    torch.set_num_threads(config.threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    network = build_network(config)
+    if init_from is not None:
+        from .warm_start import load_saved_weights
+
+        load_saved_weights(network, init_from)
+        config.init_from = init_from.name
+    network.train()
+    spelled = None
+    if config.spelled:
+        # warm-started, each word row keeps the value it was saved with: its free part is what its pieces do not give
+        spelled = SpelledEmbedding(
+            network.model.embed_tokens.weight,
+            spelled_words(tok),
+            config.seed,
+            config.rotate_places,
+            keep_rows=init_from is not None,
+        )
+    optimizer = make_optimizer(network, spelled, config)
+    generator = torch.Generator().manual_seed(config.seed)
+    return Run(config, network, spelled, optimizer, random.Random(config.seed), generator)
+
+
+def advance(
+    run: Run,
+    tok: QwenTokenizer,
+    until: int,
+    progress: Callable[[dict], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    save: Callable[[Run], None] | None = None,
+    save_every: int = 0,
+    out: Path | None = None,
+) -> None:
+    """Train `run` until its step is `until`, or until `should_stop()` says so after a step; `save(run)` every
+    `save_every` steps (a checkpoint to resume from) and a loadable copy beside `out` every `checkpoint_every`."""
+    config = run.config
+    torch.set_num_threads(config.threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    autocast = choose_autocast(config)
     candidates = torch.tensor(spelling_candidates(tok))
     candidate_set = frozenset(candidates.tolist())  # the copy drills' scored tokens, found once for every pool
-    generator = torch.Generator().manual_seed(config.seed)  # which rows a step's conversations are scored against
-    queue: list[list[Sample]] = []
-    curve: list[dict] = []
-    window = {"loss": 0.0, "n": 0, "drill": [0.0, 0], "chat": [0.0, 0]}
-    started = time.perf_counter()
-    for step in range(config.steps):
-        if not queue:
-            pool = build_samples(
-                config.pool,
-                rng.randrange(2**31),
-                tok,
-                config.drill_share,
-                config.copy_share,
-                candidate_set,
-                config.composed_share,
-            )
-            queue = batches(pool, config.batch_tokens, rng)
-        batch = queue.pop()
-        for group in optimizer.param_groups:
-            group["lr"] = schedule(step, config)
-        loss, parts = batch_loss(network, batch, autocast, candidates, spelled, config.sampled_rows, generator)
+    part = {"from": run.step, "to": run.step, "seconds": 0.0, "cpu_seconds": 0.0}
+    part.update(machine_record(config.threads))
+    run.parts.append(part)
+    started, cpu_started, before = time.perf_counter(), time.process_time(), run.seconds
+    while run.step < until:
+        if not run.queue:
+            pool = build_samples(config.pool, run.rng.randrange(2**31), tok, config.mix(), candidate_set)
+            run.queue = batches(pool, config.batch_tokens, run.rng)
+        batch = run.queue.pop()
+        for group in run.optimizer.param_groups:
+            group["lr"] = schedule(run.step, config)
+        loss, parts = batch_loss(
+            run.network, batch, autocast, candidates, run.spelled, config.sampled_rows, run.generator
+        )
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(trained, config.clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        window["loss"] += float(loss.detach())
-        window["n"] += 1
-        for kind in ("drill", "chat"):
-            window[kind][0] += parts[kind][0]
-            window[kind][1] += parts[kind][1]
-        if (step + 1) % config.log_every == 0 or step + 1 == config.steps:
-            point = {
-                "step": step + 1,
-                "loss": round(window["loss"] / window["n"], 4),
-                "drill_loss": round(window["drill"][0] / max(1, window["drill"][1]), 4),
-                "chat_loss": round(window["chat"][0] / max(1, window["chat"][1]), 4),
-                "seconds": round(time.perf_counter() - started, 1),
-            }
-            curve.append(point)
-            window = {"loss": 0.0, "n": 0, "drill": [0.0, 0], "chat": [0.0, 0]}
-            if progress is not None:
-                progress(point)
-        if config.checkpoint_every and (step + 1) % config.checkpoint_every == 0 and step + 1 < config.steps:
-            checkpoint(network, spelled, out.parent / f"{out.name}-step-{step + 1}")
-    seconds = time.perf_counter() - started
-    if spelled is not None:
-        spelled.bake()  # the built rows become the embedding itself: the saved network is a plain Qwen3
+        torch.nn.utils.clip_grad_norm_(run.trained, config.clip)
+        run.optimizer.step()
+        run.optimizer.zero_grad(set_to_none=True)
+        run.step += 1
+        part["to"] = run.step
+        part["seconds"] = round(time.perf_counter() - started, 1)
+        part["cpu_seconds"] = round(time.process_time() - cpu_started, 1)
+        log_step(run, float(loss.detach()), parts, before + part["seconds"], progress)
+        if config.checkpoint_every and out is not None and run.step % config.checkpoint_every == 0:
+            if run.step < config.steps:
+                checkpoint(run.network, run.spelled, out.parent / f"{out.name}-step-{run.step}")
+        stopping = should_stop is not None and should_stop()
+        if save is not None and (stopping or run.step == until or (save_every and run.step % save_every == 0)):
+            save(run)
+        if stopping:
+            break
+
+
+def log_step(run: Run, loss: float, parts: dict, seconds: float, progress) -> None:
+    """Add a step's losses to the window, and every `log_every` steps (and at the last) log the window's means."""
+    window, config = run.window, run.config
+    window["loss"] += loss
+    window["n"] += 1
+    for kind in ("drill", "chat"):
+        window[kind][0] += parts[kind][0]
+        window[kind][1] += parts[kind][1]
+    if run.step % config.log_every == 0 or run.step == config.steps:
+        point = {
+            "step": run.step,
+            "loss": round(window["loss"] / window["n"], 4),
+            "drill_loss": round(window["drill"][0] / max(1, window["drill"][1]), 4),
+            "chat_loss": round(window["chat"][0] / max(1, window["chat"][1]), 4),
+            "seconds": round(seconds, 1),
+        }
+        run.curve.append(point)
+        run.window = new_window()
+        if progress is not None:
+            progress(point)
+
+
+def machine_record(threads: int) -> dict:
+    """Which machine a part ran on: its processor, the instruction sets that change bf16's speed, torch's threads."""
+    from .provenance import processor
+
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        flags = ""
+    sets = [name for name in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f" {name}" in flags]
+    return {"machine": processor(), "instruction_sets": sets, "threads": threads}
+
+
+def finish(run: Run, out: Path) -> TrainResult:
+    """Write the run's network, its word rows built, into `out` as a plain Qwen3 with its record (training.json)."""
+    if run.spelled is not None:
+        run.spelled.bake()  # the built rows become the embedding itself: the saved network is a plain Qwen3
     result = TrainResult(
         str(out),
-        asdict(config),
-        config.steps,
-        round(seconds, 1),
-        sum(p.numel() for p in network.parameters()),
-        "bf16" if autocast else "off",
-        curve,
+        asdict(run.config),
+        run.step,
+        round(run.seconds, 1),
+        sum(p.numel() for p in run.network.parameters()),
+        "bf16" if choose_autocast(run.config) else "off",
+        run.curve,
+        run.parts,
     )
-    save(network, out, result)
+    save(run.network, out, result)
     return result
+
+
+def train(
+    config: TrainConfig,
+    out: Path,
+    tok: QwenTokenizer | None = None,
+    progress=None,
+    init_from: Path | None = None,
+) -> TrainResult:
+    """Train a network per `config` in one part and save it (bf16 safetensors, config.json, training.json) in `out`."""
+    tok = tok or load_tokenizer()
+    run = start_run(config, tok, init_from)
+    advance(run, tok, config.steps, progress, out=out)
+    return finish(run, out)
 
 
 def checkpoint(network: torch.nn.Module, spelled: SpelledEmbedding | None, folder: Path) -> None:
