@@ -11,7 +11,7 @@ import pytest
 from engine.core.call_formats import get_format, parse_turn
 from engine.core.prompt import Request, render
 from engine.core.tokenizer import IM_END, load_tokenizer
-from engine.train import data
+from engine.train import data, drills
 
 TOK = load_tokenizer()
 
@@ -103,13 +103,13 @@ def test_count_phrasings_put_the_word_first_middle_and_last_and_are_never_a_held
 
 
 def test_the_drill_spells_each_word_without_its_space_and_learns_only_the_spelling():
-    sample = data.drill_sample(random.Random(0), ["strawberry"], TOK)
-    assert len(sample.ids) == data.DRILL_TOKENS
+    sample = drills.drill_sample(random.Random(0), ["strawberry"], TOK)
+    assert len(sample.ids) == drills.DRILL_TOKENS
     first = TOK.encode(' strawberry → "strawberry"\n')
     assert sample.ids[: len(first)] == first
     learned = [TOK.token_text(i) for i, t in zip(sample.ids[: len(first)], sample.targets, strict=False) if t]
     assert learned == ["str", "aw", "berry", '"\n']
-    candidates = set(data.spelling_candidates(TOK))
+    candidates = set(drills.spelling_candidates(TOK))
     assert {TOK.encode("str")[0], TOK.encode('"\n')[0]} <= candidates
     assert all(i in candidates for i, t in zip(sample.ids, sample.targets, strict=True) if t)
 
@@ -154,9 +154,9 @@ def test_a_few_training_steps_of_a_small_network_lower_the_loss(tmp_path):
 def test_a_copy_drill_is_count_questions_and_their_calls_scored_on_the_values_alone():
     rng = random.Random(3)
     slots = data.Slots(rng, ["strawberry"])
-    candidates = frozenset(data.spelling_candidates(TOK))
-    sample = data.copy_sample(rng, slots, TOK, candidates)
-    assert sample.kind == "copy" and len(sample.ids) == data.DRILL_TOKENS
+    candidates = frozenset(drills.spelling_candidates(TOK))
+    sample = drills.copy_sample(rng, slots, TOK, candidates)
+    assert sample.kind == "copy" and len(sample.ids) == drills.DRILL_TOKENS
     text = TOK.decode(sample.ids)
     assert '{"word": "strawberry", "letter": "' in text
     # what is scored: the word's pieces without its space, then the call's close and its letter; never the question
@@ -220,11 +220,11 @@ def test_rotated_places_turn_each_later_piece_by_its_own_fixed_rotation():
 def test_no_copy_drill_names_a_held_out_word_or_phrasing():
     rng = random.Random(11)
     slots = data.Slots(rng, data.conversation_words(TOK))
-    candidates = frozenset(data.spelling_candidates(TOK))
+    candidates = frozenset(drills.spelling_candidates(TOK))
     held = data.heldout_words()
     phrasings = [p.split("{")[0] for p in data.training_data()["heldout_count_phrasings"] if not p.startswith("{")]
     for _ in range(40):
-        for line in TOK.decode(data.copy_sample(rng, slots, TOK, candidates).ids).split("\n"):
+        for line in TOK.decode(drills.copy_sample(rng, slots, TOK, candidates).ids).split("\n"):
             words = {w.strip("?.,\"'!:") for w in line.split()}
             assert not words & held, line
             assert not any(line.startswith(p) for p in phrasings), line

@@ -6,13 +6,12 @@ lines): a call whose argument values are copied from the question, a short answe
 no tool helps, or, after a tool's result, a final answer that uses it. The loss falls on the turn's
 own tokens and its closing `<|im_end|>`, never on the prompt.
 
-A second kind, the spelling drill, is plain text (no template): " strawberry → "strawberry"" lines
-over the vocabulary's common words. Inside a call a word is written without its leading space, so
-" strawberry" (one token) must come out as "str", "aw", "berry"; the drill is where the model
-learns each word's spelling, as a large model learns it in pretraining. A third, the copy drill,
-is plain lines of a count question and its call, scored on the call's argument values: the copying
-the conversations ask for, without their system prompt. The words, phrasings, paths and questions
-that `engine.train.heldout` measures with never appear in a conversation or a copy drill.
+Some conversations offer no tool at all, as a real model's training has many: there the same
+questions are answered in words (a count is a guess, as Qwen3-1.7B guesses 2 for strawberry), so
+the model learns that a call needs a tool in the prompt. The plain-text drills beside these
+(spelling, copying) are engine/train/drills.py's; `build_samples` mixes the two. The words,
+phrasings, paths and questions that `engine.train.heldout` measures with, and the words of the
+strawberry suite other than strawberry, never appear in a conversation or a drill.
 
 Phrasings, facts and tool questions are data in lessons/builtin-training.json; the tools are the
 lessons' own sets (lessons/tools/) plus lessons/tools/everyday.json.
@@ -38,8 +37,8 @@ WORD_ID_LIMIT = (
 )
 WORD_PATTERN = re.compile(r" [a-z]{3,14}")
 TOOL_SETS = ("strawberry", "harness", "coding-agent", "everyday")
-DRILL_TOKENS = 320  # tokens in one drill sequence
-COPY_FROM = '{"word": "'  # a copy drill scores its call from here on: the word's pieces, then the letter
+CAPITALISED = 0.1  # share of a conversation's words written with a capital, kept as written in the call
+SUITE_WORD = re.compile(r"the word (\w+)")
 
 
 @dataclass(frozen=True)
@@ -96,9 +95,17 @@ def vocabulary_words(tok: QwenTokenizer) -> list[str]:
 class Slots:
     """Draws the values that fill a question's {slots}: words, paths, patterns, cities, numbers."""
 
-    def __init__(self, rng: random.Random, words: list[str], heldout: bool = False, composed: float = 0.0):
+    def __init__(
+        self,
+        rng: random.Random,
+        words: list[str],
+        heldout: bool = False,
+        composed: float = 0.0,
+        capitalised: bool = False,
+    ):
         self.rng, self.words, self.heldout = rng, words, heldout
         self.composed = composed  # the share of count questions phrased from parts (count_phrasing)
+        self.capitalised = capitalised  # some words written with a capital (CAPITALISED of them)
         data = training_data()
         self.cities = data["heldout_cities"] if heldout else data["cities"]
         self.folders = data["heldout_folders"] if heldout else data["folders"]
@@ -108,14 +115,19 @@ class Slots:
         rng = self.rng
         roll = rng.random()
         if roll < 0.7:
-            return rng.choice(self.words)
-        if roll < 0.9:  # a compound of two words, often tokenized differently from either
-            return rng.choice(self.words) + rng.choice(self.words)
-        return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
+            word = rng.choice(self.words)
+        elif roll < 0.9:  # a compound of two words, often tokenized differently from either
+            word = rng.choice(self.words) + rng.choice(self.words)
+        else:
+            word = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
+        # a capital changes every token of the word; the call keeps it as the question wrote it
+        if self.capitalised and rng.random() < CAPITALISED:
+            word = word.capitalize()
+        return word
 
     def letter(self, word: str) -> str:
         if self.rng.random() < 0.8:
-            return self.rng.choice(word)
+            return self.rng.choice(word.lower())
         return self.rng.choice("abcdefghijklmnopqrstuvwxyz")
 
     def name(self) -> str:
@@ -346,8 +358,45 @@ def final_conversation(rng: random.Random, slots: Slots, style: str) -> Conversa
     return Conversation("final", style, call.tools, messages, get_format(style).write_answer(answer))
 
 
-def conversation(rng: random.Random, slots: Slots) -> Conversation:
+def count_guess(word: str, letter: str, rng: random.Random) -> str:
+    """An answer in words to a count question asked with no tool: a guess, as a model that reads tokens makes one."""
+    count = word.lower().count(letter.lower())
+    guess = max(1, count + rng.choice((-1, 0, 0, 1)))
+    return training_data()["answer_count_guess"].format(letter=letter, word=word, guess=guess)
+
+
+def untooled_conversation(rng: random.Random, slots: Slots, style: str) -> Conversation:
+    """A question asked with no tool in the prompt, answered in words: a count guessed, a task declined, a fact given.
+
+    A real model's training holds many conversations with no tools; without them a small model that
+    calls count_letter for every count question calls it even where the prompt offers nothing.
+    """
+    roll = rng.random()
+    if roll < 0.05:  # lesson 1's own question, asked with no tool: its "without tools" side
+        question, _, _, arguments = training_data()["lesson_calls"][0]
+        answer = count_guess(arguments["word"], arguments["letter"], rng)
+    elif roll < 0.5:
+        word = slots.word()
+        letter = slots.letter(word)
+        question = count_phrasing(rng, slots.composed).format(letter=letter, word=word)
+        answer = count_guess(word, letter, rng)
+    elif roll < 0.8:
+        questions = training_data()["tool_questions"]
+        template, argument_template = rng.choice(questions[rng.choice(sorted(questions))])
+        question, _ = fill_question(template, argument_template, slots)
+        answer = rng.choice(training_data()["answers_without_tools"])
+    else:
+        question, answer = rng.choice(training_data()["facts"])
+    return Conversation(
+        "answer", style, [], [{"role": "user", "content": question}], get_format(style).write_answer(answer)
+    )
+
+
+def conversation(rng: random.Random, slots: Slots, untooled: float = 0.0) -> Conversation:
+    """One training conversation; `untooled` of them offer no tool (untooled_conversation)."""
     style = rng.choice(STYLE_NAMES)
+    if untooled and rng.random() < untooled:
+        return untooled_conversation(rng, slots, style)
     roll = rng.random()
     if roll < 0.04:
         return lesson_conversation(rng, slots, style)
@@ -367,96 +416,16 @@ def conversation_sample(conv: Conversation, tok: QwenTokenizer) -> Sample:
     return Sample(conv.kind, prompt + turn, [False] * len(prompt) + [True] * len(turn))
 
 
-def drill_sample(rng: random.Random, words: list[str], tok: QwenTokenizer) -> Sample:
-    """A plain-text spelling drill: ' word → "word"' lines, the loss on each spelling and its closing quote."""
-    ids: list[int] = []
-    targets: list[bool] = []
-    while len(ids) < DRILL_TOKENS:
-        word = rng.choice(words)
-        shown = tok.encode(f" {word} →")
-        spelled = tok.encode(f' "{word}"\n')
-        ids += shown + spelled
-        # the opening quote is not learned here (nothing predicts it); the spelling and the close are
-        targets += [False] * (len(shown) + 1) + [True] * (len(spelled) - 1)
-    return Sample("drill", ids[:DRILL_TOKENS], targets[:DRILL_TOKENS])
-
-
-def copy_sample(rng: random.Random, slots: Slots, tok: QwenTokenizer, candidates: frozenset[int]) -> Sample:
-    """A plain-text copy drill: count questions, each followed by its call, the loss on the call's argument values.
-
-    The conversations ask the same, but behind a system prompt of tool schemas: a count conversation
-    is about 290 tokens, a drill's line about 40, so a batch of drills holds several times more copies.
-    """
-    ids: list[int] = []
-    targets: list[bool] = []
-    while len(ids) < DRILL_TOKENS:
-        word = slots.word()
-        letter = slots.letter(word)
-        question = count_phrasing(rng, slots.composed).format(letter=letter, word=word)
-        call = get_format(rng.choice(STYLE_NAMES)).write_call("count_letter", {"word": word, "letter": letter})
-        # the call up to the word's opening quote, then its values: only the values are scored
-        head = tok.encode(f"{question}\n{call.partition(COPY_FROM)[0]}{COPY_FROM}")
-        line = tok.encode(f"{question}\n{call}\n\n")
-        if line[: len(head)] != head:
-            continue  # the word merged with the quote before it: a rare tokenization, left out
-        ids += line
-        targets += [False] * len(head) + [token in candidates for token in line[len(head) :]]
-    return Sample("copy", ids[:DRILL_TOKENS], targets[:DRILL_TOKENS])
-
-
-def spelling_candidates(tok: QwenTokenizer) -> list[int]:
-    """Every token a drill's line can predict: the pieces of each word written without its space, and what closes it.
-
-    The drills' loss is a softmax over these (about 20,000) rather than all 151,936 rows: their
-    question is which piece spells the word, and the conversations' full softmax teaches the rest.
-    A copy drill's values end in a call's punctuation and a letter, so those are in too.
-    """
-    found = set(tok.encode('"\n'))
-    for word in vocabulary_words(tok):
-        found.update(tok.encode(f' "{word}"\n')[1:])
-    for style in STYLE_NAMES:
-        for letter in "abcdefghijklmnopqrstuvwxyz":
-            call = get_format(style).write_call("count_letter", {"word": "x", "letter": letter})
-            found.update(tok.encode(call.partition(COPY_FROM)[2] + "\n\n")[1:])
-    return sorted(found)
-
-
 def heldout_words() -> set[str]:
-    return set(training_data()["heldout_words"])
+    """The words no training conversation or drill names: the held-out measure's, and the strawberry suite's but
+    strawberry (the lessons' own word), so that `eval --suite strawberry` measures copying, not memory."""
+    suite = json.loads((LESSONS / "suites" / "strawberry.json").read_text(encoding="utf-8"))
+    named = {m.group(1).lower() for task in suite["tasks"] for m in SUITE_WORD.finditer(task["prompt"])}
+    return set(training_data()["heldout_words"]) | (named - {"strawberry"})
 
 
 def conversation_words(tok: QwenTokenizer) -> list[str]:
     """The words a training conversation may name: the drill's words less every held-out one."""
     held = heldout_words()
+    # a word some held-out word starts or ends with ("rasp", "berry") stays: it names no held-out word
     return [w for w in vocabulary_words(tok) if w not in held]
-
-
-def build_samples(
-    count: int,
-    seed: int,
-    tok: QwenTokenizer,
-    drill_share: float = 0.3,
-    copy_share: float = 0.0,
-    candidates: frozenset[int] | None = None,
-    composed: float = 0.0,
-) -> list[Sample]:
-    """`count` samples drawn from `seed`: about `drill_share` spelling drills, `copy_share` copy drills, the rest conversations.
-
-    `candidates` is spelling_candidates(tok), passed by a caller that already has it (training draws a pool
-    of samples again and again); found here when copy drills need it and none is given.
-    """
-    rng = random.Random(seed)
-    drill_words = vocabulary_words(tok)
-    slots = Slots(rng, conversation_words(tok), composed=composed)
-    if candidates is None:
-        candidates = frozenset(spelling_candidates(tok)) if copy_share else frozenset()
-    samples = []
-    for _ in range(count):
-        roll = rng.random()
-        if roll < drill_share:
-            samples.append(drill_sample(rng, drill_words, tok))
-        elif roll < drill_share + copy_share:
-            samples.append(copy_sample(rng, slots, tok, candidates))
-        else:
-            samples.append(conversation_sample(conversation(rng, slots), tok))
-    return samples

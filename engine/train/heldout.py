@@ -18,6 +18,7 @@ from ..core.generation import GenerationSettings
 from ..core.prompt import Request
 from ..core.tokenizer import QwenTokenizer
 from .data import STYLE_NAMES, Slots, call_conversation, conversation_words, tool_set, training_data
+from .drills import COPY_FROM
 
 MAX_NEW_TOKENS = 80
 
@@ -44,7 +45,21 @@ class Verdict:
     def right(self) -> bool:
         if self.probe.expected is None:
             return not self.calls and not self.errors
-        return self.errors == 0 and self.calls == [self.probe.expected]
+        return self.errors == 0 and len(self.calls) == 1 and same_call(self.calls[0], self.probe.expected)
+
+
+def same_call(written: tuple[str, dict], expected: tuple[str, dict]) -> bool:
+    """The call asked for: its name and arguments exactly, but a count's letter in either case ("R" for "r")."""
+    (name, arguments), (want_name, want) = written, expected
+    if name != want_name or set(arguments) != set(want):
+        return False
+    for key, value in want.items():
+        got = arguments[key]
+        if name == "count_letter" and key == "letter" and isinstance(got, str) and isinstance(value, str):
+            got, value = got.lower(), value.lower()
+        if got != value:
+            return False
+    return True
 
 
 @dataclass
@@ -64,6 +79,14 @@ class Figures:
         default_factory=dict
     )  # style -> [right, of]: questions no tool helps with, answered without a call
     mistakes: list[dict] = field(default_factory=list)  # every wrong turn: its prompt, its text
+    # style -> [right, of] over the count prompts: the word's first piece as the call writes it (the rest may be wrong)
+    first_piece: dict = field(default_factory=dict)
+    # style -> [right, of]: the same held-out words asked in the training's own phrasings (word_probes)
+    count_training_phrasings: dict = field(default_factory=dict)
+    # style -> [right, of]: count and fact questions asked with no tool in the prompt, answered with no call
+    no_tools: dict = field(default_factory=dict)
+    # style -> [right, of]: the lessons' own questions (lessons/builtin-training.json "lesson_calls"), exactly their call
+    lesson_calls: dict = field(default_factory=dict)
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -114,6 +137,43 @@ def word_probes(tok: QwenTokenizer, count: int = 20, seed: int = 1) -> list[Prob
     ]
 
 
+def untooled_probes(count: int = 20, seed: int = 2) -> list[Probe]:
+    """Questions asked with no tool in the prompt, per style: lesson 1's strawberry question, held-out count
+    questions and held-out facts. The right turn calls nothing (a count is guessed in words)."""
+    data = training_data()
+    rng = random.Random(seed)
+    lesson_question = data["lesson_calls"][0][0]
+    found = []
+    for style in STYLE_NAMES:
+        found.append(Probe("no-call", style, [], lesson_question, None))
+        for index in range(count):
+            word = data["heldout_words"][index % len(data["heldout_words"])]
+            phrasing = data["heldout_count_phrasings"][index % len(data["heldout_count_phrasings"])]
+            found.append(Probe("no-call", style, [], phrasing.format(letter=rng.choice(word), word=word), None))
+        found += [Probe("no-call", style, [], question, None) for question in data["heldout_facts"][: count // 2]]
+    return found
+
+
+def lesson_probes() -> list[Probe]:
+    """The lessons' own questions with their tool sets, per style, each with the call it asks for."""
+    seen, found = set(), []
+    for style in STYLE_NAMES:
+        for question, tools, name, arguments in training_data()["lesson_calls"]:
+            if (style, question) not in seen:
+                seen.add((style, question))
+                found.append(Probe("tool", style, list(tool_set(tools)), question, (name, arguments)))
+    return found
+
+
+def first_piece(tok: QwenTokenizer, word) -> int | None:
+    """The first token of `word` as a call writes it, after its opening quote (None for a value that is no word)."""
+    if not isinstance(word, str) or not word:
+        return None
+    head = tok.encode(COPY_FROM)
+    ids = tok.encode(COPY_FROM + word)
+    return ids[len(head)] if ids[: len(head)] == head and len(ids) > len(head) else None
+
+
 def judge(engine, probe: Probe) -> Verdict:
     """Generate the probe's turn greedily on the site's path and parse it as the harness does."""
     from ..model.live import generate_turn
@@ -136,11 +196,29 @@ def measure_words(engine, count: int = 20, seed: int = 1) -> dict:
     return table
 
 
+def tally(table: dict, style: str, right: bool) -> None:
+    row = table.setdefault(style, [0, 0])
+    row[0] += right
+    row[1] += 1
+
+
 def measure(engine, count: int = 20, seed: int = 1) -> Figures:
-    """The held-out figures of a loaded model."""
+    """The held-out figures of a loaded model: the held-out prompts, then the same words in training phrasings, then
+    questions with no tool offered, then the lessons' own calls."""
     figures = Figures()
-    for probe in probes(engine.tokenizer, count, seed):
+    tok = engine.tokenizer
+    for probe in word_probes(tok, count, seed):
+        tally(figures.count_training_phrasings, probe.style, judge(engine, probe).right)
+    for probe in untooled_probes(count):
+        tally(figures.no_tools, probe.style, judge(engine, probe).right)
+    for probe in lesson_probes():
+        tally(figures.lesson_calls, probe.style, judge(engine, probe).right)
+    for probe in probes(tok, count, seed):
         verdict = judge(engine, probe)
+        if probe.kind == "count":
+            written = [arguments.get("word") for name, arguments in verdict.calls if name == "count_letter"][:1]
+            want = first_piece(tok, probe.expected[1]["word"])
+            tally(figures.first_piece, probe.style, bool(written) and first_piece(tok, written[0]) == want)
         table = {"count": figures.count_exact, "tool": figures.tool_exact, "no-call": figures.no_call}[probe.kind]
         row = table.setdefault(probe.style, [0, 0])
         row[0] += verdict.right

@@ -49,6 +49,23 @@ def copy_drill_line(config: dict) -> list[str]:
     ]
 
 
+def pieces_line(config: dict) -> list[str]:
+    lines = []
+    if config.get("pieces_share"):
+        lines.append(
+            f"- About {config['pieces_share']:.0%} of the samples are a pieces drill (engine/train/drills.py): a short "
+            "sequence in which a made-up word of one to four of the vocabulary's letter pieces stands in a count "
+            "question among filler words, then is written again as a call's argument, the loss on the copy alone. "
+            "No such word can be learned by heart: the drill teaches the copy itself."
+        )
+    if config.get("untooled_share"):
+        lines.append(
+            f"- {config['untooled_share']:.0%} of the conversations offer no tool: count questions are answered with "
+            "a guess in words, tasks declined, facts given, so that a call needs a tool in the prompt."
+        )
+    return lines
+
+
 def spelled_line(config: dict) -> list[str]:
     if not config.get("spelled"):
         return []
@@ -72,6 +89,42 @@ def scoring_line(config: dict) -> list[str]:
     ]
 
 
+def schedule_words(config: dict) -> str:
+    if "decay_steps" not in config:
+        return f"lr {config['lr']}, warm-up {config['warmup']}, cosine to {config['min_lr_ratio']}×"
+    start = f"warm-started from {config['init_from']}'s weights, " if config.get("init_from") else ""
+    return (
+        f"{start}lr {config['lr']}: warm-up {config['warmup']} steps, flat, then a cosine decay over the last "
+        f"{config['decay_steps']} steps to {config['min_lr_ratio']}×"
+    )
+
+
+def time_lines(run: dict) -> list[str]:
+    """How long the run took: one line, or one per part for a run trained in parts (its CPU time over all of them)."""
+    parts = run.get("parts") or []
+    if len(parts) <= 1:
+        return [f"- Time: {run['seconds'] / 60:.0f} minutes on {processor()}."]
+    cpu = sum(part["cpu_seconds"] for part in parts)
+    lines = [
+        f"- Time: {run['seconds'] / 60:.0f} minutes in {len(parts)} parts ({cpu / 3600:.1f} CPU-hours), resumed from "
+        "checkpoints, bit for bit:"
+    ]
+    for part in parts:
+        lines.append(
+            f"  - steps {part['from']:,}–{part['to']:,}: {part['seconds'] / 60:.0f} minutes, "
+            f"{part['cpu_seconds'] / 60:.0f} CPU-minutes on {part['machine']}, {part['threads']} thread(s)"
+        )
+    return lines
+
+
+EXTRA_FIGURES = (
+    ("first_piece", "count_letter: the word's first piece right"),
+    ("count_training_phrasings", "held-out words in training phrasings: exactly the right call"),
+    ("no_tools", "no tool offered: answered in words, no call"),
+    ("lesson_calls", "the lessons' own questions: exactly their call"),
+)
+
+
 def write_provenance(folder: Path, command: str) -> Path:
     """Write PROVENANCE.md into `folder` from its training.json and heldout.json."""
     run = json.loads((folder / "training.json").read_text(encoding="utf-8"))
@@ -90,10 +143,10 @@ def write_provenance(folder: Path, command: str) -> Path:
         "## How it was trained",
         "",
         f"- Command: `{command}` (engine/train/training.py, engine/train/data.py); seed {config['seed']}, "
-        f"{run['steps']:,} steps of AdamW (lr {config['lr']}, warm-up {config['warmup']}, cosine to "
-        f"{config['min_lr_ratio']}×, weight decay {config['weight_decay']}), batches of at most {config['batch_tokens']:,} "
+        f"{run['steps']:,} steps of AdamW ({schedule_words(config)}, weight decay {config['weight_decay']}), "
+        f"batches of at most {config['batch_tokens']:,} "
         f"padded tokens, {config['threads']} CPU thread{'s' if config['threads'] != 1 else ''}, autocast {run['autocast']}.",
-        f"- Time: {run['seconds'] / 60:.0f} minutes on {processor()}.",
+        *time_lines(run),
         "- Data: synthetic conversations rendered by the site's own prompt renderer (Qwen3's chat template, thinking "
         "off), in both styles (native `<tool_call>` JSON and ReAct lines), with the lessons' tool sets (the strawberry "
         "pair, the harness's five, the coding agent's twelve, lessons/tools/everyday.json) and tool sets drawn from "
@@ -111,6 +164,7 @@ def write_provenance(folder: Path, command: str) -> Path:
         'the vocabulary\'s common words): inside a call a word is written without its leading space, so " strawberry" '
         '(one token) must come out as "str", "aw", "berry", and the drill is where the model learns spellings.',
         *copy_drill_line(config),
+        *pieces_line(config),
         *spelled_line(config),
         *scoring_line(config),
         "- Deterministic: the same command on the same machine and thread count gives the same weights.",
@@ -135,6 +189,7 @@ def write_provenance(folder: Path, command: str) -> Path:
         ("tool_exact", "other tools: exactly the right call"),
         ("well_formed", "turns that called: every block well-formed"),
         ("no_call", "no tool helps: answered without a call"),
+        *((key, label) for key, label in EXTRA_FIGURES if key in held),
     ):
         lines.append(
             f"| {label} | {share(held[key].get('native', [0, 0]))} | {share(held[key].get('react', [0, 0]))} |"
