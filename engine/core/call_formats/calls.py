@@ -5,9 +5,18 @@ format does); each call it finds is then checked here, as `engine.core.parse` ch
 `<tool_call>` block: closed, valid strict JSON, the call's shape, a supplied tool, then the
 arguments (object, required, no extra, types; jsonschema). The error strings that name a
 format's own markers are the family's; the argument errors are Qwen's, word for word.
+
+A call holds at most MAX_ARGUMENTS arguments, as a turn holds at most MAX_CALLS calls and a
+request at most MAX_TOOLS tools: a tool's definition lists at most that many properties
+(engine.core.tooldefs), so a call of more is refused with one error, its arguments check, and
+a reading that counts them (Qwen3-Coder's parameters) stops there, so a call of 200,000
+parameters costs what a call of a hundred does.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
 
 from ..parse import (
     MAX_CALLS,
@@ -24,17 +33,31 @@ from ..parse import (
     tool_map,
     unknown_tool,
 )
+from ..tooldefs import MAX_PROPERTIES
 
 __all__ = [
+    "MAX_ARGUMENTS",
     "MAX_CALLS",
     "as_text",
+    "bound_arguments",
     "check_named_call",
     "check_object_call",
     "finish_call",
     "known_tools",
     "result_of",
+    "too_many_arguments",
     "too_many_calls",
 ]
+
+MAX_ARGUMENTS = MAX_PROPERTIES  # arguments one call may hold: a tool lists at most this many properties
+
+
+def too_many_arguments(count: int) -> str:
+    """The error of a call over MAX_ARGUMENTS: how many it wrote, the bound, and what to do."""
+    return (
+        f"error: this call has {count:,} arguments; at most {MAX_ARGUMENTS} are read in one call, "
+        f"as a tool lists at most {MAX_PROPERTIES} parameters: pass only the ones its schema lists"
+    )
 
 
 def known_tools(tools: list[dict]) -> dict[str, dict]:
@@ -65,13 +88,22 @@ def finish_call(
     name: str,
     arguments: object,
     known: dict[str, dict],
+    count: int | None = None,
 ) -> Block:
-    """A call found and read (its `checks` so far), checked for a supplied tool, then its arguments."""
+    """A call found and read (its `checks` so far), checked for a supplied tool, then its arguments.
+
+    `count` is how many arguments the call wrote, where its reading stopped before the end (the
+    number of keys of `arguments` otherwise)."""
     if name not in known:
         error = unknown_tool(name, list(known))
         checks.append(Check("name", False, error))
         return Block(index, body, start, end, pad_checks(checks, NATIVE_CHECKS), None, error)
     checks.append(Check("name", True))
+    count = count if count is not None else len(arguments) if isinstance(arguments, dict) else 0
+    if count > MAX_ARGUMENTS:
+        error = too_many_arguments(count)
+        checks.append(Check("arguments", False, error))
+        return Block(index, body, start, end, pad_checks(checks, NATIVE_CHECKS), None, error)
     more, error = check_arguments(name, arguments, known[name])
     checks.extend(more)
     call = None if error else Call(name, arguments, index)
@@ -141,6 +173,33 @@ def result_of(family: str, blocks: list[Block], answer: str | None = None, polic
     errors = [BlockError(b.index, b.error) for b in blocks if b.error]
     calls = [b.call for b in blocks if b.call is not None]
     return ParseResult(family, policy, calls, errors, False, blocks)
+
+
+def bound_arguments(result: ParseResult, written: Callable[[Block], tuple[str, dict] | None]) -> ParseResult:
+    """The result with each block whose call wrote more than MAX_ARGUMENTS arguments failing its arguments check
+    (for the readings engine.core.parse makes: Qwen3's blocks and ReAct's Action); `written` gives a block's
+    name and arguments, as the format's `written_call` does."""
+    over = {}
+    for block in result.blocks:
+        if any(c.name == "arguments" and c.passed for c in block.checks):
+            call = (block.call.name, block.call.arguments) if block.call is not None else written(block)
+            if call is not None and len(call[1]) > MAX_ARGUMENTS:
+                over[block.index] = len(call[1])
+    if not over:
+        return result
+    blocks = [_over_bound(b, over[b.index]) if b.index in over else b for b in result.blocks]
+    calls = [c for c in result.calls if c.block not in over]
+    errors = [BlockError(b.index, b.error) for b in blocks if b.error]
+    return replace(result, calls=calls, errors=errors, blocks=blocks)
+
+
+def _over_bound(block: Block, count: int) -> Block:
+    """A block whose call holds too many arguments: its arguments check fails, the checks after it are not reached."""
+    error = too_many_arguments(count)
+    order = [c.name for c in block.checks]
+    checks = [*block.checks[: order.index("arguments")], Check("arguments", False, error)]
+    checks += [Check(c.name, None) for c in block.checks[len(checks) :]]
+    return replace(block, checks=checks, call=None, error=error)
 
 
 def as_text(family: str, text: str, blocks: list[Block], policy: str) -> ParseResult:

@@ -15,6 +15,7 @@ from ..parse import PARSE_POLICIES, Block, ParseResult, load_strict_json, parse_
 from ..tokenizer import QwenTokenizer
 from ..tooldefs import tool_name
 from .base import Opener, Span, message_spans
+from .calls import bound_arguments
 from .qwen3_template import Qwen3Template
 
 
@@ -74,7 +75,9 @@ class NativeFormat(Qwen3Template):
         return answer
 
     def parse(self, text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
-        return parse_native(text, tools, policy, recover_bare)
+        return bound_arguments(
+            parse_native(text, tools, policy, recover_bare), lambda block: self.written_call(block, text)
+        )
 
     def result_text(self, result: str) -> str:
         return f"<tool_response>\n{result}\n</tool_response>"

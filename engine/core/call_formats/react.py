@@ -15,6 +15,7 @@ from ..parse import ACTION_PATTERN, OBSERVATION_PATTERN, Block, ParseResult, loa
 from ..tokenizer import QwenTokenizer
 from ..tooldefs import tool_name
 from .base import Opener, Span, message_spans
+from .calls import bound_arguments
 from .qwen3_template import Qwen3Template
 
 REACT_INTRO = "Answer the following questions as best you can. You have access to the following tools:\n"
@@ -138,7 +139,7 @@ class ReactFormat(Qwen3Template):
 
     def parse(self, text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
         # ReAct has one Action per reply, so the per-block and vLLM policies agree; a bare call is native-only
-        return parse_react(text, tools)
+        return bound_arguments(parse_react(text, tools), lambda block: self.written_call(block, text))
 
     def read_reply(self, text: str) -> str:
         cut = OBSERVATION_PATTERN.search(text)
