@@ -23,6 +23,14 @@ qwen3_coder_detector.py read it: a block may end the reply with no `</tool_call>
 a `<function=…>` with no `<tool_call>` around it is still a call, a value with no `</parameter>`
 ends at the next `<parameter=`, a value that does not read as its type stays text (a boolean that
 is neither true nor false is false), and a later value of the same name replaces an earlier one.
+
+Both readings run in time linear in the turn: they search from marker to marker by index and never
+slice off the rest of the text (the first version copied the rest at every `</parameter>`, and
+searched for each value's end afresh from the value, so a call of 200,000 parameters ran for
+minutes), and the server's reading finds every structural tag of a call once, then looks each
+value's end up. Where vLLM reads every parameter of a call, both readings stop after MAX_ARGUMENTS
+(calls.py): a call of more is one error that says how many it holds, with the same verdict as
+any call over the bound, and its values are not read.
 """
 
 from __future__ import annotations
@@ -31,17 +39,20 @@ import ast
 import json
 import math
 import re
+from bisect import bisect_left
 
 from ...settings import ASSETS
 from ..parse import BLOCK_PATTERN, NATIVE_CHECKS, Block, Check, ParseResult, pad_checks
 from ..tooldefs import tool_name
 from .base import Opener
-from .calls import MAX_CALLS, as_text, finish_call, known_tools, result_of
+from .calls import MAX_ARGUMENTS, MAX_CALLS, as_text, finish_call, known_tools, result_of
 from .hf import TemplateFormat
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 FUNCTION, FUNCTION_END = "<function=", "</function>"
 PARAMETER, PARAMETER_END = "<parameter=", "</parameter>"
+SPACE = re.compile(r"\s*")  # what str.strip() strips: \s is the same set of characters
+LINE_PARAMETER = re.compile(r"^<parameter=", re.MULTILINE)  # a parameter's tag at the start of the text or a line
 BAD_NAME = re.compile(r"[{}<>\"'\s]")  # what a function's name may not hold (vLLM's _is_valid_function_name)
 STRINGS = ("string", "str", "text", "varchar", "char", "enum")  # the types whose value is the text as written
 MAX_LITERAL = 10_000  # the longest value read as a Python literal (ast.literal_eval is quadratic on some input)
@@ -151,39 +162,43 @@ def _properties(known: dict[str, dict]) -> dict[str, dict]:
 
 
 # -- the strict reading: the documented layout only -------------------------------------------------------
-def read_strict_block(inner: str) -> tuple[str | None, list[tuple[str, str]], str | None, str]:
-    """(function name, [(parameter, raw value)], the error, the check that failed) of one block's inside."""
+def read_strict_block(inner: str) -> tuple[str | None, list[tuple[str, str]], str | None, str, int]:
+    """(function name, [(parameter, raw value)], the error, the check that failed, the parameters written) of
+    one block's inside; past MAX_ARGUMENTS parameters the reading stops, and the last figure says how many
+    `<parameter=` tags the call holds."""
     body = inner.strip()
     if not body.startswith(FUNCTION) or ">" not in body:
-        return None, [], NO_FUNCTION, "json"
+        return None, [], NO_FUNCTION, "json", 0
     name_end = body.index(">")
     name = body[len(FUNCTION) : name_end]
     if not body.endswith(FUNCTION_END):
-        return name, [], NO_FUNCTION_END, "json"
+        return name, [], NO_FUNCTION_END, "json", 0
     rest, cursor, found = body[name_end + 1 : -len(FUNCTION_END)], 0, []
-    while True:
-        # only whitespace between the parameters
-        while cursor < len(rest) and rest[cursor].isspace():
-            cursor += 1
+    while len(found) <= MAX_ARGUMENTS:
+        # only whitespace between the parameters (searched from the cursor: a slice of the rest per
+        # parameter made a call of many parameters quadratic)
+        cursor = SPACE.match(rest, cursor).end()
         if cursor == len(rest):
             break
-        if not rest.startswith(PARAMETER, cursor) or ">" not in rest[cursor:]:
-            return name, found, STRAY_TEXT, "json"
-        tag_end = rest.index(">", cursor)
+        tag_end = rest.find(">", cursor)
+        if not rest.startswith(PARAMETER, cursor) or tag_end < 0:
+            return name, found, STRAY_TEXT, "json", len(found)
         parameter = rest[cursor + len(PARAMETER) : tag_end]
         close = rest.find(PARAMETER_END, tag_end)
         if close < 0:
-            return name, found, PARAMETER_NOT_CLOSED.format(name=parameter[:40]), "json"
+            return name, found, PARAMETER_NOT_CLOSED.format(name=parameter[:40]), "json", len(found)
         found.append((parameter, _one_newline_off(rest[tag_end + 1 : close])))
         cursor = close + len(PARAMETER_END)
+    if len(found) > MAX_ARGUMENTS:
+        return name, found, None, "", rest.count(PARAMETER)
     if not name or BAD_NAME.search(name):
-        return name, found, BAD_FUNCTION_NAME, "shape"
+        return name, found, BAD_FUNCTION_NAME, "shape", len(found)
     seen: set[str] = set()
     for parameter, _ in found:
         if parameter in seen:
-            return name, found, TWICE.format(name=parameter[:40]), "shape"
+            return name, found, TWICE.format(name=parameter[:40]), "shape", len(found)
         seen.add(parameter)
-    return name, found, None, ""
+    return name, found, None, "", len(found)
 
 
 def _one_newline_off(value: str) -> str:
@@ -193,28 +208,27 @@ def _one_newline_off(value: str) -> str:
 
 
 # -- the servers' reading ------------------------------------------------------------------------------------
-def _structural_end(text: str, tag: str, followers: tuple[str, ...]) -> int:
-    """The first `tag` followed (after whitespace) by the end of the text or one of `followers`; -1 if none."""
-    at = text.find(tag)
+# Each search below runs over the text once, from marker to marker: the first version sliced the rest of the
+# text at every candidate tag, so a run of </parameter> (or of </tool_call>) was quadratic, and looked for each
+# value's end afresh from the value, so a call of many parameters was cubic.
+def structural_ends(text: str, tag: str, followers: tuple[str, ...], start: int = 0, first: bool = False) -> list[int]:
+    """Every `tag` from `start` followed (after whitespace) by the end of the text or one of `followers`,
+    in order (only the first where `first`)."""
+    found, at = [], text.find(tag, start)
     while at >= 0:
-        after = text[at + len(tag) :].lstrip()
-        if not after or after.startswith(followers):
-            return at
+        after = SPACE.match(text, at + len(tag)).end()
+        if after == len(text) or text.startswith(followers, after):
+            found.append(at)
+            if first:
+                break
         at = text.find(tag, at + len(tag))
-    return -1
+    return found
 
 
-def _structural_parameter(text: str, start: int, names: set[str] | None = None) -> int:
-    """The next `<parameter=` at the start of the text or of a line (a value may hold the words elsewhere),
-    naming one of `names` where they are given (the tool's parameters: a value may quote another tool's)."""
-    at = text.find(PARAMETER, start)
-    while at >= 0:
-        tag_end = text.find(">", at)
-        named = names is None or (tag_end >= 0 and text[at + len(PARAMETER) : tag_end] in names)
-        if (at == 0 or text[at - 1] == "\n") and named:
-            return at
-        at = text.find(PARAMETER, at + 1)
-    return -1
+def _first_structural(text: str, tag: str, followers: tuple[str, ...], start: int = 0) -> int:
+    """The first such `tag` from `start`; -1 if none."""
+    found = structural_ends(text, tag, followers, start, first=True)
+    return found[0] if found else -1
 
 
 def server_blocks(text: str) -> list[tuple[str, int, int, bool]]:
@@ -226,50 +240,106 @@ def server_blocks(text: str) -> list[tuple[str, int, int, bool]]:
         if start < 0:
             break
         inside = start + len(OPEN)
-        end = _structural_end(text[inside:], CLOSE, (OPEN,))
+        # each block's search runs from its own start to its end: the searches never overlap
+        end = _first_structural(text, CLOSE, (OPEN,), inside)
         if end < 0:
             found.append((text[inside:], start, len(text), False))
             break
-        found.append((text[inside : inside + end], start, inside + end + len(CLOSE), True))
-        cursor = inside + end + len(CLOSE)
+        found.append((text[inside:end], start, end + len(CLOSE), True))
+        cursor = end + len(CLOSE)
     return found or [(text, 0, len(text), False)]
 
 
-def read_server_function(inside: str, parameters: dict[str, dict]) -> tuple[str, list[tuple[str, str]]] | None:
-    """The name and raw values of the `<function=…>` in a block, read leniently; None where there is no readable one.
+class _ParameterTags:
+    """Where the `<parameter=` tags of one function's body stand: each at the start of a line, and those naming
+    one of the tool's parameters, found once, so the end of every value is looked up, not searched for."""
+
+    def __init__(self, body: str, expected: set[str] | None):
+        self.starts = [m.start() for m in LINE_PARAMETER.finditer(body)]
+        self.expected = expected
+        self.named: list[int] = []  # the tags that name one of `expected`, and their names
+        self.names: list[str] = []
+        longest = max(map(len, expected), default=0) if expected else 0
+        tag_end = -1
+        for start in self.starts:
+            if tag_end < start and tag_end != len(body):
+                # one search per stretch: the next ">" serves every tag before it
+                tag_end = body.find(">", start)
+                tag_end = len(body) if tag_end < 0 else tag_end
+            name_at = start + len(PARAMETER)
+            if expected and tag_end < len(body) and tag_end - name_at <= longest and body[name_at:tag_end] in expected:
+                self.named.append(start)
+                self.names.append(body[name_at:tag_end])
+        # for each named tag, the next one that names another parameter
+        self.other = [len(self.named)] * len(self.named)
+        for index in range(len(self.named) - 2, -1, -1):
+            following = index + 1
+            self.other[index] = following if self.names[following] != self.names[index] else self.other[following]
+
+    def next_tag(self, at: int) -> int:
+        """The first tag at a line's start from `at`, whatever it names; -1 if none."""
+        which = bisect_left(self.starts, at)
+        return self.starts[which] if which < len(self.starts) else -1
+
+    def next_other(self, at: int, parameter: str) -> int:
+        """Where a value that starts at `at` ends with no `</parameter>`: the next tag naming another of the
+        tool's parameters (any tag, where the tool is not known); -1 if none."""
+        if self.expected is None:
+            return self.next_tag(at)
+        which = bisect_left(self.named, at)
+        if which < len(self.named) and self.names[which] == parameter:
+            which = self.other[which]
+        return self.named[which] if which < len(self.named) else -1
+
+
+def read_server_function(inside: str, parameters: dict[str, dict]) -> tuple[str, list[tuple[str, str]], int] | None:
+    """The name, raw values and number of parameters of the `<function=…>` in a block, read leniently; None where
+    there is no readable one. Past MAX_ARGUMENTS values the reading stops (the number says how many there are).
 
     `parameters` maps each tool to its properties: a value with no `</parameter>` ends at the next
     `<parameter=` that names one of its tool's (vLLM's fallback), not at one quoted inside it."""
     at = inside.find(FUNCTION)
     if at < 0:
         return None
-    rest = inside[at + len(FUNCTION) :]
-    name_end = rest.find(">")
-    if name_end < 0 or not rest[:name_end] or BAD_NAME.search(rest[:name_end]):
+    name_at = at + len(FUNCTION)
+    name_end = inside.find(">", name_at)
+    if name_end < 0 or name_end == name_at or BAD_NAME.search(inside, name_at, name_end):
         return None
-    name, body = rest[:name_end], rest[name_end + 1 :]
+    name, body_at = inside[name_at:name_end], name_end + 1
+    end = _first_structural(inside, FUNCTION_END, (CLOSE,), body_at)
+    body = inside[body_at:] if end < 0 else inside[body_at:end]
     expected = set(parameters.get(name) or ()) or None
-    end = _structural_end(body, FUNCTION_END, (CLOSE,))
-    body = body if end < 0 else body[:end]
+    tags = _ParameterTags(body, expected)
+    closes = structural_ends(body, PARAMETER_END, (PARAMETER, FUNCTION_END, CLOSE))
     values, cursor = [], 0
-    while True:
-        start = _structural_parameter(body, cursor)
+    while len(values) <= MAX_ARGUMENTS:
+        start = tags.next_tag(cursor)
         if start < 0:
             break
         tag_end = body.find(">", start)
         if tag_end < 0:
             break
         parameter, value_at = body[start + len(PARAMETER) : tag_end], tag_end + 1
-        close = _structural_end(body[value_at:], PARAMETER_END, (PARAMETER, FUNCTION_END, CLOSE))
-        following = _structural_parameter(body, value_at, None if expected is None else expected - {parameter})
-        if close >= 0 and (following < 0 or value_at + close < following):
-            value, cursor = body[value_at : value_at + close], value_at + close + len(PARAMETER_END)
+        which = bisect_left(closes, value_at)
+        close = closes[which] if which < len(closes) else -1
+        following = tags.next_other(value_at, parameter)
+        if close >= 0 and (following < 0 or close < following):
+            value, cursor = body[value_at:close], close + len(PARAMETER_END)
         else:
             # no </parameter> before the next parameter of the tool's: the value ends there (or at the end)
             stop = len(body) if following < 0 else following
             value, cursor = body[value_at:stop], stop
         values.append((parameter, _one_newline_off(value)))
-    return name, values
+    count = len(values) if len(values) <= MAX_ARGUMENTS else len(tags.starts)
+    return name, values, count
+
+
+def _arguments(values: list[tuple[str, str]], count: int, schema: dict, lenient: bool) -> dict:
+    """The values read as their types; none where the call holds more than MAX_ARGUMENTS (it is refused unread).
+    A later value of the same name replaces an earlier one, as a dict built in order does."""
+    if count > MAX_ARGUMENTS:
+        return {}
+    return {key: read_value(raw, schema.get(key), lenient=lenient) for key, raw in values}
 
 
 class Qwen3CoderFormat(TemplateFormat):
@@ -342,7 +412,7 @@ class Qwen3CoderFormat(TemplateFormat):
                 checks = [Check("closed", False, NOT_CLOSED)]
                 blocks.append(Block(index, inner, start, end, pad_checks(checks, NATIVE_CHECKS), None, NOT_CLOSED))
                 continue
-            name, values, error, failed = read_strict_block(inner)
+            name, values, error, failed, count = read_strict_block(inner)
             checks = [Check("closed", True)]
             if error:
                 if failed == "shape":
@@ -351,9 +421,8 @@ class Qwen3CoderFormat(TemplateFormat):
                 blocks.append(Block(index, inner, start, end, pad_checks(checks, NATIVE_CHECKS), None, error))
                 continue
             checks += [Check("json", True), Check("shape", True)]
-            schema = properties.get(name, {})
-            arguments = {key: read_value(raw, schema.get(key), lenient=False) for key, raw in values}
-            blocks.append(finish_call(index, inner, start, end, checks, name, arguments, known))
+            arguments = _arguments(values, count, properties.get(name, {}), lenient=False)
+            blocks.append(finish_call(index, inner, start, end, checks, name, arguments, known, count))
         return result_of(self.name, blocks, text)
 
     def parse_server(self, text: str, tools: list[dict]) -> ParseResult:
@@ -367,19 +436,17 @@ class Qwen3CoderFormat(TemplateFormat):
             read = read_server_function(inside, properties)
             if read is None:
                 continue  # no readable <function=NAME>: vLLM drops it
-            name, values = read
-            schema = properties.get(name, {})
-            # a later value of the same name replaces an earlier one, as a dict built in order does
-            arguments = {key: read_value(raw, schema.get(key), lenient=True) for key, raw in values}
+            name, values, count = read
+            arguments = _arguments(values, count, properties.get(name, {}), lenient=True)
             checks = [Check("closed", True), Check("json", True), Check("shape", True)]
-            blocks.append(finish_call(len(blocks), inside, start, end, checks, name, arguments, known))
+            blocks.append(finish_call(len(blocks), inside, start, end, checks, name, arguments, known, count))
         if not blocks:
             return as_text(self.name, text, [], "server")
         return result_of(self.name, blocks, text, "server")
 
     def written_call(self, block: Block, turn: str) -> tuple[str, dict] | None:
-        name, values, error, _ = read_strict_block(block.text)
-        if error or name is None:
+        name, values, error, _, count = read_strict_block(block.text)
+        if error or name is None or count > MAX_ARGUMENTS:
             return None if block.call is None else (block.call.name, block.call.arguments)
         return name, dict(values)
 
