@@ -10,6 +10,17 @@ reading (per-block) finds each `to=functions.NAME` and its message in the text; 
 reply as vLLM's openai_tool_parser.py does, with openai-harmony's own parser over its tokens: a call
 cut off before `<|call|>` is handed back as text, not reported, and a reply that is not harmony
 messages (text before a header) is one error: the server's request fails.
+
+Harmony's parser takes about 50 µs a token of a header and its encoder is quadratic in a long run
+of one character, so a 200,000-character run of `;` or of spaces took tens of seconds. The server
+reading therefore hands harmony the reply as `hand_over` makes it, in one pass over its special
+tokens: each message as written, but a body longer than STAND_IN_OVER as a short stand-in (harmony
+reads a body token by token until <|call|>, <|end|> or <|return|>, whatever its text) that is read
+back afterwards; what follows a message where harmony wants <|start|> cut to its first characters
+(harmony refuses the first token); and a header never closed by <|message|> left out (harmony keeps
+it and shows nothing of it). Those keep harmony's verdict. Two bounds do not: a reply of more than
+MAX_MESSAGES messages, or whose headers run past MAX_HEADER_CHARS characters, is one error that
+says so (unless harmony refuses what comes before it), where the server would parse on.
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ import functools
 import json
 import os
 import re
+from dataclasses import dataclass
 
 from ...settings import ASSETS
 from ..parse import NATIVE_CHECKS, Block, Check, ParseResult, pad_checks
@@ -35,9 +47,25 @@ OPENER = " to=functions."  # harmony's own renderer puts the recipient in the he
 CHANNEL_FIRST = (
     "<|channel|>commentary to=functions."  # the other order harmony allows (xgrammar's harmony tag takes both)
 )
+STOPS, START = (CALL, END, "<|return|>"), "<|start|>"  # what ends a message's body; what must follow it
+SPECIAL = re.compile(r"<\|[a-z0-9_]++\|>")  # the shape of every harmony special token (each checked in its set)
+# bounds on what harmony's parser is handed: it takes about 50 µs a token of a header (2 µs of a body), and its
+# encoder is quadratic in a long run of one character, so a body is handed as a stand-in and headers are bounded
+MAX_MESSAGES = 4 * MAX_CALLS  # messages read in one reply (a reply holds at most MAX_CALLS calls)
+MAX_HEADER_CHARS = 8_192  # characters of headers, all together (a header is about 60: recipient, channel, type)
+STAND_IN_OVER = 64  # a longer body is handed to harmony as a short stand-in, and read back from the reply
+REFUSED_CHARS = 256  # how much of what harmony refuses it is handed (it stops at the first token)
 NOT_CLOSED = "error: the call is not closed with <|call|>; was the reply cut off?"
 EMPTY = "error: the call's <|message|> is empty"
 NOT_JSON = "error: the message to functions.NAME is not valid JSON"
+TOO_MANY_MESSAGES = (
+    f"error: the reply holds more than {MAX_MESSAGES} harmony messages; at most {MAX_MESSAGES} are read "
+    "in one reply: make the other calls in a later turn"
+)
+TOO_LONG_HEADERS = (
+    f"error: the reply's message headers run past {MAX_HEADER_CHARS:,} characters; a header names a recipient, "
+    "a channel and a content type before <|message|>: write text only inside a message"
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,6 +106,67 @@ def to_conversation(messages: list[dict], tools: list[dict]):
         elif role == "assistant" and message.get("content"):
             turns.append(Message.from_role_and_content(Role.ASSISTANT, str(message["content"])).with_channel("final"))
     return Conversation.from_messages(turns)
+
+
+@dataclass(frozen=True)
+class HandOver:
+    """What harmony's parser is handed of a reply: its text, the bodies stood in for, and a bound it passed."""
+
+    text: str
+    stand_ins: dict[str, str]  # stand-in -> the body it stands for
+    problem: str | None = None  # the reply passed a bound: it is refused with this error
+
+    def restore(self, body: str) -> str:
+        """A body as the reply wrote it (harmony read its stand-in)."""
+        return self.stand_ins.get(body, body)
+
+
+def hand_over(text: str) -> HandOver:
+    """The reply as harmony's parser is handed it: the messages harmony would find, in one pass over the
+    special tokens, each body longer than STAND_IN_OVER as a stand-in, what follows a refusal cut short,
+    and a header never closed left out (harmony shows nothing of it); past MAX_MESSAGES messages or
+    MAX_HEADER_CHARS of headers, what came before and the bound it passed."""
+    specials = load_harmony().special_tokens_set
+    handed: list[str] = []
+    stand_ins: dict[str, str] = {}
+    state, mark, messages, header_chars = "header", 0, 0, 0
+    for found in SPECIAL.finditer(text):
+        token = found.group()
+        if token not in specials:
+            continue
+        if state == "header" and token == MESSAGE:
+            header_chars += found.start() - mark
+            if header_chars > MAX_HEADER_CHARS:
+                return HandOver("".join(handed), stand_ins, TOO_LONG_HEADERS)
+            handed.append(text[mark : found.end()])
+            state, mark = "body", found.end()
+        elif state == "body" and token in STOPS:
+            handed.append(_stand_in(text[mark : found.start()], stand_ins) + token)
+            messages += 1
+            if messages > MAX_MESSAGES:
+                return HandOver("".join(handed), stand_ins, TOO_MANY_MESSAGES)
+            state, mark = "after", found.end()
+        elif state == "after":
+            if found.start() > mark or token != START:
+                # harmony refuses the first token that is not <|start|>: it is handed that much and no more
+                handed.append(text[mark : found.end()][:REFUSED_CHARS])
+                return HandOver("".join(handed), stand_ins)
+            handed.append(token)
+            state, mark = "header", found.end()
+    if state == "body":
+        handed.append(_stand_in(text[mark:], stand_ins))  # a body cut off: harmony's current content
+    elif state == "after":
+        handed.append(text[mark : mark + REFUSED_CHARS])
+    return HandOver("".join(handed), stand_ins)
+
+
+def _stand_in(body: str, stand_ins: dict[str, str]) -> str:
+    """A short text for a long body (harmony reads a body as it comes, whatever its tokens); a short body itself."""
+    if len(body) <= STAND_IN_OVER:
+        return body
+    key = f"\u2060body {len(stand_ins)}\u2060"
+    stand_ins[key] = body
+    return key
 
 
 class GptOssFormat(CallFormat):
@@ -223,24 +312,24 @@ class GptOssFormat(CallFormat):
         Only whole messages count: a call cut off before <|call|> is no call, and a reply with none is
         handed back as text; a message to functions.NAME is a call, its body JSON unless its content type
         says otherwise; a reply harmony's parser refuses (text before a header) is one error and no call,
-        as the server's request fails.
+        as the server's request fails. What harmony is handed is `hand_over`'s: the same messages, each
+        long body as a short stand-in, and nothing past a bound.
         """
         from openai_harmony import Role, StreamableParser
 
         known = known_tools(tools)
+        handed = hand_over(text)
         parser = StreamableParser(load_harmony(), Role.ASSISTANT)
         try:
-            for token_id in self.encode(text):
+            for token_id in self.encode(handed.text):
                 parser.process(token_id)
         except Exception as error:  # HarmonyError: the tokens are not harmony messages
-            problem = f"error: harmony's parser refuses the reply: {str(error)[:160]}"
-            checks = pad_checks(
-                [Check("closed", True), Check("json", True), Check("shape", False, problem)], NATIVE_CHECKS
-            )
-            return result_of(self.name, [Block(0, text, 0, len(text), checks, None, problem)], text, "server")
+            return self._refused(text, f"error: harmony's parser refuses the reply: {str(error)[:160]}")
+        if handed.problem:
+            return self._refused(text, handed.problem)
         blocks, cursor, final = [], 0, None
         for message in parser.messages:
-            body = message.content[0].text if message.content else ""
+            body = handed.restore(message.content[0].text) if message.content else ""
             if not (message.recipient or "").startswith("functions."):
                 final = body if message.channel == "final" else final
                 continue
@@ -248,7 +337,8 @@ class GptOssFormat(CallFormat):
                 continue
             # where the call stands in the text: from its recipient to the end of its body
             start = max(text.find(f"to={message.recipient}", cursor), cursor)
-            end = text.find(body, start) + len(body) if body and body in text[start:] else start
+            found = text.find(body, start) if body else -1
+            end = found + len(body) if found >= 0 else start
             cursor = end
             name = message.recipient.split("functions.", 1)[1]
             if not message.content_type or "json" in message.content_type:
@@ -261,9 +351,15 @@ class GptOssFormat(CallFormat):
             return result_of(self.name, blocks, text, "server")
         if parser.current_recipient is not None:
             return as_text(self.name, text, [], "server")  # a message to a tool, cut off: no call, nothing final
-        if final is None and parser.current_content and parser.current_channel in (None, "final"):
-            final = parser.current_content  # a final answer cut off: what there is of it
+        current = handed.restore(parser.current_content)
+        if final is None and current and parser.current_channel in (None, "final"):
+            final = current  # a final answer cut off: what there is of it
         return result_of(self.name, [], final if final is not None else text, "server")
+
+    def _refused(self, text: str, problem: str) -> ParseResult:
+        """The reply as one error and no call: what a server answers when harmony's parser refuses it."""
+        checks = pad_checks([Check("closed", True), Check("json", True), Check("shape", False, problem)], NATIVE_CHECKS)
+        return result_of(self.name, [Block(0, text, 0, len(text), checks, None, problem)], text, "server")
 
 
 FORMAT = GptOssFormat()
