@@ -153,12 +153,16 @@ class DeepSeekV3Format(TemplateFormat):
         blocks: list[Block] = []
         cursor = start
         # plain searches from marker to marker, linear in the turn's length (a regex per call was quadratic
-        # on a turn of many begins); a begin with no separator before the next begin is skipped
+        # on a turn of many begins); a begin with no separator before the next begin is skipped, and the
+        # separator found is kept for the begins before it (searched afresh from each, a run of begins
+        # before one separator was quadratic)
+        sep = -1
         while len(blocks) < MAX_CALLS:
             begin = text.find(CALL_BEGIN, cursor)
             if begin < 0:
                 break
-            sep = text.find(CALL_SEP, begin + len(CALL_BEGIN))
+            if sep < begin + len(CALL_BEGIN):
+                sep = text.find(CALL_SEP, begin + len(CALL_BEGIN))
             if sep < 0:
                 break
             later = text.find(CALL_BEGIN, begin + len(CALL_BEGIN), sep)
