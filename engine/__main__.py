@@ -58,7 +58,7 @@ def whole_number(text: str) -> int:
 
 
 # the commands that load a model: they run in a temporary folder of their own, which takes torch's compile cache
-LOADING_COMMANDS = ("generate", "eval", "prepare")
+LOADING_COMMANDS = ("generate", "eval", "prepare", "train-builtin")
 
 
 def _read_json(path: str, what: str):
@@ -601,6 +601,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="share of count questions phrased from parts rather than the fixed phrasings (default 0.5)",
+    )
+    p.add_argument(
+        "--autocast",
+        choices=["auto", "bf16", "off"],
+        default=None,
+        help="bf16 autocast: auto (default) where the CPU runs bf16 natively (avx512_bf16, AMX), else fp32",
     )
     p.add_argument("--kv-heads", type=int, default=None, help="key/value heads (default: the shipped model's 2)")
     p.add_argument("--head-dim", type=int, default=None, help="each head's width (default: the shipped model's 32)")

@@ -54,6 +54,8 @@ def new_config(args) -> TrainConfig:
     )
     if args.threads is not None:
         config.threads = in_range(args.threads, 1, 256, "--threads")
+    if getattr(args, "autocast", None):
+        config.autocast = args.autocast
     if args.composed_share is not None:
         if not 0.0 <= args.composed_share <= 1.0:
             raise BadInput(

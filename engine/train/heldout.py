@@ -17,7 +17,7 @@ from ..core.call_formats import parse_turn
 from ..core.generation import GenerationSettings
 from ..core.prompt import Request
 from ..core.tokenizer import QwenTokenizer
-from .data import STYLE_NAMES, Slots, call_conversation, conversation_words, tool_set, training_data
+from .data import STYLE_NAMES, Slots, call_conversation, tool_set, training_data, vocabulary_words
 from .drills import COPY_FROM
 
 MAX_NEW_TOKENS = 80
@@ -112,7 +112,9 @@ def probes(tok: QwenTokenizer, count: int = 20, seed: int = 1) -> list[Probe]:
                     ("count_letter", {"word": word, "letter": letter}),
                 )
             )
-        slots = Slots(rng, conversation_words(tok), heldout=True)
+        # the held-out tools' slots draw from the vocabulary less the held-out words alone, as they always have, so
+        # that every model is measured on the same prompts
+        slots = Slots(rng, [w for w in vocabulary_words(tok) if w not in words], heldout=True)
         for _ in range(count // 2):
             conv = call_conversation(rng, slots, style, heldout=True)
             if conv.expected[0] != "count_letter":

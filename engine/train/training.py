@@ -73,9 +73,9 @@ class TrainConfig:
     rotate_places: bool = False  # and each later place's piece turned by a fixed rotation of its own
     seed: int = 0
     threads: int = 2
-    # "bf16": the forward and the loss under bf16 autocast (the output layer's logits in bf16 halve its cost
-    # even where the CPU has no native bf16), "auto": bf16 only where it runs natively, "off": fp32
-    autocast: str = "bf16"
+    # "bf16": the forward and the loss under bf16 autocast, "auto": bf16 only where the CPU runs it natively
+    # (engine/model/cpu_speed.py), "off": fp32. On an AVX2-only CPU bf16 is emulated and a step several times slower
+    autocast: str = "auto"
     # a conversation's target is scored against the drill candidates, its batch's targets and this many other
     # rows drawn at random (their logits raised by log(1/share drawn), so the sum stands for all 151,936);
     # 0: every row, every step. The output layer was most of a step's time.
