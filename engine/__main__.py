@@ -15,7 +15,9 @@ from pathlib import Path
 
 from .core.call_formats import (
     CallFormat,
+    constrained_format,
     family_names,
+    format_names,
     format_of_family,
     get_format,
     lesson_format_names,
@@ -133,6 +135,64 @@ def chosen_format(family: str | None, style: str) -> CallFormat:
         families = ", ".join(f.family for f in map(get_format, lesson_format_names()))
         raise BadInput(f"--style {style} is written in Qwen3's template only; use --family {families} with it")
     return fmt
+
+
+def format_flags(name: str, takes_style: bool, takes_family: bool) -> tuple[str | None, str | None] | None:
+    """(--style, --family) that `--format NAME` stands for in a command that takes those flags (None: left alone), or
+    None when the command cannot read that format. A family's name is --family; a lesson format's name is --style;
+    another maker's format is its family."""
+    fmt = get_format(name)
+    if takes_family and name in family_names():
+        return None, name
+    if takes_style and fmt.in_lessons:
+        return fmt.name, None
+    if takes_family and fmt.maker_format:
+        return None, fmt.family
+    return None
+
+
+def format_choices(takes_style: bool, takes_family: bool) -> list[str]:
+    """The --format names a command with these flags can read, in the registry's order."""
+    return [name for name in format_names() if format_flags(name, takes_style, takes_family) is not None]
+
+
+def read_format(args) -> CallFormat:
+    """The call format a command's --style and --family pick: what it reads."""
+    takes_style, takes_family = "style" in vars(args), "family" in vars(args)
+    if takes_style and takes_family:
+        return chosen_format(args.family, args.style)
+    if takes_family:
+        # mask without --family holds Qwen3's native grammar
+        return format_of_family(args.family) if args.family is not None else constrained_format()
+    return get_format(args.style)
+
+
+def settle_format(args) -> None:
+    """--format NAME as the --style or --family it stands for; --style's default where none was given.
+
+    A --style or --family given beside --format must pick the same format, or the command refuses both."""
+    takes_style, takes_family = "style" in vars(args), "family" in vars(args)
+    name = getattr(args, "format", None)
+    given = [f"--{flag} {vars(args)[flag]}" for flag in ("style", "family") if vars(args).get(flag) is not None]
+    if name is not None:
+        style, family = format_flags(name, takes_style, takes_family)
+        if takes_style and args.style is None:
+            args.style = style
+        if takes_family and args.family is None:
+            args.family = family
+    if takes_style and args.style is None:
+        args.style = lesson_format_names()[0]
+    if name is None or not given:
+        return
+    try:
+        agrees = read_format(args) is get_format(name)
+    except BadInput:  # a --style that the family's template cannot write
+        agrees = False
+    if not agrees:
+        raise BadInput(
+            f"--format {name} and {' '.join(given)} name different call formats: give --format alone, "
+            f"or flags that agree with it"
+        )
 
 
 def family_tokens(family: str, messages: list[dict], tools: list[dict], style: str) -> dict:
@@ -390,6 +450,19 @@ def cmd_openai_tokens(args) -> dict:
     return estimate_openai_tokens(_read_tools(args.tools), _read_messages(args.messages), args.model).as_json()
 
 
+def add_format_flag(p: argparse.ArgumentParser, takes_style: bool, takes_family: bool) -> None:
+    """--format NAME on a command that takes --style or --family (settle_format reads it)."""
+    p.add_argument(
+        "--format",
+        choices=format_choices(takes_style, takes_family),
+        default=None,
+        metavar="NAME",
+        help="the call format by its registry name ("
+        + ", ".join(format_choices(takes_style, takes_family))
+        + "): the same as the --style or --family it stands for",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m engine", description="The tool-calling explainer's engine.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -397,18 +470,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tokens", help="count a prompt's tokens, by span")
     p.add_argument("--tools", required=True)
     p.add_argument("--messages")
-    p.add_argument("--style", choices=lesson_format_names(), default=lesson_format_names()[0])
+    p.add_argument("--style", choices=lesson_format_names(), default=None)
     p.add_argument(
         "--family",
         choices=family_names(),
         default=None,
         help="the model family whose tokenizer and format to use (default qwen3)",
     )
+    add_format_flag(p, takes_style=True, takes_family=True)
     p.set_defaults(handler=cmd_tokens)
 
     p = sub.add_parser("parse", help="parse one assistant turn read from stdin")
     p.add_argument("--tools", required=True)
-    p.add_argument("--style", choices=lesson_format_names(), default=lesson_format_names()[0])
+    p.add_argument("--style", choices=lesson_format_names(), default=None)
     p.add_argument("--policy", choices=["per-block", "vllm", "server"], default="per-block")
     p.add_argument(
         "--family",
@@ -416,6 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the model family whose tokenizer and format to use (default qwen3)",
     )
+    add_format_flag(p, takes_style=True, takes_family=True)
     p.set_defaults(handler=cmd_parse)
 
     p = sub.add_parser("mask", help="the tokens a call's grammar allows after a prefix")
@@ -431,6 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the model family whose tokenizer and format to use (default qwen3)",
     )
+    add_format_flag(p, takes_style=False, takes_family=True)
     p.set_defaults(handler=cmd_mask)
 
     p = sub.add_parser("generate", help="generate one turn, token by token, with top-k probabilities")
@@ -532,7 +608,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="a scripted harness run and its token ledger")
     p.add_argument("--scenario", required=True)
-    p.add_argument("--style", choices=lesson_format_names(), default=lesson_format_names()[0])
+    p.add_argument("--style", choices=lesson_format_names(), default=None)
+    add_format_flag(p, takes_style=True, takes_family=False)
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser(
@@ -592,6 +669,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-at", type=int, default=None, help="stop cleanly at this step (saved)")
     p.add_argument("--decay-steps", type=int, default=None, help="the final decay's length in steps (default 200)")
     p.add_argument(
+        "--warmup", type=int, default=None, help="warm-up steps (default 150, or a tenth of a shorter run's --steps)"
+    )
+    p.add_argument(
         "--rotate-places",
         action="store_true",
         help="turn each later piece of a spelled word row by a fixed rotation of its own (engine/train/spelled.py)",
@@ -627,6 +707,7 @@ def _one_line(text: str, limit: int = 4000) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        settle_format(args)
         # a command that loads a model leaves TMPDIR as it found it: its temporary files go into its own folder
         with own_temp_folder() if args.command in LOADING_COMMANDS else contextlib.nullcontext():
             result = args.handler(args)

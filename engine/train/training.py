@@ -300,7 +300,8 @@ def start_run(config: TrainConfig, tok: QwenTokenizer, init_from: Path | None = 
         from .warm_start import load_saved_weights
 
         load_saved_weights(network, init_from)
-        config.init_from = init_from.name
+        # as given when relative (assets/builtin-model); an absolute path would name this machine's folders
+        config.init_from = init_from.name if init_from.is_absolute() else str(init_from)
     network.train()
     spelled = None
     if config.spelled:
