@@ -274,3 +274,54 @@ def test_train_builtin_refuses_a_layout_or_share_it_cannot_train_before_it_start
     with pytest.raises(BadInput, match=re.escape(said)):
         train_builtin(Namespace(**{**args, **flags}))
     assert not (tmp_path / "m").exists()
+
+
+def test_a_conversation_with_no_tool_is_answered_in_plain_words_whatever_its_style():
+    """With no tool the prompt is the same in every style, so one prompt must never teach two answers; and a count
+    question asked with no tool is guessed in words, never called."""
+    rng = random.Random(4)
+    slots = data.Slots(rng, data.conversation_words(TOK), composed=0.5, capitalised=True)
+    untooled = [data.conversation(rng, slots, untooled=1.0) for _ in range(300)]
+    assert all(not c.tools and c.kind == "answer" and c.expected is None for c in untooled)
+    for conv in untooled:
+        assert not conv.turn.startswith("Thought:") and "<tool_call>" not in conv.turn
+        assert "count_letter" not in conv.turn and "Action:" not in conv.turn
+    guesses = [c for c in untooled if c.turn.startswith("Without a tool I can only guess")]
+    assert len(guesses) > 100
+    # lesson 1's own question is among them, its "without tools" side
+    lesson_question = data.training_data()["lesson_calls"][0][0]
+    assert any(c.messages[0]["content"] == lesson_question for c in untooled)
+    # an answer conversation that happens to offer no tool is plain words too
+    for _ in range(200):
+        conv = data.answer_conversation(rng, "react")
+        assert conv.turn.startswith("Thought:") == bool(conv.tools)
+
+
+def test_the_strawberry_suites_words_are_never_trained_on_but_strawberry_is():
+    held = data.heldout_words()
+    assert {"occurrence", "programming", "hippopotamus", "mississippi"} <= held
+    assert "strawberry" not in held
+    words = set(data.conversation_words(TOK))
+    assert not words & held and "strawberry" in words
+
+
+def test_a_pieces_drill_copies_a_made_up_word_into_a_call_and_scores_the_copy_alone():
+    from engine.train.mix import _pieces
+
+    rng = random.Random(8)
+    slots = data.Slots(rng, data.conversation_words(TOK), composed=0.5)
+    candidates = frozenset(drills.spelling_candidates(TOK))
+    pieces = _pieces(TOK)
+    assert len(pieces) > 20_000 and not set(pieces) & data.heldout_words()
+    capitals = 0
+    for _ in range(60):
+        sample = drills.pieces_sample(rng, slots, pieces, TOK, candidates, data.heldout_words())
+        assert sample.kind == "copy" and 48 <= len(sample.ids) <= 200
+        text = TOK.decode(sample.ids)
+        word = text.split(drills.COPY_FROM)[1].split('"')[0]
+        scored = "".join(TOK.token_text(i) for i, t in zip(sample.ids, sample.targets, strict=True) if t)
+        # what is scored is the word as the call writes it and the quote that closes it, nothing else
+        assert scored.startswith(word + '"') and len(scored) <= len(word) + 3, (word, scored)
+        assert word in text.split("\n")[0] and word.lower() not in data.heldout_words()
+        capitals += word[0].isupper()
+    assert capitals > 3

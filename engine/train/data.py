@@ -340,9 +340,9 @@ def answer_conversation(rng: random.Random, style: str) -> Conversation:
     """A question no tool helps with, and a short answer in words."""
     question, answer = rng.choice(training_data()["facts"])
     tools = offered_tools(rng, None) if rng.random() < 0.9 else []
-    return Conversation(
-        "answer", style, tools, [{"role": "user", "content": question}], get_format(style).write_answer(answer)
-    )
+    # with no tool, plain words in every style (untooled_conversation says why)
+    turn = get_format(style).write_answer(answer) if tools else answer
+    return Conversation("answer", style, tools, [{"role": "user", "content": question}], turn)
 
 
 def final_conversation(rng: random.Random, slots: Slots, style: str) -> Conversation:
@@ -387,9 +387,9 @@ def untooled_conversation(rng: random.Random, slots: Slots, style: str) -> Conve
         answer = rng.choice(training_data()["answers_without_tools"])
     else:
         question, answer = rng.choice(training_data()["facts"])
-    return Conversation(
-        "answer", style, [], [{"role": "user", "content": question}], get_format(style).write_answer(answer)
-    )
+    # with no tool the prompt is the same in every style (a style's instructions come with its tools), so the
+    # answer is plain words, as Qwen3 writes one: a ReAct "Final Answer:" here would teach two targets for one prompt
+    return Conversation("answer", style, [], [{"role": "user", "content": question}], answer)
 
 
 def conversation(rng: random.Random, slots: Slots, untooled: float = 0.0) -> Conversation:
