@@ -53,6 +53,17 @@ def family_names() -> tuple[str, ...]:
     return tuple(families())
 
 
+def format_names() -> tuple[str, ...]:
+    """Every name `get_format` takes, in the registry's order: each format's name, after its family's name where a
+    family stands for it under another (qwen3, native, react, qwen3-coder, …). What --format offers."""
+    names: dict[str, None] = {}
+    for fmt in FORMATS.values():
+        if fmt.maker_format:
+            names[fmt.family] = None
+        names[fmt.name] = None
+    return tuple(names)
+
+
 def format_of_family(family: str) -> CallFormat:
     """The format a family's maker trained its models on, or an error that lists the families there are."""
     for fmt in family_formats():
@@ -163,6 +174,7 @@ __all__ = [
     "family_formats",
     "family_names",
     "find_name_token",
+    "format_names",
     "format_of_family",
     "get_format",
     "lesson_format_names",
