@@ -27,7 +27,7 @@ from .core.call_formats import (
 )
 from .core.json_input import MAX_FILE_BYTES, MAX_NUMBER_CHARS, InputProblem, read_json_text, read_text_file
 from .core.out_paths import check_writable_folder, own_temp_folder
-from .core.prompt import Request, count_tools_tokens, render
+from .core.prompt import Request, check_prefix, count_tools_tokens, render
 from .core.tooldefs import check_tool_definitions
 from .errors import BadInput, EngineError
 from .harness.loop import check_messages, load_scenario, run_scenario
@@ -301,6 +301,8 @@ def cmd_generate(args) -> dict:
     # every check before torch's import (seconds) and a load that can take minutes
     if args.record:
         check_record_path(args.record)
+    if args.prefix:
+        check_prefix_flags(args)
     messages, tools = _read_messages(args.messages), _read_tools(args.tools)
     settings = GenerationSettings(
         max_new_tokens=args.max_new_tokens,
@@ -329,13 +331,26 @@ def cmd_generate(args) -> dict:
             raise BadInput(problem)
     if not args.engine_url or server_grammar:
         constraint = build_constraint(model, tools, args.tool_choice, thinking=settings.enable_thinking)
-    generation = generate_turn(model, request, settings, constraint)
+    generation = generate_turn(model, request, settings, constraint, prefix=args.prefix)
     result = generation.as_json()
+    if "prefix" in generation.extra:  # {"text", "ids"}: the turn's opening words, before the steps
+        result["prefix"] = generation.extra["prefix"]
     if "grammar" in generation.extra:  # where the grammar ran: {"ran_on": "server", "server", "dialect", "field", ...}
         result["grammar"] = generation.extra["grammar"]
     if args.record:
         result["trace"] = str(record_trace(args.record, generation, request, tool_choice=args.tool_choice))
     return result
+
+
+def check_prefix_flags(args) -> None:
+    """generate --prefix: a bounded text with no turn marker, and not with --record (a trace replays a turn the model
+    wrote whole)."""
+    if args.record:
+        raise BadInput(
+            "--record keeps a turn the model wrote from its first token; a --prefix turn begins with words it did "
+            "not write: drop one of them"
+        )
+    check_prefix(args.prefix)
 
 
 def open_engine(args):
@@ -528,7 +543,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=whole_number, default=128)
     p.add_argument("--seed", type=whole_number, default=0)
     p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument(
+        "--top-p",
+        type=float,
+        default=1.0,
+        help="sampling only: draw from the smallest set of most likely tokens whose probability reaches P (0 < P <= 1)",
+    )
+    p.add_argument(
+        "--prefix",
+        default="",
+        metavar="TEXT",
+        help="the assistant's turn starts with TEXT and the model continues after it (text: the whole turn)",
+    )
     p.add_argument("--thinking", action="store_true", help="enable_thinking=True")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
     p.add_argument(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from engine.__main__ import main
+from engine.core.call_formats import family_names, format_names, get_format
 from engine.settings import LESSONS
 
 STRAWBERRY = str(LESSONS / "tools" / "strawberry.json")
@@ -198,6 +199,107 @@ def test_parse_react(capsys, monkeypatch):
     assert json.loads(out)["errors"] == [
         {"block": 0, "error": "error: write the Action Input as plain JSON, not inside a ``` code fence"}
     ]
+
+
+# -- --format NAME: the call format by its registry name, printing what the flag it stands for prints ---------------
+# (--format argv, the --style / --family argv it stands for); every family in the registry has its row
+FORMAT_ROWS = [
+    *[(["--format", family], ["--family", family]) for family in family_names()],
+    (["--format", "native"], ["--style", "native"]),
+    (["--format", "react"], ["--style", "react"]),
+    # flags that agree with --format are taken as they are
+    (["--format", "react", "--family", "qwen3"], ["--family", "qwen3", "--style", "react"]),
+    (["--format", "qwen3", "--style", "native"], ["--family", "qwen3"]),
+]
+
+
+def the_call_in(argv: list[str]) -> str:
+    """A call to count_letter written in the format a row's argv names (what `parse` reads on stdin)."""
+    return get_format(argv[argv.index("--format") + 1]).write_call(
+        "count_letter", {"word": "strawberry", "letter": "r"}
+    )
+
+
+@pytest.mark.parametrize(("format_argv", "flag_argv"), FORMAT_ROWS, ids=lambda argv: " ".join(argv))
+def test_tokens_with_format_prints_byte_for_byte_what_the_flag_prints(capsys, question, format_argv, flag_argv):
+    by_format = run_cli(capsys, "tokens", "--tools", STRAWBERRY, "--messages", question, *format_argv)
+    by_flag = run_cli(capsys, "tokens", "--tools", STRAWBERRY, "--messages", question, *flag_argv)
+    # exit and stdout byte for byte (stderr may carry a hub lookup's retries)
+    assert by_format[0] == 0 and by_format[1] and by_format[:2] == by_flag[:2]
+
+
+@pytest.mark.parametrize(("format_argv", "flag_argv"), FORMAT_ROWS, ids=lambda argv: " ".join(argv))
+def test_parse_with_format_prints_byte_for_byte_what_the_flag_prints(capsys, monkeypatch, format_argv, flag_argv):
+    turn = the_call_in(format_argv)
+    by_format = run_cli(capsys, "parse", "--tools", STRAWBERRY, *format_argv, stdin=turn, monkeypatch=monkeypatch)
+    by_flag = run_cli(capsys, "parse", "--tools", STRAWBERRY, *flag_argv, stdin=turn, monkeypatch=monkeypatch)
+    assert by_format[0] == 0 and by_format[:2] == by_flag[:2]
+    # the check can fail: each format reads its own call
+    assert json.loads(by_format[1])["calls"] == COUNTED
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag_argv"),
+    [
+        (
+            ["run", "--scenario", "missing-brace", "--format", "react"],
+            ["run", "--scenario", "missing-brace", "--style", "react"],
+        ),
+        (["run", "--scenario", "missing-brace", "--format", "qwen3"], ["run", "--scenario", "missing-brace"]),
+        (
+            ["mask", "--tools", STRAWBERRY, "--prefix", "<tool_call>", "--format", "native"],
+            ["mask", "--tools", STRAWBERRY, "--prefix", "<tool_call>"],
+        ),
+        (
+            ["mask", "--tools", STRAWBERRY, "--prefix", "Sure. ", "--format", "llama3.1"],
+            ["mask", "--tools", STRAWBERRY, "--prefix", "Sure. ", "--family", "llama3.1"],
+        ),
+    ],
+    ids=lambda argv: " ".join(argv[:1] + argv[-2:]),
+)
+def test_run_and_mask_with_format_print_what_the_flag_prints(capsys, argv, flag_argv):
+    by_format, by_flag = run_cli(capsys, *argv), run_cli(capsys, *flag_argv)
+    assert by_format[0] == 0 and by_format[1] and by_format[:2] == by_flag[:2]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["tokens", "--tools", STRAWBERRY, "--format", "qwen3", "--style", "react"],
+            "--format qwen3 and --style react name different call formats",
+        ),
+        (
+            ["parse", "--tools", STRAWBERRY, "--format", "react", "--family", "llama3.1"],
+            "--format react and --family llama3.1 name different call formats",
+        ),
+        (
+            ["tokens", "--tools", STRAWBERRY, "--format", "llama3.1", "--style", "react"],
+            "--format llama3.1 and --style react name different call formats",
+        ),
+        (
+            ["mask", "--tools", STRAWBERRY, "--prefix", "", "--format", "mistral", "--family", "qwen3"],
+            "--format mistral and --family qwen3 name different call formats",
+        ),
+        # an unknown name, and a format the command cannot read: argparse lists the names it takes
+        (
+            ["tokens", "--tools", STRAWBERRY, "--format", "hermes"],
+            "invalid choice: 'hermes' (choose from " + ", ".join(f"'{n}'" for n in format_names()) + ")",
+        ),
+        (
+            ["run", "--scenario", "missing-brace", "--format", "llama3.1"],
+            "invalid choice: 'llama3.1' (choose from 'qwen3', 'native', 'react')",
+        ),
+        (["mask", "--tools", STRAWBERRY, "--prefix", "", "--format", "react"], "invalid choice: 'react'"),
+    ],
+)
+def test_format_refuses_an_unknown_name_and_flags_that_disagree_in_one_line(capsys, argv, message):
+    try:
+        code = main(argv)
+    except SystemExit as exit_info:  # argparse's own refusals
+        code = exit_info.code
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and err.startswith("error: ") and err.count("\n") == 1 and message in err, err
 
 
 def test_run(capsys):
@@ -464,6 +566,24 @@ BAD_INPUTS = [
     ("--temperature 1e9", lambda t: _generate(t, "--temperature", "1e9"), None, "temperature must be at most 100"),
     ("--top-p nan", lambda t: _generate(t, "--top-p", "nan"), None, "top_p must be above 0 and at most 1, not nan"),
     ("--top-p -inf", lambda t: _generate(t, "--top-p=-inf"), None, "top_p must be above 0 and at most 1, not -inf"),
+    (
+        "--prefix of 4,001 characters",
+        lambda t: _generate(t, "--prefix", "x" * 4001),
+        None,
+        "the prefix is 4,001 characters; a turn is begun with at most 4,000: give its opening words",
+    ),
+    (
+        "--prefix with a turn marker",
+        lambda t: _generate(t, "--prefix", "Done.<|endoftext|>"),
+        None,
+        "the prefix holds <|endoftext|>, a turn marker of the template",
+    ),
+    (
+        "--prefix with --record",
+        lambda t: _generate(t, "--prefix", "Sure", "--record", str(t / "run.json")),
+        None,
+        "--record keeps a turn the model wrote from its first token",
+    ),
     (
         "--model of 3,000 characters",
         lambda t: _generate(t, "--model", "m" * 3000),

@@ -12,6 +12,8 @@ import time
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.core.generation import GenerationSettings
 from engine.core.prompt import Request, render
@@ -238,6 +240,29 @@ def test_nucleus_keeps_the_smallest_set_reaching_top_p():
     assert nucleus(probs, 0.6).tolist() in ([0.25, 0.5, 0.0], [0.0, 0.5, 0.25])  # a tie: either one
     assert nucleus(probs, 0.9).tolist() == [0.25, 0.5, 0.25]
     assert nucleus(probs, 1.0) is probs
+
+
+# a distribution as the loop holds it (float32), from positive weights; its sums are exact to about 1e-7
+WEIGHTS = st.lists(st.integers(min_value=1, max_value=1000), min_size=1, max_size=60)
+TOP_P = st.floats(min_value=1e-9, max_value=1.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(weights=WEIGHTS, top_p=TOP_P)
+def test_the_nucleus_reaches_top_p_and_no_member_of_it_can_go(weights, top_p):
+    probs = torch.tensor(weights, dtype=torch.float32)
+    probs = probs / probs.sum()
+    kept = nucleus(probs, top_p)
+    members = probs[kept > 0]
+    # the kept tokens keep their probabilities, and are the most likely ones
+    assert torch.equal(kept[kept > 0], members) and members.numel() >= 1
+    dropped = probs[kept == 0]
+    if dropped.numel():
+        assert float(members.min()) >= float(dropped.max())
+    mass = float(members.double().sum())
+    # its mass reaches top_p, and without its least likely member it would not
+    assert mass >= top_p - 1e-6
+    assert mass - float(members.min()) < top_p + 1e-6
 
 
 def test_top_p_narrows_the_draw_to_the_nucleus(tiny_engine, prompt):

@@ -6,7 +6,7 @@ import pytest
 
 from engine.core.call_formats import lesson_format_names
 from engine.core.call_formats.react import describe_tool_react
-from engine.core.prompt import Request, count_tools_tokens, render
+from engine.core.prompt import Request, count_tools_tokens, render, with_prefix
 from engine.core.tokenizer import load_tokenizer
 from engine.core.tooldefs import load_tool_set
 
@@ -138,3 +138,15 @@ def test_message_spans_give_the_text_and_tokens_of_chosen_messages():
     # the conversation starts at the user's question: the tool definitions come before it
     assert prompt.conversation_spans()[0].message_index == 0
     assert all(s.kind != "tool" for s in prompt.conversation_spans())
+
+
+@pytest.mark.parametrize("prefix", ['<tool_call>\n{"name": "tokenize"', "Sure, ", "ß is one character, two bytes"])
+def test_a_prefix_follows_the_generation_prompt_as_a_span_of_its_own(prefix):
+    tok = load_tokenizer()
+    prompt = render(Request(QUESTION), tok)
+    begun = with_prefix(prompt, prefix, tok)
+    assert begun.text == prompt.text + prefix and begun.ids == prompt.ids + tok.encode(prefix)
+    assert begun.spans[-1].label == "assistant prefix" and begun.span_text(begun.spans[-1]) == prefix
+    assert sum(s.tokens for s in begun.spans) == begun.count == len(begun.pieces) == len(begun.token_spans)
+    # the prefix's pieces stand where its text does: from the prompt's end to the new end
+    assert (begun.pieces[prompt.count].start, begun.pieces[-1].end) == (len(prompt.text), len(begun.text))

@@ -245,6 +245,36 @@ def test_a_server_that_takes_no_token_ids_gets_the_prompt_as_text(server):
     assert generation.extra["prompt_as"] == "text" and generation.steps
 
 
+@pytest.mark.parametrize("mode", ["ok", "text-only"])
+def test_a_turn_begun_with_a_prefix_sends_the_prompt_and_the_prefix_and_goes_on_as_here(server, mode):
+    from engine.core.prompt import render, with_prefix
+
+    url = server(mode)
+    prefix = "Let me count: "
+    there = generate_turn(connect(url), REQUEST, SETTINGS, prefix=prefix)
+    here = generate_turn(load_model("tiny"), REQUEST, SETTINGS, prefix=prefix)
+    # the rendered prompt with the prefix after it: as ids, or as text where the server takes no ids
+    begun = with_prefix(render(REQUEST), prefix)
+    assert running_server(url).requests[-1]["prompt"] == (begun.text if mode == "text-only" else begun.ids)
+    assert there.text.startswith(prefix) and there.extra["prefix"] == here.extra["prefix"]
+    assert there.text == prefix + "".join(s.text for s in there.steps)
+    # the server's tokens are the local model's, without the stop token
+    assert [s.id for s in there.steps] == [s.id for s in here.steps if s.token != "<|im_end|>"]
+
+
+def test_a_prefix_with_a_grammar_on_a_server_is_refused_in_one_line(server):
+    from engine.constrain.masks import make_constraint
+    from engine.core.tooldefs import load_tool_set
+    from engine.errors import BadInput
+
+    remote = connect(server("vllm"))
+    tools = load_tool_set("strawberry")
+    constraint = make_constraint(tools, "required", remote.tokenizer)
+    with pytest.raises(BadInput, match="a prefix with a grammar on a server") as caught:
+        generate_turn(remote, Request(REQUEST.messages, tools), SETTINGS, constraint, prefix="<tool_call>")
+    assert "\n" not in str(caught.value)
+
+
 def test_no_server_wrong_model_and_bad_urls_say_what_to_fix(server):
     with pytest.raises(RemoteError, match="cannot reach the server at http://127.0.0.1:9/v1"):
         connect("http://127.0.0.1:9")

@@ -248,7 +248,9 @@ class MaskView:
         return [tok.token_text(i) for i in self.allowed_ids()]
 
 
-def _advance(constraint: StepConstraint | None, ids: list[int], tok: QwenTokenizer) -> None:
+def advance(constraint: StepConstraint | None, ids: list[int], tok: QwenTokenizer) -> None:
+    """Move `constraint` on over a prefix's ids, as if the model had written them; TokenRejected (a BadInput) at the
+    first one its grammar does not allow there."""
     for position, token_id in enumerate(ids):
         if constraint is None:
             return
@@ -285,7 +287,7 @@ def inspect_mask(
     mode, name = normalize_tool_choice(tool_choice, tools)
     constraint = make_constraint(tools, tool_choice, tok, thinking)
     ids = tok.encode(prefix)
-    _advance(constraint, ids, tok)
+    advance(constraint, ids, tok)
     mask = constraint.next_mask() if constraint is not None else None
     allowed = constraint.allowed if mask is not None else REAL_VOCAB
     sample_ids = (

@@ -91,6 +91,60 @@ def _count_spans(style: str, text: str, spans: list[Span], tok: QwenTokenizer) -
     return Prompt(style, text, [p.id for p in pieces], pieces, counted, owners)
 
 
+# -- a turn begun for the model -----------------------------------------------------------------
+MAX_PREFIX_CHARS = 4_000  # a turn's opening words (a call begun, a sentence), not a document
+# the template's turn markers: a prefix that holds one would end the turn, or start another, before the model writes
+TURN_MARKERS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
+
+
+def check_prefix(prefix: str) -> None:
+    """BadInput for a prefix over MAX_PREFIX_CHARS, one that is not text, or one that holds a turn marker (the
+    tokenizer reads each marker's text as its one id wherever it stands, so the text tells)."""
+    if len(prefix) > MAX_PREFIX_CHARS:
+        raise BadInput(
+            f"the prefix is {len(prefix):,} characters; a turn is begun with at most {MAX_PREFIX_CHARS:,}: "
+            "give its opening words"
+        )
+    try:
+        prefix.encode("utf-8")
+    except UnicodeEncodeError as error:  # a byte that was not UTF-8 on the command line arrives as a lone surrogate
+        raise BadInput(
+            f"the prefix holds {error.object[error.start]!r} at character {error.start + 1:,}, which is not text: "
+            "give it as UTF-8"
+        ) from None
+    found = next((marker for marker in TURN_MARKERS if marker in prefix), None)
+    if found is not None:
+        raise BadInput(
+            f"the prefix holds {found}, a turn marker of the template: a prefix is the start of the assistant's turn, "
+            "so leave the marker out"
+        )
+
+
+def with_prefix(prompt: Prompt, prefix: str, tokenizer: QwenTokenizer | None = None) -> Prompt:
+    """`prompt` with the assistant's turn begun: the prefix's ids after the generation prompt, as one more span.
+
+    The prefix is tokenized on its own, as the model would have written it after the header; the model
+    then continues from its last token."""
+    check_prefix(prefix)
+    tok = tokenizer or load_tokenizer()
+    offset = len(prompt.text)
+    pieces = [
+        TokenPiece(p.id, p.text, p.start + offset, p.end + offset, p.special) for p in tok.encode_and_show_work(prefix)
+    ]
+    ids = [p.id for p in pieces]
+    if not ids:
+        return prompt
+    span = Span("assistant prefix", "generation", offset, offset + len(prefix), len(ids))
+    return Prompt(
+        prompt.style,
+        prompt.text + prefix,
+        [*prompt.ids, *ids],
+        [*prompt.pieces, *pieces],
+        [*prompt.spans, span],
+        [*prompt.token_spans, *[len(prompt.spans)] * len(ids)],
+    )
+
+
 def count_tools_tokens(request: Request, tokenizer: QwenTokenizer | None = None) -> int:
     """Prompt tokens with the tools minus the same prompt without them."""
     tok = tokenizer or load_tokenizer()

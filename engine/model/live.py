@@ -13,10 +13,12 @@ harness where the scripted model plugs in otherwise.
 
 from __future__ import annotations
 
-from ..constrain.masks import make_constraint
+import dataclasses
+
+from ..constrain.masks import advance, make_constraint
 from ..core.call_formats import get_format
 from ..core.generation import Generation, GenerationSettings, ModelInfo, Turn
-from ..core.prompt import Request, render
+from ..core.prompt import Prompt, Request, render, with_prefix
 from ..errors import BadInput
 from .decode import Constraint, generate
 from .loading import LoadedModel
@@ -52,12 +54,45 @@ def generate_turn(
     settings: GenerationSettings | None = None,
     constraint: Constraint | None = None,
     on_step=None,
+    prefix: str = "",
 ) -> Generation:
-    """Render `request` as the model sees it and generate the assistant's next turn (here, or on a server: engine/model/remote.py)."""
+    """Render `request` as the model sees it and generate the assistant's next turn (here, or on a server:
+    engine/model/remote.py).
+
+    `prefix`: the turn's opening words, written for the model; it continues after them. The Generation's text is the
+    whole turn, prefix included; its steps are the tokens the model wrote."""
     prompt = render(request, engine.tokenizer)
+    if prefix:
+        prompt = begin_turn(engine, prompt, prefix, constraint)
     if isinstance(engine, RemoteEngine):
-        return generate_remote(engine, prompt, settings, constraint, on_step)
-    return generate(engine, prompt, settings, constraint, on_step)
+        generation = generate_remote(engine, prompt, settings, constraint, on_step)
+    else:
+        generation = generate(engine, prompt, settings, constraint, on_step)
+    if not prefix:
+        return generation
+    return dataclasses.replace(
+        generation, text=prefix + generation.text, extra={**generation.extra, "prefix": prefix_json(prompt)}
+    )
+
+
+def begin_turn(engine: LoadedModel, prompt: Prompt, prefix: str, constraint: Constraint | None) -> Prompt:
+    """The prompt with `prefix` after its assistant header, and the constraint moved on over the prefix's tokens.
+
+    BadInput where the prefix leaves the grammar, or where a server would apply the grammar from the prefix's start."""
+    if isinstance(engine, RemoteEngine) and constraint is not None:
+        raise BadInput(
+            "a prefix with a grammar on a server: the server would hold the prefix's continuation to a whole call "
+            "from its first token; drop --tool-choice or --prefix"
+        )
+    begun = with_prefix(prompt, prefix, engine.tokenizer)
+    advance(constraint, begun.ids[prompt.count :], engine.tokenizer)
+    return begun
+
+
+def prefix_json(prompt: Prompt) -> dict:
+    """The prefix a begun prompt ends with: its text and ids (the last span, with_prefix's)."""
+    span = prompt.spans[-1]
+    return {"text": prompt.span_text(span), "ids": prompt.ids[prompt.count - span.tokens :]}
 
 
 SAME = object()  # LiveModel's later turns: the first turn's tool_choice
