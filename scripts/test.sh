@@ -2,6 +2,12 @@
 # Install what the tests need (Python packages; Debian's chromium and bubblewrap), then run them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# --quick: everything but the browser tests, for the inner loop (CI runs everything)
+quick=()
+if [ "${1:-}" = "--quick" ]; then
+  shift
+  quick=(-m "not browser")
+fi
 # llama-cpp-python compiles llama.cpp: a native build crashed with "Illegal instruction" on Q8_0 on one of these
 # machines, so build without -march=native and turn on only the instruction sets this CPU lists in /proc/cpuinfo;
 # pip caches the wheel afterwards (clear pip's cache before reusing it on another CPU)
@@ -37,4 +43,4 @@ python -m ruff format --check engine app_pages ui tests bench app.py
 # server, a browser and its imports of its own, and the suite is short of CPU: on a later machine three took 14:12
 # and four 14:50, with 2.6 CPU-minutes less; a browser file stays on one worker (tests/conftest.py).
 # TEST_WORKERS=0 runs everything in this process
-python -m pytest -n "${TEST_WORKERS:-3}" --dist loadgroup "$@"
+python -m pytest -n "${TEST_WORKERS:-3}" --dist loadgroup "${quick[@]}" "$@"
