@@ -13,7 +13,6 @@ import resource
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 from helpers import open_page
@@ -100,13 +99,12 @@ def test_a_bad_tokenizer_file_is_refused_in_one_line_before_it_is_read(tmp_path,
         del config["chat_template"]
         (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     make(folder)
-    started, peak = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with pytest.raises(ModelFolderRefused) as caught:
         QwenTokenizer(folder, str(folder))
     message_text = str(caught.value)
     assert message in message_text and "\n" not in message_text
-    # refused by its size: no time, and no memory grown to read it
-    assert time.perf_counter() - started < 2
+    # refused by its size: no memory grown to read it (its time is not asserted: a busy machine is slow to refuse too)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 500_000  # kB: a read of it would add 1.5 GB
 
 
@@ -127,11 +125,10 @@ def test_a_sparse_gigabyte_file_in_a_weights_folder_stops_the_load_at_once(tiny_
     folder = tmp_path / "model"
     shutil.copytree(tiny_folder, folder)
     sparse(folder / name)
-    started, peak = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # never a quiet fall-back to the vendored tokenizer: the load says which file and what limit
     with pytest.raises(ModelFolderRefused, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
         load_weights(str(folder), device="cpu", dtype="float32")
-    assert time.perf_counter() - started < 5
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 500_000  # kB: a read of it would add 1.5 GB
     assert not declares_random_weights(folder) or name != "config.json"
 

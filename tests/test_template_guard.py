@@ -85,7 +85,8 @@ def test_a_hostile_template_is_cut_off_within_its_limit_and_refused_from_then_on
     started = time.perf_counter()
     with pytest.raises(TemplateRefused) as caught:
         tok.render_chat(HI, tools)
-    assert time.perf_counter() - started < quick_limits.seconds + 3
+    # within its limit, with room for the child's start on a busy machine: unlimited, the loop would never end
+    assert time.perf_counter() - started < quick_limits.seconds + 15
     assert str(caught.value).startswith("the model folder's chat template is unusable: ")
     assert message in str(caught.value) and "\n" not in str(caught.value)
     assert message in tok.template_problem
@@ -93,7 +94,7 @@ def test_a_hostile_template_is_cut_off_within_its_limit_and_refused_from_then_on
     started = time.perf_counter()
     with pytest.raises(TemplateRefused, match=message):
         tok.render_chat(HI)
-    assert time.perf_counter() - started < 0.1
+    assert time.perf_counter() - started < 2  # no child is asked again
 
 
 def test_the_template_that_loops_for_other_names_passes_the_load_s_check_and_is_still_cut_off(tmp_path, quick_limits):

@@ -36,7 +36,8 @@ def test_a_sample_is_the_prompt_the_site_renders_then_the_turn_and_im_end_with_t
 @pytest.mark.parametrize("seed", [0, 1])
 def test_every_call_a_sample_teaches_parses_back_to_its_own_call_with_no_error(seed):
     for conv in conversations(seed, 60):
-        parsed = parse_turn(conv.turn, conv.tools, conv.style)
+        # with no tool offered, the prompt has no style's instructions and the answer is plain words
+        parsed = parse_turn(conv.turn, conv.tools, conv.style if conv.tools else "native")
         if conv.kind == "call":
             assert not parsed.errors, conv.turn
             assert [(c.name, c.arguments) for c in parsed.calls] == [conv.expected]
