@@ -183,7 +183,8 @@ def judge(engine, probe: Probe) -> Verdict:
     settings = GenerationSettings(max_new_tokens=MAX_NEW_TOKENS, temperature=0.0, top_k=0)
     request = Request([{"role": "user", "content": probe.question}], probe.tools, probe.style)
     text = generate_turn(engine, request, settings).text
-    parsed = parse_turn(text, probe.tools, probe.style)
+    # with no tool offered, no style's instructions are in the prompt and the answer is plain words in every style
+    parsed = parse_turn(text, probe.tools, probe.style if probe.tools else "native")
     calls = [(c.name, c.arguments) for c in parsed.calls]
     return Verdict(probe, text, calls, len(parsed.errors))
 
