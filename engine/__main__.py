@@ -698,6 +698,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--warmup", type=int, default=None, help="warm-up steps (default 150, or a tenth of a shorter run's --steps)"
     )
     p.add_argument(
+        "--lr",
+        type=float,
+        default=None,
+        help="the flat learning rate (default 0.003; lower for a warm start from weights that decayed)",
+    )
+    p.add_argument(
         "--rotate-places",
         action="store_true",
         help="turn each later piece of a spelled word row by a fixed rotation of its own (engine/train/spelled.py)",

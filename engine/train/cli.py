@@ -72,6 +72,11 @@ def new_config(args) -> TrainConfig:
         in_range(args.steps, 1, 1_000_000, "--steps")
         config.steps = args.steps
         config.warmup = min(config.warmup, max(1, args.steps // 10))
+    lr = getattr(args, "lr", None)
+    if lr is not None:
+        if not 0 < lr <= 1:
+            raise BadInput(f"--lr is a learning rate above 0 and at most 1, not {lr}")
+        config.lr = lr
     if getattr(args, "warmup", None) is not None:
         config.warmup = in_range(args.warmup, 1, 1_000_000, "--warmup")
     if args.decay_steps is not None:
@@ -206,7 +211,7 @@ def train_builtin(args) -> dict:
 def command_line(args, config: TrainConfig) -> str:
     """The command that makes this run again, for its provenance (a run in parts names its first part's flags)."""
     command = f"python -m engine train-builtin --out {args.out} --seed {config.seed} --threads {config.threads}"
-    command += f" --steps {config.steps} --warmup {config.warmup} --decay-steps {config.decay_steps}"
+    command += f" --steps {config.steps} --warmup {config.warmup} --decay-steps {config.decay_steps} --lr {config.lr}"
     if config.init_from:
         command += f" --init-from {config.init_from}"
     if config.rotate_places:
