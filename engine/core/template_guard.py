@@ -64,7 +64,11 @@ try:
     # the cap starts after the imports: the template gets `budget` bytes over what the renderer already holds
     with open("/proc/self/statm") as statm:
         held = int(statm.read().split()[0]) * resource.getpagesize()
-    resource.setrlimit(resource.RLIMIT_AS, (held + budget, held + budget))
+    # never above a hard limit the server was started under: asked for more, setrlimit would refuse and leave the
+    # template uncapped (a worker that had lowered its own limit ran a 3 GB template to 3.1 GB that way)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = held + budget if hard == resource.RLIM_INFINITY else min(held + budget, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 except (OSError, ValueError):
     capped = "uncapped"
