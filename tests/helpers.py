@@ -415,3 +415,22 @@ PERCENTS = [
     (0.99996, "99.996%"),  # just under 1 never reads as 100%
     (0.9999999, "99.99999%"),
 ]
+
+
+def small_train_config(**changes):
+    """A training run's settings at a size a test can run in seconds: the real vocabulary, a tiny network."""
+    from engine.train.training import TrainConfig
+
+    settings = dict(
+        hidden=32,
+        layers=1,
+        intermediate=64,
+        heads=2,
+        kv_heads=1,
+        head_dim=16,
+        batch_tokens=3000,
+        lr=1e-2,
+        threads=1,
+        autocast="off",
+    )
+    return TrainConfig(**{**settings, **changes})

@@ -7,6 +7,7 @@ import random
 import re
 
 import pytest
+from helpers import small_train_config
 
 from engine.core.call_formats import get_format, parse_turn
 from engine.core.prompt import Request, render
@@ -123,24 +124,9 @@ def test_the_drill_words_are_the_vocabularys_space_words_and_include_strawberry(
 
 def test_a_few_training_steps_of_a_small_network_lower_the_loss(tmp_path):
     pytest.importorskip("torch")
-    from engine.train.training import TrainConfig, train
+    from engine.train.training import train
 
-    config = TrainConfig(
-        hidden=32,
-        layers=1,
-        intermediate=64,
-        heads=2,
-        kv_heads=1,
-        head_dim=16,
-        steps=24,
-        warmup=4,
-        batch_tokens=3000,
-        pool=64,
-        lr=1e-2,
-        log_every=6,
-        threads=1,
-        autocast="off",
-    )
+    config = small_train_config(steps=24, warmup=4, pool=64, log_every=6)
     result = train(config, tmp_path / "small", TOK)
     first, last = result.curve[0]["loss"], result.curve[-1]["loss"]
     assert last < first - 1.0, result.curve

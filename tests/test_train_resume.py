@@ -16,6 +16,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from helpers import small_train_config  # noqa: E402
+
 from engine.core.tokenizer import load_tokenizer  # noqa: E402
 from engine.errors import BadInput  # noqa: E402
 
@@ -23,27 +25,9 @@ TOK = load_tokenizer()
 
 
 def tiny_config(**changes):
-    from engine.train.training import TrainConfig
-
-    settings = dict(
-        hidden=32,
-        layers=1,
-        intermediate=64,
-        heads=2,
-        kv_heads=1,
-        head_dim=16,
-        steps=6,
-        warmup=2,
-        decay_steps=2,
-        batch_tokens=2500,
-        pool=24,
-        lr=1e-2,
-        log_every=2,
-        threads=1,
-        autocast="off",
-        sampled_rows=2000,
-    )
-    return TrainConfig(**{**settings, **changes})
+    """Six steps, each pool small, so a run can be stopped at 3 and resumed."""
+    settings = dict(steps=6, warmup=2, decay_steps=2, batch_tokens=2500, pool=24, log_every=2, sampled_rows=2000)
+    return small_train_config(**{**settings, **changes})
 
 
 def weights(run) -> dict:
