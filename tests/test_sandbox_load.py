@@ -39,7 +39,9 @@ def test_hostile_tests_do_not_slow_six_other_sessions_or_outlive_their_limit(tin
     assert figures["hostile_past_limit_max_s"] <= 10.0
     spins, writes = figures["hostile_runs"]["spin"], figures["hostile_runs"]["write"]
     assert spins and {r["stopped_by"] for r in spins} == {"killed at the time limit"}
-    assert writes and {r["stopped_by"] for r in writes} <= {"disk full (the tmpfs)", "cap on new files"}
+    # a write is stopped by the full tmpfs or the file cap, or, where the suite's load slows it, by the time limit
+    stops = {"disk full (the tmpfs)", "cap on new files", "killed at the time limit"}
+    assert writes and {r["stopped_by"] for r in writes} <= stops
     assert all(r["left"] == 0 for r in spins + writes)
 
 
