@@ -112,3 +112,31 @@ def test_a_model_folders_template_with_nested_loops_is_refused_within_its_time_l
     config["chat_template"] = "{% for m in messages %}{{ m.content }}{% endfor %}"
     (folder / "tokenizer_config.json").write_text(json_module.dumps(config), encoding="utf-8")
     assert tokenizer_module.QwenTokenizer(folder, str(folder)).render_chat([{"role": "user", "content": "hi"}]) == "hi"
+
+
+def test_a_qwen3_hub_id_not_in_the_cache_gives_the_vendored_tokenizer_without_asking_the_network(monkeypatch, tmp_path):
+    """Offline, huggingface_hub retries a lookup for about 25 s: a teacher with QWEN_MODEL=Qwen/Qwen3-1.7B set and
+    nothing cached would wait that long for a tokenizer the site ships. No connection is tried at all."""
+    import socket
+
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("QWEN_MODEL", "Qwen/Qwen3-1.7B")
+    tried: list[object] = []
+
+    def refuse(*args, **kwargs):
+        tried.append(args)
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    load_tokenizer.cache_clear()
+    try:
+        tok = load_tokenizer()
+        assert tok.folder.name == "qwen3-tokenizer" and "vendored" in tok.source
+        assert tried == []
+        assert tok.encode(" strawberry") == [72600]
+    finally:
+        load_tokenizer.cache_clear()

@@ -212,14 +212,21 @@ class _Added:
     special: bool
 
 
-def _resolve_folder(source: str) -> Path:
+def _resolve_folder(source: str, cache_only: bool = False) -> Path:
     path = model_path(source)
     if path.is_dir():
         return path
-    # a hub id: take its tokenizer files from the local cache, or download them when online
+    # a hub id: take its tokenizer files from the local cache, or download them when online (unless `cache_only`:
+    # offline, huggingface_hub retries for about 25 s before it gives up)
     try:
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import hf_hub_download, try_to_load_from_cache
 
+        if cache_only:
+            # read the cache alone: even with local_files_only, hf_hub_download builds headers that look online
+            found = [try_to_load_from_cache(source, name) for name in ("tokenizer_config.json", "tokenizer.json")]
+            if not all(isinstance(path, str) for path in found):
+                raise FileNotFoundError("not in the Hugging Face cache")
+            return Path(found[0]).parent
         config = hf_hub_download(source, "tokenizer_config.json")
         hf_hub_download(source, "tokenizer.json")
         return Path(config).parent
@@ -243,10 +250,14 @@ def load_tokenizer(source: str | None = None) -> QwenTokenizer:
     if source is None:
         override = load_settings().tokenizer
         if override and model_name_problem(override) is None:
+            qwen3 = override.split("/")[-1].lower().startswith("qwen3")
             try:
+                # a Qwen3 id's tokenizer is the vendored one: read from the cache if there, never waited for online
+                if qwen3 and not model_path(override).is_dir():
+                    return QwenTokenizer(_resolve_folder(override, cache_only=True), override)
                 return load_tokenizer(override)
             except TokenizerUnavailable:
-                if not override.split("/")[-1].lower().startswith("qwen3"):
+                if not qwen3:
                     raise
         return QwenTokenizer(VENDORED_TOKENIZER, "vendored Qwen3 tokenizer (assets/qwen3-tokenizer)")
     folder = _resolve_folder(source)
