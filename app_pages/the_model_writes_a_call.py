@@ -8,6 +8,7 @@ from engine.harness.loop import load_scenario
 from engine.settings import BUILTIN
 from engine.teaching.panels import find_panel
 from engine.teaching.quiz import word_pieces
+from ui import ask
 from ui.draw import notice
 from ui.glossary import show_intro
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
@@ -24,12 +25,13 @@ tok = tokenizer()
 st.title(text["title"])
 show_intro("the-model-writes-a-call", text["intro"])
 scenario = load_scenario("strawberry")
-st.markdown(f"> {scenario.messages[0]['content']}")
 
 # -- where the tokens come from: a model, a recorded run, or the scripted call's tokens -------------------
 panel = find_panel("the-model-writes-a-call", "call", style())
 source = panel_source(panel)
 kind = source.kind
+run = ask.current_run(source, style()) if source.computes else None  # the learner's own question, or a what-if
+st.markdown(ask.run_words(run) if run else f"> {scenario.messages[0]['content']}")
 if kind != "none":
     draw_source(source)
 generation = None  # the call as a model or a recording made it
@@ -53,6 +55,7 @@ if source.computes:
 elif kind == "pack":
     generation = source.run.generation()
 steps = None if generation is None else [(s.id, s.token, s.p, s.top) for s in generation.steps]
+steps = run.rows if run else steps
 
 
 @st.cache_data(show_spinner="Building the tools' grammar…", max_entries=4)
@@ -89,18 +92,16 @@ to_url(step=step)
 
 name_at = find_name_token([r[1] for r in rows], style())
 marks = [("First token", 1)] + ([("First token of the name", name_at + 1)] if name_at is not None else [])
-step_view(
-    token_run(
-        rows,
-        tok.is_special,
-        start=step,
-        marks=marks,
-        caption=TINY_LABEL if kind == "random" else "",
-        allowed=allowed,
-        vocab=REAL_VOCAB,
-    ),
-    key="the_model_writes_a_call_view",
+view = token_run(
+    rows,
+    tok.is_special,
+    start=step,
+    marks=marks,
+    caption=TINY_LABEL if kind == "random" else "",
+    allowed=allowed,
+    vocab=REAL_VOCAB,
 )
+step_view(ask.with_before_after(view, run) if run else view, key="the_model_writes_a_call_view")
 # what the numbers under the tokens mean, and the word of lesson 1 cut differently inside the call's JSON string
 # (no leading space there): a section of their own when there is something to say (a pack's call may not spell it)
 under = [words("the-model-writes-a-call", "allowed counts", vocab=f"{REAL_VOCAB:,}")] if allowed is not None else []
@@ -125,6 +126,19 @@ if steps is None:
     if kind == "none":
         draw_source(source)
     st.markdown(text["not generated yet" if kind in ("live", "random") else "no probabilities"])
+
+# -- the learner's turn: their own question under the sampling settings, and another token at a step -------------
+section("Your own question")
+st.header(text["your own question heading"])
+if source.computes:
+    st.markdown(text["your own question"])
+    ask.ask_form(source, style(), tok, panel.top_k)
+    ask.problem_line()
+    st.subheader(text["what if heading"])
+    st.markdown(text["what if"])
+    ask.what_if_picker(source, run or ask.lesson_run(source, style(), generation), step)
+else:
+    st.info(ask.needs_model(source))
 
 section("What to notice")
 notice(text["what to notice"])
