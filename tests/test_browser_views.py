@@ -138,6 +138,52 @@ def test_presenter_mode_pages_down_to_the_last_section(streamlit_server, chromiu
         assert_no_errors(page)
 
 
+# -- a presenter's clicker (issue 45): PageDown / PageUp reach the sections from inside every view --------------------
+FOCUSED = """() => { let at = document.activeElement;
+  while (at && at.shadowRoot && at.shadowRoot.activeElement) at = at.shadowRoot.activeElement;
+  return at && at.tagName; }"""
+
+
+@pytest.mark.parametrize(
+    ("address", "view", "next_button", "first"),
+    [
+        ("the_model_writes_a_call", ".sv-where", ".sv-next", "Token 1 of 28"),
+        ("", ".lv-where", ".lv-next", None),  # Home's loop (it plays once; Next works at any stage)
+    ],
+    ids=["lesson-3-step-view", "home-loop-view"],
+)
+def test_page_down_after_a_views_next_button_moves_to_the_next_section(
+    streamlit_server, chromium, address, view, next_button, first
+):
+    """Projected at 1024×768: a click on the view's Next, then PageDown with no other click, shows the next section
+    within 5 s; PageUp comes back; the view's own arrow keys still step it."""
+    from playwright.sync_api import expect
+
+    with reused_tab(chromium, 1024, 768) as page:
+        page.goto(f"{streamlit_server}/{address}?present=1")
+        bar = page.get_by_text(re.compile(r"^Section 1 of \d+"))
+        expect(bar).to_be_visible(timeout=120_000)
+        count = int(re.search(r"of (\d+)", bar.inner_text()).group(1))
+        if first:
+            expect(page.locator(view)).to_have_text(first, timeout=60_000)
+        settle_run(page)
+        page.wait_for_function("() => document.documentElement.dataset.sectionKeys === 'on'", timeout=60_000)
+        page.locator(next_button).click()  # the focus is now on a button inside the view
+        if first:
+            expect(page.locator(view)).to_have_text("Token 2 of 28")
+            page.keyboard.press("ArrowRight")  # the view keeps its own keys
+            expect(page.locator(view)).to_have_text("Token 3 of 28")
+            assert page.get_by_text(re.compile(r"^Section 1 of ")).is_visible()  # (an arrow is not a section key)
+        # (the loop view draws in a shadow root: its host has the page's focus, the button the root's)
+        assert page.evaluate(FOCUSED) == "BUTTON"
+        page.keyboard.press("PageDown")
+        expect(page.get_by_text(re.compile(rf"^Section 2 of {count}"))).to_be_visible(timeout=5_000)
+        settle_run(page)
+        press_section_key(page, "PageUp")
+        expect(page.get_by_text(re.compile(rf"^Section 1 of {count}"))).to_be_visible(timeout=60_000)
+        assert_no_errors(page)
+
+
 # -- Export PNG (issue 17): the views draw themselves as a picture in the browser -------------------------------------
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

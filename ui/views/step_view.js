@@ -200,7 +200,8 @@ export default function (component) {
   play.addEventListener("click", toggle);
   speed.addEventListener("change", () => { if (playing) { stop(); toggle(); } });
   root.tabIndex = 0;
-  root.addEventListener("keydown", (e) => { e.stopPropagation(); onKey(e); });
+  // the view's own keys stop at the view; any other (PageDown / PageUp: presenter mode's sections) goes on to the page
+  root.addEventListener("keydown", (e) => { onKey(e); if (e.defaultPrevented) e.stopPropagation(); });
   // one view per page answers keys pressed anywhere on it (the first, main step-through)
   const listener = data.keys ? (e) => { if (!e.defaultPrevented) onKey(e); } : null;
   if (listener) document.addEventListener("keydown", listener);
