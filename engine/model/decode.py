@@ -159,11 +159,18 @@ def what_the_model_wanted(
     return float(torch.exp(scaled[chosen] - total)), forbidden, top
 
 
+NUCLEUS_HEAD = 64  # the most likely tokens looked at first; a nucleus is most often a handful
+
+
 def nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     """`probs` with everything outside the top-p nucleus set to 0 (the most likely token always stays)."""
     if top_p >= 1.0:
         return probs
-    ordered, order = probs.sort(descending=True)
+    # the head's mass reaching top_p means the nucleus lies inside it: no sort of the whole vocabulary
+    # (about 15 times the cost on a CPU); else the whole vocabulary is sorted
+    ordered, order = fast_topk(probs, min(NUCLEUS_HEAD, probs.numel()))
+    if float(ordered.cumsum(0)[-1]) < top_p:
+        ordered, order = probs.sort(descending=True)
     # keep a token when the mass before it is still under top_p
     keep = (ordered.cumsum(0) - ordered) < top_p
     kept = torch.zeros_like(probs)
