@@ -11,7 +11,7 @@ from typing import get_args
 from helpers import ROOT, open_page, view_step
 
 import engine.model
-from engine.packs import pack, panel_source, prepare
+from engine.packs import checks, pack, panel_source, prepare
 from engine.teaching import panels
 
 SOURCES = [
@@ -51,8 +51,8 @@ def test_the_panel_kinds_are_written_once_and_a_pack_reads_the_same_set():
     assert (
         panels.KINDS == get_args(panels.PanelKind) == ("generation", "episode", "first_token", "masks", "side_by_side")
     )
-    assert pack.KINDS is panels.KINDS  # the pack's check of a run's kind uses the registry's own
-    for module in (pack, prepare, panels):
+    assert checks.KINDS is panels.KINDS  # the pack's check of a run's kind uses the registry's own
+    for module in (pack, checks, prepare, panels):
         source = Path(module.__file__).read_text(encoding="utf-8")
         assert module is panels or not re.search(r'"generation",\s*"episode"', source), module.__name__
     assert pack.PackRun.__annotations__["kind"] == prepare.PlannedRun.__annotations__["kind"] == "PanelKind"

@@ -1,4 +1,4 @@
-"""Lesson packs (engine/packs/prepare.py writes them, engine/packs/pack.py reads them): what a pack holds, that a
+"""Lesson packs (engine/packs/prepare.py writes them, engine/packs/reader.py and checks.py read them): what a pack holds, that a
 replayed run equals a fresh one, resuming, and a table of bad packs that each get a message.
 
 The pack is recorded once per session with the tiny random-weights model (fixture `tiny_pack`).
@@ -34,9 +34,8 @@ from engine.packs.pack import (
     PackError,
     file_hash,
     prompt_hash,
-    read_pack,
-    read_pack_bytes,
 )
+from engine.packs.reader import read_pack, read_pack_bytes
 from engine.teaching.panels import KINDS
 
 LESSONS = {"why-call-a-tool", "the-model-writes-a-call", "when-not-to-call", "constrained-decoding", "playground"}
@@ -213,7 +212,7 @@ def test_every_run_reads_into_the_type_the_live_model_gives_and_writes_back_as_s
 
 
 def test_replaying_an_episode_plays_the_recorded_turns_through_the_harness(tiny_pack):
-    from engine.packs.pack import replay_episode
+    from engine.packs.replay import replay_episode
 
     pack = read_pack(tiny_pack[0], allow_random=True)
     run = pack.run("why-call-a-tool.with-tools.native")
@@ -313,7 +312,7 @@ def test_prepare_refuses_an_out_it_cannot_make_before_loading(monkeypatch, tmp_p
     def load(args):
         raise AssertionError("a model was loaded before --out was refused")
 
-    monkeypatch.setattr("engine.__main__.open_engine", load)
+    monkeypatch.setattr("engine.cli.models.open_engine", load)
     code, stdout, stderr = run_cli("prepare", "--model", "tiny", "--allow-random-weights", f"--out={out}")
     assert (code, stdout) == (2, "") and stderr.startswith("error: --out") and stderr.count("\n") == 1, stderr
     assert message in stderr, stderr
@@ -325,7 +324,7 @@ def test_prepare_writes_nothing_through_a_link_planted_in_the_pack(monkeypatch, 
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "keep.json").write_text("mine", encoding="utf-8")
-    monkeypatch.setattr("engine.__main__.open_engine", lambda args: pytest.fail("loaded before the link was seen"))
+    monkeypatch.setattr("engine.cli.models.open_engine", lambda args: pytest.fail("loaded before the link was seen"))
     for plant in ("runs", "runs/when-not-to-call.first-token.france.json", "manifest.json"):
         copy = tmp_path / "pack"
         shutil.rmtree(copy, ignore_errors=True)

@@ -13,7 +13,7 @@ import shutil
 import pytest
 from helpers import open_page, page_of, view_data, view_step, zipped
 
-from engine.packs.pack import read_pack
+from engine.packs.reader import read_pack
 from ui.numbers import format_percent
 
 P1, P3, P5, P6, PG = map(

@@ -14,7 +14,8 @@ import pytest
 
 from engine.core.generation import ModelInfo
 from engine.errors import BadInput
-from engine.packs.pack import RUN_ID, read_pack
+from engine.packs.pack import RUN_ID
+from engine.packs.reader import read_pack
 from engine.packs.panel_source import choose_source, describe_difference
 from engine.teaching.panels import KINDS, find_panel, list_panels
 

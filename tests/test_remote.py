@@ -409,7 +409,7 @@ def test_lesson_6_decodes_both_halves_through_vllm_the_constrained_one_with_the_
 def test_prepare_records_a_pack_from_a_server_labelled_with_its_model_and_skips_what_no_server_returns(
     server, tmp_path
 ):
-    from engine.packs.pack import read_pack
+    from engine.packs.reader import read_pack
 
     url = server()
     done = subprocess.run(

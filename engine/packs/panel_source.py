@@ -4,7 +4,7 @@ Every page asks `choose_source` and draws what it returns. A pack's run is used 
 this very panel's: recorded under the panel's id, for the same kind of run, with the settings the
 panel uses today (engine/teaching/panels.py), and, for a run of one prompt, for the prompt the
 panel renders now (an episode's prompts are checked call by call when it is replayed,
-engine/packs/pack.py `replay_episode`). Otherwise the panel shows nothing of the pack, and the
+engine/packs/replay.py `replay_episode`). Otherwise the panel shows nothing of the pack, and the
 reason says what to do. Torch-free: the model is passed in, already loaded, or None.
 """
 

@@ -24,7 +24,7 @@ Each run goes to DIR/runs/<id>.json the moment it is done, and DIR/manifest.json
 after each, so an interrupted pack is resumed by running the same command again: a run whose
 file is there, intact, and made by the same model for the same prompt and settings is kept.
 engine/packs/out_folder.py checks DIR before the model loads and writes each file without following a link.
-The figures are the engine's own; engine/packs/pack.py reads them back for the pages, and
+The figures are the engine's own; engine/packs/reader.py reads them back for the pages, and
 engine/packs/panel_source.py shows a run only while its settings are still the panel's.
 """
 
