@@ -133,12 +133,16 @@ st.header(text["your own question heading"])
 if source.computes:
     st.markdown(text["your own question"])
     ask.ask_form(source, style(), tok, panel.top_k)
-    ask.problem_line()
-    st.subheader(text["what if heading"])
-    st.markdown(text["what if"])
-    ask.what_if_picker(source, run or ask.lesson_run(source, style(), generation), step)
 else:
     st.info(ask.needs_model(source))
+
+section("What if")
+st.header(text["what if heading"])
+st.markdown(text["what if"])
+if source.computes:
+    ask.what_if_picker(source, run or ask.lesson_run(source, style(), generation), step)
+else:
+    st.caption(ask.needs_model(source, short=True))
 
 section("What to notice")
 notice(text["what to notice"])

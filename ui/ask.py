@@ -127,6 +127,7 @@ def forget() -> None:
     """Back to the lesson's own run."""
     st.session_state.pop(RUN, None)
     st.session_state.pop(f"{KEY}_problem", None)
+    st.session_state.pop(f"{KEY}_what_if_problem", None)
     st.session_state[f"{KEY}_step"] = 1
 
 
@@ -146,10 +147,10 @@ def what_if(source: PanelSource, base: Run, at: int, candidate: Alternative) -> 
             prompt_ids = render(base.request, tok).ids + read
             sampled = with_sampling(source.engine, prompt_ids, generation)
     except UnicodeDecodeError:
-        st.session_state[f"{KEY}_problem"] = words(LESSON, "half a character")
+        st.session_state[f"{KEY}_what_if_problem"] = words(LESSON, "half a character")
         return
     except EngineError as error:
-        st.session_state[f"{KEY}_problem"] = escape_markdown(str(error))
+        st.session_state[f"{KEY}_what_if_problem"] = escape_markdown(str(error))
         return
     # the prefix as the model read it: the run's own rows when its text cut into the same tokens, else plain tokens
     if read == ids:
@@ -170,7 +171,7 @@ def what_if(source: PanelSource, base: Run, at: int, candidate: Alternative) -> 
         base.made_with,
         swap,
     )
-    st.session_state[f"{KEY}_problem"] = None
+    st.session_state[f"{KEY}_what_if_problem"] = None
     st.session_state[f"{KEY}_step"] = min(at, len(rows))
 
 
@@ -225,13 +226,12 @@ def run_words(run: Run) -> str:
     return "\n\n".join(lines)
 
 
-def needs_model(source: PanelSource) -> str:
-    """What the page says where no model can run: why, and which sidebar choice gives one."""
-    return words(
-        LESSON,
-        "needs the model (pack)" if source.kind == "pack" else "needs the model",
-        shipped=choice_label("builtin", ""),
+def needs_model(source: PanelSource, short: bool = False) -> str:
+    """What the page says where no model can run: why, and which sidebar choice gives one (`short`: said again)."""
+    name = (
+        "needs the model again" if short else "needs the model (pack)" if source.kind == "pack" else "needs the model"
     )
+    return words(LESSON, name, shipped=choice_label("builtin", ""))
 
 
 def lesson_run(source: PanelSource, style: str, generation: Generation | None) -> Run | None:
@@ -270,7 +270,12 @@ def ask_form(source: PanelSource, style: str, tokenizer, top_k: int) -> None:
         p.slider("Top-p", 0.05, 1.0, 1.0, 0.05, key=f"{KEY}_top_p", help=words(LESSON, "top-p help"))
         seed.number_input("Seed", 0, 9999, 0, key=f"{KEY}_seed", help=words(LESSON, "seed help"))
         st.form_submit_button("Ask", type="primary", on_click=ask, args=(source, style, tokenizer))
-    if st.session_state.get(RUN) is not None:
+    problem_line()
+    run = current_run(source, style)
+    if run is not None:
+        # what the model wrote, here too: projected, the step view is on the lesson's first screen
+        st.caption(words(LESSON, "wrote", tokens=len(run.rows)))
+        st.code(run.text, language=None, wrap_lines=True)
         st.button(words(LESSON, "back label"), key=f"{KEY}_back", on_click=forget)
 
 
@@ -290,10 +295,11 @@ def what_if_picker(source: PanelSource, base: Run | None, at: int) -> None:
         key=f"{KEY}_what_if_{at}",
     )
     st.button(words(LESSON, "what if button"), key=f"{KEY}_what_if_go", on_click=what_if, args=(source, base, at, pick))
+    problem_line("what_if_problem")
 
 
-def problem_line() -> None:
-    """The last run's problem (a question too long, a token that cannot begin a turn), if any."""
-    problem = st.session_state.get(f"{KEY}_problem")
+def problem_line(name: str = "problem") -> None:
+    """The last run's problem (a question too long; with "what_if_problem", a token that cannot begin a turn), if any."""
+    problem = st.session_state.get(f"{KEY}_{name}")
     if problem:
         st.warning(problem)
