@@ -18,12 +18,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("teaching",),  # each lesson's figures, panels and questions
     ("packs",),  # recording and reading lesson packs, and choosing between a pack and the model
     ("startup",),  # what a server process does once at its start: the warm-up loads pieces of every layer below
-    ("__main__",),  # the command line
+    ("cli",),  # the command line: a module per command, each importing what its command needs from below
+    ("__main__",),  # `python -m engine`, which only calls the command line
 )
 
 
 def layer_of(module: str) -> int:
-    """The layer of an engine module named as `core.parse` or `__main__` (its top package decides)."""
+    """The layer of an engine module named as `core.parse`, `cli.tokens` or `__main__` (its top package decides)."""
     top = module.split(".")[0]
     if not top:  # engine/__init__.py, which imports nothing
         return 0
