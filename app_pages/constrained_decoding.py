@@ -185,11 +185,9 @@ else:
     st.markdown(text["before and after"])
     if live_error is not None:
         show_engine_error(live_error)
-        st.caption("So the step view above shows no before and after bars.")
+        st.caption(text["before and after, none shown"])
     else:
-        st.caption(
-            "The step view above draws both for every masked step, with the probability the model put on forbidden tokens."
-        )
+        st.caption(text["before and after, where"])
 
 section("Free and constrained")
 st.header("Free and constrained, side by side")

@@ -19,7 +19,7 @@ from ui.experiments import (
 from ui.models import current_engine, random_label
 from ui.sections import section
 from ui.state import from_url, to_url
-from ui.words import lesson
+from ui.words import lesson, words
 
 ID = "experiments"
 text = lesson(ID)
@@ -114,8 +114,11 @@ if results:
     st.dataframe(totals_table(results), hide_index=True)
     section("Results: chart")
     st.subheader("Chart")
-    st.markdown(text["chart"])
     figure = results_figure(results, [p for p in published_figures() if p.suite == ran])
+    # "beside the published runs" only where the chart draws one
+    drawn = any(str(x).endswith("(published)") for trace in figure.data[:1] for x in trace.x)
+    beside = text["chart, beside published" if drawn else "chart, none published"].strip()
+    st.markdown(words(ID, "chart", beside=beside))
     st.plotly_chart(figure, key="experiments_chart")
     chart_caption(figure)
     downloads(results, ran)

@@ -8,8 +8,9 @@ import streamlit as st
 
 from engine.settings import BUILTIN_FOLDER
 from ui import screens
+from ui.models import tokenizer
 from ui.sections import section
-from ui.words import lesson
+from ui.words import lesson, words
 
 text = lesson("shipped-model")
 st.title(text["title"])
@@ -35,6 +36,10 @@ else:
     st.plotly_chart(figure, width="stretch")
     # the provenance's own title is the page's; projected, each of its parts on screens of their own
     body = provenance.read_text(encoding="utf-8").split("\n", 1)[1]
+    # the embedding's rows (the model's config) beside the tokenizer's vocabulary, the figure every other page gives
+    rows = json.loads((BUILTIN_FOLDER / "config.json").read_text(encoding="utf-8"))["vocab_size"]
+    vocab = tokenizer().vocab_size
+    unexplained = rows != vocab
     for number, part in enumerate(re.split(r"^## ", body, flags=re.MULTILINE)):
         title, _, markdown = part.partition("\n") if number else ("Its size and architecture", "", part)
         heading = [f"## {title}"] if number else []
@@ -44,3 +49,6 @@ else:
             section(title.split(" (")[0] + (f" ({k + 1} of {len(groups)})" if len(groups) > 1 else ""))
             for markdown_text in screens.texts(group):
                 st.markdown(markdown_text)
+                if unexplained and f"{rows:,} rows" in markdown_text:
+                    st.caption(words("shipped-model", "rows and tokens", rows=rows, vocab=vocab, padding=rows - vocab))
+                    unexplained = False

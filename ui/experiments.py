@@ -146,7 +146,9 @@ def results_figure(results: list[EvalResult], published: list[Published]) -> go.
                 x=labels + quoted_labels,
                 y=[share(c, b) for c, b in zip(counts, blocks, strict=True)],
                 marker_color=colour,
-                marker_pattern={"shape": pattern, "fgcolor": neutral("paper")},
+                # the hatching over the kind's colour ("overlay"): plotly's default replaces the fill with the
+                # pattern alone, white lines on nothing, and the bar and its legend swatch vanish on a white page
+                marker_pattern={"shape": pattern, "fgcolor": neutral("paper"), "fillmode": "overlay"},
                 text=[f"{c} of {b}" if c is not None and b else "" for c, b in zip(counts, blocks, strict=True)],
                 textposition="inside",
             ),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.tokenizer import IM_END
 from ..errors import BadInput
 from ..harness.loop import run_scenario
 
@@ -32,6 +33,7 @@ class MalformedCost:
     e: int  # tokens the error adds to each later prompt
     n_later: int  # calls after the bad one
     a_bad_output: int  # tokens the model wrote for the bad text
+    a_bad_template: tuple[str, ...]  # the rest of a_bad: the chat template's tokens around the re-sent turn
     measured_in: int  # Σ input with the bad call − Σ input without
     measured_out: int
     with_bad: dict  # ledger totals of both runs
@@ -48,6 +50,21 @@ class MalformedCost:
     @property
     def agrees(self) -> bool:
         return self.formula_in == self.measured_in
+
+
+def template_tokens(prompt, call) -> tuple[str, ...]:
+    """The tokens a turn takes when a later prompt re-sends it, beyond those the model wrote for it (the ledger's
+    output, its closing <|im_end|> included when it stopped there): the chat template's own markers around it."""
+    span = prompt.message_spans([call.message_index])[0]
+    text = prompt.span_text(span)
+    at = span.start + text.find(call.turn.text)
+    written = range(at, at + len(call.turn.text))
+    pieces = [p for p, k in zip(prompt.pieces, prompt.token_spans) if prompt.spans[k] is span]
+    outside = [p for p in pieces if p.start not in written]
+    # the <|im_end|> the model wrote to stop is its own output (counted by the ledger), re-sent as written
+    stopped = call.cost.output_tokens > len(pieces) - len(outside)
+    ended = next((p for p in outside if p.id == IM_END), None)
+    return tuple(p.text for p in outside if not (stopped and p is ended))
 
 
 def measure_malformed_cost(scenario, style: str = "native") -> MalformedCost:
@@ -80,6 +97,7 @@ def measure_malformed_cost(scenario, style: str = "native") -> MalformedCost:
         n_later=n_later,
         a_bad_output=bad.ledger.calls[index].output_tokens
         - (0 if dropped else clean.ledger.calls[index].output_tokens),
+        a_bad_template=template_tokens(bad_next, bad.calls[index]) if dropped else (),
         measured_in=bad.ledger.input_tokens - clean.ledger.input_tokens,
         measured_out=bad.ledger.output_tokens - clean.ledger.output_tokens,
         with_bad=bad.ledger.totals(),
