@@ -8,7 +8,7 @@ from engine.harness.loop import load_scenario
 from engine.settings import BUILTIN
 from engine.teaching.panels import find_panel
 from engine.teaching.quiz import word_pieces
-from ui import ask
+from ui import ask, ask_scenes
 from ui.draw import notice
 from ui.glossary import show_intro
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
@@ -31,7 +31,7 @@ panel = find_panel("the-model-writes-a-call", "call", style())
 source = panel_source(panel)
 kind = source.kind
 run = ask.current_run(source, style()) if source.computes else None  # the learner's own question, or a what-if
-st.markdown(ask.run_words(run) if run else f"> {scenario.messages[0]['content']}")
+st.markdown(ask_scenes.run_words(run) if run else f"> {scenario.messages[0]['content']}")
 if kind != "none":
     draw_source(source)
 generation = None  # the call as a model or a recording made it
@@ -101,7 +101,7 @@ view = token_run(
     allowed=allowed,
     vocab=REAL_VOCAB,
 )
-step_view(ask.with_before_after(view, run) if run else view, key="the_model_writes_a_call_view")
+step_view(ask_scenes.with_before_after(view, run) if run else view, key="the_model_writes_a_call_view")
 # what the numbers under the tokens mean, and the word of lesson 1 cut differently inside the call's JSON string
 # (no leading space there): a section of their own when there is something to say (a pack's call may not spell it)
 under = [words("the-model-writes-a-call", "allowed counts", vocab=f"{REAL_VOCAB:,}")] if allowed is not None else []
@@ -132,17 +132,17 @@ section("Your own question")
 st.header(text["your own question heading"])
 if source.computes:
     st.markdown(text["your own question"])
-    ask.ask_form(source, style(), tok, panel.top_k)
+    ask_scenes.ask_form(source, style(), tok, panel.top_k)
 else:
-    st.info(ask.needs_model(source))
+    st.info(ask_scenes.needs_model(source))
 
 section("What if")
 st.header(text["what if heading"])
 st.markdown(text["what if"])
 if source.computes:
-    ask.what_if_picker(source, run or ask.lesson_run(source, style(), generation), step)
+    ask_scenes.what_if_picker(source, run or ask.lesson_run(source, style(), generation), step)
 else:
-    st.caption(ask.needs_model(source, short=True))
+    st.caption(ask_scenes.needs_model(source, short=True))
 
 section("What to notice")
 notice(text["what to notice"])

@@ -1,6 +1,6 @@
 """Lesson 3's hands-on runs: a learner's own question under sampling settings, and "what if it had picked this token".
 
-The page draws; this module keeps the state and runs the model. A run is made in a widget's callback
+The page draws (with ui/ask_scenes.py); this module keeps the state and runs the model. A run is made in a widget's callback
 (before the script draws anything), so the step view near the top of the page already shows it on the
 same rerun, wherever the form sits. The engine does the work: engine/model/live.py's generate_turn
 (its `prefix` for a what-if) and engine/model/sampling.py's before/after distributions.
@@ -20,11 +20,7 @@ from engine.core.tokenizer import END_OF_TEXT, IM_END
 from engine.errors import EngineError
 from engine.harness.loop import load_scenario
 from engine.packs.panel_source import PanelSource
-from ui.draw import show_token
-from ui.model_status import choice_label
 from ui.models import is_server
-from ui.numbers import format_percent
-from ui.views.step_view import Bar, Bars, StepRun
 from ui.words import words
 
 LESSON = "the-model-writes-a-call"
@@ -183,57 +179,6 @@ def candidates(run_rows: list[tuple], at: int) -> list[Alternative]:
     return [a for a in run_rows[at - 1][3] if a.id != chosen and a.id not in (IM_END, END_OF_TEXT)]
 
 
-# -- drawing ---------------------------------------------------------------------------------------------------
-def with_before_after(view: StepRun, run: Run) -> StepRun:
-    """The step view's run with each sampled step's two charts: as the model gave it, and what the draw picked from."""
-    s = run.settings
-    after_title = words(LESSON, "after title", temperature=f"{s.temperature:g}", top_p=f"{s.top_p:g}")
-    steps = []
-    for n, (step, sampled) in enumerate(zip(view.steps, run.sampled, strict=True), start=1):
-        if sampled is None:
-            swapped = run.swap is not None and n == run.swap.at
-            steps.append(dataclasses.replace(step, bad=words(LESSON, "swapped here") if swapped else step.bad))
-            continue
-        drawn = run.rows[n - 1][0]
-        bars = [
-            Bars(title, [Bar(show_token(a.token) or "(empty)", a.p, a.id == drawn) for a in side])
-            for title, side in ((words(LESSON, "before title"), sampled.before), (after_title, sampled.after))
-        ]
-        facts = [
-            (words(LESSON, "p before"), format_percent(sampled.drawn_before)),
-            (words(LESSON, "p after"), format_percent(sampled.drawn_after)),
-            (words(LESSON, "kept"), f"{sampled.kept:,}"),
-        ]
-        steps.append(dataclasses.replace(step, facts=facts, bars=bars))
-    marks = list(view.marks) + ([(words(LESSON, "swapped mark"), run.swap.at)] if run.swap else [])
-    return dataclasses.replace(view, steps=steps, marks=marks)
-
-
-def run_words(run: Run) -> str:
-    """The lines above the step view that say what it shows: the question, and a swapped-in token."""
-    lines = [words(LESSON, "asked", question=escape_markdown(run.question))]
-    if run.swap is not None:
-        lines.append(
-            words(
-                LESSON,
-                "swapped",
-                token=escape_markdown(show_token(run.swap.token.token)),
-                p=format_percent(run.swap.token.p),
-                was=escape_markdown(show_token(run.swap.was)),
-                at=run.swap.at,
-            )
-        )
-    return "\n\n".join(lines)
-
-
-def needs_model(source: PanelSource, short: bool = False) -> str:
-    """What the page says where no model can run: why, and which sidebar choice gives one (`short`: said again)."""
-    name = (
-        "needs the model again" if short else "needs the model (pack)" if source.kind == "pack" else "needs the model"
-    )
-    return words(LESSON, name, shipped=choice_label("builtin", ""))
-
-
 def lesson_run(source: PanelSource, style: str, generation: Generation | None) -> Run | None:
     """The lesson's own generated call as a Run, the base of a what-if before the learner asked anything (None: the
     model has not written it yet)."""
@@ -251,55 +196,3 @@ def lesson_run(source: PanelSource, style: str, generation: Generation | None) -
         generation.text,
         (source.label, style),
     )
-
-
-def ask_form(source: PanelSource, style: str, tokenizer, top_k: int) -> None:
-    """The question box and the sampling controls; Enter in the box, or Ask, runs the model (`ask`, above)."""
-    with st.form(f"{KEY}_ask_form", border=False):
-        st.text_input(
-            words(LESSON, "question label"),
-            key=f"{KEY}_question",
-            max_chars=MAX_QUESTION_CHARS,
-            placeholder=words(LESSON, "question placeholder"),
-        )
-        temperature, k, p, seed = st.columns(4)
-        temperature.slider(
-            "Temperature", 0.0, 2.0, 0.0, 0.1, key=f"{KEY}_temperature", help=words(LESSON, "temperature help")
-        )
-        k.slider("Top-k", 1, 20, top_k, key=f"{KEY}_top_k", help=words(LESSON, "top-k help"))
-        p.slider("Top-p", 0.05, 1.0, 1.0, 0.05, key=f"{KEY}_top_p", help=words(LESSON, "top-p help"))
-        seed.number_input("Seed", 0, 9999, 0, key=f"{KEY}_seed", help=words(LESSON, "seed help"))
-        st.form_submit_button("Ask", type="primary", on_click=ask, args=(source, style, tokenizer))
-    problem_line()
-    run = current_run(source, style)
-    if run is not None:
-        # what the model wrote, here too: projected, the step view is on the lesson's first screen
-        st.caption(words(LESSON, "wrote", tokens=len(run.rows)))
-        st.code(run.text, language=None, wrap_lines=True)
-        st.button(words(LESSON, "back label"), key=f"{KEY}_back", on_click=forget)
-
-
-def what_if_picker(source: PanelSource, base: Run | None, at: int) -> None:
-    """At the step the view shows: the model's other candidates there, and a button that makes it write on from one."""
-    if base is None:
-        st.caption(words(LESSON, "no run yet"))
-        return
-    options = candidates(base.rows, at)
-    if not options:
-        st.caption(words(LESSON, "no candidates", at=at))
-        return
-    pick = st.selectbox(
-        words(LESSON, "what if label", at=at, token=escape_markdown(show_token(base.rows[at - 1][1]))),
-        options,
-        format_func=lambda a: f"{show_token(a.token) or '(empty)'}   {format_percent(a.p)}",
-        key=f"{KEY}_what_if_{at}",
-    )
-    st.button(words(LESSON, "what if button"), key=f"{KEY}_what_if_go", on_click=what_if, args=(source, base, at, pick))
-    problem_line("what_if_problem")
-
-
-def problem_line(name: str = "problem") -> None:
-    """The last run's problem (a question too long; with "what_if_problem", a token that cannot begin a turn), if any."""
-    problem = st.session_state.get(f"{KEY}_{name}")
-    if problem:
-        st.warning(problem)
