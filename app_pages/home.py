@@ -11,7 +11,7 @@ from ui.models import live_model_name, setup_link
 from ui.numbers import format_count
 from ui.sections import section
 from ui.state import STYLE_NAMES
-from ui.teacher import minutes_words
+from ui.teacher import class_path, minutes_words
 from ui.views.loop_view import loop_view, run_end, run_frames
 from ui.words import NUMBERED, ROOT, lesson, lesson_index, page_title, words
 
@@ -55,6 +55,22 @@ for group in ("Lessons", "Tools"):
         minutes = minutes_words(entry["id"])
         if entry["id"] in lines or minutes:
             st.caption(" · ".join(filter(None, [lines.get(entry["id"]), minutes and f"⏱ {minutes}"])))
+
+# a 50-minute class: the path's stops in order, four to a projected screen (lessons/teaching.json)
+path = class_path()
+pages = {e["id"]: e["page"] for e in lesson_index()}
+length = sum(stop.minutes for stop in path)
+section(f"A {length}-minute class")
+st.header(f"A {length}-minute class")
+st.markdown(words("home", "a class", minutes=length))
+# projected, three stops fit a 768 px screen: the stops shared evenly over as few screens as that takes
+screens = math.ceil(len(path) / 3)
+starts = {math.ceil(k * len(path) / screens) for k in range(1, screens)}
+for number, stop in enumerate(path):
+    if number in starts:
+        section(f"A {length}-minute class, continued")
+    st.page_link(pages[stop.page], label=f"{page_title(stop.page)} · {stop.minutes} min")
+    st.caption(f"Screens: {' → '.join(stop.screens)}. {stop.show[0].upper()}{stop.show[1:]}. Ask: *{stop.ask}*")
 
 section("Model and settings")
 st.header("Model and settings")

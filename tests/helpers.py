@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -434,3 +435,35 @@ def small_train_config(**changes):
         autocast="off",
     )
     return TrainConfig(**{**settings, **changes})
+
+
+# the presenter's bar above a projected page: "**Section 2 of 5** · Its title · PageDown"
+BAR = re.compile(r"\*\*Section (\d+) of (\d+)\*\*(?: · (.*?))? · PageDown")
+
+
+def where(at) -> tuple[int, int, str]:
+    """The section shown, the count and its title, from the bar above the page."""
+    for markdown in at.markdown:
+        if found := BAR.search(markdown.value):
+            return int(found[1]), int(found[2]), found[3] or ""
+    raise AssertionError("no 'Section k of n' bar on the page")
+
+
+def walk_sections(page: str, **query) -> list[tuple[str, list[str], str]]:
+    """Each section of a projected page in turn (PageDown's button): (its title, its subheaders, its text and
+    headers)."""
+    at = open_page(page, present="1", **query)
+    current, count, title = where(at)
+    assert current == 1 and count > 1
+
+    def shown(title: str) -> tuple[str, list[str], str]:
+        return title, [h.value for h in at.subheader], "\n".join([page_text(at), *(h.value for h in at.header)])
+
+    screens = [shown(title)]
+    for k in range(2, count + 1):
+        at.button(key="present_next").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        current, total, title = where(at)
+        assert (current, total) == (k, count)
+        screens.append(shown(title))
+    return screens

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from helpers import open_page, page_text
+from helpers import BAR, open_page, page_text, walk_sections, where
 
 from engine.settings import BUILTIN_FOLDER
 from ui import screens
@@ -17,35 +17,11 @@ GLOSSARY = "app_pages/glossary.py"
 SOURCES = "app_pages/sources.py"
 SHIPPED = "app_pages/shipped_model.py"
 EXPERIMENTS = "app_pages/experiments.py"
-BAR = re.compile(r"\*\*Section (\d+) of (\d+)\*\*(?: · (.*?))? · PageDown")
-
-
-def where(at) -> tuple[int, int, str]:
-    """The section shown, the count and its title, from the bar above the page."""
-    for markdown in at.markdown:
-        if found := BAR.search(markdown.value):
-            return int(found[1]), int(found[2]), found[3] or ""
-    raise AssertionError("no 'Section k of n' bar on the page")
-
-
-def walk(page: str, **query) -> list:
-    """Each section of a projected page in turn (PageDown's button), as (title, AppTest run)."""
-    at = open_page(page, present="1", **query)
-    current, count, title = where(at)
-    assert current == 1 and count > 1
-    shown = [(title, [h.value for h in at.subheader], page_text(at))]
-    for k in range(2, count + 1):
-        at.button(key="present_next").click().run()
-        assert not at.exception, [e.value for e in at.exception]
-        current, total, title = where(at)
-        assert (current, total) == (k, count)
-        shown.append((title, [h.value for h in at.subheader], page_text(at)))
-    return shown
 
 
 def test_the_glossary_projected_shows_each_term_once_a_few_to_a_screen_named_by_its_first_and_last():
     terms = [e["term"] for e in glossary()["terms"]]
-    sections = walk(GLOSSARY)
+    sections = walk_sections(GLOSSARY)
     assert sections[0][1] == []  # the first screen: the title, what the glossary is, every term as a link
     seen = []
     for title, shown, _ in sections[1:]:
@@ -60,7 +36,7 @@ def test_the_glossary_projected_shows_each_term_once_a_few_to_a_screen_named_by_
 
 def test_the_sources_projected_show_each_source_once_named_by_its_labels():
     sources = list(load_sources().values())
-    sections = walk(SOURCES)
+    sections = walk_sections(SOURCES)
     seen = []
     for title, shown, _ in sections[1:]:
         group = sources[len(seen) : len(seen) + len(shown)]
@@ -71,7 +47,7 @@ def test_the_sources_projected_show_each_source_once_named_by_its_labels():
 
 
 def test_the_shipped_models_provenance_projected_is_whole_across_its_sections_each_table_drawn_alone():
-    sections = walk(SHIPPED)
+    sections = walk_sections(SHIPPED)
     first = sections[0][2]
     assert "How its loss fell" in first and "## How it was trained" not in first  # the curve leads, alone
     body = (BUILTIN_FOLDER / "PROVENANCE.md").read_text(encoding="utf-8").split("\n", 1)[1]
@@ -93,7 +69,7 @@ def test_the_shipped_models_provenance_projected_is_whole_across_its_sections_ea
 
 
 def test_measure_it_with_no_model_keeps_its_bar_and_its_last_words_each_stop_word_scene_then_its_lesson():
-    sections = walk(EXPERIMENTS, model="off")
+    sections = walk_sections(EXPERIMENTS, model="off")
     titles = [title for title, _, _ in sections]
     assert titles[-1] == "Run it" and "This page runs a model" in sections[-1][2]
     assert "What to notice" in sections[-1][2]  # no st.stop(): the page's end is drawn, and projected its bar

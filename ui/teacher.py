@@ -9,6 +9,7 @@ printed: ui/style.css's print rules leave out the sidebar and the controls.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import lru_cache
 
 import streamlit as st
@@ -23,6 +24,24 @@ OWNERS = "_page_keys"  # url_path -> the session keys that page made (not a widg
 @lru_cache(maxsize=1)
 def _minutes() -> dict[str, int]:
     return json.loads((LESSONS / "teaching.json").read_text(encoding="utf-8"))["minutes"]
+
+
+@dataclass(frozen=True)
+class ClassStep:
+    """One stop of the 50-minute path: a page, its minutes, the screens to project, what to do and what to ask."""
+
+    page: str
+    minutes: int
+    screens: tuple[str, ...]
+    show: str
+    ask: str
+
+
+@lru_cache(maxsize=1)
+def class_path() -> tuple[ClassStep, ...]:
+    """The path a teacher can follow through a 50-minute class (lessons/teaching.json), in order."""
+    rows = json.loads((LESSONS / "teaching.json").read_text(encoding="utf-8"))["path"]
+    return tuple(ClassStep(r["page"], r["minutes"], tuple(r["screens"]), r["show"], r["ask"]) for r in rows)
 
 
 def minutes_for(lesson_id: str) -> int | None:
