@@ -203,3 +203,46 @@ def test_the_shipped_models_page_explains_its_rows_beside_the_tokenizers_tokens(
     assert difference_problems(
         f"the embedding of {rows:,} rows tied to the output layer; {vocab:,} tokens", rows, vocab
     )
+
+
+# -- with no model, the words name the site's best option first ------------------------------------------------------
+def no_model_problems(text: str) -> list[str]:
+    """Words that tell a learner how to get a model must name the shipped model, before the tiny one."""
+    flat = " ".join(text.split()).lower()
+    if "tiny model" not in flat or "sidebar" not in flat:
+        return []
+    shipped = flat.find("shipped model")
+    if shipped < 0:
+        return ["names the tiny model and not the shipped one"]
+    return [] if shipped < flat.find("tiny model") else ["names the tiny model before the shipped one"]
+
+
+GET_A_MODEL = [
+    ("constrained-decoding", "needs the model"),
+    ("constrained-decoding", "side by side needs the model"),
+    ("playground", "live needs the model"),
+    ("when-not-to-call", "needs the model"),
+]
+
+
+@pytest.mark.parametrize(("page_id", "key"), GET_A_MODEL)
+def test_with_no_model_the_words_name_the_shipped_model_first(page_id, key):
+    assert no_model_problems(lesson(page_id)[key]) == []
+    assert no_model_problems("load the model from the sidebar, or pick the tiny model (random weights)")
+
+
+def test_every_lesson_that_says_how_to_get_a_model_names_the_shipped_one():
+    from ui.words import LESSONS
+
+    for path in sorted(LESSONS.glob("*.md")):
+        if path.stem in ("setup", "engines"):  # the Set-up page's own choices, and a model server's case
+            continue
+        for key, text in lesson(path.stem).items():
+            if "{model}" not in text:  # (filled by the page: read below as it is shown)
+                assert no_model_problems(text) == [], (path.stem, key)
+    # and pages with the model off show it so: a lesson's panel, and the Set-up page's line on the model chosen
+    at = open_page(page_of("constrained-decoding"), model="off")
+    assert any("the shipped model" in box.value for box in at.info)
+    at = open_page(page_of("setup"), model="off")
+    said = [box.value for box in at.info if "tiny" in box.value]
+    assert said and all(no_model_problems(text) == [] for text in said), said

@@ -89,7 +89,9 @@ def model_summary(name: str) -> None:
     elif choice == "live" and weights_on_disk(name):
         st.info(f"{name} is on this machine, not loaded yet: press **Load the model** in the sidebar.")
     elif choice == "off":
-        st.info(words("home", "model off", model=name))
+        # the shipped model first: it is always here and loads in seconds; then the live model where it is another
+        best = f"**{choice_label('builtin', name)}**" + ("" if name == BUILTIN else f" or {name}")
+        st.info(words("home", "model off", model=best))
     else:
         st.info(words("home", "no model loaded"))
 
