@@ -94,7 +94,8 @@ chosen_style = style() if style() in scenario.styles else scenario.styles[0]
 to_url(case=name)
 
 # the key visual first, on a screen and projected alike: the case's failing turn; its story follows
-st.selectbox(
+# (a "…_pickers" container: projected, ui/presenter.css keeps it clear of the title's last pixels)
+st.container(key="gallery_pickers").selectbox(
     "Case",
     names,
     key="gallery_case",
