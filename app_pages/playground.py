@@ -5,6 +5,7 @@ import json
 import streamlit as st
 
 from engine.errors import EngineError
+from engine.harness.grounding import unseen_values
 from engine.harness.loop import Run, iterate_episode, list_scenarios, load_scenario
 from engine.harness.playground import check_files, fresh_workspace, play_script, snapshot
 from engine.teaching.panels import find_panel
@@ -138,6 +139,8 @@ def run_episode() -> None:
     if run is not None:
         st.session_state["playground_result"] = {
             "calls": run.calls,
+            # each call's one-line values found nowhere in what the model had read: the check beyond the schema
+            "unseen": [unseen_values(call, run.messages) for call in run.calls],
             "files_before": dict(good),
             "files_after": files_after,
             "left_out": len(problems),
@@ -206,7 +209,8 @@ else:
         number = st.segmented_control(
             "Call", numbers, key="playground_call", required=True, format_func=lambda n: f"call {n}"
         )
-        draw_call(number, calls[number - 1], tiny=result.get("tiny", False))
+        unseen = result.get("unseen") or [[] for _ in calls]
+        draw_call(number, calls[number - 1], tiny=result.get("tiny", False), unseen=unseen[number - 1])
 
 section("The ledger")
 st.subheader("The ledger")

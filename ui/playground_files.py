@@ -74,8 +74,9 @@ def load_linked_files() -> None:
         st.session_state[f"playground_path_{n}"], st.session_state[f"playground_text_{n}"] = path, body
 
 
-def draw_call(number: int, call, tiny: bool) -> None:
-    """One call of a run (loop.Run.calls): what the model wrote, what the harness made of it, what went back."""
+def draw_call(number: int, call, tiny: bool, unseen: list | None = None) -> None:
+    """One call of a run (loop.Run.calls): what the model wrote, what the harness made of it, what went back, and
+    which of its values the model was never shown (engine/harness/grounding.py's UnseenValue)."""
     with st.container(border=True):
         st.markdown(
             f"**Call {number}** · {call.cost.input_tokens:,} tokens in · {call.cost.output_tokens:,} out"
@@ -99,6 +100,14 @@ def draw_call(number: int, call, tiny: bool) -> None:
             else:
                 st.markdown(f"❌ block {item.block + 1} → error sent back:")
             st.code(item.text[:2000] or "(empty)", language=None, wrap_lines=True)
+        for value in unseen or []:
+            shown = value.value if len(value.value) <= 40 else value.value[:40] + "…"
+            st.info(
+                words(
+                    "playground", "not copied", tool=value.tool, argument=value.argument, value=escape_markdown(shown)
+                ),
+                icon="🔎",
+            )
 
 
 def draw_files_after(before: dict, after: dict) -> None:
