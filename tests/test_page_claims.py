@@ -246,3 +246,32 @@ def test_every_lesson_that_says_how_to_get_a_model_names_the_shipped_one():
     at = open_page(page_of("setup"), model="off")
     said = [box.value for box in at.info if "tiny" in box.value]
     assert said and all(no_model_problems(text) == [] for text in said), said
+
+
+# -- a chart's labels are read at 4.5:1 at least (WCAG AA for text) ----------------------------------------------------
+def contrast(a: str, b: str) -> float:
+    """WCAG's contrast ratio of two #rrggbb colours."""
+
+    def luminance(colour: str) -> float:
+        channels = [int(colour.lstrip("#")[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+        r, g, b = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_lesson_5s_candidate_labels_and_every_charts_axes_are_dark_enough_to_read():
+    import plotly.graph_objects as go
+
+    from ui.charts import chart_layout
+    from ui.palette import neutral
+
+    assert contrast("#808495", "#ffffff") < 4.5  # the chart theme's grey, which the labels had
+    figure = go.Figure(go.Bar(x=[0.9, 0.1], y=["<tool_call>", "The"], orientation="h"))
+    chart_layout(figure, 200, yaxis={"type": "category", "tickfont": {"size": 13}})  # as lesson 5's key chart asks
+    for axis in (figure.layout.xaxis, figure.layout.yaxis):
+        assert contrast(axis.tickfont.color, neutral("paper")) >= 4.5
+        assert contrast(axis.title.font.color, neutral("paper")) >= 4.5
+    assert figure.layout.yaxis.tickfont.size == 13  # the page's size kept
+    assert contrast(figure.data[0].outsidetextfont.color, neutral("paper")) >= 4.5  # a thin bar's figure, beside it
