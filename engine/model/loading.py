@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 
 from ..core.generation import ModelInfo
 from ..core.model_files import check_folder_files, model_name_problem, model_path, read_folder_text
-from ..core.tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB, QwenTokenizer, load_tokenizer
+from ..core.tokenizer import QwenTokenizer, load_tokenizer
 from ..errors import BadInput, EngineError, ModelFolderRefused, ModelUnavailable, TokenizerUnavailable
 from ..settings import BUILTIN, BUILTIN_FOLDER, DEFAULT_MODEL, VENDORED_TOKENIZER, load_settings
+from .network import TINY_SHAPE, build_qwen3
 from .quant import QuantChoice, choose_quant
 from .weights import (
     Progress,
@@ -109,30 +110,7 @@ def choose_dtype(device: str, requested: str | None = None) -> str:
 # -- the tiny model -----------------------------------------------------------------------
 def build_tiny_network(seed: int = 0) -> torch.nn.Module:
     """A 2-layer Qwen3 with the real vocabulary size and random weights drawn from `seed`."""
-    import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
-    config = Qwen3Config(
-        vocab_size=MODEL_VOCAB,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        tie_word_embeddings=True,
-        # the config defaults are None, and then nothing would ever stop a turn
-        eos_token_id=IM_END,
-        pad_token_id=END_OF_TEXT,
-    )
-    # a private generator keeps the weights the same whatever else has drawn from torch's RNG
-    state = torch.random.get_rng_state()
-    try:
-        torch.manual_seed(seed)
-        model = Qwen3ForCausalLM(config)
-    finally:
-        torch.random.set_rng_state(state)
-    return model.eval()
+    return build_qwen3(TINY_SHAPE, seed).eval()
 
 
 def build_tiny(seed: int = 0) -> LoadedModel:

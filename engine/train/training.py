@@ -34,7 +34,8 @@ from pathlib import Path
 
 import torch
 
-from ..core.tokenizer import END_OF_TEXT, IM_END, MODEL_VOCAB, QwenTokenizer, load_tokenizer
+from ..core.tokenizer import END_OF_TEXT, MODEL_VOCAB, QwenTokenizer, load_tokenizer
+from ..model.network import build_qwen3, trained_shape
 from .data import Sample
 from .drills import spelling_candidates
 from .mix import Mix, build_samples
@@ -110,26 +111,11 @@ class TrainResult:
 
 
 def build_network(config: TrainConfig) -> torch.nn.Module:
-    """A freshly initialised small Qwen3 (weights from the run's seed)."""
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
-    qwen = Qwen3Config(
-        vocab_size=MODEL_VOCAB,
-        hidden_size=config.hidden,
-        intermediate_size=config.intermediate,
-        num_hidden_layers=config.layers,
-        num_attention_heads=config.heads,
-        num_key_value_heads=config.kv_heads,
-        head_dim=config.head_dim,
-        tie_word_embeddings=True,
-        max_position_embeddings=8192,
-        rope_theta=1_000_000.0,
-        eos_token_id=IM_END,
-        pad_token_id=END_OF_TEXT,
-        bos_token_id=END_OF_TEXT,
+    """A freshly initialised small Qwen3 (weights from the run's seed; torch's generator left seeded by it)."""
+    shape = trained_shape(
+        config.hidden, config.intermediate, config.layers, config.heads, config.kv_heads, config.head_dim
     )
-    torch.manual_seed(config.seed)
-    return Qwen3ForCausalLM(qwen)
+    return build_qwen3(shape, config.seed, keep_global_rng=False)
 
 
 def batches(samples: list[Sample], budget: int, rng: random.Random) -> list[list[Sample]]:
