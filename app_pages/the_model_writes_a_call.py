@@ -141,6 +141,7 @@ st.header(text["what if heading"])
 st.markdown(text["what if"])
 if source.computes:
     ask_scenes.what_if_picker(source, run or ask.lesson_run(source, style(), generation), step)
+    ask_scenes.sampled_calls(source, style(), run)
 else:
     st.caption(ask_scenes.needs_model(source, short=True))
 

@@ -147,5 +147,41 @@ def test_with_no_model_the_page_says_asking_needs_the_model_and_names_the_shippe
     at = open_page(P3, timeout=120, model="off")
     assert view_step(at, VIEW)[0] == "Token 1 of 28"
     infos = "\n".join(i.value for i in at.info)
-    assert "need a model to write the turn" in infos and "the shipped model (trained here; not Qwen3)" in infos and "**Model**" in infos
+    assert (
+        "need a model to write the turn" in infos
+        and "the shipped model (trained here; not Qwen3)" in infos
+        and "**Model**" in infos
+    )
     assert not any("question" in box.label.lower() for box in at.text_input) and not at.slider
+
+
+def test_the_chance_of_a_malformed_call_is_counted_over_the_stated_number_of_sampled_turns(lesson_3):
+    from engine.teaching.sampled_calls import sample_calls
+
+    at = settle(lesson_3, question="", temperature=0.0, top_p=1.0, seed=0)
+    at.number_input(key=f"{KEY}_samples").set_value(3)
+    at.button(key=f"{KEY}_sample").click().run(timeout=300)
+    assert "every sample is the same turn" in "\n".join(i.value for i in at.info)  # greedy: nothing to estimate
+    at = settle(at, temperature=2.0, top_p=1.0, seed=5)
+    at.button(key=f"{KEY}_sample").click().run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    line = next(m.value for m in at.markdown if "sampled turns held a malformed call" in m.value)
+    # the page's count is the engine's, for the same turns: the lesson's question, seeds 5 to 7, grammar off
+    scenario = load_scenario("strawberry")
+    settings = GenerationSettings(max_new_tokens=80, temperature=2.0, top_k=8, seed=5)
+    counted = sample_calls(shipped(), Request(scenario.messages, scenario.tools, "native"), settings, 3)
+    assert f"**{counted.malformed} of 3**" in line and "seeds 5 to 7" in line and "temperature 2" in line
+    assert counted.malformed + counted.valid + counted.no_call == 3
+
+
+def test_the_interval_and_the_bound_on_samples():
+    from engine.errors import BadInput
+    from engine.teaching.sampled_calls import MAX_SAMPLES, sample_calls, wilson
+
+    low, high = wilson(0, 10)
+    assert low == 0 and 0.25 < high < 0.31  # 0 of 10 is not "never"
+    low, high = wilson(5, 10)
+    assert low < 0.5 < high and low == pytest.approx(1 - high)
+    for samples in (0, MAX_SAMPLES + 1):
+        with pytest.raises(BadInput, match="samples must be from 1"):
+            sample_calls(None, None, GenerationSettings(), samples)

@@ -196,3 +196,24 @@ def lesson_run(source: PanelSource, style: str, generation: Generation | None) -
         generation.text,
         (source.label, style),
     )
+
+
+def sample(source: PanelSource, style: str, run: Run | None) -> None:
+    """The estimate button's callback: sample the box's number of turns at the controls' settings, grammar off, and
+    count the malformed calls (engine/teaching/sampled_calls.py)."""
+    from engine.teaching.sampled_calls import sample_calls
+
+    request = run.request if run is not None else source.panel.request
+    settings = sampling_settings(source.panel.generation_for(source.engine.info.random_weights))
+    samples = int(st.session_state.get(f"{KEY}_samples", 10))
+    if settings.temperature == 0:
+        st.session_state[f"{KEY}_sampled"] = words(LESSON, "greedy samples")
+        return
+    try:
+        with st.spinner(words(LESSON, "sampling", samples=samples)):
+            counted = sample_calls(source.engine, request, settings, samples)
+    except EngineError as error:
+        st.session_state[f"{KEY}_sampled"] = escape_markdown(str(error))
+        return
+    question = run.question if run is not None else load_scenario("strawberry").messages[-1]["content"]
+    st.session_state[f"{KEY}_sampled"] = (question, counted)

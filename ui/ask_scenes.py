@@ -9,7 +9,7 @@ import streamlit as st
 
 from engine.core.markdown_text import escape_markdown
 from engine.packs.panel_source import PanelSource
-from ui.ask import KEY, LESSON, MAX_QUESTION_CHARS, Run, ask, candidates, current_run, forget, what_if
+from ui.ask import KEY, LESSON, MAX_QUESTION_CHARS, Run, ask, candidates, current_run, forget, sample, what_if
 from ui.draw import show_token
 from ui.model_status import choice_label
 from ui.numbers import format_percent
@@ -117,3 +117,41 @@ def problem_line(name: str = "problem") -> None:
     problem = st.session_state.get(f"{KEY}_{name}")
     if problem:
         st.warning(problem)
+
+
+def sampled_calls(source: PanelSource, style: str, run: Run | None) -> None:
+    """How often a sampled call breaks with the grammar off: a number of turns to sample, a button, and the count."""
+    from engine.teaching.sampled_calls import MAX_SAMPLES
+
+    st.subheader(words(LESSON, "malformed heading"))
+    st.markdown(words(LESSON, "malformed"))
+    st.number_input(words(LESSON, "samples label"), 2, MAX_SAMPLES, 10, key=f"{KEY}_samples")
+    st.button(words(LESSON, "malformed button"), key=f"{KEY}_sample", on_click=sample, args=(source, style, run))
+    result = st.session_state.get(f"{KEY}_sampled")
+    if isinstance(result, str):
+        st.info(result)
+    elif result is not None:
+        question, counted = result
+        s = counted.settings
+        kinds = ", ".join(f"{kind.replace('_', ' ')} {n}" for kind, n in sorted(counted.kinds.items())) or "none"
+        st.markdown(
+            words(
+                LESSON,
+                "malformed result",
+                malformed=counted.malformed,
+                samples=counted.samples,
+                low=format_percent(counted.low),
+                high=format_percent(counted.high),
+                valid=counted.valid,
+                no_call=counted.no_call,
+                kinds=kinds,
+                temperature=f"{s.temperature:g}",
+                top_p=f"{s.top_p:g}",
+                first=s.seed,
+                last=s.seed + counted.samples - 1,
+                question=escape_markdown(question),
+                seconds=f"{counted.seconds:.0f}",
+            )
+        )
+        if counted.example is not None:
+            st.code(counted.example, language=None, wrap_lines=True)
