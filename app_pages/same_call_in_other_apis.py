@@ -10,6 +10,7 @@ from ui.draw import notice
 from ui.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs
 from ui.sections import headline, markdown_in_sections, more, section
 from ui.state import from_url, style, to_url
+from ui.understanding import check_understanding
 from ui.wire_view import (
     differences_screens,
     draw_exchange,
@@ -151,5 +152,4 @@ draw_anthropic()
 
 section("What to notice")
 notice(text["what to notice"])
-with st.expander("Check your understanding"):
-    st.markdown(text["check your understanding"])
+check_understanding(ID)
