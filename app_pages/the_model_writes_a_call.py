@@ -127,23 +127,18 @@ if steps is None:
         draw_source(source)
     st.markdown(text["not generated yet" if kind in ("live", "random") else "no probabilities"])
 
-# -- the learner's turn: their own question under the sampling settings, and another token at a step -------------
+# -- the learner's turn: their own question under the sampling settings, another token at a step, sampled calls ----
 section("Your own question")
 st.header(text["your own question heading"])
-if source.computes:
-    st.markdown(text["your own question"])
-    ask_scenes.ask_form(source, style(), tok, panel.top_k)
-else:
-    st.info(ask_scenes.needs_model(source))
+ask_scenes.own_question(source, style(), tok, panel.top_k)  # (with no model: what it needs, and how to get it)
 
 section("What if")
 st.header(text["what if heading"])
-st.markdown(text["what if"])
-if source.computes:
-    ask_scenes.what_if_picker(source, run or ask.lesson_run(source, style(), generation), step)
-    ask_scenes.sampled_calls(source, style(), run)
-else:
-    st.caption(ask_scenes.needs_model(source, short=True))
+ask_scenes.what_if_picker(source, run or ask.lesson_run(source, style(), generation), step)
+
+section("How often a call breaks")
+st.header(text["malformed heading"])
+ask_scenes.sampled_calls(source, style(), run)
 
 section("What to notice")
 notice(text["what to notice"])

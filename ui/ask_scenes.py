@@ -67,8 +67,13 @@ def needs_model(source: PanelSource, short: bool = False) -> str:
     return words(LESSON, name, shipped=choice_label("builtin", ""))
 
 
-def ask_form(source: PanelSource, style: str, tokenizer, top_k: int) -> None:
-    """The question box and the sampling controls; Enter in the box, or Ask, runs the model (`ask`, above)."""
+def own_question(source: PanelSource, style: str, tokenizer, top_k: int) -> None:
+    """The question box and the sampling controls; Enter in the box, or Ask, runs the model (ui/ask.py `ask`).
+    With no model: what asking needs, and the sidebar's choice that gives it."""
+    if not source.computes:
+        st.info(needs_model(source))
+        return
+    st.markdown(words(LESSON, "your own question"))
     with st.form(f"{KEY}_ask_form", border=False):
         st.text_input(
             words(LESSON, "question label"),
@@ -95,6 +100,10 @@ def ask_form(source: PanelSource, style: str, tokenizer, top_k: int) -> None:
 
 def what_if_picker(source: PanelSource, base: Run | None, at: int) -> None:
     """At the step the view shows: the model's other candidates there, and a button that makes it write on from one."""
+    st.markdown(words(LESSON, "what if"))
+    if not source.computes:
+        st.caption(needs_model(source, short=True))
+        return
     if base is None:
         st.caption(words(LESSON, "no run yet"))
         return
@@ -123,10 +132,13 @@ def sampled_calls(source: PanelSource, style: str, run: Run | None) -> None:
     """How often a sampled call breaks with the grammar off: a number of turns to sample, a button, and the count."""
     from engine.teaching.sampled_calls import MAX_SAMPLES
 
-    st.subheader(words(LESSON, "malformed heading"))
     st.markdown(words(LESSON, "malformed"))
-    st.number_input(words(LESSON, "samples label"), 2, MAX_SAMPLES, 10, key=f"{KEY}_samples")
-    st.button(words(LESSON, "malformed button"), key=f"{KEY}_sample", on_click=sample, args=(source, style, run))
+    if not source.computes:
+        st.caption(needs_model(source, short=True))
+        return
+    count, press = st.columns([1, 2], vertical_alignment="bottom")
+    count.number_input(words(LESSON, "samples label"), 2, MAX_SAMPLES, 10, key=f"{KEY}_samples")
+    press.button(words(LESSON, "malformed button"), key=f"{KEY}_sample", on_click=sample, args=(source, style, run))
     result = st.session_state.get(f"{KEY}_sampled")
     if isinstance(result, str):
         st.info(result)
