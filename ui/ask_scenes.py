@@ -8,6 +8,7 @@ import dataclasses
 import streamlit as st
 
 from engine.core.markdown_text import escape_markdown
+from engine.harness.loop import load_scenario
 from engine.packs.panel_source import PanelSource
 from ui.ask import KEY, LESSON, MAX_QUESTION_CHARS, Run, ask, candidates, current_run, forget, sample, what_if
 from ui.draw import show_token
@@ -24,8 +25,17 @@ def with_before_after(view: StepRun, run: Run) -> StepRun:
     steps = []
     for n, (step, sampled) in enumerate(zip(view.steps, run.sampled, strict=True), start=1):
         if sampled is None:
-            swapped = run.swap is not None and n == run.swap.at
-            steps.append(dataclasses.replace(step, bad=words(LESSON, "swapped here") if swapped else step.bad))
+            if run.swap is not None and n == run.swap.at:
+                # the swapped-in token is not the model's pick: its bar says so, not "(chosen)"
+                said = f"{format_percent(run.swap.token.p)} (swapped in)"
+                bars = [
+                    dataclasses.replace(
+                        b, rows=[dataclasses.replace(r, text=said if r.chosen else r.text) for r in b.rows]
+                    )
+                    for b in step.bars
+                ]
+                step = dataclasses.replace(step, bad=words(LESSON, "swapped here"), bars=bars)
+            steps.append(step)
             continue
         drawn = run.rows[n - 1][0]
         bars = [
@@ -44,7 +54,8 @@ def with_before_after(view: StepRun, run: Run) -> StepRun:
 
 def run_words(run: Run) -> str:
     """The lines above the step view that say what it shows: the question, and a swapped-in token."""
-    lines = [words(LESSON, "asked", question=escape_markdown(run.question))]
+    own = run.question == load_scenario("strawberry").messages[-1]["content"]  # the lesson's own question
+    lines = [f"> {run.question}" if own else words(LESSON, "asked", question=escape_markdown(run.question))]
     if run.swap is not None:
         lines.append(
             words(
