@@ -49,7 +49,8 @@ def with_before_after(view: StepRun, run: Run) -> StepRun:
         ]
         steps.append(dataclasses.replace(step, facts=facts, bars=bars))
     marks = list(view.marks) + ([(words(LESSON, "swapped mark"), run.swap.at)] if run.swap else [])
-    return dataclasses.replace(view, steps=steps, marks=marks)
+    # two charts side by side need the view's width: the facts go above them, not beside
+    return dataclasses.replace(view, steps=steps, marks=marks, wide=any(s is not None for s in run.sampled))
 
 
 def run_words(run: Run) -> str:
