@@ -17,7 +17,7 @@ def chart_layout(figure, height: int, title: str | None = None, **layout) -> Non
         margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
         **layout,
     )
-    # the axes' labels in the page's text colour: Streamlit's chart theme greys them (#808495, about 3.7:1 on white),
+    # the axes' labels in the page's text colour: Streamlit's chart theme greys them (about 3.7:1 on white),
     # below the 4.5:1 a label needs; a page's own size for them stays
     for axes in (figure.update_xaxes, figure.update_yaxes):
         axes(tickfont={"color": neutral("text")}, title_font={"color": neutral("text")})
