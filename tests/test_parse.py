@@ -7,6 +7,7 @@ import json
 import pytest
 
 from engine.core.call_formats import parse_turn
+from engine.core.call_formats.native import find_blocks
 from engine.core.parse import (
     ARGS_NOT_OBJECT,
     BAD_SHAPE,
@@ -21,7 +22,6 @@ from engine.core.parse import (
     REACT_NO_ACTION,
     REACT_NO_INPUT,
     REACT_NOT_JSON,
-    find_blocks,
 )
 from engine.core.tooldefs import load_tool_set
 from engine.errors import BadInput

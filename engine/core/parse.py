@@ -36,8 +36,6 @@ from jsonschema.exceptions import SchemaError, UnknownType, ValidationError
 from jsonschema.validators import extend
 from referencing.exceptions import Unresolvable
 
-from ..errors import BadInput
-
 POLICIES = ("per-block", "vllm")  # the harness policies lesson 4 compares
 STRICT, SERVER = "per-block", "server"
 PARSE_POLICIES = (*POLICIES, SERVER)  # every name a parse takes: the harness policies and each family's server reading
@@ -173,7 +171,7 @@ def _reject_constant(name: str):
     raise _JsonProblem(f"{name} is not JSON")
 
 
-def _finite_float(text: str) -> float:
+def finite_float(text: str) -> float:
     value = float(text)
     if value in (float("inf"), float("-inf")):
         raise _JsonProblem(too_large_number(text))
@@ -191,7 +189,7 @@ def load_strict_json(text: str) -> tuple[object, str | None]:
     """Python's strict json.loads (no raw control characters, NaN, infinity or duplicate keys): (value, error)."""
     try:
         value = json.loads(
-            text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_reject_duplicates
+            text, parse_constant=_reject_constant, parse_float=finite_float, object_pairs_hook=_reject_duplicates
         )
         return value, None
     except json.JSONDecodeError as error:
@@ -408,7 +406,7 @@ def pad_checks(checks: list[Check], order: tuple[str, ...]) -> list[Check]:
     return [*checks, *(Check(n, None) for n in order if n not in done)]
 
 
-# -- native ---------------------------------------------------------------------------------------
+# -- a Qwen3 turn's reasoning ------------------------------------------------------------------------
 def split_reasoning(text: str) -> tuple[str | None, int]:
     """(the reasoning, where the content starts) of a turn, as vLLM's Qwen3 reasoning parser splits it.
 
@@ -423,176 +421,3 @@ def split_reasoning(text: str) -> tuple[str | None, int]:
     if opened >= 0 and not text[:opened].strip():
         return text[opened + len(THINK_OPEN) :], len(text)
     return None, 0
-
-
-def find_blocks(text: str, start: int = 0, limit: int | None = None) -> list[tuple[str, bool, int, int]]:
-    """(inner text, closed, start, end) of each <tool_call> block from `start`, by vLLM's Qwen regex
-    (at most `limit` of them)."""
-    found = []
-    for m in BLOCK_PATTERN.finditer(text, start):
-        if limit is not None and len(found) >= limit:
-            break
-        found.append((m.group(1) if m.group(1) is not None else m.group(2), m.group(1) is not None, m.start(), m.end()))
-    return found
-
-
-def check_block(index: int, inner: str, closed: bool, start: int, end: int, tools: dict[str, dict]) -> Block:
-    checks: list[Check] = []
-    if not closed:
-        return Block(
-            index, inner, start, end, pad_checks([Check("closed", False, NOT_CLOSED)], NATIVE_CHECKS), None, NOT_CLOSED
-        )
-    checks.append(Check("closed", True))
-    body = inner.strip()
-    if not body:
-        checks.append(Check("json", False, EMPTY_BLOCK))
-        return Block(index, inner, start, end, pad_checks(checks, NATIVE_CHECKS), None, EMPTY_BLOCK)
-    value, error = load_strict_json(body)
-    if error == NOT_JSON and ends_inside_string(body):
-        # the regex stopped at a </tool_call> inside a string: say so, not just "not JSON"
-        error = ENDED_EARLY
-    if error:
-        checks.append(Check("json", False, error))
-        return Block(index, inner, start, end, pad_checks(checks, NATIVE_CHECKS), None, error)
-    checks.append(Check("json", True))
-    more, call, error = check_call_object(value, tools)
-    checks.extend(more)
-    if call is not None:
-        call = Call(call.name, call.arguments, index)
-    return Block(index, inner, start, end, pad_checks(checks, NATIVE_CHECKS), call, error)
-
-
-def _bare_call(text: str, tools: dict[str, dict]) -> tuple[str, int] | None:
-    """A bare JSON call at the start of a reply naming a supplied tool (the Qwen2.5-Coder case of [[tool-calls-cant-come-out-malformed]])."""
-    start = len(text) - len(text.lstrip())
-    if not text[start:].startswith("{"):
-        return None
-    try:
-        value, end = json.JSONDecoder(strict=True, parse_float=_finite_float).raw_decode(text, start)
-    except (json.JSONDecodeError, ValueError, RecursionError):  # _JsonProblem is a ValueError
-        return None
-    if isinstance(value, dict) and isinstance(value.get("name"), str) and value["name"] in tools:
-        return text[start:end], end
-    return None
-
-
-def parse_native(text: str, tools: list[dict], policy: str = "per-block", recover_bare: bool = False) -> ParseResult:
-    if policy not in PARSE_POLICIES:
-        raise BadInput(f"policy must be one of {', '.join(PARSE_POLICIES)}, not {policy!r}")
-    known = tool_map(tools)
-    reasoning, content = split_reasoning(text)
-    found = find_blocks(text, content, MAX_CALLS + 1)
-    if not found and recover_bare and reasoning is None:
-        bare = _bare_call(text, known)
-        if bare is not None:
-            start = len(text) - len(text.lstrip())
-            found = [(bare[0], True, start, bare[1])]
-    if not found:
-        return ParseResult("native", policy, [], [], True, [], answer=text[content:].strip(), reasoning=reasoning)
-    excess = found[MAX_CALLS:]
-    if policy in SERVER_POLICIES:
-        # vLLM's regex takes a final block with no </tool_call> whole, and json.loads decides: whole JSON is a
-        # call; one cut off inside its JSON stays "not closed" (and the turn goes back as text)
-        found = [
-            (inner, closed or load_strict_json(inner.strip())[1] is None, start, end)
-            for inner, closed, start, end in found
-        ]
-    blocks = [check_block(i, *item, known) for i, item in enumerate(found[:MAX_CALLS])]
-    if excess:
-        # the calls past the limit are counted (cheaply), reported as one error, and never run
-        count = MAX_CALLS + sum(1 for _ in BLOCK_PATTERN.finditer(text, excess[0][2]))
-        error = too_many_calls(count)
-        blocks.append(
-            Block(
-                MAX_CALLS,
-                text[excess[0][2] :],
-                excess[0][2],
-                len(text),
-                [Check("count", False, error), *(Check(n, None) for n in NATIVE_CHECKS)],
-                None,
-                error,
-            )
-        )
-    errors = [BlockError(b.index, b.error) for b in blocks if b.error]
-    calls = [b.call for b in blocks if b.call is not None]
-    # vLLM's rule: one block that is not valid JSON and the whole turn is returned as text
-    json_failed = any(c.name in ("closed", "json") and c.passed is False for b in blocks for c in b.checks)
-    if policy in SERVER_POLICIES and json_failed:
-        return ParseResult(
-            "native", policy, [], errors, True, blocks, returned_as_text=True, answer=text.strip(), reasoning=reasoning
-        )
-    return ParseResult("native", policy, calls, errors, False, blocks, reasoning=reasoning)
-
-
-# -- ReAct ------------------------------------------------------------------------------------------
-# the rest of the line is taken whole and stripped afterwards: a lazy (.*?) before [ \t]*$ tried
-# every split of a long run of spaces (a 40 KB "Action: a      ...b" took 8 s)
-ACTION_PATTERN = re.compile(r"^[ \t]*Action[ \t]*:([^\n]*)", re.MULTILINE)
-INPUT_PATTERN = re.compile(r"^[ \t]*Action[ \t]*Input[ \t]*:[ \t]*", re.MULTILINE)
-FINAL_PATTERN = re.compile(r"^[ \t]*Final[ \t]*Answer[ \t]*:[ \t]*", re.MULTILINE)
-OBSERVATION_PATTERN = re.compile(r"^[ \t]*Observation[ \t]*:", re.MULTILINE)
-
-
-def parse_react(text: str, tools: list[dict]) -> ParseResult:
-    known = tool_map(tools)
-    # a model may run on and write its own Observation: the harness reads only up to it
-    cut = OBSERVATION_PATTERN.search(text)
-    reply = text[: cut.start()] if cut else text
-    actions = list(ACTION_PATTERN.finditer(reply))
-    final = FINAL_PATTERN.search(reply)
-
-    def failed(error: str, start: int = 0, end: int | None = None, body: str = "") -> ParseResult:
-        block = Block(
-            0,
-            body,
-            start,
-            len(reply) if end is None else end,
-            pad_checks([Check("format", False, error)], REACT_CHECKS),
-            None,
-            error,
-        )
-        return ParseResult("react", "per-block", [], [BlockError(0, error)], False, [block])
-
-    if final and not actions:
-        return ParseResult("react", "per-block", [], [], True, [], answer=reply[final.end() :].strip())
-    if not actions:
-        return failed(REACT_NO_ACTION)
-    if final:
-        return failed(REACT_BOTH)
-    if len(actions) > 1:
-        return failed(react_two_actions(len(actions)))
-    action = actions[0]
-    given = INPUT_PATTERN.search(reply, action.end())
-    if given is None:
-        return failed(REACT_NO_INPUT, action.start())
-    body = reply[given.end() :].strip()
-    start, end = action.start(), len(reply)
-    checks = [Check("format", True)]
-
-    def block(error: str | None, call: Call | None = None) -> ParseResult:
-        b = Block(0, body, start, end, pad_checks(checks, REACT_CHECKS), call, error)
-        if error:
-            return ParseResult("react", "per-block", [], [BlockError(0, error)], False, [b])
-        return ParseResult("react", "per-block", [call], [], False, [b])
-
-    if body.startswith("```"):
-        checks.append(Check("json", False, REACT_FENCED))
-        return block(REACT_FENCED)
-    value, error = load_strict_json(body)
-    if error:
-        error = RAW_NEWLINE if error == RAW_NEWLINE else REACT_NOT_JSON
-        checks.append(Check("json", False, error))
-        return block(error)
-    checks.append(Check("json", True))
-    name = action.group(1).strip()
-    if name not in known:
-        error = unknown_tool(name, list(known))
-        checks.append(Check("name", False, error))
-        return block(error)
-    checks.append(Check("name", True))
-    if not isinstance(value, dict):
-        checks.append(Check("arguments", False, REACT_INPUT_NOT_OBJECT))
-        return block(REACT_INPUT_NOT_OBJECT)
-    more, error = check_arguments(name, value, known[name])
-    checks.extend(more)
-    return block(error, None if error else Call(name, value, 0))

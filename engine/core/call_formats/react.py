@@ -4,14 +4,35 @@ Our own system prose (each tool with its parameters, then the Thought / Action /
 Observation / Final Answer protocol of Yao et al., "ReAct: Synergizing Reasoning and Acting in
 Language Models", arXiv 2210.03629), rendered inside the same Qwen3 chat template with no
 `tools=`, so both styles are counted by one tokenizer. One Action per reply; a turn is parsed
-by `engine.core.parse.parse_react`.
+by `parse_react`, below (the checks it shares with every format are engine/core/parse.py's).
 """
 
 from __future__ import annotations
 
 import json
+import re
 
-from ..parse import ACTION_PATTERN, OBSERVATION_PATTERN, Block, ParseResult, load_strict_json, parse_react
+from ..parse import (
+    RAW_NEWLINE,
+    REACT_BOTH,
+    REACT_CHECKS,
+    REACT_FENCED,
+    REACT_INPUT_NOT_OBJECT,
+    REACT_NO_ACTION,
+    REACT_NO_INPUT,
+    REACT_NOT_JSON,
+    Block,
+    BlockError,
+    Call,
+    Check,
+    ParseResult,
+    check_arguments,
+    load_strict_json,
+    pad_checks,
+    react_two_actions,
+    tool_map,
+    unknown_tool,
+)
 from ..tokenizer import QwenTokenizer
 from ..tooldefs import tool_name
 from .base import Opener, Span, message_spans
@@ -73,6 +94,79 @@ def react_messages(messages: list[dict]) -> list[dict]:
     ]
 
 
+# the rest of the line is taken whole and stripped afterwards: a lazy (.*?) before [ \t]*$ tried
+# every split of a long run of spaces (a 40 KB "Action: a      ...b" took 8 s)
+ACTION_PATTERN = re.compile(r"^[ \t]*Action[ \t]*:([^\n]*)", re.MULTILINE)
+INPUT_PATTERN = re.compile(r"^[ \t]*Action[ \t]*Input[ \t]*:[ \t]*", re.MULTILINE)
+FINAL_PATTERN = re.compile(r"^[ \t]*Final[ \t]*Answer[ \t]*:[ \t]*", re.MULTILINE)
+OBSERVATION_PATTERN = re.compile(r"^[ \t]*Observation[ \t]*:", re.MULTILINE)
+
+
+def parse_react(text: str, tools: list[dict]) -> ParseResult:
+    known = tool_map(tools)
+    # a model may run on and write its own Observation: the harness reads only up to it
+    cut = OBSERVATION_PATTERN.search(text)
+    reply = text[: cut.start()] if cut else text
+    actions = list(ACTION_PATTERN.finditer(reply))
+    final = FINAL_PATTERN.search(reply)
+
+    def failed(error: str, start: int = 0, end: int | None = None, body: str = "") -> ParseResult:
+        block = Block(
+            0,
+            body,
+            start,
+            len(reply) if end is None else end,
+            pad_checks([Check("format", False, error)], REACT_CHECKS),
+            None,
+            error,
+        )
+        return ParseResult("react", "per-block", [], [BlockError(0, error)], False, [block])
+
+    if final and not actions:
+        return ParseResult("react", "per-block", [], [], True, [], answer=reply[final.end() :].strip())
+    if not actions:
+        return failed(REACT_NO_ACTION)
+    if final:
+        return failed(REACT_BOTH)
+    if len(actions) > 1:
+        return failed(react_two_actions(len(actions)))
+    action = actions[0]
+    given = INPUT_PATTERN.search(reply, action.end())
+    if given is None:
+        return failed(REACT_NO_INPUT, action.start())
+    body = reply[given.end() :].strip()
+    start, end = action.start(), len(reply)
+    checks = [Check("format", True)]
+
+    def block(error: str | None, call: Call | None = None) -> ParseResult:
+        b = Block(0, body, start, end, pad_checks(checks, REACT_CHECKS), call, error)
+        if error:
+            return ParseResult("react", "per-block", [], [BlockError(0, error)], False, [b])
+        return ParseResult("react", "per-block", [call], [], False, [b])
+
+    if body.startswith("```"):
+        checks.append(Check("json", False, REACT_FENCED))
+        return block(REACT_FENCED)
+    value, error = load_strict_json(body)
+    if error:
+        error = RAW_NEWLINE if error == RAW_NEWLINE else REACT_NOT_JSON
+        checks.append(Check("json", False, error))
+        return block(error)
+    checks.append(Check("json", True))
+    name = action.group(1).strip()
+    if name not in known:
+        error = unknown_tool(name, list(known))
+        checks.append(Check("name", False, error))
+        return block(error)
+    checks.append(Check("name", True))
+    if not isinstance(value, dict):
+        checks.append(Check("arguments", False, REACT_INPUT_NOT_OBJECT))
+        return block(REACT_INPUT_NOT_OBJECT)
+    more, error = check_arguments(name, value, known[name])
+    checks.extend(more)
+    return block(error, None if error else Call(name, value, 0))
+
+
 class ReactFormat(Qwen3Template):
     name = "react"
     label = "ReAct"
@@ -85,7 +179,7 @@ class ReactFormat(Qwen3Template):
     policies = ("per-block", "vllm")  # one Action per reply: the two policies agree
     opener = Opener("Action:", "a line of prose")
     renderer = "the site's ReAct prose inside Qwen3's chat template (transformers' Jinja renderer)"
-    parser_reference = "engine.core.parse.parse_react: one Action and its Action Input per reply"
+    parser_reference = "engine.core.call_formats.react.parse_react: one Action and its Action Input per reply"
     name_marker = "Action: "
     name_prefix = "Action: "
 
