@@ -6,9 +6,9 @@ from engine.core.call_formats import get_format, parse_turn
 from engine.core.parse import POLICIES
 from engine.harness.loop import list_scenarios, load_scenario, returned_text, run_scenario
 from engine.teaching.cost import measure_malformed_cost
-from ui.chart_words import chart_caption
+from ui.chart_words import a_bad_parts, chart_caption
 from ui.charts import ledger_figure
-from ui.draw import draw_reading, notice, show_token
+from ui.draw import draw_reading, notice
 from ui.glossary import show_intro
 from ui.literal import plural, table_html
 from ui.numbers import format_count
@@ -222,26 +222,11 @@ def the_run() -> bool:
                 a_bad=cost.a_bad,
                 e=cost.e,
                 n_later=cost.n_later,
-                a_bad_parts=a_bad_parts(cost),
+                a_bad_parts=a_bad_parts(cost, ID),
             )
         )
         st.caption(text["reported elsewhere"])
     return any(s.parse.returned_as_text for s in run.calls)
-
-
-def a_bad_parts(cost) -> str:
-    """Where a_bad's tokens come from, beside the ledger's smaller output count for the same call ("" when they agree)."""
-    if not cost.a_bad_template:
-        return ""
-    tokens = " ".join(f"`{show_token(t)}`" for t in cost.a_bad_template)
-    return words(
-        ID,
-        "a_bad parts",
-        written=cost.a_bad_output,
-        call=cost.bad_call,
-        template=len(cost.a_bad_template),
-        tokens=tokens,
-    ).strip()
 
 
 # (a scenario this style lacks: only the warning above; the page still ends normally, so projected its section bar is drawn)

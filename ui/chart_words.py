@@ -1,7 +1,8 @@
 """A chart's figures in words, drawn under it: the text equivalent for a reader who cannot see the chart.
 
 Read from the plotly figure itself (every bar's label and value, or the label the bar shows),
-so the words always say what the chart draws.
+so the words always say what the chart draws. Also a formula's figures in words, where one term
+counts more than the chart beside it (lesson 4's a_bad against the ledger's output).
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 import zlib
 
 import streamlit as st
+
+from ui.draw import show_token
+from ui.words import words
 
 
 def _number(value) -> str:
@@ -51,3 +55,18 @@ def chart_caption(figure, label: str = "{}", where=st) -> None:
     if words:
         # a key from the words themselves: two charts on one page have different figures
         where.container(key=f"chart_{zlib.crc32(words.encode())}__more").caption(words)
+
+
+def a_bad_parts(cost, lesson_id: str) -> str:
+    """Where a_bad's tokens come from, beside the ledger's smaller output count for the same call ("" when they agree)."""
+    if not cost.a_bad_template:
+        return ""
+    tokens = " ".join(f"`{show_token(t)}`" for t in cost.a_bad_template)
+    return words(
+        lesson_id,
+        "a_bad parts",
+        written=cost.a_bad_output,
+        call=cost.bad_call,
+        template=len(cost.a_bad_template),
+        tokens=tokens,
+    ).strip()
