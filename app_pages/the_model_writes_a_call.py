@@ -105,6 +105,8 @@ step_view(ask_scenes.with_before_after(view, run) if run else view, key="the_mod
 # what the numbers under the tokens mean, and the word of lesson 1 cut differently inside the call's JSON string
 # (no leading space there): a section of their own when there is something to say (a pack's call may not spell it)
 under = [words("the-model-writes-a-call", "allowed counts", vocab=f"{REAL_VOCAB:,}")] if allowed is not None else []
+# a learner's run: what its two charts mean (and, projected, the sections keep their numbers when it is asked)
+under += [words("the-model-writes-a-call", "two charts")] if run else []
 spelled = word_pieces([r[1] for r in rows], "strawberry")
 if spelled:
     pieces = " | ".join(f"`{piece}`" for piece in spelled)
