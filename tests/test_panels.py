@@ -15,8 +15,8 @@ import pytest
 from engine.core.generation import ModelInfo
 from engine.errors import BadInput
 from engine.packs.pack import RUN_ID
-from engine.packs.reader import read_pack
 from engine.packs.panel_source import choose_source, describe_difference
+from engine.packs.reader import read_pack
 from engine.teaching.panels import KINDS, find_panel, list_panels
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,9 +16,9 @@ import streamlit as st
 
 from engine.harness.loop import Run
 from engine.packs.pack import MANIFEST, MAX_UPLOAD_BYTES, Pack, PackError, PackRun, megabytes
+from engine.packs.panel_source import PREPARE, other_prompt_reason
 from engine.packs.reader import find_shipped_pack, read_pack, read_pack_bytes
 from engine.packs.replay import replay_episode
-from engine.packs.panel_source import PREPARE, other_prompt_reason
 from engine.teaching.panels import Panel
 from ui.words import ROOT, words
 
