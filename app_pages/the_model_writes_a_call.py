@@ -132,7 +132,7 @@ if steps is None:
 # -- the learner's turn: their own question under the sampling settings, another token at a step, sampled calls ----
 section("Your own question")
 st.header(text["your own question heading"])
-ask_scenes.own_question(source, style(), tok, panel.top_k)  # (with no model: what it needs, and how to get it)
+ask_scenes.own_question(source, style(), tok)  # (with no model: what it needs, and how to get it)
 
 section("What if")
 st.header(text["what if heading"])

@@ -255,3 +255,19 @@ def test_top_p_1_draws_as_no_top_p_and_a_tiny_top_p_as_greedy(tiny_engine, capsy
 def test_top_p_outside_0_to_1_is_one_line(tiny_engine, capsys, messages_file, top_p):
     code, _, err = run_cli(capsys, "generate", "--model", "tiny", "--messages", messages_file, "--top-p", top_p)
     assert code == 2 and err == f"error: top_p must be above 0 and at most 1, not {float(top_p)}\n"
+
+
+def test_sample_top_k_cuts_the_draw_and_top_k_only_reports(tiny_engine, capsys, messages_file):
+    """--sample-top-k 1 draws the greedy turn at any temperature; 0 is no cut; --top-k never changes the draw."""
+    drawn = sampled(capsys, messages_file)
+    greedy_ids = sampled(capsys, messages_file, "--temperature", 0)
+    assert drawn != greedy_ids  # (the check can fail: this seed's free draw leaves the greedy path)
+    assert sampled(capsys, messages_file, "--sample-top-k", 1) == greedy_ids
+    assert sampled(capsys, messages_file, "--sample-top-k", 0) == drawn
+    assert sampled(capsys, messages_file, "--top-k", 2) == drawn
+
+
+@pytest.mark.parametrize("k", ["-1", "1001"])
+def test_sample_top_k_out_of_range_is_one_line(tiny_engine, capsys, messages_file, k):
+    code, _, err = run_cli(capsys, "generate", "--model", "tiny", "--messages", messages_file, "--sample-top-k", k)
+    assert code == 2 and err.count("\n") == 1 and ("sample_top_k" in err or "whole number" in err), err

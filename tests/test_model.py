@@ -464,3 +464,25 @@ def test_fast_topk_equals_torch_topk(k):
     expected_top, expected_ids = values.topk(k)
     assert torch.equal(top, expected_top) and torch.equal(ids, expected_ids)
     assert torch.equal(fast_topk(values[:1000], k)[1], values[:1000].topk(k)[1])  # a length that is not in blocks
+
+
+def test_the_top_k_cut_keeps_the_k_likeliest_renormalised_and_a_draw_never_leaves_them():
+    import torch
+
+    from engine.core.generation import GenerationSettings
+    from engine.model.decode import pick_token, top_k_cut
+
+    probs = torch.softmax(torch.randn(151_936, generator=torch.Generator().manual_seed(3)), dim=-1)
+    cut = top_k_cut(probs, 3)
+    top3 = set(probs.topk(3).indices.tolist())
+    assert set(cut.nonzero().flatten().tolist()) == top3 and float(cut.sum()) == pytest.approx(1.0)
+    assert top_k_cut(probs, 0) is probs
+    settings = GenerationSettings(temperature=1.0, sample_top_k=3)
+    generator = torch.Generator().manual_seed(0)
+    assert {pick_token(probs, settings, generator) for _ in range(200)} <= top3
+    # written to JSON only when set: a pack or trace recorded before the field still matches
+    assert "sample_top_k" not in GenerationSettings().as_json()
+    assert GenerationSettings.from_json(settings.as_json()) == settings
+    for bad in (-1, 1001):
+        with pytest.raises(BadInput, match="sample_top_k must be 0"):
+            GenerationSettings(sample_top_k=bad).check()

@@ -68,7 +68,7 @@ def test_the_question_box_and_sampling_controls_are_there_and_the_lesson_is_as_i
 
 
 def test_a_learners_question_is_written_token_by_token_greedy_as_the_engine_writes_it(lesson_3):
-    at = settle(lesson_3, question=QUESTION, temperature=0.0, top_k=8, top_p=1.0, seed=0)
+    at = settle(lesson_3, question=QUESTION, temperature=0.0, top_k=0, top_p=1.0, seed=0)
     turn = engine_turn(QUESTION, GenerationSettings(max_new_tokens=80, top_k=8))
     where, first = view_step(at, VIEW)
     steps = view_data(at, VIEW)["steps"]
@@ -85,7 +85,8 @@ def test_a_learners_question_is_written_token_by_token_greedy_as_the_engine_writ
 
 
 def test_temperature_top_k_and_top_p_reach_the_engine_and_each_step_shows_the_draws_distribution(lesson_3):
-    settings = GenerationSettings(max_new_tokens=80, temperature=1.5, top_k=3, top_p=0.8, seed=7)
+    # the Top-k slider cuts the draw (sample_top_k); each step still reports the lesson's 8 candidates (top_k)
+    settings = GenerationSettings(max_new_tokens=80, temperature=1.5, top_k=8, sample_top_k=3, top_p=0.8, seed=7)
     at = settle(lesson_3, question=QUESTION, temperature=1.5, top_k=3, top_p=0.8, seed=7)
     turn = engine_turn(QUESTION, settings)
     steps = view_data(at, VIEW)["steps"]
@@ -93,10 +94,11 @@ def test_temperature_top_k_and_top_p_reach_the_engine_and_each_step_shows_the_dr
     spread = 0
     for step in steps:
         before, after = step["bars"]
-        assert before["title"] == "As the model gave it" and len(before["rows"]) <= 3
-        assert "temperature 1.5, top-p 0.8" in after["title"]
+        assert before["title"] == "As the model gave it" and len(before["rows"]) == 8
+        assert "temperature 1.5, top-k 3, top-p 0.8" in after["title"] and len(after["rows"]) <= 3
         facts = dict(step["facts"])
         kept = int(facts["Tokens the draw could pick"].replace(",", ""))
+        assert kept <= 3
         # what the draw picked from sums to at most 1 and holds the drawn token
         assert sum(r["p"] for r in after["rows"]) <= 1 + 1e-6
         assert facts["Its probability in the draw"] != "0%"

@@ -62,7 +62,7 @@ def sampling_settings(base: GenerationSettings) -> GenerationSettings:
         base,
         max_new_tokens=min(base.max_new_tokens, MAX_NEW_TOKENS),
         temperature=float(state.get(f"{KEY}_temperature", base.temperature)),
-        top_k=int(state.get(f"{KEY}_top_k", base.top_k)),
+        sample_top_k=int(state.get(f"{KEY}_top_k", base.sample_top_k)),
         top_p=float(state.get(f"{KEY}_top_p", base.top_p)),
         seed=int(state.get(f"{KEY}_seed", base.seed)),
     )

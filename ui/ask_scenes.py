@@ -21,7 +21,8 @@ from ui.words import words
 def with_before_after(view: StepRun, run: Run) -> StepRun:
     """The step view's run with each sampled step's two charts: as the model gave it, and what the draw picked from."""
     s = run.settings
-    after_title = words(LESSON, "after title", temperature=f"{s.temperature:g}", top_p=f"{s.top_p:g}")
+    top_k = s.sample_top_k or "off"
+    after_title = words(LESSON, "after title", temperature=f"{s.temperature:g}", top_k=top_k, top_p=f"{s.top_p:g}")
     steps = []
     for n, (step, sampled) in enumerate(zip(view.steps, run.sampled, strict=True), start=1):
         if sampled is None:
@@ -79,7 +80,7 @@ def needs_model(source: PanelSource, short: bool = False) -> str:
     return words(LESSON, name, shipped=choice_label("builtin", ""))
 
 
-def own_question(source: PanelSource, style: str, tokenizer, top_k: int) -> None:
+def own_question(source: PanelSource, style: str, tokenizer) -> None:
     """The question box and the sampling controls; Enter in the box, or Ask, runs the model (ui/ask.py `ask`).
     With no model: what asking needs, and the sidebar's choice that gives it."""
     if not source.computes:
@@ -97,7 +98,7 @@ def own_question(source: PanelSource, style: str, tokenizer, top_k: int) -> None
         temperature.slider(
             "Temperature", 0.0, 2.0, 0.0, 0.1, key=f"{KEY}_temperature", help=words(LESSON, "temperature help")
         )
-        k.slider("Top-k", 1, 20, top_k, key=f"{KEY}_top_k", help=words(LESSON, "top-k help"))
+        k.slider("Top-k", 0, 50, 0, key=f"{KEY}_top_k", help=words(LESSON, "top-k help"))
         p.slider("Top-p", 0.05, 1.0, 1.0, 0.05, key=f"{KEY}_top_p", help=words(LESSON, "top-p help"))
         seed.number_input("Seed", 0, 9999, 0, key=f"{KEY}_seed", help=words(LESSON, "seed help"))
         st.form_submit_button("Ask", type="primary", on_click=ask, args=(source, style, tokenizer))

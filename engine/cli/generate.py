@@ -29,6 +29,14 @@ def add_parser(sub) -> None:
         help="sampling only: draw from the smallest set of most likely tokens whose probability reaches P (0 < P <= 1)",
     )
     p.add_argument(
+        "--sample-top-k",
+        type=whole_number,
+        default=0,
+        metavar="K",
+        help="sampling only: draw from the K most likely tokens, renormalised, before --top-p (0: no cut; "
+        "--top-k is how many candidates each step reports)",
+    )
+    p.add_argument(
         "--prefix",
         default="",
         metavar="TEXT",
@@ -61,6 +69,7 @@ def cmd_generate(args) -> dict:
         temperature=args.temperature,
         top_p=args.top_p,
         top_k=args.top_k,
+        sample_top_k=args.sample_top_k,
         seed=args.seed,
         enable_thinking=args.thinking,
         # the command line's JSON reports the model's own view under a mask (DESIGN.md's step keys)

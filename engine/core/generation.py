@@ -16,6 +16,7 @@ from .tokenizer import END_OF_TEXT, IM_END
 MAX_NEW_TOKENS = 32_768  # the reply length Qwen3's model card recommends for most queries; a context may allow fewer
 MIN_TEMPERATURE = 1e-3  # below it, logits / temperature overflows float32 and every probability is NaN
 MAX_TEMPERATURE = 100.0  # above it, every token is about as likely as any other
+MAX_SAMPLE_TOP_K = 1_000  # a draw's cut to the most likely tokens; more than this is no cut a lesson shows
 # the largest seed: a 32-bit signed int, which every server takes as a seed (llama.cpp reads its
 # 32-bit unsigned -1 as "a random seed"), and far inside the 64 bits a torch.Generator takes
 MAX_SEED = 2**31 - 1
@@ -69,6 +70,9 @@ class GenerationSettings:
     top_p: float = 1.0
     # how many alternatives each step reports (0 = none); for display, it never narrows the draw
     top_k: int = 5
+    # sampling only: draw from the `sample_top_k` most likely tokens, renormalised, before top_p (0 = no cut);
+    # written to JSON only when set, so a pack or trace recorded before the field existed still matches
+    sample_top_k: int = 0
     # seeds the sampler's own torch.Generator, so a sampled run repeats exactly
     seed: int = 0
     # Qwen3's thinking switch for requests the engine builds itself (the command line); a Request's
@@ -107,11 +111,18 @@ class GenerationSettings:
             raise BadInput(f"top_p must be above 0 and at most 1, not {self.top_p}")
         if not 0 <= self.top_k <= 100:
             raise BadInput(f"top_k must be between 0 and 100, not {self.top_k}")
+        if not 0 <= self.sample_top_k <= MAX_SAMPLE_TOP_K:
+            raise BadInput(
+                f"sample_top_k must be 0 (no cut) or at most {MAX_SAMPLE_TOP_K:,} tokens, not {self.sample_top_k:,}"
+            )
         if not 0 <= self.seed <= MAX_SEED:
             raise BadInput(f"seed must be a whole number from 0 to {MAX_SEED:,}, not {self.seed:,}")
 
     def as_json(self) -> dict:
-        return {**asdict(self), "stop_ids": list(self.stop_ids)}
+        data = {**asdict(self), "stop_ids": list(self.stop_ids)}
+        if not self.sample_top_k:
+            del data["sample_top_k"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> GenerationSettings:

@@ -380,6 +380,8 @@ def completion_body(
         "stop": [engine.tokenizer.token_text(IM_END), engine.tokenizer.token_text(END_OF_TEXT)],
         "stream": False,
     }
+    if settings.sample_top_k:
+        body["top_k"] = settings.sample_top_k  # vLLM's and llama.cpp's sampling cut, as the local engine applies it
     if grammar is not None and grammar.dialect == "xgrammar":
         body["structured_outputs"] = {"grammar": grammar.text}
     elif grammar is not None:

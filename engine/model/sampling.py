@@ -3,14 +3,14 @@
 The decode loop (engine/model/decode.py) reports each step under temperature only; a lesson that
 moves the temperature and top-p wants the distribution before them and after them. This reads
 the turn again in one forward pass (the prompt and the tokens drawn, each position's logits kept)
-and applies, per step, the loop's own arithmetic (its `nucleus` and `fast_topk`):
+and applies, per step, the loop's own arithmetic (its `draw_from` and `fast_topk`):
 
-    logits -> softmax                                  = before: the model's own probabilities
-           -> softmax(logits / temperature) -> top-p   = after: what the draw picked from, renormalised
+    logits -> softmax                                          = before: the model's own probabilities
+           -> softmax(logits / temperature) -> top-k -> top-p  = after: what the draw picked from, renormalised
     temperature 0: the draw is greedy, so after holds the most likely token alone, at 100%
 
-The engine's top_k (the command line's --top-k) is how many candidates a step reports; it never
-narrows the draw, here as in the loop.
+The draw's top-k cut is `sample_top_k` (the command line's --sample-top-k); the engine's top_k
+(--top-k) is how many candidates a step reports, and never narrows the draw.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 from ..core.generation import Alternative, GenerationSettings
 from ..core.tokenizer import REAL_VOCAB
 from ..errors import BadInput
-from .decode import fast_topk, nucleus
+from .decode import draw_from, fast_topk
 from .loading import LoadedModel
 
 
@@ -38,12 +38,13 @@ class SamplingStep:
 
 
 def after_settings(logits: torch.Tensor, settings: GenerationSettings) -> torch.Tensor:
-    """The distribution a draw uses at one step: temperature, then top-p, renormalised (greedy: one token at 1)."""
+    """The distribution a draw uses at one step: temperature, then the top-k cut and top-p, renormalised (greedy:
+    one token at 1)."""
     if settings.temperature == 0:
         picked = torch.zeros_like(logits)
         picked[int(fast_topk(logits, 1)[1][0])] = 1.0
         return picked
-    kept = nucleus(torch.softmax(logits / settings.temperature, dim=-1), settings.top_p)
+    kept = draw_from(torch.softmax(logits / settings.temperature, dim=-1), settings)
     return kept / kept.sum()
 
 
