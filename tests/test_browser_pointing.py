@@ -51,7 +51,7 @@ POINTERS = [
     ),
     Pointer(
         "constrained_decoding",
-        "The allowed counts and tokens above need only the grammar",
+        "The allowed counts and tokens in the step view at the start of this lesson need only the grammar",
         "above",
         ".sv-strip",
         "the step view",

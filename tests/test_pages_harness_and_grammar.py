@@ -138,7 +138,7 @@ def test_lesson_5_without_a_model_says_so_and_shows_the_grounded_answer():
     at = open_page(P5)
     assert at.title[0].value == "5 · The answer, and when not to call"
     assert 'The letter "r" appears 3 times in "strawberry".' in [s.value for s in at.success]
-    assert "needs the model's own numbers" in page_text(at) and not at.metric
+    assert "needs a model's own numbers" in page_text(at) and not at.metric
     assert "under 0.1%" in " ".join(m.value for m in at.markdown)  # quoted for Qwen3-1.7B, on a screen of its own
     stops = [i.value for i in at.info if i.value.startswith("The harness")]
     assert len(stops) == 2 and all("final answer: the turn has no call" in s for s in stops)
