@@ -61,6 +61,6 @@ def test_a_built_folder_is_marked_random_and_loads_in_the_engine(tmp_path, monke
     from engine.model.loading import load_weights
 
     engine = load_weights(str(out), "cpu", "float32")
-    assert engine.info.parameters == written["parameters"] and engine.model.config.random_weights is True
+    assert engine.info.parameters == written["parameters"] and engine.info.random_weights is True
     with pytest.raises(SystemExit, match="not empty"):
         sized.build_folder("test-size", out)

@@ -278,8 +278,6 @@ def stream_steps(
     two users' generations interleave step by step but never mix: each has its own cache and
     its own random generator. An abandoned stream holds nothing.
     """
-    from transformers import DynamicCache
-
     settings = settings or GenerationSettings()
     settings.check()
     if not prompt_ids:
@@ -304,7 +302,7 @@ def stream_steps(
     if kept is not None:
         cache, reused = kept.lookup(prompt_ids, model.config, make_cache)
     else:
-        cache, reused = (DynamicCache(config=model.config) if fast is None else fast.new_cache(capacity)), 0
+        cache, reused = (transformers_cache(model) if fast is None else fast.new_cache(capacity)), 0
     if kept is not None and reused < len(prompt_ids) - 1:
         # read the prompt but its last token and keep that: a rerun of this prompt then starts exactly
         # where this run stands, and both read the last token alone, so they give the same numbers to the bit
@@ -409,3 +407,10 @@ def generate(
         seconds=time.perf_counter() - started,
         first_token_seconds=first,
     )
+
+
+def transformers_cache(model):
+    """An empty cache for transformers' own forward (a model the compact forward does not cover)."""
+    from transformers import DynamicCache
+
+    return DynamicCache(config=model.config)

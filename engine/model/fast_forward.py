@@ -338,11 +338,13 @@ class FastQwen3:
 
 # -- building it from a loaded model ------------------------------------------------------------
 def unsupported_reason(model) -> str | None:
-    """Why the compact forward cannot run `model` (None: it can): it covers Qwen3ForCausalLM on a CPU as shipped."""
-    from transformers import Qwen3ForCausalLM
+    """Why the compact forward cannot run `model` (None: it can): it covers Qwen3ForCausalLM on a CPU as shipped,
+    and engine/model/lean.py's network (checked as it was built, without importing transformers here)."""
+    if not getattr(type(model), "lean", False):
+        from transformers import Qwen3ForCausalLM
 
-    if not isinstance(model, Qwen3ForCausalLM):
-        return f"{type(model).__name__} is not Qwen3ForCausalLM"
+        if not isinstance(model, Qwen3ForCausalLM):
+            return f"{type(model).__name__} is not Qwen3ForCausalLM"
     config = model.config
     if model.device.type != "cpu":
         return f"the model is on {model.device.type}, not the CPU"
@@ -467,7 +469,12 @@ _built_lock = threading.Lock()
 def fast_forward_for(engine) -> FastQwen3 | None:
     """The compact forward of a LoadedModel's network, or None where transformers' forward runs it
     (see unsupported_reason, or QWEN_FAST_DECODE=0)."""
-    model = engine.model
+    return fast_forward_of(engine.model)
+
+
+def fast_forward_of(model) -> FastQwen3 | None:
+    """The compact forward over `model` (a network), built once and kept while the network lives; None where
+    transformers' forward runs it."""
     try:
         weakref.ref(model)
     except TypeError:  # a stand-in that cannot be weakly referenced: transformers' forward
@@ -482,8 +489,12 @@ def fast_forward_for(engine) -> FastQwen3 | None:
 
 def forward_reason(engine) -> str | None:
     """In words, which forward pass runs this model's decode (after fast_forward_for has been asked)."""
+    return forward_reason_of(engine.model)
+
+
+def forward_reason_of(model) -> str | None:
     try:
         with _built_lock:
-            return _reasons.get(engine.model)
+            return _reasons.get(model)
     except TypeError:
         return None

@@ -101,19 +101,22 @@ def read_int8_model(folder: Path, progress: Progress | None = None):
     """The folder's causal LM with int8 Linears, fp32 norms and its embedding in its stored dtype, read tensor by
     tensor (`progress` hears the bytes read so far of all it reads); raises NotPlainLayout for a checkpoint this
     reader does not take (load it through transformers)."""
-    from transformers import AutoConfig, AutoModelForCausalLM
-
     from .embedding import WideningEmbedding
     from .quant import quantize_weight, select_quantized_engine
 
     stored = index_checkpoint(folder)
-    try:
-        config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
-        with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    except Exception as error:
-        # transformers' own load says it better (an unknown model type, a config it cannot read)
-        raise NotPlainLayout(f"its config builds no model here: {type(error).__name__}") from error
+    model = lean_skeleton(folder)
+    if model is None:
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        try:
+            config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+            with torch.device("meta"):
+                model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        except Exception as error:
+            # transformers' own load says it better (an unknown model type, a config it cannot read)
+            raise NotPlainLayout(f"its config builds no model here: {type(error).__name__}") from error
+    config = model.config
     model.eval()
     embed, lm_head = model.get_input_embeddings(), model.get_output_embeddings()
     embed_name = next(name for name, module in model.named_modules() if module is embed) + ".weight"
@@ -164,6 +167,20 @@ def read_int8_model(folder: Path, progress: Progress | None = None):
     if left:
         raise NotPlainLayout(f"nothing in the checkpoint fills {left[:3]}")
     return model
+
+
+def lean_skeleton(folder: Path):
+    """A plain Qwen3's network without weights, built without transformers (engine/model/lean.py), where the
+    compact forward will run it; None: build it through transformers."""
+    from ..settings import load_settings
+    from .lean import NotLean, build_lean, read_config
+
+    if not load_settings().fast_decode:
+        return None
+    try:
+        return build_lean(read_config(folder))
+    except NotLean:
+        return None
 
 
 def rebuild_rotary_tables(model, config) -> None:

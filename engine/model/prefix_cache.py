@@ -89,11 +89,11 @@ class PrefixCache:
         to give the first step's logits. (an empty cache, 0) when nothing matches. The cache is a
         DynamicCache, or what `make_cache(layers, length)` makes of the kept (keys, values) per
         layer (it must copy their first `length` tokens, never keep them: engine/model/fast_forward.py)."""
-        from transformers import DynamicCache
-
         if make_cache is None:
 
             def make_cache(layers, length):
+                from transformers import DynamicCache
+
                 # a copy of the shared part only: the run appends to it; the kept tensors stay as they are
                 copied = [(k[..., :length, :].clone(), v[..., :length, :].clone()) for k, v in layers]
                 return DynamicCache(ddp_cache_data=copied, config=config) if layers else DynamicCache(config=config)
