@@ -36,6 +36,8 @@ class Settings:
     quant: str = field(default_factory=lambda: (os.environ.get("QWEN_QUANT") or "auto").strip())
     # torch threads for a model on a CPU: auto (1 or torch's default, chosen by a timing at load) or a count (QWEN_THREADS)
     threads: str = field(default_factory=lambda: (os.environ.get("QWEN_THREADS") or "auto").strip())
+    # the thread count's timing is remembered per machine (engine/model/remembered.py); QWEN_REPROBE=1 times it again
+    reprobe: bool = field(default_factory=lambda: os.environ.get("QWEN_REPROBE", "").strip() == "1")
     # a CPU Qwen3 runs through the compact forward of engine/model/fast_forward.py; QWEN_FAST_DECODE=0 keeps
     # transformers' own forward (read when a loaded model first runs)
     fast_decode: bool = field(default_factory=lambda: os.environ.get("QWEN_FAST_DECODE", "1").strip() != "0")

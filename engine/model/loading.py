@@ -138,10 +138,10 @@ def load_weights(
     progress: Progress | None = None,
     quant: QuantChoice | None = None,
 ) -> LoadedModel:
-    """Load `name` (a hub id or folder) with AutoModelForCausalLM, without memoising it; int8 and threads per `quant`
+    """Load `name` (a hub id or folder), a plain Qwen3 on a CPU without transformers (engine/model/lean.py), else with
+    AutoModelForCausalLM, without memoising it; int8 and threads per `quant`
     (default: chosen for the device, engine/model/quant.py and threads.py)."""
     import torch
-    from transformers import AutoModelForCausalLM
 
     device = choose_device(device)
     quant = quant or choose_quant(device, dtype or load_settings().dtype)
@@ -158,8 +158,13 @@ def load_weights(
     # an int8 model on a CPU is read tensor by tensor where the checkpoint's layout allows (engine/model/int8_load.py)
     model = read_int8_if_plain(folder, progress) if quant.quant == "int8" and device == "cpu" else None
     quantized = model is not None
+    if model is None and device == "cpu":
+        # a plain Qwen3 on a CPU is built without transformers' modeling code (engine/model/lean.py)
+        model = read_lean_if_plain(folder, getattr(torch, read_as), progress)
     try:
         if model is None:
+            from transformers import AutoModelForCausalLM
+
             model = AutoModelForCausalLM.from_pretrained(
                 str(folder), dtype=getattr(torch, read_as), local_files_only=True
             )
@@ -207,6 +212,21 @@ def read_int8_if_plain(folder: Path, progress: Progress | None = None):
     return model
 
 
+def read_lean_if_plain(folder: Path, dtype, progress: Progress | None = None):
+    """The folder's Qwen3 read without transformers, or None where it is not a plain Qwen3 or the compact forward
+    is off (QWEN_FAST_DECODE=0): then transformers loads it."""
+    from .lean import NotLean, read_lean
+
+    if not load_settings().fast_decode:
+        return None
+    try:
+        return read_lean(folder, dtype)
+    except (NotLean, OSError) as why:
+        if progress is not None:
+            progress(0, 0, f"loading through transformers ({why})")
+        return None
+
+
 def tune_for_cpu(
     loaded: LoadedModel,
     quant: QuantChoice,
@@ -238,11 +258,15 @@ def tune_for_cpu(
     if choose_threads_now or requested_threads() is not None:
         from .probe import decode_layer
         from .quant import quantize_network
+        from .remembered import remembered_threads
 
-        if progress is not None:
-            progress(0, 0, "timing 1 and more torch threads")
-        probe = quantize_network(decode_layer()) if quant.quant == "int8" else None
-        threads = choose_threads(probe)
+        def timed():
+            if progress is not None:
+                progress(0, 0, "timing 1 and more torch threads")
+            return choose_threads(quantize_network(decode_layer()) if quant.quant == "int8" else None)
+
+        # QWEN_THREADS decides at once; else this machine's remembered timing, or a timing now that is remembered
+        threads = choose_threads() if requested_threads() is not None else remembered_threads(quant.quant, timed)
         apply_threads(threads)
         reasons["threads"] = threads.reason
         info = replace(info, threads=threads.threads)
@@ -258,6 +282,15 @@ def tune_for_cpu(
         reasons["decode_step"] = fast.native_reason
         reasons["kv_cache"] = fast.cache_choice.reason
     return tuned
+
+
+def load_words(loaded: LoadedModel) -> str:
+    """How the load read the weights, in a sentence's words."""
+    if loaded.info.path is None:
+        return "built in memory from a fixed seed"
+    if getattr(type(loaded.model), "lean", False):
+        return "read from its safetensors files without transformers' modeling code (engine/model/lean.py)"
+    return "read through transformers' from_pretrained"
 
 
 def declares_random_weights(folder: Path) -> bool:
@@ -333,10 +366,13 @@ def load_model(
                 model = tune_for_cpu(model, quant, progress, choose_threads_now=False)
         else:
             model = load_weights(name, device, dtype, progress, quant)
+        # the load's time and how it read the weights, for the Set-up page
+        seconds = time.perf_counter() - started
+        model.reasons["load"] = (seconds, load_words(model))
         with _loaded_lock:
             _loaded[key] = model
         if progress is not None:
-            progress(0, 0, f"{name} ready in {time.perf_counter() - started:.1f} s")
+            progress(0, 0, f"{name} ready in {seconds:.1f} s")
         return model
 
 

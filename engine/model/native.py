@@ -152,7 +152,7 @@ def open_cache(folder: Path) -> int:
         os.close(middle)
 
 
-def _read_own_file(folder: int, name: str) -> bytes | None:
+def read_own_file(folder: int, name: str) -> bytes | None:
     """A regular file in the cache that this user owns and no one else may write, whole; None where there is none."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
@@ -168,7 +168,7 @@ def _read_own_file(folder: int, name: str) -> bytes | None:
         os.close(fd)
 
 
-def _write_own_file(folder: int, name: str, data: bytes) -> None:
+def write_own_file(folder: int, name: str, data: bytes) -> None:
     """`data` as `name` in the cache: written beside it under a fresh name and renamed into place."""
     partial = f".partial-{os.getpid()}-{threading.get_ident()}-{name}"
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
@@ -211,15 +211,15 @@ def build_library() -> NativeLibrary:
     except OSError as error:
         return NativeLibrary(None, f"the native step's cache cannot be used: {error.strerror or error}")
     try:
-        data = _read_own_file(folder, name)
-        recorded = _read_own_file(folder, record)
+        data = read_own_file(folder, name)
+        recorded = read_own_file(folder, record)
         if data is None or recorded is None or hashlib.sha256(data).hexdigest().encode() != recorded.strip():
             # missing, or not the library this code built and recorded: build it again
             data, why = _compile(cc, openmp)
             if data is None:
                 return NativeLibrary(None, why)
-            _write_own_file(folder, name, data)
-            _write_own_file(folder, record, hashlib.sha256(data).hexdigest().encode())
+            write_own_file(folder, name, data)
+            write_own_file(folder, record, hashlib.sha256(data).hexdigest().encode())
         lib = _load_checked(folder, name, hashlib.sha256(data).hexdigest())
     except (OSError, subprocess.TimeoutExpired) as error:
         return NativeLibrary(None, f"building {SOURCE.name} failed: {error}")
