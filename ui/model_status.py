@@ -155,6 +155,9 @@ def engine_lines(loaded) -> None:
         st.caption(words("engines", "int8", reason=reasons.get("quant", "")), help=words("engines", "int8 help"))
     if loaded.info.threads:
         st.caption(words("engines", "threads", threads=loaded.info.threads, reason=reasons.get("threads", "")))
+    if reasons.get("load"):
+        seconds, how = reasons["load"]
+        st.caption(words("engines", "load", seconds=seconds, reason=how))
     if reasons.get("decode_step"):
         st.caption(words("engines", "decode step", reason=reasons["decode_step"]))
     if reasons.get("kv_cache"):
