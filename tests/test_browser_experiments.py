@@ -26,8 +26,8 @@ def test_the_shipped_model_runs_a_suite_free_and_constrained_and_the_chart_shows
         page.wait_for_selector("h1", timeout=LONG)
         settle_run(page, LONG)
         main = page.get_by_test_id("stMain")
-        # the published figures, by source: the intro's short marker (its title is on the Sources page)
-        expect(main).to_contain_text(f"[{load_sources()['tool-calls-cant-come-out-malformed'].label}]")
+        # the published figures, by source: the intro names it by title, with its date
+        expect(main).to_contain_text(f"{load_sources()['tool-calls-cant-come-out-malformed'].title} (")
         tokens = main.get_by_label("New tokens a turn")
         tokens.fill("48")
         tokens.press("Enter")

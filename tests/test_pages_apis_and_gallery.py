@@ -179,7 +179,7 @@ def test_gallery_opens_on_the_tag_inside_a_string():
     # the escaped slash of the fix stays visible through Markdown
     assert "(<\\\\/tool_call> is the same JSON string)" in text
     assert "every call dropped; the reply comes back as text" in text
-    # the bug reports it reproduces, each a short marker linked to its entry on the Sources page
+    # the bug reports it reproduces, each by title and date, linked to its entry on the Sources page
     assert (
         f"for Qwen {cite('vllm-issue-45167')}; SGLang's Hermes detector had the same bug {cite('sglang-pr-28698')}"
         in text

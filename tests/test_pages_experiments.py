@@ -16,7 +16,7 @@ PAGE = "app_pages/experiments.py"
 def test_without_a_run_the_page_quotes_the_published_figures_by_source():
     at = open_page(PAGE, suite="harness")
     shown = page_text(at)
-    assert cite("reading-tool-calls") in shown  # [[reading-tool-calls]], a short marker linked to its entry
+    assert cite("reading-tool-calls") in shown  # [[reading-tool-calls]], its title linked to its entry
     table = at.dataframe[-1].value
     assert "24 tool-call blocks, 8 valid" in " ".join(
         table["figures"]

@@ -1,7 +1,8 @@
-"""The sources file: every quoted figure names a source from lessons/sources.json, as a short linked marker.
+"""The sources file: every quoted figure names a source from lessons/sources.json, citable.
 
-Lesson text and engine docstrings cite a source as `[[key]]`; a page shows it as [label], a link to the
-source's entry on the Sources page, which gives its title, who, when and where once. No file a reader
+Lesson text and engine docstrings cite a source as `[[key]]`; a page shows its title in italics, a link to
+the source's entry on the Sources page, and its date or "undated", with no stray brackets; the entry gives
+who, when and where once. A figure from a source with no address says it was reported there, not measured here. No file a reader
 sees speaks of "seed 000" (a reader has no seeds), and code (vLLM's regex) shows literally, asterisks and all.
 """
 
@@ -16,13 +17,24 @@ from helpers import open_page, page_text
 from markdown_it import MarkdownIt
 
 from engine.harness.loop import list_gallery, load_scenario
-from ui.sources import CITATION, UNDATED, cite, entry_markdown, expand_citations, heading, load_sources, source_url
+from ui.sources import (
+    CITATION,
+    UNDATED,
+    cite,
+    entry_markdown,
+    expand_citations,
+    heading,
+    load_sources,
+    source_url,
+    when,
+)
 from ui.words import lesson
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSON_FILES = sorted((ROOT / "lessons").glob("*.md"))
 SEED = re.compile(r"seed\s*0\d\d", re.IGNORECASE)
-MARKER = re.compile(r"\[\[([^\]]+)\]\(([^)]+)\)\]")  # a rendered citation: [[label](sources#key)]
+# a rendered citation: *[title](sources#key)* (date)
+MARKER = re.compile(r"\*\[(.+?)\]\(([^()\s]+#[a-z0-9-]+)\)\* \(([^()]+)\)")
 REGEX_LIKE = re.compile(r"\(\.[*+]|\.[*+]\?")  # a regex's (.* or .*?: Markdown eats its asterisks outside a code span
 
 
@@ -118,46 +130,51 @@ def test_every_citation_in_the_engine_names_a_listed_source():
 def test_every_figure_reported_elsewhere_names_its_source(path):
     for name, body in lesson(path.stem).items():
         raw = body.lower()
-        if "not measured on this machine" in raw or name == "reported elsewhere":
+        if "not measured on this machine" in raw or "not measured here" in raw or name == "reported elsewhere":
             cited = [s.key for s in load_sources().values() if cite(s.key) in body]
             assert cited, f"{path.name} ## {name}: a quoted figure must name its source, as [[key]]"
 
 
-def test_a_citation_becomes_a_short_marker_linked_to_its_entry_and_an_unknown_key_says_what_to_fix():
-    bfcl = load_sources()["bfcl"]
-    assert expand_citations("as [[bfcl]] checks") == f"as [[{bfcl.label}]({source_url('bfcl')})] checks"
-    # rendered, the marker is the label in brackets, and only the label is the link
+def test_a_citation_becomes_its_title_linked_to_its_entry_with_its_date_and_an_unknown_key_says_what_to_fix():
+    bfcl, issue = load_sources()["bfcl"], load_sources()["vllm-issue-45167"]
+    assert expand_citations("as [[bfcl]] checks") == f"as *[{bfcl.title}]({source_url('bfcl')})* (undated) checks"
+    # rendered: the title is the link, in italics, and no bracket is left on the page
     rendered = MarkdownIt("commonmark").render(expand_citations("as [[bfcl]] checks"))
-    assert f'as [<a href="{source_url("bfcl")}">{bfcl.label}</a>] checks' in rendered
+    assert f'as <em><a href="{source_url("bfcl")}">{html.escape(bfcl.title)}</a></em> (undated) checks' in rendered
+    assert shown(expand_citations("as [[bfcl]] checks")) == f"as {bfcl.title} (undated) checks\n"
+    # a dated source gives its date; a tag in a title stays a tag, as code
+    assert shown(cite(issue.key)).strip() == f"{issue.title} (2026-06-10)" and when(issue) == "2026-06-10"
     assert source_url("bfcl").endswith("#bfcl")
     with pytest.raises(KeyError, match="no source 'seed-001' in lessons/sources.json"):
         expand_citations("[[seed-001]]")
 
 
 @pytest.mark.parametrize("path", LESSON_FILES, ids=[p.stem for p in LESSON_FILES])
-def test_inline_citations_are_short_markers_never_nested_run_ons(path):
+def test_inline_citations_are_titles_with_dates_never_nested_run_ons_or_brackets(path):
     sources = load_sources()
     for name, body in lesson(path.stem).items():
+        seen = " ".join(shown(body).split())
         for found in MARKER.finditer(body):
-            label, target = found.groups()
+            title, target, date = found.groups()
             key = target.rsplit("#", 1)[-1]
-            assert key in sources and label == sources[key].label and target == source_url(key), (
-                path.name,
-                name,
-                found.group(0),
-            )
+            assert key in sources and target == source_url(key), (path.name, name, found.group(0))
+            assert title == heading(sources[key]) and date == when(sources[key]), (path.name, name, found.group(0))
             # never inside a parenthesis that is itself inside one: "(a lesson (Agents · Tools); undated) (not measured)"
-            assert (
-                paren_depth(MARKER.sub("M", body[: found.start()]), len(MARKER.sub("M", body[: found.start()]))) <= 1
-            ), (path.name, name)
-            # who, when and where are said once, on the Sources page, not at every marker
-            seen = shown(body)
-            assert sources[key].by not in seen and sources[key].date not in seen, (path.name, name, key)
-        assert "undated" not in shown(body), (path.name, name)
+            before = MARKER.sub("M", body[: found.start()])
+            assert paren_depth(before, len(before)) <= 1, (path.name, name)
+            # who and the date's explanation are said once, on the Sources page, not at every citation
+            assert sources[key].by not in seen, (path.name, name, key)
+            assert sources[key].date == when(sources[key]) or sources[key].date not in seen, (path.name, name, key)
+            # a source that has no address is one this site was built from: its figures were reported there
+            if not sources[key].url:
+                assert "reported there, not measured here" in seen, (path.name, name, key)
+        # no marker of the old kind: a short label in brackets
+        for source in sources.values():
+            assert f"[{source.label}]" not in seen, (path.name, name, source.key)
 
 
 def test_the_run_on_check_can_fail():
-    run_on = "in (a step-by-step lesson (Agents · Tools); undated) [[Tool Calling lesson](sources#x)]"
+    run_on = "in (a step-by-step lesson (Agents · Tools); undated) *[Tool Calling](sources#x)* (undated)"
     at = MARKER.search(run_on).start()
     assert paren_depth(run_on, at) == 0 and paren_depth(run_on, run_on.index("Agents")) == 2
 
@@ -234,15 +251,15 @@ def test_quoted_tables_name_their_source_from_the_sources_file(name):
     assert quoted["page"].startswith(listed.title) and quoted["url"] == listed.url
 
 
-def test_pages_cite_with_short_markers_and_goinfer_s_dates_print_once():
+def test_pages_cite_by_title_and_date_and_goinfer_s_dates_print_once():
     at = open_page("app_pages/constrained_decoding.py")
     caption = next(c.value for c in at.caption if "14 of 111" in c.value)
     goinfer = load_sources()["tool-calls-cant-come-out-malformed"]
     assert cite(goinfer.key) in caption
-    seen = shown(caption)
-    assert seen.count("2026-09-23") == 1 and goinfer.date not in seen and goinfer.by not in seen
+    seen = " ".join(shown(caption).split())
+    assert seen.count("2026-09-23") == 1 and f"{goinfer.title} ({goinfer.date})" in seen and goinfer.by not in seen
     at = open_page("app_pages/why_call_a_tool.py")
-    seen = shown_page(at)
+    seen = " ".join(shown_page(at).split())
     lesson_source = load_sources()["tool-calling-step-by-step"]
-    assert f"[{lesson_source.label}] (not measured" in seen
-    assert lesson_source.by not in seen and "undated" not in seen
+    assert f"In {lesson_source.title} (undated), Qwen3-1.7B" in seen and "reported there, not measured here" in seen
+    assert lesson_source.by not in seen and f"[{lesson_source.label}]" not in seen

@@ -1,9 +1,11 @@
 """The outside sources the site quotes (lessons/sources.json), cited by key and listed on the Sources page.
 
 A figure the site did not compute (a blog post's measurement, an API's published overhead) is
-quoted with its source named: lesson text writes `[[key]]`, and it shows as a short marker such as
-[vLLM parser] that links to the source's entry on the Sources page. The entry says the rest once:
-title, author or publisher, date, its address (or that it gives none) and what the site quotes.
+quoted with its source named: lesson text writes `[[key]]`, and it shows as the source's title in
+italics, linked to its entry on the Sources page, with its date, or "undated" where it gives none
+(the sentence around it says the figure was reported there, not measured here). The entry says the
+rest once: author or publisher, the date as the source states it, its address (or that it gives
+none) and what the site quotes.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ UNDATED = "undated"  # how a date field starts when the source gives none
 class Source:
     key: str
     title: str
-    label: str  # the short marker a lesson shows inline: [label]
+    label: str  # a short name: the Sources page groups its entries into presenter sections by it
     by: str  # the author, publisher or site, as the source itself names it
     date: str  # as the source states it, or "undated (...)" when it gives none
     reports: str  # what the site quotes from it, in Markdown (code in backticks)
@@ -53,19 +55,24 @@ def source_url(key: str) -> str:
     return f"{page_path()}#{key}"
 
 
+def when(source: Source) -> str:
+    """Its date as a citation gives it: the date the source states, or "undated"."""
+    return "undated" if source.date.startswith(UNDATED) else source.date
+
+
 def cite(key: str) -> str:
-    """A source cited inline, in Markdown: its short label in brackets, linked to its entry on the Sources page."""
+    """A source cited inline, in Markdown: its title in italics, linked to its entry on the Sources page, and its date."""
     sources = load_sources()
     if key not in sources:
         raise KeyError(
             f"no source {key!r} in lessons/sources.json; add it there (key, title, label, by, date, reports)"
         )
-    # the brackets stay outside the link, so a link-aware pass (glossary terms) leaves the marker whole
-    return f"[[{sources[key].label}]({source_url(key)})]"
+    source = sources[key]
+    return f"*[{heading(source)}]({source_url(key)})* ({when(source)})"
 
 
 def expand_citations(text: str) -> str:
-    """Text with each `[[key]]` replaced by its short marker."""
+    """Text with each `[[key]]` replaced by its citation (cite)."""
     return CITATION.sub(lambda match: cite(match.group(1)), text)
 
 
