@@ -13,6 +13,7 @@ from engine.harness.loop import ScriptedModel, Turn, load_scenario, run_episode,
 from engine.teaching.panels import find_panel
 from ui.chart_words import chart_caption
 from ui.charts import chart_layout
+from ui.description_whatif import description_whatif
 from ui.draw import legend_html, notice, prompt_html, show_token
 from ui.glossary import show_intro
 from ui.models import current_engine, draw_source, panel_source, show_engine_error
@@ -147,6 +148,10 @@ if charted:  # one legend under both charts, whose colours mean the same
     )
 if not shown_any:
     st.info(text["needs the model"])
+section("What if the tool said something else")
+st.subheader(text["description what if heading"])
+description_whatif(DATA["questions"])
+
 section("What Qwen3-1.7B does")
 st.subheader("What Qwen3-1.7B does")
 st.markdown(text["reported elsewhere"])
