@@ -83,3 +83,55 @@ def test_strict_and_server_shows_each_difference_with_both_verdicts(page):
         assert "".join(cells) in shown, row.turn
     # a turn of several lines keeps them: its cell wraps as written, not folded into one line
     assert any('<td class="lines">' in cell(r.turn) for r in rows)
+
+
+def test_the_docs_say_where_gpt_oss_s_server_reading_is_stricter_and_which_of_vllm_s_calls_are_errors():
+    # docs/command-line.md and the lesson state these verdicts; each is computed here by the real parsers
+    from pathlib import Path
+
+    from test_peer_cases import CASES, DIFFERENCES, VLLM_OPENAI, tools_for
+
+    from engine.core.call_formats import parse_turn
+    from engine.core.call_formats.gpt_oss import MAX_HEADER_CHARS, MAX_MESSAGES
+    from engine.core.call_formats.policies import HARMONY_CALL, policy_differences, verdict
+    from ui.words import lesson
+
+    docs = " ".join((Path(__file__).resolve().parent.parent / "docs" / "command-line.md").read_text().split())
+    tools = load_tool_set("strawberry")
+
+    def both(turn: str, tools: list[dict] = tools) -> tuple[str, str]:
+        return tuple(verdict(parse_turn(turn, tools, "gpt-oss", p)) for p in ("per-block", "server"))
+
+    # stricter: text where harmony allows none is one error and no call, where the strict search runs each call
+    led = "Let me count." + HARMONY_CALL
+    row = next(d for d in policy_differences(tools) if d.turn == led)
+    assert (row.strict, row.server) == both(led)
+    assert f"row `{led}`" in docs and "stricter than its strict one" in docs
+    refused = "error: harmony's parser refuses the reply: "
+    for turn, calls in ((led, 1), (HARMONY_CALL + " Done.", 1), (HARMONY_CALL + HARMONY_CALL, 2)):
+        strict, server = both(turn)
+        assert strict == f"{calls} call{'s' if calls > 1 else ''} run" and server.startswith(refused), turn
+    assert "a call followed by text, and two calls with no `<|start|>assistant` between them" in docs
+    # and the bounds of this site's, under server only
+    many = "<|channel|>analysis<|message|>x<|end|><|start|>assistant" * MAX_MESSAGES + HARMONY_CALL
+    long = HARMONY_CALL.replace("<|channel|>", " x" * (MAX_HEADER_CHARS // 2) + "<|channel|>")
+    for turn, bound in ((many, "harmony messages"), (long, "headers run past")):
+        strict, server = both(turn)
+        assert strict == "1 call run" and server.startswith("error: ") and bound in server
+    assert f"more than {MAX_MESSAGES} messages, or of more than {MAX_HEADER_CHARS:,} characters of headers" in docs
+    assert "the strict reading finds the call and runs it" in " ".join(
+        lesson("other-model-families")["strict and server"].split()
+    )
+
+    # two of vLLM's six calls are errors here under both readings; the other four run
+    source = f"{VLLM_OPENAI}::test_extract_tool_calls_multiple_tools"
+    _, family, turn, expected = next(c for c in CASES if c[0] == source)
+    assert source in DIFFERENCES and len(expected) == 6 and f"`{source.split('::')[1]}`" in docs
+    for policy in ("per-block", "server"):
+        result = parse_turn(turn, tools_for(expected, turn), family, policy)
+        assert [(c.name, c.arguments) for c in result.calls] == [e for e in expected if isinstance(e[1], dict)]
+        assert [(b.text, b.error) for b in result.blocks if b.error] == [
+            ("foo", "error: the message to functions.NAME is not valid JSON"),
+            ("", "error: the call's <|message|> is empty"),
+        ]
+    assert "(`the message to functions.NAME is not valid JSON`, `the call's <|message|> is empty`)" in docs
