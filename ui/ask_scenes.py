@@ -105,10 +105,12 @@ def own_question(source: PanelSource, style: str, tokenizer) -> None:
     problem_line()
     run = current_run(source, style)
     if run is not None:
-        # what the model wrote, here too: projected, the step view is on the lesson's first screen
-        st.caption(words(LESSON, "wrote", tokens=len(run.rows)))
+        # what the model wrote, here too: projected, the step view is on the lesson's first screen (the caption and
+        # the way back share a row, so the screen still fits 1024x768 with the answer under the box)
+        said, back = st.columns([3, 1], vertical_alignment="center")
+        said.caption(words(LESSON, "wrote", tokens=len(run.rows)))
+        back.button(words(LESSON, "back label"), key=f"{KEY}_back", on_click=forget)
         st.code(run.text, language=None, wrap_lines=True)
-        st.button(words(LESSON, "back label"), key=f"{KEY}_back", on_click=forget)
 
 
 def what_if_picker(source: PanelSource, base: Run | None, at: int) -> None:

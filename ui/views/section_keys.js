@@ -4,7 +4,9 @@ export default function (component) {
   if (parentElement.__skCleanup) parentElement.__skCleanup();
   const onKey = (event) => {
     const by = { PageDown: 1, PageUp: -1 }[event.key];
-    if (!by || event.target.closest("textarea, input")) return;
+    // a one-line box has no use for PageDown (a teacher who typed a question and pressed Enter is still in it);
+    // a multi-line text keeps its own, and so does an open list of options
+    if (!by || event.target.closest("textarea, [contenteditable='true'], [role='listbox']")) return;
     event.preventDefault();
     setTriggerValue("move", by);
   };
