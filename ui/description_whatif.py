@@ -60,7 +60,9 @@ def description_whatif(questions: list[dict]) -> None:
         column.metric(
             chance.label,
             format_percent(chance.after),
-            delta=f"{(chance.after - chance.before) * 100:+.1f} points",
+            # the lesson's own figure beside it, as the model gave it (a change in points reads 0.0 when both are
+            # near 0% or 100%, where the interesting moves are)
+            delta=words(LESSON, "description before", before=format_percent(chance.before)),
             delta_color="off",
-            help=words(LESSON, "description figure help", before=format_percent(chance.before)),
+            delta_arrow="off",
         )
