@@ -27,6 +27,13 @@ this engine's best speed (over thread counts) by llama.cpp's best: above 1 is fa
 engine/model/int8_load.py (transformers' from_pretrained in the checkpoint's dtype, then each
 Linear quantized: `engine_transformers_load`), and `ratios.peak_memory_int8_read_vs_transformers_load`.
 
+Loads: each worker reports `import_seconds` (llama_cpp, or torch and this engine's modules), `load_seconds`
+(the model, after those imports) and `first_token_from_start_s` (from the worker's start to its first token).
+This engine keeps its remembered probes and native step in a cache folder of the run's own: `engine_first_load`
+is a worker on that folder empty (a machine's first load), every other worker a warm load.
+`ratios.load_seconds_warm_vs_llama_cpp`, `load_seconds_first_vs_llama_cpp` and
+`first_token_from_start_vs_llama_cpp` compare the fastest of each.
+
 The weights are random: speed and memory only, never content. Timings on a shared machine are
 noisy; `load_average` is in the output. 1.7B needs about 7 GB of RAM for the fp32 engine.
 Prints one JSON object.
@@ -44,6 +51,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+# as early as this script reads the clock (after the standard library's imports, a few ms): a worker's time to its
+# first token counts from here
+STARTED = time.perf_counter()
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -80,9 +91,11 @@ def peak_rss_mb() -> float:
 
 def time_llama_cpp(gguf: str, ids: list[int], tokens: int, runs: int, threads: int) -> dict:
     """Prefill and greedy decode with llama_cpp.Llama, `runs` times after one warm-up."""
+    began = time.perf_counter()
     import llama_cpp
     import numpy as np
 
+    imported = time.perf_counter() - began
     started = time.perf_counter()
     llm = llama_cpp.Llama(
         gguf,
@@ -106,21 +119,35 @@ def time_llama_cpp(gguf: str, ids: list[int], tokens: int, runs: int, threads: i
             llm.eval([chosen])
         return prefill, time.perf_counter() - began
 
-    once()  # warm-up: the first eval maps the weights in
+    # warm-up: the first eval maps the weights in; its prefill's end is this process's first token
+    prefill, _ = once()
+    first_token = started - STARTED + load + prefill
     timings = [once() for _ in range(runs)]
-    return {"setting": "Q8_0 GGUF", "load_seconds": round(load, 2), "timings": timings}
+    return {
+        "setting": "Q8_0 GGUF",
+        "import_seconds": round(imported, 2),
+        "load_seconds": round(load, 2),
+        "first_token_from_start_s": round(first_token, 2),
+        "timings": timings,
+    }
 
 
 def time_engine(folder: str, ids: list[int], tokens: int, runs: int, threads: int) -> dict:
     """Prefill and decode through this engine's own loop, at the setting its probes choose, `runs` times after one warm-up."""
     os.environ["QWEN_THREADS"] = str(threads)
+    began = time.perf_counter()
+    # the compute library and this engine's modules, as llama_cpp's import on the other side: not the load
+    import torch  # noqa: F401
+
     import engine.model.loading as loading
     from engine.core.generation import GenerationSettings
     from engine.model.decode import stream_steps
     from engine.model.loading import load_model
 
+    imported = time.perf_counter() - began
     if os.environ.get(TRANSFORMERS_LOAD) == "1":
         loading.read_int8_if_plain = lambda folder, progress=None: None
+        loading.read_lean_if_plain = lambda *args, **kwargs: None
     started = time.perf_counter()
     engine = load_model(folder)
     load = time.perf_counter() - started
@@ -138,7 +165,8 @@ def time_engine(folder: str, ids: list[int], tokens: int, runs: int, threads: in
             raise SystemExit(f"the engine made {count} tokens, not {tokens}")
         return first - began, time.perf_counter() - first
 
-    once()
+    prefill, _ = once()  # warm-up; its prompt pass and first token end this process's first token
+    first_token = started - STARTED + load + prefill
     timings = [once() for _ in range(runs)]
     info = engine.info
     setting = "int8 weights" if info.quant == "int8" else info.dtype
@@ -147,7 +175,10 @@ def time_engine(folder: str, ids: list[int], tokens: int, runs: int, threads: in
         "threads_chosen": info.threads,
         "kv_cache": engine.reasons.get("kv_cache"),
         "decode_step": engine.reasons.get("decode_step"),
+        "network": type(engine.model).__name__,
+        "import_seconds": round(imported, 2),
         "load_seconds": round(load, 2),
+        "first_token_from_start_s": round(first_token, 2),
         "timings": timings,
     }
 
@@ -227,6 +258,11 @@ def best(rows: list[dict], key: str) -> float | None:
     return max(values) if values else None
 
 
+def least(rows: list[dict], key: str) -> float | None:
+    values = [row[key] for row in rows if key in row]
+    return min(values) if values else None
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", choices=("qwen3-0.6b", "qwen3-1.7b"))
@@ -267,6 +303,14 @@ def main(argv=None) -> None:
     prompt = args.work / "prompt.json"
     ids = lesson_prompt_ids()
     prompt.write_text(json.dumps(ids))
+    # the engine's probes and native step are kept in a cache of the run's own: its first worker finds it empty
+    # (a machine's first load), every later one finds what it left (a warm load)
+    cache = {"XDG_CACHE_HOME": str(args.work / "cache")}
+    if (args.work / "cache").exists():
+        import shutil
+
+        shutil.rmtree(args.work / "cache")
+    first = measure("engine", folder, prompt, args.tokens, 1, args.threads[0], {**cache, "QWEN_THREADS": "auto"})
     results: dict[str, list[dict]] = {engine: [] for engine in ENGINES}
     if args.torch_ops:
         results["engine_torch_ops"] = []
@@ -276,14 +320,14 @@ def main(argv=None) -> None:
     for threads in args.threads:
         for engine in ENGINES:
             model = gguf if engine == "llama_cpp" else folder
-            results[engine].append(measure(engine, model, prompt, args.tokens, args.runs, threads))
+            results[engine].append(measure(engine, model, prompt, args.tokens, args.runs, threads, cache))
         if args.torch_ops:
             results["engine_torch_ops"].append(
-                measure("engine", folder, prompt, args.tokens, args.runs, threads, {"QWEN_NATIVE_STEP": "0"})
+                measure("engine", folder, prompt, args.tokens, args.runs, threads, {**cache, "QWEN_NATIVE_STEP": "0"})
             )
         if args.transformers_load:
             results["engine_transformers_load"].append(
-                measure("engine", folder, prompt, args.tokens, args.runs, threads, {TRANSFORMERS_LOAD: "1"})
+                measure("engine", folder, prompt, args.tokens, args.runs, threads, {**cache, TRANSFORMERS_LOAD: "1"})
             )
     ratios = {}
     for name, key in (
@@ -292,6 +336,17 @@ def main(argv=None) -> None:
     ):
         ours, theirs = best(results["engine"], key), best(results["llama_cpp"], key)
         ratios[name] = round(ours / theirs, 3) if ours and theirs else None
+    # loads: the fastest of each side's workers (the engine's after its first, whose cache was empty)
+    loads = least(results["engine"], "load_seconds"), least(results["llama_cpp"], "load_seconds")
+    ratios["load_seconds_warm_vs_llama_cpp"] = round(loads[0] / loads[1], 2) if all(loads) else None
+    ratios["load_seconds_first_vs_llama_cpp"] = (
+        round(first["load_seconds"] / loads[1], 2) if "load_seconds" in first and loads[1] else None
+    )
+    starts = (
+        least(results["engine"], "first_token_from_start_s"),
+        least(results["llama_cpp"], "first_token_from_start_s"),
+    )
+    ratios["first_token_from_start_vs_llama_cpp"] = round(starts[0] / starts[1], 2) if all(starts) else None
     memory = best(results["engine"], "peak_rss_mb"), best(results["llama_cpp"], "peak_rss_mb")
     ratios["peak_memory_vs_llama_cpp_q8_0"] = round(memory[0] / memory[1], 2) if all(memory) else None
     if args.torch_ops:
@@ -316,6 +371,7 @@ def main(argv=None) -> None:
                 "load_average": [round(x, 2) for x in os.getloadavg()],
                 "gguf_bytes": gguf.stat().st_size,
                 "built": built,
+                "engine_first_load": first,
                 **results,
                 "ratios": ratios,
             },
