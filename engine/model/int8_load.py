@@ -17,84 +17,16 @@ loads it through transformers as before.
 
 from __future__ import annotations
 
-import math
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from .weights import Progress, read_safetensors_header
+from .stored import NotPlainLayout, index_checkpoint, read_tensor
+from .weights import Progress
 
-# safetensors' dtype names read here
-_DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
 # the load's progress line while it reads (a bar of bytes read)
 READ_STAGE = "reading the weights into int8, one tensor at a time"
-
-
-@dataclass(frozen=True)
-class StoredTensor:
-    """Where one tensor lies in a safetensors file."""
-
-    file: Path
-    start: int  # byte offset in the file
-    dtype: torch.dtype
-    shape: tuple[int, ...]
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * self.dtype.itemsize
-
-
-class NotPlainLayout(Exception):
-    """The checkpoint is not one this reader takes as it is: load it through transformers."""
-
-
-def index_checkpoint(folder: Path) -> dict[str, StoredTensor]:
-    """Every tensor of the folder's safetensors files by name, from their headers."""
-    tensors: dict[str, StoredTensor] = {}
-    files = sorted(Path(folder).glob("*.safetensors"))
-    if not files:
-        raise NotPlainLayout("no safetensors files")
-    for file in files:
-        try:
-            header, data_start = read_safetensors_header(file)
-        except (OSError, ValueError) as error:
-            raise NotPlainLayout(str(error)) from error
-        file_size = file.stat().st_size
-        for name, entry in header.items():
-            if name == "__metadata__":
-                continue
-            try:
-                dtype = _DTYPES[entry["dtype"]]
-                shape = tuple(int(n) for n in entry["shape"])
-                begin, end = (int(n) for n in entry["data_offsets"])
-            except (KeyError, TypeError, ValueError) as error:
-                raise NotPlainLayout(
-                    f"{name}: an entry this reader does not take ({type(error).__name__}: {error})"
-                ) from error
-            start = data_start + begin
-            stored = StoredTensor(file, start, dtype, shape)
-            # a header that does not match its own bytes (or the file's length) is not read on trust
-            if end - begin != stored.nbytes or start + (end - begin) > file_size or name in tensors:
-                raise NotPlainLayout(f"{name}: its offsets do not match its shape")
-            tensors[name] = stored
-    return tensors
-
-
-def read_tensor(stored: StoredTensor) -> torch.Tensor:
-    """The tensor's values in its stored dtype, read with plain file reads into memory of its own."""
-    raw = torch.empty(stored.nbytes, dtype=torch.uint8)
-    with open(stored.file, "rb") as handle:
-        handle.seek(stored.start)
-        view = memoryview(raw.numpy())
-        done = 0
-        while done < len(view):
-            got = handle.readinto(view[done:])
-            if not got:
-                raise NotPlainLayout(f"{stored.file.name} ends before its tensors do")
-            done += got
-    return raw.view(stored.dtype).reshape(stored.shape)
 
 
 def read_int8_model(folder: Path, progress: Progress | None = None):

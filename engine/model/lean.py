@@ -216,7 +216,7 @@ def build_lean(config: LeanConfig, device: str = "meta") -> LeanQwen3:
 def read_lean(folder: Path, dtype: torch.dtype = torch.float32) -> LeanQwen3:
     """The folder's Qwen3 in `dtype` on the CPU, each tensor read from its safetensors file; NotLean where the folder
     is not a plain Qwen3 or its tensors do not match the network's names and shapes."""
-    from .int8_load import NotPlainLayout, index_checkpoint, read_tensor
+    from .stored import NotPlainLayout, index_checkpoint, read_tensor
 
     config = read_config(folder)
     try:
