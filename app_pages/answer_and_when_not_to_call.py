@@ -2,24 +2,15 @@
 
 import json
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from engine.core.call_formats import get_format
-from engine.core.prompt import render
-from engine.core.tokenizer import TOOL_CALL
-from engine.errors import EngineError
 from engine.harness.loop import ScriptedModel, Turn, load_scenario, run_episode, run_scenario
-from engine.teaching.panels import find_panel
-from ui.chart_words import chart_caption
-from ui.charts import chart_layout
 from ui.description_whatif import description_whatif
-from ui.draw import legend_html, notice, prompt_html, show_token
+from ui.draw import legend_html, notice, prompt_html
+from ui.first_token_panel import first_token_panels
 from ui.glossary import show_intro
-from ui.models import current_engine, draw_source, panel_source, show_engine_error
-from ui.numbers import format_percent
-from ui.palette import ink, legend
-from ui.sections import headline, more, screen_size, section
+from ui.sections import headline, more, section
 from ui.state import style
 from ui.understanding import check_understanding
 from ui.words import LESSONS, for_format, lesson
@@ -71,83 +62,8 @@ if not get_format(chosen_style).special_opener:  # the first-token panel needs a
     st.caption(text["native only"])
 
 
-@st.cache_data(show_spinner="Asking the model for its first token…", max_entries=16)
-def first_token_figures(model_key: str, panel_id: str) -> dict:
-    from engine.model.peek import first_token
+first_token_panels(DATA["questions"], text["needs the model"])
 
-    engine, panel = current_engine(), find_panel(panel_id)
-    return figures_of(first_token(engine, render(panel.request, engine.tokenizer).ids, top_k=panel.top_k))
-
-
-def figures_of(first) -> dict:
-    """What the panel draws of a first token, from the model or from a lesson pack's run (engine.model.results.FirstToken)."""
-    return {"p": first.p[TOOL_CALL], "top": [(a.token, a.p) for a in first.top], "tokens": first.prompt_tokens}
-
-
-def first_token_chart(top: list[tuple[str, float]], p_call: float, key: str) -> None:
-    if all(t != "<tool_call>" for t, _ in top):
-        # <tool_call> always gets its bar, in the control token's colour, however far down it ranks
-        top = [*top, ("<tool_call>", p_call)]
-    labels = [show_token(t) or "∅" for t, _ in top]
-    colours = [ink("control") if t == "<tool_call>" else ink("neutral") for t, _ in top]
-    figure = go.Figure(
-        go.Bar(
-            x=[p for _, p in top],
-            y=labels,
-            orientation="h",
-            marker_color=colours,
-            text=[format_percent(p) for _, p in top],
-            textposition="auto",
-        )
-    )
-    chart_layout(
-        figure,
-        screen_size(240, 200),  # (projected, both questions' charts fit the row whole)
-        # every bar named (plotly drops every other category label when the rows are this close)
-        yaxis={"autorange": "reversed", "type": "category", "tickmode": "linear", "dtick": 1, "tickfont": {"size": 13}},
-        xaxis={"title": "probability of the first token", "showticklabels": False},
-        # a thin bar's figure at a size a room can read, not shrunk to the bar's thickness
-        uniformtext={"minsize": 12, "mode": "show"},
-    )
-    st.plotly_chart(figure, key=key)
-    chart_caption(figure)
-
-
-sources = [panel_source(find_panel(ID, "first-token", q["id"])) for q in DATA["questions"]]
-# one line above both questions says what made their figures (a model, or the pack that recorded them)
-if sources[0].computes or all(s.kind == "pack" for s in sources):
-    draw_source(sources[0])
-columns = st.columns(2)
-shown_any = charted = False
-for column, question, source in zip(columns, DATA["questions"], sources, strict=True):
-    with column:
-        st.subheader(question["label"])
-        st.markdown(f"> {question['content']}")
-        if source.computes:
-            try:
-                figures = first_token_figures(source.label, source.panel.id)
-            except EngineError as error:  # a model server cannot give the whole distribution, or failed
-                show_engine_error(error)
-                shown_any = True
-                continue
-        elif source.kind == "pack":
-            figures = figures_of(source.run.first_token())
-        else:
-            if source.why != "no-source":  # a pack that cannot serve this panel: the panel says why
-                draw_source(source)
-                shown_any = True
-            continue
-        shown_any = charted = True
-        st.metric("P(<tool_call>) as the first token", format_percent(figures["p"]))
-        first_token_chart(figures["top"], figures["p"], f"wnc_first_{question['id']}")
-if charted:  # one legend under both charts, whose colours mean the same
-    legend(
-        "control",
-        "neutral",
-        words={"control": "<tool_call>: the model starts a call", "neutral": "the other first tokens"},
-    )
-if not shown_any:
-    st.info(text["needs the model"])
 section("What if the tool said something else")
 st.subheader(text["description what if heading"])
 description_whatif(DATA["questions"])
