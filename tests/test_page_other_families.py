@@ -85,11 +85,9 @@ def test_strict_and_server_shows_each_difference_with_both_verdicts(page):
     assert any('<td class="lines">' in cell(r.turn) for r in rows)
 
 
-def test_the_docs_say_where_gpt_oss_s_server_reading_is_stricter_and_which_of_vllm_s_calls_are_errors():
+def test_the_docs_say_where_gpt_oss_s_server_reading_is_stricter_than_its_strict_one():
     # docs/command-line.md and the lesson state these verdicts; each is computed here by the real parsers
     from pathlib import Path
-
-    from test_peer_cases import CASES, DIFFERENCES, VLLM_OPENAI, tools_for
 
     from engine.core.call_formats import parse_turn
     from engine.core.call_formats.gpt_oss import MAX_HEADER_CHARS, MAX_MESSAGES
@@ -122,16 +120,3 @@ def test_the_docs_say_where_gpt_oss_s_server_reading_is_stricter_and_which_of_vl
     assert "the strict reading finds the call and runs it" in " ".join(
         lesson("other-model-families")["strict and server"].split()
     )
-
-    # two of vLLM's six calls are errors here under both readings; the other four run
-    source = f"{VLLM_OPENAI}::test_extract_tool_calls_multiple_tools"
-    _, family, turn, expected = next(c for c in CASES if c[0] == source)
-    assert source in DIFFERENCES and len(expected) == 6 and f"`{source.split('::')[1]}`" in docs
-    for policy in ("per-block", "server"):
-        result = parse_turn(turn, tools_for(expected, turn), family, policy)
-        assert [(c.name, c.arguments) for c in result.calls] == [e for e in expected if isinstance(e[1], dict)]
-        assert [(b.text, b.error) for b in result.blocks if b.error] == [
-            ("foo", "error: the message to functions.NAME is not valid JSON"),
-            ("", "error: the call's <|message|> is empty"),
-        ]
-    assert "(`the message to functions.NAME is not valid JSON`, `the call's <|message|> is empty`)" in docs

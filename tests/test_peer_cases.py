@@ -408,3 +408,21 @@ def test_the_strict_policy_differs_from_the_peers_only_where_the_page_says(sourc
 
 def test_every_peer_row_names_a_family_with_a_server_policy():
     assert all("server" in get_format(family).policies for _, family, _, _ in CASES)
+
+
+def test_the_docs_say_why_two_of_vllm_s_six_calls_are_errors_here():
+    """docs/command-line.md: under both readings the two calls whose arguments are not JSON are reported, the rest run."""
+    from pathlib import Path
+
+    docs = " ".join((Path(__file__).resolve().parent.parent / "docs" / "command-line.md").read_text().split())
+    source = f"{VLLM_OPENAI}::test_extract_tool_calls_multiple_tools"
+    _, family, turn, expected = next(c for c in CASES if c[0] == source)
+    assert source in DIFFERENCES and len(expected) == 6 and f"`{source.split('::')[1]}`" in docs
+    for policy in ("per-block", "server"):
+        result = parse_turn(turn, tools_for(expected, turn), family, policy)
+        assert [(c.name, c.arguments) for c in result.calls] == [e for e in expected if isinstance(e[1], dict)]
+        assert [(b.text, b.error) for b in result.blocks if b.error] == [
+            ("foo", "error: the message to functions.NAME is not valid JSON"),
+            ("", "error: the call's <|message|> is empty"),
+        ]
+    assert "(`the message to functions.NAME is not valid JSON`, `the call's <|message|> is empty`)" in docs
