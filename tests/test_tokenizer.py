@@ -140,3 +140,30 @@ def test_a_qwen3_hub_id_not_in_the_cache_gives_the_vendored_tokenizer_without_as
         assert tok.encode(" strawberry") == [72600]
     finally:
         load_tokenizer.cache_clear()
+
+
+def test_the_vendored_tokenizer_is_read_once_however_it_is_asked_for(monkeypatch):
+    """By no name, by its folder, or for a model folder without tokenizer files (the shipped model's): one object,
+    so a server that has read it for its pages does not read its 11 MB again for the model."""
+    from engine.core.tokenizer import vendored_tokenizer
+    from engine.errors import TokenizerUnavailable
+    from engine.settings import BUILTIN_FOLDER, VENDORED_TOKENIZER
+
+    monkeypatch.delenv("QWEN_MODEL", raising=False)
+    monkeypatch.delenv("QWEN_TOKENIZER", raising=False)
+    load_tokenizer.cache_clear()
+    try:
+        shared = vendored_tokenizer()
+        assert load_tokenizer() is shared and load_tokenizer(str(VENDORED_TOKENIZER)) is shared
+        with pytest.raises(TokenizerUnavailable):
+            load_tokenizer(str(BUILTIN_FOLDER))  # no tokenizer files there: the loader then takes the vendored one
+    finally:
+        load_tokenizer.cache_clear()
+
+
+def test_the_shipped_model_shares_the_pages_tokenizer():
+    from engine.core.tokenizer import vendored_tokenizer
+    from engine.model.loading import load_model
+    from engine.settings import BUILTIN
+
+    assert load_model(BUILTIN).tokenizer is vendored_tokenizer()
