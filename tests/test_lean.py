@@ -78,6 +78,11 @@ NOT_PLAIN = {
     "an odd head_dim": (lambda c: c.update(head_dim=15), "head_dim"),
     "heads that do not group": (lambda c: c.update(num_key_value_heads=3), "key/value heads"),
     "a negative rotary base": (lambda c: c.update(rope_parameters={"rope_type": "default", "rope_theta": -1}), "rope"),
+    "a rotary base of NaN": (
+        lambda c: c.update(rope_parameters={"rope_type": "default", "rope_theta": float("nan")}),
+        "rope",
+    ),
+    "an infinite epsilon": (lambda c: c.update(rms_norm_eps=float("inf")), "rms_norm_eps"),
 }
 
 

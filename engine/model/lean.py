@@ -16,6 +16,7 @@ QWEN_FAST_DECODE=0, a GPU) raises NotLean, and the caller loads through transfor
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -96,7 +97,8 @@ def read_config(folder: Path) -> LeanConfig:
     if type(head_dim) is not int or not 0 < head_dim <= 1024 or head_dim % 2 or heads % kv_heads:
         raise NotLean(f"head_dim {head_dim!r} with {heads} query and {kv_heads} key/value heads")
     eps = raw.get("rms_norm_eps", 1e-6)
-    if not isinstance(theta, (int, float)) or not isinstance(eps, (int, float)) or theta <= 0 or eps <= 0:
+    # json reads NaN and Infinity too: each must be a finite number above 0
+    if not all(type(x) in (int, float) and math.isfinite(x) and x > 0 for x in (theta, eps)):
         raise NotLean("rope_theta or rms_norm_eps is not a positive number")
     return LeanConfig(
         **ints,
