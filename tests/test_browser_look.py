@@ -280,7 +280,12 @@ def test_lesson_3_with_the_tiny_model_points_to_the_generate_button(streamlit_se
             "in three public APIs: OpenAI Chat Completions",
             id="lesson-7-anthropic-table",
         ),
-        pytest.param("gallery?case=tag-in-string", "issue #45167", "a known bug report", id="gallery-names-the-report"),
+        pytest.param(
+            "gallery?case=tag-in-string",
+            "Hermes tool parser drops tool calls when a literal",  # the report's own title, with its date
+            "a known bug report",
+            id="gallery-names-the-report",
+        ),
         pytest.param(
             "gallery?case=retry-loop",
             "1,722 input and 57 output tokens (1,779 in all)",

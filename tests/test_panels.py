@@ -40,7 +40,19 @@ class Loaded:
 
 
 def page_calls(path: Path) -> list[str]:
-    """The literal first arguments of each find_panel(...) call in a page (its lesson id, through ID where a page names it)."""
+    """The literal first arguments of each find_panel(...) call in a page (its lesson id, through ID where a page names it)
+    and in the scenes it imports from ui/ (a page's panels may be drawn by a ui module, ui/first_token_panel.py)."""
+    calls = module_calls(path)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ui."):
+            scene = ROOT / (node.module.replace(".", "/") + ".py")
+            if scene.is_file():
+                calls += module_calls(scene)
+    return calls
+
+
+def module_calls(path: Path) -> list[str]:
+    """The lesson ids of one file's find_panel(...) calls, written out or through a module-level name."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names = {
         t.id: n.value.value
