@@ -173,3 +173,21 @@ def test_the_shipped_model_loads_without_importing_transformers_modeling_code():
         "forward": "a compact Qwen3 forward (engine/model/fast_forward.py)",
         "modules": [],
     }
+
+
+def test_weights_that_cannot_be_allocated_are_refused_in_one_line(tmp_path, monkeypatch):
+    """A checkpoint whose tensors the machine cannot hold (a sparse file that declares 128 GB, say): torch's
+    allocation error becomes the load's one line, as transformers' own failures do."""
+    from engine.errors import ModelUnavailable
+    from engine.model import stored
+
+    folder = write_tiny(tmp_path)
+
+    def cannot(entry):
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 137438953472 bytes.")
+
+    monkeypatch.setattr(stored, "read_tensor", cannot)
+    with pytest.raises(
+        ModelUnavailable, match="could not be loaded: RuntimeError: DefaultCPUAllocator: can't allocate"
+    ):
+        load_weights(str(folder), "cpu", "float32")

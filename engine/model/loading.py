@@ -225,6 +225,10 @@ def read_lean_if_plain(folder: Path, dtype, progress: Progress | None = None):
         if progress is not None:
             progress(0, 0, f"loading through transformers ({why})")
         return None
+    except (RuntimeError, MemoryError) as error:  # torch could not allocate a tensor the checkpoint declares
+        raise ModelUnavailable(
+            f"the weights in {folder} could not be loaded: {type(error).__name__}: {first_line(error)}"
+        ) from error
 
 
 def tune_for_cpu(
