@@ -1,7 +1,7 @@
 """This engine against llama.cpp on the same model: prefill and decode speed, 1 and 2 threads, peak memory.
 
     python bench/bench_peer.py --arch qwen3-0.6b|qwen3-1.7b [--tokens 32] [--runs 3] [--work DIR] [--torch-ops]
-                               [--transformers-load]
+                               [--transformers-load] [--read-int8]
 
 Builds the sized folder (bench/make_sized_model.py: the published architecture, random bf16
 weights) and its Q8_0 GGUF (bench/gguf_export.py) in `--work` (a temporary folder unless given;
@@ -26,6 +26,9 @@ this engine's best speed (over thread counts) by llama.cpp's best: above 1 is fa
 `--transformers-load` also times this engine loaded the way an int8 model was before
 engine/model/int8_load.py (transformers' from_pretrained in the checkpoint's dtype, then each
 Linear quantized: `engine_transformers_load`), and `ratios.peak_memory_int8_read_vs_transformers_load`.
+`--read-int8` also times this engine reading the checkpoint into torch's int8 Linear at every load, as before
+weights were prepared once (QWEN_PREPARED=0: `engine_read_int8`), and `ratios.load_seconds_prepared_vs_read_int8`,
+`decode_speed_prepared_vs_read_int8` and `peak_memory_prepared_vs_read_int8`.
 
 Loads: each worker reports `import_seconds` (llama_cpp, or torch and this engine's modules), `load_seconds`
 (the model, after those imports) and `first_token_from_start_s` (from the worker's start to its first token).
@@ -280,6 +283,11 @@ def main(argv=None) -> None:
         action="store_true",
         help="also time this engine with its int8 model loaded through transformers' from_pretrained",
     )
+    parser.add_argument(
+        "--read-int8",
+        action="store_true",
+        help="also time this engine reading the checkpoint into torch's int8 Linear at each load (QWEN_PREPARED=0)",
+    )
     # the worker's own arguments (one engine, one thread count, in a subprocess)
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
@@ -316,6 +324,8 @@ def main(argv=None) -> None:
         results["engine_torch_ops"] = []
     if args.transformers_load:
         results["engine_transformers_load"] = []
+    if args.read_int8:
+        results["engine_read_int8"] = []
     # interleaved by thread count, so a burst of load from other processes falls on every engine alike
     for threads in args.threads:
         for engine in ENGINES:
@@ -328,6 +338,10 @@ def main(argv=None) -> None:
         if args.transformers_load:
             results["engine_transformers_load"].append(
                 measure("engine", folder, prompt, args.tokens, args.runs, threads, {**cache, TRANSFORMERS_LOAD: "1"})
+            )
+        if args.read_int8:
+            results["engine_read_int8"].append(
+                measure("engine", folder, prompt, args.tokens, args.runs, threads, {**cache, "QWEN_PREPARED": "0"})
             )
     ratios = {}
     for name, key in (
@@ -360,6 +374,15 @@ def main(argv=None) -> None:
         ratios["peak_memory_int8_read_vs_transformers_load"] = (
             round(memory[0] / before, 2) if memory[0] and before else None
         )
+    if args.read_int8:
+        read = results["engine_read_int8"]
+        for name, pick, key in (
+            ("load_seconds_prepared_vs_read_int8", least, "load_seconds"),
+            ("decode_speed_prepared_vs_read_int8", best, "decode_tokens_per_s"),
+            ("peak_memory_prepared_vs_read_int8", best, "peak_rss_mb"),
+        ):
+            ours, before = pick(results["engine"], key), pick(read, key)
+            ratios[name] = round(ours / before, 3) if ours and before else None
     print(
         json.dumps(
             {

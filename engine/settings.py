@@ -47,6 +47,10 @@ class Settings:
     # that forward's decode steps run their small operations in C (engine/model/native_step.c, compiled at first
     # use); QWEN_NATIVE_STEP=0 keeps them torch ops
     native_step: bool = field(default_factory=lambda: os.environ.get("QWEN_NATIVE_STEP", "1").strip() != "0")
+    # an int8 load on a CPU maps weights prepared once per folder (engine/model/int8_prepared.py), kept in
+    # QWEN_PREPARED_DIR (default ~/.cache/qwen-tool-explainer/prepared); QWEN_PREPARED=0 reads the checkpoint instead
+    prepared: bool = field(default_factory=lambda: os.environ.get("QWEN_PREPARED", "1").strip() != "0")
+    prepared_dir: str = field(default_factory=lambda: os.environ.get("QWEN_PREPARED_DIR", "").strip())
     # an OpenAI-compatible server (vLLM, SGLang, llama.cpp) that runs the model instead of this process,
     # e.g. http://gpu-box:8000/v1 (QWEN_ENGINE_URL); None = the local model
     engine_url: str | None = field(default_factory=lambda: (os.environ.get("QWEN_ENGINE_URL") or "").strip() or None)

@@ -25,6 +25,13 @@ os.environ.setdefault("QWEN_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKE
 # and an int8 model's key/value cache in fp32, not chosen by a timing that could go either way between runs
 # (tests/test_attention.py asks for auto and bf16 itself)
 os.environ.setdefault("QWEN_KV_DTYPE", "float32")
+# and prepared int8 weights kept in a folder of the session's own, not the user's cache (engine/model/prepared.py)
+if "QWEN_PREPARED_DIR" not in os.environ:
+    import atexit
+    import tempfile
+
+    os.environ["QWEN_PREPARED_DIR"] = tempfile.mkdtemp(prefix="qwen-prepared-")
+    atexit.register(shutil.rmtree, os.environ["QWEN_PREPARED_DIR"], True)
 # and the model a page starts on named: without QWEN_MODEL the site starts on the shipped model (engine/model/loading.py
 # starting_model); the suite's pages are tested with Qwen3-1.7B named and absent (no model), unless a test asks
 # for the shipped model itself (tests/test_builtin_model.py clears it)

@@ -225,8 +225,9 @@ def test_a_bf16_folder_loaded_in_int8_with_the_sidebar_button_writes_a_call(chro
     )
     open_page(page, url, "setup")  # how the model runs here is the Set-up page's
     expect(page.get_by_test_id("stMain")).to_contain_text("int8 weights: QWEN_QUANT=int8")
+    # a plain folder's int8 weights are prepared once and mapped (engine/model/int8_prepared.py)
     expect(page.get_by_test_id("stMain")).to_contain_text(
-        "Decode steps: norms, attention and the MLP's gate in C between torch's products"
+        "Decode steps: norms, attention, the MLP's gate and the int8 products in C"
     )
     open_page(page, url, "the_model_writes_a_call")
     press(page, "Generate the call", "Its probability")

@@ -216,6 +216,8 @@ def test_a_folder_without_safetensors_files_is_not_read(tmp_path):
 
 def test_an_int8_load_reads_a_plain_folder_tensor_by_tensor_and_another_through_transformers(tmp_path, monkeypatch):
     monkeypatch.setenv("QWEN_QUANT", "int8")
+    # the checkpoint read into torch's int8 Linear (tests/test_prepared.py covers the prepared weights)
+    monkeypatch.setenv("QWEN_PREPARED", "0")
     plain, other = write_tiny(tmp_path / "plain"), write_tiny(tmp_path / "other")
     rewrite(other, lambda t: t.update({"model.extra.weight": torch.zeros(2, dtype=torch.bfloat16)}))
     stages, engines = {}, {}

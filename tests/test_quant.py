@@ -202,6 +202,8 @@ def test_an_int8_load_of_a_bf16_folder_reads_it_in_bf16(tmp_path, monkeypatch):
 
     build_tiny_network().to(torch.bfloat16).save_pretrained(tmp_path)
     monkeypatch.setenv("QWEN_QUANT", "int8")
+    # the checkpoint read into torch's int8 Linear (tests/test_prepared.py covers the prepared weights)
+    monkeypatch.setenv("QWEN_PREPARED", "0")
     stages = []
     engine = load_weights(str(tmp_path), progress=lambda done, total, desc: stages.append(desc))
     assert f"loading {tmp_path} into memory (bfloat16, cpu)" in stages

@@ -66,6 +66,10 @@ class Product:
     def __init__(self, weight: torch.Tensor | None = None, packed=None, reduce_range: bool = True):
         self.weight, self.packed, self.reduce_range = weight, packed, reduce_range
 
+    @property
+    def int8(self) -> bool:
+        return self.packed is not None
+
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.packed is not None:
             return torch.ops.quantized.linear_dynamic(x, self.packed, self.reduce_range)
@@ -156,9 +160,11 @@ class FastQwen3:
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
         self.eps = config.rms_norm_eps
         self.scaling = self.head_dim**-0.5
-        self.embedding = (
-            model.model.embed_tokens.weight
-        )  # 16-bit under int8 from a 16-bit checkpoint: rows widened on lookup
+        embed = model.model.embed_tokens
+        # a prepared int8 model's embedding is its int8 lm_head's rows (engine/model/rows8.py): looked up by `take`
+        self.embed_rows = getattr(getattr(embed, "product", None), "take", None)
+        # else a weight, 16-bit under int8 from a 16-bit checkpoint: rows widened on lookup
+        self.embedding = None if self.embed_rows is not None else embed.weight
         self.final_norm = model.model.norm.weight
         self.lm_head = model.lm_head
         self.dtype = self.final_norm.dtype
@@ -177,8 +183,12 @@ class FastQwen3:
             built = native_library()
             self.native, why = built.lib, built.reason
         self.native_reason = why if self.native is not None else f"torch ops throughout ({why})"
+        if self.native is not None and layers and not isinstance(layers[0].qkv, Product):
+            # prepared int8 weights (engine/model/rows8.py): their products run in the same C library
+            built_where = why[why.find(" (") :] if " (" in why else ""
+            self.native_reason = f"norms, attention, the MLP's gate and the int8 products in C{built_where}"
         # the key/value cache: the model's dtype, or bf16 for int8 weights where a timing shows it pays
-        int8 = bool(layers) and layers[0].qkv.packed is not None
+        int8 = bool(layers) and layers[0].qkv.int8
         self.cache_choice = cache_dtype(
             self.dtype,
             int8,
@@ -223,6 +233,12 @@ class FastQwen3:
         return cache
 
     # -- the forward pass ------------------------------------------------------------------------
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """The rows of `input_ids` in the activations' dtype."""
+        if self.embed_rows is not None:
+            return self.embed_rows(input_ids).to(self.dtype)
+        return F.embedding(input_ids, self.embedding).to(self.dtype)
+
     def __call__(
         self, input_ids: torch.Tensor, cache: KVCache | None = None, logits_to_keep: int = 0, **_
     ) -> FastOutput:
@@ -261,7 +277,7 @@ class FastQwen3:
             # query row (r, t) of a key/value head's group sees keys 0 .. past + t
             seen = torch.arange(past + count)[None, :] <= (past + torch.arange(count))[:, None]
             mask = seen.repeat(group, 1)
-        hidden = F.embedding(input_ids, self.embedding).to(self.dtype)
+        hidden = self.embed(input_ids)
         total = past + count
         for index, layer in enumerate(self.layers):
             x = rms_norm(hidden, layer.input_norm, self.eps)
@@ -299,7 +315,7 @@ class FastQwen3:
         row_bytes = d * cos.element_size()
         cos_row, sin_row = cos.data_ptr() + past * row_bytes, sin.data_ptr() + past * row_bytes
         threads, eps = torch.get_num_threads(), self.eps
-        hidden = F.embedding(input_ids, self.embedding).to(self.dtype).contiguous()
+        hidden = self.embed(input_ids).contiguous()
         x = torch.empty_like(hidden)
         attended = torch.empty(1, 1, heads * d)
         delta = None  # what the last product adds to the residual stream, before the next norm
@@ -426,6 +442,16 @@ def _share(parent, names: list[str], product: Product, offsets: list[int]) -> No
             setattr(parent, name, SliceOf(product, start, end))
 
 
+def qk_norm_of(attn, config) -> torch.Tensor:
+    """q_norm's weight once per query head, then k_norm's once per key/value head: (heads + kv heads, head_dim)."""
+    return torch.cat(
+        [
+            attn.q_norm.weight.detach().expand(config.num_attention_heads, -1),
+            attn.k_norm.weight.detach().expand(config.num_key_value_heads, -1),
+        ]
+    )
+
+
 def build_fast_forward(model) -> FastQwen3:
     """The compact forward over `model`'s weights (see unsupported_reason for what it covers).
 
@@ -437,13 +463,7 @@ def build_fast_forward(model) -> FastQwen3:
             attn, mlp = block.self_attn, block.mlp
             qkv, qkv_at = fuse_products([attn.q_proj, attn.k_proj, attn.v_proj])
             gate_up, gate_up_at = fuse_products([mlp.gate_proj, mlp.up_proj])
-            heads = model.config.num_attention_heads
-            qk_norm = torch.cat(
-                [
-                    attn.q_norm.weight.detach().expand(heads, -1),
-                    attn.k_norm.weight.detach().expand(model.config.num_key_value_heads, -1),
-                ]
-            )
+            qk_norm = qk_norm_of(attn, model.config)
             layers.append(
                 FastLayer(
                     block.input_layernorm.weight.detach(),
@@ -464,6 +484,12 @@ def build_fast_forward(model) -> FastQwen3:
 _built: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _reasons: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _built_lock = threading.Lock()
+
+
+def adopt(model, fast: FastQwen3, reason: str) -> None:
+    """`fast` as `model`'s compact forward: a network built for it alone (engine/model/int8_prepared.py)."""
+    with _built_lock:
+        _built[model], _reasons[model] = fast, reason
 
 
 def fast_forward_for(engine) -> FastQwen3 | None:

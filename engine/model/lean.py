@@ -215,6 +215,30 @@ def build_lean(config: LeanConfig, device: str = "meta") -> LeanQwen3:
         return LeanQwen3(config).eval()
 
 
+def check_tensors(model: LeanQwen3, stored: dict) -> None:
+    """NotLean unless the checkpoint's tensors (engine/model/stored.py's index) are the network's, name for name
+    and shape for shape (a tied lm_head may be absent)."""
+    expected = dict(model.named_parameters(remove_duplicate=False))
+    optional = {"lm_head.weight"} if model.config.tie_word_embeddings else set()
+    missing, extra = set(expected) - optional - set(stored), set(stored) - set(expected)
+    if missing or extra:
+        named = sorted(missing)[:2] + sorted(extra)[:2]
+        raise NotLean(f"its tensors differ from a Qwen3's ({', '.join(named)})")
+    for name, parameter in expected.items():
+        entry = stored.get(name)
+        if entry is not None and entry.shape != tuple(parameter.shape):
+            raise NotLean(f"{name} is not shaped {tuple(parameter.shape)}")
+
+
+def parameter_count(config: LeanConfig) -> int:
+    """The network's parameters, a tied embedding counted once (as transformers' model.parameters() counts)."""
+    h, d = config.hidden_size, config.head_dim
+    q, kv = config.num_attention_heads * d, config.num_key_value_heads * d
+    layer = h * (q + 2 * kv) + q * h + 3 * h * config.intermediate_size + 2 * h + 2 * d
+    head = 0 if config.tie_word_embeddings else config.vocab_size * h
+    return config.vocab_size * h + head + config.num_hidden_layers * layer + h
+
+
 def read_lean(folder: Path, dtype: torch.dtype = torch.float32) -> LeanQwen3:
     """The folder's Qwen3 in `dtype` on the CPU, each tensor read from its safetensors file; NotLean where the folder
     is not a plain Qwen3 or its tensors do not match the network's names and shapes."""
@@ -226,17 +250,10 @@ def read_lean(folder: Path, dtype: torch.dtype = torch.float32) -> LeanQwen3:
     except NotPlainLayout as error:
         raise NotLean(str(error)) from error
     model = build_lean(config)
-    expected = dict(model.named_parameters(remove_duplicate=False))
-    optional = {"lm_head.weight"} if config.tie_word_embeddings else set()
-    missing, extra = set(expected) - optional - set(stored), set(stored) - set(expected)
-    if missing or extra:
-        named = sorted(missing)[:2] + sorted(extra)[:2]
-        raise NotLean(f"its tensors differ from a Qwen3's ({', '.join(named)})")
+    check_tensors(model, stored)
     with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            entry = stored.get(name)
-            if entry is None or entry.shape != tuple(parameter.shape):
-                raise NotLean(f"{name} is not shaped {tuple(parameter.shape)}")
+        for name, _ in model.named_parameters():
+            entry = stored[name]
             # plain reads into memory of the process's own, then the load's dtype (a copy only when it differs)
             value = read_tensor(entry).to(dtype)
             owner, _, leaf = name.rpartition(".")

@@ -156,7 +156,10 @@ def load_weights(
     if progress is not None:
         progress(0, 0, f"loading {name} into memory ({read_as}, {device})")
     # an int8 model on a CPU is read tensor by tensor where the checkpoint's layout allows (engine/model/int8_load.py)
-    model = read_int8_if_plain(folder, progress) if quant.quant == "int8" and device == "cpu" else None
+    model = None
+    if quant.quant == "int8" and device == "cpu":
+        # weights prepared once and mapped (engine/model/int8_prepared.py), else read and quantized as they are read
+        model = read_prepared_if_plain(folder, progress) or read_int8_if_plain(folder, progress)
     quantized = model is not None
     if model is None and device == "cpu":
         # a plain Qwen3 on a CPU is built without transformers' modeling code (engine/model/lean.py)
@@ -181,7 +184,8 @@ def load_weights(
     # a folder's own template is tried once here, so the Set-up page can say it is unusable (every render is limited)
     tokenizer.check_template()
     random_weights = declares_random_weights(folder)
-    parameters = sum(p.numel() for p in model.parameters())
+    # int8 products hold no torch parameters: a prepared network knows its count from its config
+    parameters = getattr(model, "stored_parameters", None) or sum(p.numel() for p in model.parameters())
     note = RANDOM_FOLDER_NOTE if random_weights else builtin_note(parameters) if name == BUILTIN else None
     info = ModelInfo(
         name=name,
@@ -195,6 +199,26 @@ def load_weights(
         note=note,
     )
     return tune_for_cpu(LoadedModel(model, tokenizer, info), quant, progress, quantized=quantized)
+
+
+def read_prepared_if_plain(folder: Path, progress: Progress | None = None):
+    """The folder's Qwen3 over int8 weights prepared once and mapped, or None where that path does not cover it."""
+    from .int8_prepared import read_prepared_int8
+    from .lean import NotLean
+
+    try:
+        model = read_prepared_int8(folder, progress)
+    except (NotLean, OSError) as why:
+        if progress is not None:
+            progress(0, 0, f"reading the checkpoint into int8 ({why})")
+        return None
+    except (RuntimeError, MemoryError) as error:  # torch could not allocate a tensor the checkpoint declares
+        raise ModelUnavailable(
+            f"the weights in {folder} could not be loaded: {type(error).__name__}: {first_line(error)}"
+        ) from error
+    if progress is not None:
+        progress(0, 0, model.prepared_reason)
+    return model
 
 
 def read_int8_if_plain(folder: Path, progress: Progress | None = None):
@@ -264,13 +288,21 @@ def tune_for_cpu(
         from .quant import quantize_network
         from .remembered import remembered_threads
 
+        # the kind of product the model runs: torch's int8 Linear, int8 rows (prepared weights) or fp32
+        rows8 = hasattr(loaded.model, "prepared_reason")
+        kind = "int8-rows" if rows8 else quant.quant
+
         def timed():
             if progress is not None:
-                progress(0, 0, "timing 1 and more torch threads")
+                progress(0, 0, "timing 1 and more threads")
+            if rows8:
+                from .rows8 import Rows8Module, rows8_of
+
+                return choose_threads(Rows8Module(rows8_of(decode_layer()[0].weight)))
             return choose_threads(quantize_network(decode_layer()) if quant.quant == "int8" else None)
 
         # QWEN_THREADS decides at once; else this machine's remembered timing, or a timing now that is remembered
-        threads = choose_threads() if requested_threads() is not None else remembered_threads(quant.quant, timed)
+        threads = choose_threads() if requested_threads() is not None else remembered_threads(kind, timed)
         apply_threads(threads)
         reasons["threads"] = threads.reason
         info = replace(info, threads=threads.threads)
@@ -292,6 +324,9 @@ def load_words(loaded: LoadedModel) -> str:
     """How the load read the weights, in a sentence's words."""
     if loaded.info.path is None:
         return "built in memory from a fixed seed"
+    prepared = getattr(loaded.model, "prepared_reason", None)
+    if prepared:
+        return f"{prepared} (engine/model/int8_prepared.py)"
     if getattr(type(loaded.model), "lean", False):
         return "read from its safetensors files without transformers' modeling code (engine/model/lean.py)"
     return "read through transformers' from_pretrained"

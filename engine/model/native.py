@@ -266,6 +266,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.silu_mul.restype = None
     lib.attend_step.argtypes = [p, p, p, p, p, i, n, i, i, i, i, f, f, p, i]
     lib.attend_step.restype = i
+    lib.int8_rows.argtypes = [p, p, p, p, n, n, n, i]
+    lib.int8_rows.restype = i
 
 
 _build_lock = threading.Lock()

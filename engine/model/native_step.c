@@ -11,6 +11,7 @@
  *   attend_step  q and k heads normed and rotated, k and v written into the cache (fp32 or bf16),
  *                attention of every query head over its key/value head's cached positions
  *   silu_mul     out = silu(gate) * up
+ *   int8_rows    y = x @ W.T for W in int8 rows, each with its scale (prepared weights: int8_prepared.py)
  *
  * The arithmetic is Qwen3's, in transformers' order, in fp32; only summation order differs from
  * torch's kernels. Attention runs its key/value heads in parallel on the OpenMP runtime torch
@@ -18,6 +19,9 @@
  */
 #include <math.h>
 #include <stdint.h>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,4 +188,109 @@ int attend_step(const float *qkv, const float *qk_norm, const float *cos_row, co
     }
     free(queries);
     return failed ? -1 : 0;
+}
+
+/* -- int8 weights, a scale per row ------------------------------------------------------------
+ *
+ * y[m][n] = scale[n] * xs[m] * sum_k xq[m][k] * w[n][k], with xq the row m of x rounded to int8
+ * over its own largest magnitude (xs = max|x| / 127) and w the weight's int8 values. The integer
+ * sums are exact, so every path below (AVX2 or plain C, any thread count) gives the same floats.
+ *
+ * The weights lie in blocks of 4 rows, each block in chunks of 32 columns, the 4 rows' 32 values
+ * of a chunk side by side: w[n][k] is at ((n / 4) * (K / 32) + k / 32) * 128 + (n % 4) * 32 + k % 32.
+ * A block is then read as one stream (the prefetcher's best case), and 32 columns are one AVX2 load.
+ * K is a multiple of 32; rows past N in the last block are zeros. */
+#define ROWS8_BLOCK 4
+#define ROWS8_CHUNK 32
+
+static void quantize_row(const float *x, int8_t *q, float *xs, long k) {
+    float top = 0.0f;
+    for (long i = 0; i < k; i++) {
+        const float v = fabsf(x[i]);
+        top = (v > top || v != v) ? v : top; /* a NaN is kept, so the row's outputs are NaN */
+    }
+    const float inv = top > 0.0f ? 127.0f / top : 0.0f;
+    *xs = top / 127.0f;
+    for (long i = 0; i < k; i++) q[i] = (int8_t)lrintf(x[i] * inv);
+}
+
+#if defined(__AVX2__)
+static inline int32_t sum_lanes(__m256i v) {
+    __m128i a = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    a = _mm_hadd_epi32(a, a);
+    a = _mm_hadd_epi32(a, a);
+    return _mm_cvtsi128_si32(a);
+}
+
+/* acc += the 32 products x[j] * w[j], summed in fours (|x| <= 127 and |w| <= 127, so no int16 overflows) */
+static inline __m256i dot32(__m256i x_abs, __m256i x, __m256i w, __m256i acc) {
+    const __m256i pairs = _mm256_maddubs_epi16(x_abs, _mm256_sign_epi8(w, x));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+/* one block's 4 rows against rows m0 .. m0 + rows - 1 (1 or 2) of xq: the sums, row of x by row of w */
+static inline void block_sums(const int8_t *block, const int8_t *xq, long K, int rows, int32_t sums[2][4]) {
+    __m256i acc[2][4];
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 4; i++) acc[r][i] = _mm256_setzero_si256();
+    for (long c = 0; c < K / ROWS8_CHUNK; c++) {
+        const int8_t *w = block + c * ROWS8_BLOCK * ROWS8_CHUNK;
+        /* the next chunks of this block, fetched while these are summed */
+        _mm_prefetch((const char *)(w + 2048), _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + 2048 + 64), _MM_HINT_T0);
+        for (int r = 0; r < rows; r++) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + r * K + c * ROWS8_CHUNK));
+            const __m256i x_abs = _mm256_sign_epi8(x, x);
+            for (int i = 0; i < 4; i++)
+                acc[r][i] = dot32(x_abs, x, _mm256_loadu_si256((const __m256i *)(w + i * ROWS8_CHUNK)), acc[r][i]);
+        }
+    }
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < 4; i++) sums[r][i] = sum_lanes(acc[r][i]);
+}
+#else
+static inline void block_sums(const int8_t *block, const int8_t *xq, long K, int rows, int32_t sums[2][4]) {
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < 4; i++) {
+            int32_t total = 0;
+            for (long c = 0; c < K / ROWS8_CHUNK; c++) {
+                const int8_t *w = block + c * ROWS8_BLOCK * ROWS8_CHUNK + i * ROWS8_CHUNK;
+                const int8_t *x = xq + r * K + c * ROWS8_CHUNK;
+                for (int j = 0; j < ROWS8_CHUNK; j++) total += (int32_t)x[j] * (int32_t)w[j];
+            }
+            sums[r][i] = total;
+        }
+}
+#endif
+
+/* y (M, N) = x (M, K) @ W.T for W prepared as above (`packed`, `scale` one float per row, N rows).
+ * Returns 0, or -1 when its buffer for x in int8 could not be allocated (y is not written then). */
+int int8_rows(const float *x, const int8_t *packed, const float *scale, float *y, long M, long N, long K,
+              int threads) {
+    int8_t *xq = malloc((size_t)M * K + 64);
+    float *xs = malloc((size_t)M * sizeof(float));
+    if (!xq || !xs) {
+        free(xq);
+        free(xs);
+        return -1;
+    }
+    for (long m = 0; m < M; m++) quantize_row(x + m * K, xq + m * K, xs + m, K);
+    const long blocks = (N + ROWS8_BLOCK - 1) / ROWS8_BLOCK;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+    for (long b = 0; b < blocks; b++) {
+        const int8_t *block = packed + b * ROWS8_BLOCK * K;
+        const long n0 = b * ROWS8_BLOCK;
+        const int valid = N - n0 < ROWS8_BLOCK ? (int)(N - n0) : ROWS8_BLOCK;
+        /* two rows of x at a time share each load of the block's weights */
+        for (long m = 0; m < M; m += 2) {
+            const int rows = M - m < 2 ? 1 : 2;
+            int32_t sums[2][4];
+            block_sums(block, xq + m * K, K, rows, sums);
+            for (int r = 0; r < rows; r++)
+                for (int i = 0; i < valid; i++) y[(m + r) * N + n0 + i] = (float)sums[r][i] * xs[m + r] * scale[n0 + i];
+        }
+    }
+    free(xq);
+    free(xs);
+    return 0;
 }
