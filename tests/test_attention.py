@@ -54,8 +54,10 @@ def test_auto_keeps_a_float_models_own_dtype_untimed(monkeypatch, dtype, int8):
     assert "the model's own dtype" in choice.reason
 
 
-def test_auto_times_both_for_int8_weights_and_keeps_the_faster(monkeypatch):
+def test_auto_times_both_for_int8_weights_and_keeps_the_faster(monkeypatch, tmp_path):
     monkeypatch.setenv("QWEN_KV_DTYPE", "auto")
+    # an empty probe folder: nothing remembered from another run (engine/model/remembered.py)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     _measured_choice.cache_clear()
     choice = cache_dtype(torch.float32, True, 4, 2, 2, 64)
     assert set(choice.step_ms) == {"float32", "bfloat16"} and all(ms > 0 for ms in choice.step_ms.values())
@@ -65,6 +67,29 @@ def test_auto_times_both_for_int8_weights_and_keeps_the_faster(monkeypatch):
     assert choice.reason.startswith("a step's attention took") and choice.reason.endswith(
         f"kept in {kept.replace('bfloat16', 'bf16').replace('float32', 'fp32')}"
     )
+
+
+def test_the_cache_timing_is_remembered_per_machine_and_shape(monkeypatch, tmp_path):
+    from engine.model import attention
+
+    monkeypatch.setenv("QWEN_KV_DTYPE", "auto")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    timed = []
+
+    def fake(layers, kv_heads, group, head_dim, threads, native):
+        timed.append(layers)
+        return CacheChoice(
+            torch.bfloat16, "a step's attention took 1.0 ms over bf16 keys: kept in bf16", {"bfloat16": 1.0}
+        )
+
+    monkeypatch.setattr(attention, "_measured_choice", fake)
+    first = cache_dtype(torch.float32, True, 4, 2, 2, 64)
+    later = cache_dtype(torch.float32, True, 4, 2, 2, 64)
+    assert timed == [4] and later.dtype == first.dtype == torch.bfloat16 and later.step_ms == first.step_ms
+    assert "QWEN_REPROBE=1 times it again" in later.reason
+    # another model's shape is timed for itself
+    cache_dtype(torch.float32, True, 8, 2, 2, 64)
+    assert timed == [4, 8]
 
 
 def test_an_int8_model_with_a_bf16_cache_stays_within_rounding_of_transformers(monkeypatch, tiny_engine):

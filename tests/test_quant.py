@@ -11,8 +11,10 @@ from engine.errors import BadInput
 
 
 @pytest.fixture
-def fake_products(monkeypatch):
-    """Fake decode-step timings for fp32 and int8 (seconds); the cached measurement is cleared around each test."""
+def fake_products(monkeypatch, tmp_path):
+    """Fake decode-step timings for fp32 and int8 (seconds); the cached measurement is cleared around each test, and
+    nothing is remembered from an earlier test (engine/model/remembered.py keeps the choice per machine)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
     def install(fp32: float, int8: float):
         monkeypatch.setattr(quant, "_time_product", lambda quantized, repeats=15: int8 if quantized else fp32)
@@ -211,3 +213,17 @@ def test_an_int8_load_of_a_bf16_folder_reads_it_in_bf16(tmp_path, monkeypatch):
     assert {p.dtype for n, p in engine.model.named_parameters() if "embed_tokens" not in n} == {torch.float32}
     assert engine.model.get_input_embeddings().weight.dtype == torch.bfloat16
     assert engine.reasons["decode_step"].startswith("norms, attention and the MLP's gate in C")
+
+
+def test_the_int8_timing_is_taken_once_per_machine_and_remembered(fake_products, monkeypatch):
+    monkeypatch.delenv("QWEN_QUANT", raising=False)
+    fake_products(1.0, 0.4)
+    first = quant.choose_quant("cpu")
+    # a later process (the cache of this one cleared) reads it, even where a timing now would differ
+    fake_products(1.0, 0.95)
+    later = quant.choose_quant("cpu")
+    assert (first.quant, later.quant) == ("int8", "int8") and later.decode_us == first.decode_us
+    assert later.reason.startswith(first.reason) and "QWEN_REPROBE=1 times it again" in later.reason
+    monkeypatch.setenv("QWEN_REPROBE", "1")
+    fake_products(1.0, 0.95)
+    assert quant.choose_quant("cpu").quant == "none"

@@ -143,4 +143,19 @@ def cache_dtype(
         return CacheChoice(
             model_dtype, f"the cache keeps the model's own dtype ({str(model_dtype).removeprefix('torch.')})", {}
         )
-    return _measured_choice(layers, kv_heads, group, head_dim, torch.get_num_threads(), native)
+    from .remembered import remembered
+
+    threads = torch.get_num_threads()
+    shape = f"kv cache: {layers} layers, {kv_heads}x{group} heads of {head_dim}, {threads} threads, native {native}"
+
+    def encode(choice: CacheChoice) -> dict:
+        return {"dtype": str(choice.dtype).removeprefix("torch."), "reason": choice.reason, "step_ms": choice.step_ms}
+
+    def decode(entry: dict, when: str) -> CacheChoice | None:
+        if entry["dtype"] not in KV_DTYPES or not isinstance(entry["step_ms"], dict):
+            return None
+        return CacheChoice(KV_DTYPES[entry["dtype"]], entry["reason"] + when, entry["step_ms"])
+
+    # timed once per machine and model shape (a second or two at Qwen3-0.6B's), then remembered
+    measure = functools.partial(_measured_choice, layers, kv_heads, group, head_dim, threads, native)
+    return remembered("kv_cache.json", shape, measure, encode, decode)

@@ -59,7 +59,19 @@ def _time_once(quantized: bool, repeats: int) -> float:
 
 @functools.lru_cache(maxsize=1)
 def cpu_quant() -> QuantChoice:
-    """int8 where a quantized product beats fp32 on this CPU (measured once per process, about 0.1 s)."""
+    """int8 where a quantized product beats fp32 on this CPU: timed once per machine (about 0.1-0.8 s) and
+    remembered (engine/model/remembered.py)."""
+    from .remembered import remembered
+
+    def decode(entry: dict, when: str) -> QuantChoice | None:
+        if entry["quant"] not in ("int8", "none") or not isinstance(entry["decode_us"], dict):
+            return None
+        return QuantChoice(entry["quant"], entry["reason"] + when, entry["decode_us"])
+
+    return remembered("quant.json", "int8 against fp32", _timed_quant, QuantChoice.as_json, decode)
+
+
+def _timed_quant() -> QuantChoice:
     fp32 = _time_product(False)
     int8 = _time_product(True)
     ratio = int8 / fp32

@@ -1,11 +1,13 @@
-"""What a load times once per machine, remembered: the torch thread count a model's kind of product runs best on.
+"""What a load times once per machine, remembered: the thread count, int8 against fp32, the key/value cache's dtype.
 
-Timing 1 and more threads (engine/model/threads.py) costs a third of a second a load, a good part of
-the shipped model's whole load. The choice depends on the machine, not on the model folder, so it is
-kept in the user's cache folder (beside the native step's library, owned and checked the same way:
-engine/model/native.py) under a key naming the processor, its core count and torch's version, and
-every later load on this machine reads it. QWEN_REPROBE=1 times it again and keeps the new choice
-(after the machine changes its load for good, say); QWEN_THREADS still overrides both.
+Timing 1 and more threads (engine/model/threads.py), an int8 product against fp32
+(engine/model/quant.py) and a step's attention over fp32 and bf16 keys (engine/model/attention.py)
+cost a third of a second to two seconds a load, more than the rest of a warm load. Each choice
+depends on the machine, not on the model folder, so it is kept in the user's cache folder (beside the
+native step's library, owned and checked the same way: engine/model/native.py) under a key naming the
+processor, its core count, torch's version and what was timed, and every later load on this machine
+reads it. QWEN_REPROBE=1 times them again and keeps the new choices (after the machine changes its
+load for good, say); QWEN_THREADS, QWEN_QUANT and QWEN_KV_DTYPE still override them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..settings import load_settings
 from .threads import ThreadChoice
@@ -47,8 +50,12 @@ def machine_key(kind: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
 
 
-def remembered_threads(kind: str, choose: Callable[[], ThreadChoice]) -> ThreadChoice:
-    """The thread choice remembered for this machine and `kind` ("fp32" or "int8"), else `choose()`'s, kept."""
+def remembered(file: str, kind: str, choose: Callable[[], Any], encode: Callable, decode: Callable) -> Any:
+    """The choice remembered in `file` for this machine and `kind`, else `choose()`'s, kept.
+
+    `encode(choice)` gives the JSON entry to keep (None: nothing to keep, a setting decided it);
+    `decode(entry, when)` the choice again, its reason ending with `when` (None: an entry this code
+    does not take, timed again)."""
     from .native import open_cache, read_own_file, write_own_file
 
     key = machine_key(kind)
@@ -57,24 +64,43 @@ def remembered_threads(kind: str, choose: Callable[[], ThreadChoice]) -> ThreadC
     except OSError:
         return choose()  # no cache folder of this user's own: time it each load, as before
     try:
-        raw = read_own_file(folder, _FILE)
-        known = _parse(raw)
+        known = _parse(read_own_file(folder, file))
         entry = known.get(key)
         if entry is not None and not load_settings().reprobe:
             when = time.strftime("%Y-%m-%d", time.localtime(entry["at"]))
-            reason = f"{entry['reason']} (timed on this machine on {when}; QWEN_REPROBE=1 times it again)"
-            return ThreadChoice(entry["threads"], reason, entry["decode_us"])
+            try:
+                found = decode(entry, f" (timed on this machine on {when}; QWEN_REPROBE=1 times it again)")
+            except (KeyError, TypeError, ValueError):
+                found = None
+            if found is not None:
+                return found
         choice = choose()
-        if choice.decode_us:  # a timing, not QWEN_THREADS or a single core
-            known[key] = {**choice.as_json(), "at": time.time()}
-            write_own_file(folder, _FILE, json.dumps(known, indent=1).encode())
+        record = encode(choice)
+        if record is not None:
+            known[key] = {**record, "at": time.time()}
+            write_own_file(folder, file, json.dumps(known, indent=1).encode())
         return choice
     finally:
         os.close(folder)
 
 
+def remembered_threads(kind: str, choose: Callable[[], ThreadChoice]) -> ThreadChoice:
+    """The thread choice remembered for this machine and `kind` ("fp32", "int8", "int8-rows"), else `choose()`'s."""
+
+    def decode(entry: dict, when: str) -> ThreadChoice | None:
+        threads = entry.get("threads")
+        if type(threads) is not int or not 0 < threads <= 1024:
+            return None
+        if not isinstance(entry.get("reason"), str) or not isinstance(entry.get("decode_us"), dict):
+            return None
+        return ThreadChoice(threads, entry["reason"] + when, entry["decode_us"])
+
+    # a timing is kept, not QWEN_THREADS or a single core
+    return remembered(_FILE, kind, choose, lambda c: c.as_json() if c.decode_us else None, decode)
+
+
 def _parse(raw: bytes | None) -> dict:
-    """The remembered entries that are well formed; anything else is forgotten."""
+    """The remembered entries that are well formed (a dict with the time it was taken); anything else is forgotten."""
     if not raw or len(raw) > _MAX_BYTES:
         return {}
     try:
@@ -86,10 +112,5 @@ def _parse(raw: bytes | None) -> dict:
     return {
         key: entry
         for key, entry in known.items()
-        if isinstance(entry, dict)
-        and type(entry.get("threads")) is int
-        and 0 < entry["threads"] <= 1024
-        and isinstance(entry.get("reason"), str)
-        and isinstance(entry.get("decode_us"), dict)
-        and isinstance(entry.get("at"), (int, float))
+        if isinstance(entry, dict) and type(entry.get("at")) in (int, float) and isinstance(entry.get("reason"), str)
     }
