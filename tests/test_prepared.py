@@ -3,7 +3,6 @@ prepared once per folder and mapped after, and nothing in the cache trusted that
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -202,10 +201,15 @@ def _symlinked(path: Path) -> None:
     path.symlink_to(target)
 
 
-def _record_says_otherwise(path: Path) -> None:
-    record = path.with_name(RECORD)
-    data = json.loads(record.read_text())
-    record.write_text(json.dumps({**data, "sha256": "0" * 64}))
+def _put_back_with_its_times(path: Path) -> None:
+    # altered, then its modification time set back: the change time cannot be
+    info = path.stat()
+    _flip_a_byte(path)
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def _record_unreadable(path: Path) -> None:
+    path.with_name(RECORD).write_text("{not json")
 
 
 def _cut_short(path: Path) -> None:
@@ -219,7 +223,8 @@ def _cut_short(path: Path) -> None:
         (_flip_a_byte, "altered since it was written"),
         (_open_to_others, "not this user's own"),
         (_symlinked, "missing or a symlink"),
-        (_record_says_otherwise, "altered since it was written"),
+        (_put_back_with_its_times, "altered since it was written"),
+        (_record_unreadable, "its record of prepared weights is unreadable"),
         (_cut_short, "not the size it was written at"),
     ],
 )

@@ -10,8 +10,14 @@ converting the checkpoint. Nothing here is trusted that this code did not write 
   following a symlink;
 - the record names the folder's config.json and safetensors files with their sizes and modification
   times: a folder changed since (a new download, an edited file) is prepared again;
-- the record holds the file's sha256, checked as the file is mapped (its pages are read then, which is
-  also what makes the load complete): a file altered or cut short is prepared again, never used.
+- the record holds what the file's own stat said once it was written (size, inode, modification and
+  change times): any write to it since, a chmod, a copy put in its place or a file cut short changes
+  one of them (a change time cannot be set back), so it is prepared again, never used. That check
+  costs nothing, where hashing the file would read gigabytes at every load; the sha256 computed as it
+  was written is kept in the record too, for anyone who wants to check it by hand.
+
+The mapping is populated as it is made (MAP_POPULATE): when the load ends, every page is in memory
+and decoding reads no file.
 
 A record from another version of this code (`VERSION`) is stale too. Where the cache cannot be written
 (a read-only home, a full disk) the load goes on with the weights it prepared in memory and says so.
@@ -38,6 +44,8 @@ VERSION = 1
 WEIGHTS, RECORD = "weights.safetensors", "record.json"
 _DTYPES = {torch.float32: "F32", torch.int8: "I8"}
 _TORCH = {name: dtype for dtype, name in _DTYPES.items()}
+# what the record keeps of the written file's stat, in _stat_of's order
+_STAT_KEYS = ("size", "inode", "mtime_ns", "ctime_ns")
 # what a header may hold at most, against a file that claims gigabytes of header
 _HEADER_LIMIT = 16 << 20
 
@@ -94,7 +102,7 @@ def open_prepared(folder: Path, setting: str) -> tuple[Prepared | None, str]:
         try:
             record = json.loads(raw)
             expected = (record["version"], record["setting"], record["sources"])
-            digest, size = str(record["sha256"]), int(record["size"])
+            written = [int(record["file"][key]) for key in _STAT_KEYS]
         except (ValueError, KeyError, TypeError):
             return None, "its record of prepared weights is unreadable"
         try:
@@ -103,13 +111,17 @@ def open_prepared(folder: Path, setting: str) -> tuple[Prepared | None, str]:
             return None, f"its files could not be listed ({error.strerror})"
         if expected != (VERSION, setting, current):
             return None, "the folder or this code changed since its weights were prepared"
-        return _map_checked(entry, digest, size)
+        return _map_checked(entry, written)
     finally:
         os.close(entry)
 
 
-def _map_checked(entry: int, digest: str, size: int) -> tuple[Prepared | None, str]:
-    """The weights file mapped (private pages: writes never reach the file) and its sha256 checked as it is read."""
+def _stat_of(info: os.stat_result) -> list[int]:
+    return [info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def _map_checked(entry: int, written: list[int]) -> tuple[Prepared | None, str]:
+    """The weights file mapped (private pages: writes never reach the file), unless it changed since it was written."""
     try:
         fd = os.open(WEIGHTS, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=entry)
     except OSError:
@@ -118,17 +130,14 @@ def _map_checked(entry: int, digest: str, size: int) -> tuple[Prepared | None, s
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
             return None, "its prepared weights file is not this user's own"
-        if info.st_size != size or size == 0:
+        if info.st_size != written[0]:
             return None, "its prepared weights file is not the size it was written at"
-        mapping = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        if _stat_of(info) != written:
+            return None, "its prepared weights file was altered since it was written"
+        flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0)
+        mapping = mmap.mmap(fd, info.st_size, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
     finally:
         os.close(fd)
-    with contextlib.suppress(AttributeError, OSError):
-        mapping.madvise(mmap.MADV_WILLNEED)
-    # hashing reads every page: after this the weights are in memory and decoding reads no file
-    if hashlib.sha256(mapping).hexdigest() != digest:
-        mapping.close()
-        return None, "its prepared weights file was altered since it was written"
     try:
         tensors = _tensors_of(mapping)
     except (ValueError, KeyError, TypeError, AttributeError) as error:
@@ -172,8 +181,13 @@ def write_prepared(folder: Path, setting: str, tensors: dict[str, torch.Tensor])
         # the record goes first: a reader that finds the new file under the old record rebuilds, never trusts it
         with contextlib.suppress(FileNotFoundError):
             os.unlink(RECORD, dir_fd=entry)
-        digest, size = _write_safetensors(entry, tensors)
-        record = {"version": VERSION, "setting": setting, "sources": stamp, "sha256": digest, "size": size}
+        digest = _write_safetensors(entry, tensors)
+        fd = os.open(WEIGHTS, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=entry)
+        try:
+            written = dict(zip(_STAT_KEYS, _stat_of(os.fstat(fd)), strict=True))
+        finally:
+            os.close(fd)
+        record = {"version": VERSION, "setting": setting, "sources": stamp, "file": written, "sha256": digest}
         write_own_file(entry, RECORD, json.dumps(record).encode())
         return ""
     except OSError as error:
@@ -182,9 +196,9 @@ def write_prepared(folder: Path, setting: str, tensors: dict[str, torch.Tensor])
         os.close(entry)
 
 
-def _write_safetensors(entry: int, tensors: dict[str, torch.Tensor]) -> tuple[str, int]:
+def _write_safetensors(entry: int, tensors: dict[str, torch.Tensor]) -> str:
     """The tensors as one safetensors file (fp32 first, so every offset is aligned to its dtype), written beside
-    and renamed into place; its sha256 and size."""
+    and renamed into place; its sha256."""
     ordered = sorted(tensors.items(), key=lambda item: (item[1].dtype != torch.float32, item[0]))
     header, offset = {"__metadata__": {"format": "pt", "written_by": "qwen-tool-explainer"}}, 0
     for name, tensor in ordered:
@@ -214,4 +228,4 @@ def _write_safetensors(entry: int, tensors: dict[str, torch.Tensor]) -> tuple[st
         with contextlib.suppress(OSError):
             os.unlink(partial, dir_fd=entry)
         raise
-    return digest.hexdigest(), 8 + len(text) + offset
+    return digest.hexdigest()
