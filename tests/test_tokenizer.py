@@ -167,3 +167,26 @@ def test_the_shipped_model_shares_the_pages_tokenizer():
     from engine.settings import BUILTIN
 
     assert load_model(BUILTIN).tokenizer is vendored_tokenizer()
+
+
+def test_a_folder_with_the_vendored_vocabulary_shares_its_parsed_object_and_keeps_its_own_template(tmp_path):
+    """Every Qwen3 size ships the same tokenizer.json: a folder holding it byte for byte reuses the vendored
+    tokenizer's parsed vocabulary (0.6 s of JSON), while its own tokenizer_config.json still gives its template."""
+    import json
+    import shutil
+
+    from engine.core.tokenizer import QwenTokenizer, vendored_tokenizer
+    from engine.settings import VENDORED_TOKENIZER
+
+    same, other = tmp_path / "same", tmp_path / "other"
+    for folder in (same, other):
+        shutil.copytree(VENDORED_TOKENIZER, folder)
+    config = json.loads((same / "tokenizer_config.json").read_text())
+    config["chat_template"] = "{{ messages[0]['content'] }}"
+    (same / "tokenizer_config.json").write_text(json.dumps(config))
+    vocabulary = json.loads((other / "tokenizer.json").read_text())
+    (other / "tokenizer.json").write_text(json.dumps(vocabulary, indent=1))  # the same vocabulary, other bytes
+    shared, parsed = QwenTokenizer(same, "same"), QwenTokenizer(other, "other")
+    assert shared._tok is vendored_tokenizer()._tok and parsed._tok is not vendored_tokenizer()._tok
+    assert shared.chat_template == "{{ messages[0]['content'] }}" != vendored_tokenizer().chat_template
+    assert shared.encode(" strawberry") == parsed.encode(" strawberry") == [72600]
