@@ -11,7 +11,9 @@ teacher forcing (both read the same text), so the figures measure the weights, n
 two different generations. Prints one JSON object with the mean, 95th percentile and maximum
 KL, the top-1 agreement and the time per token of each; `all_with_bf16_kv_cache` gives the same
 figures for the int8 weights read through the compact forward with a bf16 key/value cache (the
-site's setting where its timing chooses that cache). The tiny and the sized folders are
+site's setting where its timing chooses that cache), and `all_prepared_int8_rows` the figures for the
+weights as an int8 load of a folder now runs them: prepared once, a scale per row, each product's
+input rounded to int8 per row (engine/model/int8_prepared.py). The tiny and the sized folders are
 random weights: their figures say how int8 moves a distribution of that shape, not how a
 trained model answers.
 """
@@ -102,6 +104,32 @@ def load_fp32(name: str):
     return AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32, local_files_only=True).eval()
 
 
+def prepared_rows(name: str):
+    """The same weights as an int8 load of a folder runs them (prepared int8 rows), prepared in a scratch cache;
+    the tiny model is written to a scratch folder first. Its keys and values are kept in fp32, so the figure is the
+    weights' alone."""
+    import os
+    import tempfile
+
+    global _ROWS
+    if _ROWS is None:
+        from engine.model.int8_prepared import read_prepared_int8
+        from engine.model.loading import build_tiny_network
+
+        os.environ["QWEN_KV_DTYPE"] = "float32"
+        scratch = tempfile.mkdtemp(prefix="bench-quant-")
+        os.environ["QWEN_PREPARED_DIR"] = os.path.join(scratch, "prepared")
+        folder = name
+        if name == "tiny":
+            folder = os.path.join(scratch, "tiny")
+            build_tiny_network().save_pretrained(folder)
+        _ROWS = read_prepared_int8(Path(folder))
+    return _ROWS
+
+
+_ROWS = None
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -135,7 +163,9 @@ def main(argv=None) -> None:
     os.environ["QWEN_KV_DTYPE"] = "bfloat16"
     compact = build_fast_forward(model)
     cached = [next_token_logprobs(compact, ids, start) for _, ids, start in texts]
+    rows = [next_token_logprobs(prepared_rows(args.model), ids, start) for _, ids, start in texts]
     per_scenario, kls, agrees = compare_all(texts, references, quantized)
+    _, rows_kls, rows_agrees = compare_all(texts, references, rows)
     _, cache_kls, cache_agrees = compare_all(texts, references, cached)
     tokens = sum(len(ids) for _, ids, _ in texts)
     print(
@@ -150,6 +180,7 @@ def main(argv=None) -> None:
                 "scenarios": len(texts),
                 "all": summarize(kls, agrees),
                 "all_with_bf16_kv_cache": summarize(cache_kls, cache_agrees),
+                "all_prepared_int8_rows": summarize(rows_kls, rows_agrees),
                 "per_scenario": per_scenario,
                 "forward_seconds": {
                     "float32": round(fp32_seconds, 2),
