@@ -46,6 +46,7 @@ import torch.nn.functional as F
 
 from ..settings import load_settings
 from .attention import attend, cache_dtype
+from .lean import is_lean
 from .native import attend_layer, native_library
 
 # cache rows are allocated in steps of this many tokens (a run asks for its prompt plus its new tokens)
@@ -356,7 +357,7 @@ class FastQwen3:
 def unsupported_reason(model) -> str | None:
     """Why the compact forward cannot run `model` (None: it can): it covers Qwen3ForCausalLM on a CPU as shipped,
     and engine/model/lean.py's network (checked as it was built, without importing transformers here)."""
-    if not getattr(type(model), "lean", False):
+    if not is_lean(model):
         from transformers import Qwen3ForCausalLM
 
         if not isinstance(model, Qwen3ForCausalLM):

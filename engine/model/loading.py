@@ -327,7 +327,9 @@ def load_words(loaded: LoadedModel) -> str:
     prepared = getattr(loaded.model, "prepared_reason", None)
     if prepared:
         return f"{prepared} (engine/model/int8_prepared.py)"
-    if getattr(type(loaded.model), "lean", False):
+    from .lean import is_lean
+
+    if is_lean(loaded.model):
         return "read from its safetensors files without transformers' modeling code (engine/model/lean.py)"
     return "read through transformers' from_pretrained"
 

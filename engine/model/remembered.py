@@ -12,6 +12,7 @@ load for good, say); QWEN_THREADS, QWEN_QUANT and QWEN_KV_DTYPE still override t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -38,6 +39,13 @@ def machine_key(kind: str) -> str:
     """The processor (its name and flags), its cores, torch's version and the product's kind, hashed."""
     import torch
 
+    parts = [*_processor(), str(os.cpu_count()), torch.__version__, kind]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+
+
+@functools.lru_cache(maxsize=1)
+def _processor() -> tuple[str, str]:
+    """The processor's name and its flags line, from /proc/cpuinfo (empty where there is none), read once."""
     from .cpu_speed import read_cpu_flags
 
     name = ""
@@ -46,8 +54,7 @@ def machine_key(kind: str) -> str:
             name = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")
     except OSError:
         pass
-    parts = [name, read_cpu_flags() or "", str(os.cpu_count()), torch.__version__, kind]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+    return name, read_cpu_flags() or ""
 
 
 def remembered(file: str, kind: str, choose: Callable[[], Any], encode: Callable, decode: Callable) -> Any:
