@@ -46,7 +46,6 @@ import torch.nn.functional as F
 
 from ..settings import load_settings
 from .attention import attend, cache_dtype
-from .lean import is_lean
 from .native import attend_layer, native_library
 
 # cache rows are allocated in steps of this many tokens (a run asks for its prompt plus its new tokens)
@@ -354,6 +353,12 @@ class FastQwen3:
 
 
 # -- building it from a loaded model ------------------------------------------------------------
+def is_lean(model) -> bool:
+    """Whether `model` is engine/model/lean.py's network (its class says so: checked as it was built, and its
+    forward is this one, without importing transformers)."""
+    return getattr(type(model), "lean", False) is True
+
+
 def unsupported_reason(model) -> str | None:
     """Why the compact forward cannot run `model` (None: it can): it covers Qwen3ForCausalLM on a CPU as shipped,
     and engine/model/lean.py's network (checked as it was built, without importing transformers here)."""

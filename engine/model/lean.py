@@ -209,11 +209,6 @@ class LeanQwen3(torch.nn.Module):
         return fast(input_ids, cache=cache, logits_to_keep=logits_to_keep)
 
 
-def is_lean(model) -> bool:
-    """Whether `model` is this module's network (its forward is the compact forward, without transformers)."""
-    return getattr(type(model), "lean", False) is True
-
-
 def build_lean(config: LeanConfig, device: str = "meta") -> LeanQwen3:
     """The network with no weights yet (on torch's meta device: nothing allocated) or random ones on `device`."""
     with torch.device(device):

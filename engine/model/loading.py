@@ -327,7 +327,7 @@ def load_words(loaded: LoadedModel) -> str:
     prepared = getattr(loaded.model, "prepared_reason", None)
     if prepared:
         return f"{prepared} (engine/model/int8_prepared.py)"
-    from .lean import is_lean
+    from .fast_forward import is_lean
 
     if is_lean(loaded.model):
         return "read from its safetensors files without transformers' modeling code (engine/model/lean.py)"
