@@ -193,3 +193,21 @@ def test_the_stopper_stops_after_a_signal_at_a_step_or_when_its_minutes_are_up()
     asked.ask()
     assert asked()
     assert Stopper(1e-9, None)()
+
+
+def test_a_finished_copy_may_decay_over_another_length_and_leaves_the_checkpoint_as_it_was(tmp_path):
+    from engine.train.checkpoint import read_record, save_run
+    from engine.train.cli import train_builtin
+    from engine.train.training import advance, start_run
+
+    run = start_run(tiny_config(), TOK)
+    advance(run, TOK, 6, should_stop=lambda: run.step >= 3, save=lambda r: save_run(r, tmp_path / "run"))
+    args = cli_args(tmp_path, resume=str(tmp_path / "run"), finish=True, decay_steps=4, out=str(tmp_path / "m"))
+    answer = train_builtin(args)
+    # the run's own decay is 2 steps; this copy decayed over 4, from step 3
+    assert answer["steps"] == 7 and json.loads((tmp_path / "m" / "training.json").read_text())["steps"] == 7
+    assert read_record(tmp_path / "run")["step"] == 3 and read_record(tmp_path / "run")["config"]["decay_steps"] == 2
+    with pytest.raises(BadInput, match=re.escape("--decay-steps must be between 1 and 1,000,000, not 0")):
+        train_builtin(
+            cli_args(tmp_path, resume=str(tmp_path / "run"), finish=True, decay_steps=0, out=str(tmp_path / "z"))
+        )

@@ -60,7 +60,12 @@ def add_parser(sub) -> None:
 
 def add_recipe_flags(p: argparse.ArgumentParser) -> None:
     """The schedule, the data's mix and the network's shape, each defaulting to the shipped model's."""
-    p.add_argument("--decay-steps", type=int, default=None, help="the final decay's length in steps (default 200)")
+    p.add_argument(
+        "--decay-steps",
+        type=int,
+        default=None,
+        help="the final decay's length in steps (default 200); with --resume --finish, this copy's decay alone",
+    )
     p.add_argument(
         "--warmup", type=int, default=None, help="warm-up steps (default 150, or a tenth of a shorter run's --steps)"
     )

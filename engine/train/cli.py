@@ -161,7 +161,10 @@ def train_builtin(args) -> dict:
                 setattr(config, field_name, value)
         run = start_run(config, tok, init_from)
     if finishing:
-        # the copy decays from where the run stands over its short final stretch; the checkpoint is left as it was
+        # the copy decays from where the run stands over its short final stretch (--decay-steps: another length for
+        # this copy alone); the checkpoint is left as it was
+        if getattr(args, "decay_steps", None) is not None:
+            run.config.decay_steps = in_range(args.decay_steps, 1, 1_000_000, "--decay-steps")
         run.config.steps = run.step + run.config.decay_steps
     stopper = Stopper(getattr(args, "minutes", None), getattr(args, "stop_at", None))
     stopper.run = run
