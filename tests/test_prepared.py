@@ -288,3 +288,26 @@ def test_what_this_path_does_not_cover_is_read_as_before_in_words(tmp_path, cach
     engine = load_int8(folder, said)
     assert not hasattr(engine.model, "prepared_reason") and "reading the checkpoint into int8 (QWEN_PREPARED=0)" in said
     assert not cache.exists() or not any(cache.iterdir())
+
+
+def test_the_cache_dtype_is_timed_at_the_thread_count_the_load_settles_on(tmp_path, cache, monkeypatch):
+    from engine.model import attention
+
+    timed = []
+
+    def fake(layers, kv_heads, group, head_dim, threads, native):
+        timed.append(threads)
+        return attention.CacheChoice(torch.float32, "timed", {"float32": 1.0})
+
+    monkeypatch.setattr(attention, "_measured_choice", fake)
+    monkeypatch.setenv("QWEN_KV_DTYPE", "auto")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("QWEN_THREADS", "1")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        # the prepared network is built before the load applies QWEN_THREADS: its cache is chosen after
+        engine = load_int8(write_tiny(tmp_path / "tiny"))
+    finally:
+        torch.set_num_threads(before)
+    assert timed == [1] and engine.reasons["kv_cache"] == "timed"

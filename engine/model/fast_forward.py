@@ -37,6 +37,7 @@ read when the model is first run) keeps transformers' forward.
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from dataclasses import dataclass
@@ -187,19 +188,23 @@ class FastQwen3:
             # prepared int8 weights (engine/model/rows8.py): their products run in the same C library
             built_where = why[why.find(" (") :] if " (" in why else ""
             self.native_reason = f"norms, attention, the MLP's gate and the int8 products in C{built_where}"
-        # the key/value cache: the model's dtype, or bf16 for int8 weights where a timing shows it pays
-        int8 = bool(layers) and layers[0].qkv.int8
-        self.cache_choice = cache_dtype(
+
+    # -- tables and caches --------------------------------------------------------------------
+    @functools.cached_property
+    def cache_choice(self):
+        """The key/value cache's dtype: the model's, or bf16 for int8 weights where a timing shows it pays. Chosen at
+        first use, so at the thread count the load settles on (a prepared network is built before it sets it)."""
+        int8 = bool(self.layers) and self.layers[0].qkv.int8
+        return cache_dtype(
             self.dtype,
             int8,
-            len(layers),
+            len(self.layers),
             self.kv_heads,
             self.heads // self.kv_heads,
             self.head_dim,
             native=self.native is not None,
         )
 
-    # -- tables and caches --------------------------------------------------------------------
     def rotary_rows(self, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sign-folded sin for positions 0 .. at least `positions` - 1, as transformers computes them.
 
