@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from .stored import NotPlainLayout, index_checkpoint, read_tensor
+from .stored import NotPlainLayout, counted_reader, index_checkpoint
 from .weights import Progress
 
 # the load's progress line while it reads (a bar of bytes read)
@@ -63,15 +63,7 @@ def read_int8_model(folder: Path, progress: Progress | None = None):
         raise NotPlainLayout(f"the checkpoint holds {', '.join(sorted(extra)[:3])}, which the model has not")
     if type(embed) is not torch.nn.Embedding:
         raise NotPlainLayout(f"an input embedding of type {type(embed).__name__}")
-    total, done = sum(stored[name].nbytes for name in expected - optional), 0
-
-    def read(name: str) -> torch.Tensor:
-        nonlocal done
-        tensor = read_tensor(stored[name])
-        done += stored[name].nbytes
-        if progress is not None:
-            progress(done, total, READ_STAGE)
-        return tensor
+    read = counted_reader(stored, sum(stored[name].nbytes for name in expected - optional), READ_STAGE, progress)
 
     with warnings.catch_warnings():
         # torch >= 2.10 says eager quantization moves to torchao; the kernels are the same and still shipped

@@ -23,7 +23,7 @@ from .lean import LeanConfig, NotLean, Rotary, build_lean, check_tensors, parame
 from .native import native_library
 from .prepared import Prepared, open_prepared, write_prepared
 from .rows8 import Rows8, Rows8Embedding, Rows8Module, fits, interleave, padded_scale, quantize_rows
-from .stored import NotPlainLayout, index_checkpoint, read_tensor
+from .stored import NotPlainLayout, counted_reader, index_checkpoint
 from .weights import Progress
 
 SETTING = "int8-rows"
@@ -76,15 +76,7 @@ def prepare(folder: Path, config: LeanConfig, progress: Progress | None = None) 
     total = sum(
         entry.nbytes for name, entry in stored.items() if name != "lm_head.weight" or not config.tie_word_embeddings
     )
-    done = 0
-
-    def read(name: str) -> torch.Tensor:
-        nonlocal done
-        tensor = read_tensor(stored[name])
-        done += stored[name].nbytes
-        if progress is not None:
-            progress(done, total, PREPARE_STAGE)
-        return tensor
+    read = counted_reader(stored, total, PREPARE_STAGE, progress)
 
     out: dict[str, torch.Tensor] = {}
 

@@ -206,17 +206,10 @@ def read_prepared_if_plain(folder: Path, progress: Progress | None = None):
     from .int8_prepared import read_prepared_int8
     from .lean import NotLean
 
-    try:
-        model = read_prepared_int8(folder, progress)
-    except (NotLean, OSError) as why:
-        if progress is not None:
-            progress(0, 0, f"reading the checkpoint into int8 ({why})")
-        return None
-    except (RuntimeError, MemoryError) as error:  # torch could not allocate a tensor the checkpoint declares
-        raise ModelUnavailable(
-            f"the weights in {folder} could not be loaded: {type(error).__name__}: {first_line(error)}"
-        ) from error
-    if progress is not None:
+    model = _read_or_none(
+        lambda: read_prepared_int8(folder, progress), folder, progress, NotLean, "reading the checkpoint into int8"
+    )
+    if model is not None and progress is not None:
         progress(0, 0, model.prepared_reason)
     return model
 
@@ -225,13 +218,8 @@ def read_int8_if_plain(folder: Path, progress: Progress | None = None):
     """The folder's model in int8 read tensor by tensor, or None where its checkpoint is not a plain layout."""
     from .int8_load import NotPlainLayout, read_int8_model
 
-    try:
-        model = read_int8_model(folder, progress)
-    except (NotPlainLayout, OSError) as why:
-        if progress is not None:
-            progress(0, 0, f"loading through transformers ({why})")
-        return None
-    if progress is not None:
+    model = _read_or_none(lambda: read_int8_model(folder, progress), folder, progress, NotPlainLayout)
+    if model is not None and progress is not None:
         progress(0, 0, "quantized the weights to int8 as they were read")
     return model
 
@@ -243,11 +231,19 @@ def read_lean_if_plain(folder: Path, dtype, progress: Progress | None = None):
 
     if not load_settings().fast_decode:
         return None
+    return _read_or_none(lambda: read_lean(folder, dtype), folder, progress, NotLean)
+
+
+def _read_or_none(
+    read, folder: Path, progress: Progress | None, refused: type, instead: str = "loading through transformers"
+):
+    """`read()`'s model; None where it refuses the folder (`refused`, or an OSError), said in the load's progress as
+    what happens `instead`; a tensor torch cannot allocate fails the load in one line."""
     try:
-        return read_lean(folder, dtype)
-    except (NotLean, OSError) as why:
+        return read()
+    except (refused, OSError) as why:
         if progress is not None:
-            progress(0, 0, f"loading through transformers ({why})")
+            progress(0, 0, f"{instead} ({why})")
         return None
     except (RuntimeError, MemoryError) as error:  # torch could not allocate a tensor the checkpoint declares
         raise ModelUnavailable(

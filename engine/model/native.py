@@ -168,13 +168,15 @@ def read_own_file(folder: int, name: str) -> bytes | None:
         os.close(fd)
 
 
-def write_own_file(folder: int, name: str, data: bytes) -> None:
-    """`data` as `name` in the cache: written beside it under a fresh name and renamed into place."""
+def write_own_file(folder: int, name: str, data) -> None:
+    """`data` (bytes, or an iterable of byte chunks) as `name` in the cache: written beside it under a fresh name
+    and renamed into place."""
     partial = f".partial-{os.getpid()}-{threading.get_ident()}-{name}"
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for piece in [data] if isinstance(data, (bytes, bytearray, memoryview)) else data:
+                handle.write(piece)
         os.replace(partial, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         with contextlib.suppress(OSError):

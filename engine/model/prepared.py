@@ -31,7 +31,6 @@ import json
 import mmap
 import os
 import stat
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -212,20 +211,16 @@ def _write_safetensors(entry: int, tensors: dict[str, torch.Tensor]) -> str:
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
     digest = hashlib.sha256()
-    partial = f".partial-{os.getpid()}-{threading.get_ident()}-{WEIGHTS}"
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=entry)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            for piece in [len(text).to_bytes(8, "little"), text]:
-                handle.write(piece)
-                digest.update(piece)
-            for _, tensor in ordered:
-                data = memoryview(tensor.contiguous().view(torch.uint8).reshape(-1).numpy())
-                handle.write(data)
-                digest.update(data)
-        os.replace(partial, WEIGHTS, src_dir_fd=entry, dst_dir_fd=entry)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(partial, dir_fd=entry)
-        raise
+
+    def chunks():
+        # each piece hashed as it is written: the record keeps the file's sha256 without reading it back
+        for piece in (len(text).to_bytes(8, "little"), text):
+            digest.update(piece)
+            yield piece
+        for _, tensor in ordered:
+            data = memoryview(tensor.contiguous().view(torch.uint8).reshape(-1).numpy())
+            digest.update(data)
+            yield data
+
+    write_own_file(entry, WEIGHTS, chunks())
     return digest.hexdigest()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .weights import read_safetensors_header
+from .weights import Progress, read_safetensors_header
 
 # safetensors' dtype names read here
 _DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
@@ -82,3 +82,18 @@ def read_tensor(stored: StoredTensor) -> torch.Tensor:
                 raise NotPlainLayout(f"{stored.file.name} ends before its tensors do")
             done += got
     return raw.view(stored.dtype).reshape(stored.shape)
+
+
+def counted_reader(stored: dict[str, StoredTensor], total: int, stage: str, progress: Progress | None):
+    """read(name): that tensor (read_tensor), with `progress` told the bytes read so far of `total`, under `stage`."""
+    done = 0
+
+    def read(name: str) -> torch.Tensor:
+        nonlocal done
+        tensor = read_tensor(stored[name])
+        done += stored[name].nbytes
+        if progress is not None:
+            progress(done, total, stage)
+        return tensor
+
+    return read
