@@ -3,6 +3,8 @@
 Everything operational lives here; the lessons and the sidebar keep one line of model status and link to it.
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 from engine.settings import BUILTIN, load_settings
@@ -41,9 +43,11 @@ st.page_link(SHIPPED_MODEL_PAGE, label="The shipped model: how it was trained, w
 section("Getting a model")
 st.header("Getting a model")
 engine = current_engine()
+# a folder already on this server is not downloaded: the words say how to load it, and how to name another
+on_disk = name not in (BUILTIN, "tiny", "off") and Path(name).expanduser().is_dir()
 if engine is None:
-    st.markdown(words(ID, "no model loaded", model=name))
-st.markdown(words(ID, "how to get the model", model=name))
+    st.markdown(words(ID, "no model loaded, a folder" if on_disk else "no model loaded", model=name))
+st.markdown(words(ID, "how to get another model" if on_disk else "how to get the model", model=name))
 
 section("Server settings")
 st.header("Server settings")

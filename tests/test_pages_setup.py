@@ -115,3 +115,13 @@ def test_with_no_model_lesson_3_shows_the_calls_tokens_and_the_grammars_allowed_
     # the one line that says why, linking to Set-up instead of a shell command
     assert any(link.proto.label == "Load a model: Set-up" for link in at.main.get("page_link"))
     assert "python -m engine" not in page_text(at)
+
+
+def test_a_folder_model_is_not_told_to_download_itself_but_how_to_name_another(tmp_path, monkeypatch):
+    folder = tmp_path / "my-qwen3"
+    folder.mkdir()
+    monkeypatch.setenv("QWEN_MODEL", str(folder))
+    text = all_text(open_page(SETUP, timeout=120))
+    assert f"python -m engine download --model {folder}" not in text
+    assert f"{folder} is a folder on this server. To run another model, set `QWEN_MODEL`" in text
+    assert "python -m engine download --model Qwen/Qwen3-1.7B" in text
