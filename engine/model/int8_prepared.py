@@ -54,7 +54,7 @@ def read_prepared_int8(folder: Path, progress: Progress | None = None):
         tensors = prepare(folder, config, progress)
         trouble = write_prepared(folder, SETTING, tensors)
         if trouble:
-            prepared = Prepared(tensors, False, f"prepared in memory: {trouble}")
+            prepared = Prepared(tensors, f"prepared in memory: {trouble}")
         else:
             del tensors
             prepared, why = open_prepared(folder, SETTING)

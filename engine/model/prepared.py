@@ -37,16 +37,17 @@ from pathlib import Path
 import torch
 
 from .native import UnsafeCache, open_cache, read_own_file, write_own_file
+from .weights import safetensors_header_of
 
 # bump when what is prepared, or how, changes: older files are then prepared again
 VERSION = 1
 WEIGHTS, RECORD = "weights.safetensors", "record.json"
 _DTYPES = {torch.float32: "F32", torch.int8: "I8"}
 _TORCH = {name: dtype for dtype, name in _DTYPES.items()}
-# what the record keeps of the written file's stat, in _stat_of's order
-_STAT_KEYS = ("size", "inode", "mtime_ns", "ctime_ns")
 # what a header may hold at most, against a file that claims gigabytes of header
 _HEADER_LIMIT = 16 << 20
+# what the record keeps of the written file's stat, in _stat_of's order
+_STAT_KEYS = ("size", "inode", "mtime_ns", "ctime_ns")
 
 
 @dataclass
@@ -54,8 +55,7 @@ class Prepared:
     """Tensors of one prepared file (views into its mapping, which they keep alive), or held in memory."""
 
     tensors: dict[str, torch.Tensor]
-    mapped: bool  # False: the cache could not be written; the tensors are the process's own
-    reason: str  # in words, where they came from
+    reason: str  # in words, where they came from (mapped, or held in memory where the cache could not be written)
 
 
 def cache_root() -> Path:
@@ -142,17 +142,14 @@ def _map_checked(entry: int, written: list[int]) -> tuple[Prepared | None, str]:
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         mapping.close()
         return None, f"its prepared weights file does not hold together ({error})"
-    return Prepared(tensors, True, "mapped the weights prepared at an earlier load"), ""
+    return Prepared(tensors, "mapped the weights prepared at an earlier load"), ""
 
 
 def _tensors_of(mapping: mmap.mmap) -> dict[str, torch.Tensor]:
     """Views of each tensor in a safetensors file's mapping (checked against its length)."""
-    length = int.from_bytes(mapping[:8], "little")
-    if not 0 < length <= min(_HEADER_LIMIT, len(mapping) - 8):
-        raise ValueError("a header length past its end")
-    header = json.loads(bytes(mapping[8 : 8 + length]))
-    whole = torch.frombuffer(mapping, dtype=torch.uint8)
-    start, tensors = 8 + length, {}
+    mapping.seek(0)
+    header, start = safetensors_header_of(mapping, WEIGHTS, _HEADER_LIMIT)
+    whole, tensors = torch.frombuffer(mapping, dtype=torch.uint8), {}
     for name, entry in header.items():
         if name == "__metadata__":
             continue

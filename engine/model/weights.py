@@ -234,15 +234,21 @@ def read_safetensors_header(file: Path) -> tuple[dict, int]:
     """A safetensors file's header (tensor name -> dtype, shape, data_offsets) and the byte offset its data starts at;
     ValueError for a header that is not one."""
     with open(file, "rb") as handle:
-        size = int.from_bytes(handle.read(8), "little")
-        if not 0 < size <= _HEADER_LIMIT:
-            raise ValueError(f"{file.name}: a safetensors header of {size} bytes")
-        try:
-            header = json.loads(handle.read(size))
-        except ValueError as error:
-            raise ValueError(f"{file.name}: its safetensors header is not JSON ({error})") from error
+        return safetensors_header_of(handle, file.name)
+
+
+def safetensors_header_of(handle, name: str, limit: int = _HEADER_LIMIT) -> tuple[dict, int]:
+    """read_safetensors_header's answer from a binary file object (or a mapping) at the file's start, its header at
+    most `limit` bytes; `name` names it in the errors."""
+    size = int.from_bytes(handle.read(8), "little")
+    if not 0 < size <= limit:
+        raise ValueError(f"{name}: a safetensors header of {size} bytes")
+    try:
+        header = json.loads(handle.read(size))
+    except ValueError as error:
+        raise ValueError(f"{name}: its safetensors header is not JSON ({error})") from error
     if not isinstance(header, dict):
-        raise ValueError(f"{file.name}: its safetensors header is not a JSON object")
+        raise ValueError(f"{name}: its safetensors header is not a JSON object")
     return header, 8 + size
 
 
