@@ -7,6 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from engine.core.model_files import model_name_problem
 from engine.settings import BUILTIN, load_settings
 from ui.confinement import confinement_lines
 from ui.model_status import engine_lines, model_summary
@@ -44,7 +45,8 @@ section("Getting a model")
 st.header("Getting a model")
 engine = current_engine()
 # a folder already on this server is not downloaded: the words say how to load it, and how to name another
-on_disk = name not in (BUILTIN, "tiny", "off") and Path(name).expanduser().is_dir()
+# (a name no folder can have, such as ~someone-unknown/model, is refused by the sidebar's load in one line)
+on_disk = name not in (BUILTIN, "tiny", "off") and not model_name_problem(name) and Path(name).expanduser().is_dir()
 if engine is None:
     st.markdown(words(ID, "no model loaded, a folder" if on_disk else "no model loaded", model=name))
 st.markdown(words(ID, "how to get another model" if on_disk else "how to get the model", model=name))
