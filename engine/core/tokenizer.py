@@ -1,8 +1,8 @@
 """The Qwen3 tokenizer, offline: exact token ids and the model's own chat template, without torch.
 
 Loads the vendored `assets/qwen3-tokenizer/` (or another id or folder on request) with the
-Rust `tokenizers` library that transformers itself wraps, and renders prompts with
-transformers' own Jinja renderer over the template shipped in `tokenizer_config.json`,
+Rust `tokenizers` library that transformers itself wraps, and renders prompts in transformers'
+own jinja2 sandbox (chat_render.py) over the template shipped in `tokenizer_config.json`,
 so counts equal `AutoTokenizer.apply_chat_template` byte for byte (tests check it). A model
 folder's files are size-checked before they are read (model_files.py), and its own template,
 unlike the site's, renders in a child process under a time and memory limit (template_guard.py).
@@ -13,11 +13,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ModelFolderRefused, TemplateRefused, TokenizerUnavailable
 from ..settings import VENDORED_TOKENIZER, load_settings
+from .chat_render import render_template
 from .model_files import check_folder_files, check_template, model_name_problem, model_path, read_folder_text
 from .template_guard import is_known, probe_request, problem_of, render_guarded
 
@@ -74,8 +76,24 @@ def piece_bytes(piece: str | None, special: bool) -> bytes:
         return b""
     if special:
         return piece.encode("utf-8")
+    # in C: each table character becomes the character of its byte's code, then latin-1 writes those codes as bytes
+    # (a character outside the table, which no such entry holds, raises KeyError as the table itself would)
+    if not _OUTSIDE_TABLE.search(piece):
+        try:
+            return piece.translate(_to_byte_codes()).encode("latin-1")
+        except UnicodeEncodeError:
+            pass
     table = _byte_decoder()
     return bytes(table[c] for c in piece)
+
+
+# the characters of codes below 256 that the byte-to-unicode table writes as another character (a space is "Ġ")
+_OUTSIDE_TABLE = re.compile("[\x00-\x20\x7f-\xa0\xad]")
+
+
+@functools.lru_cache(maxsize=1)
+def _to_byte_codes() -> dict[int, int]:
+    return {ord(c): b for c, b in _byte_decoder().items()}
 
 
 class QwenTokenizer:
@@ -173,16 +191,14 @@ class QwenTokenizer:
                 add_generation_prompt=add_generation_prompt,
                 enable_thinking=enable_thinking,
             )
-        from transformers.utils.chat_template_utils import render_jinja_template
-
-        rendered, _ = render_jinja_template(
-            conversations=[messages],
-            tools=tools or None,
-            chat_template=self.chat_template,
+        # a template the site ships: the same jinja2 sandbox as transformers', without importing transformers
+        return render_template(
+            self.chat_template,
+            messages,
+            tools or None,
             add_generation_prompt=add_generation_prompt,
             enable_thinking=enable_thinking,
         )
-        return rendered[0]
 
     @property
     def template_problem(self) -> str | None:

@@ -1,7 +1,7 @@
 """A call format whose tokenizer is a Hugging Face tokenizer.json and whose prompt is its maker's Jinja template.
 
-The template renders with transformers' own `render_jinja_template` (what `apply_chat_template`
-calls), and the text is encoded with the Rust `tokenizers` library, so a count equals
+The template renders in the jinja2 sandbox transformers' `apply_chat_template` uses (engine/core/chat_render.py,
+checked against transformers' own `render_jinja_template`), and the text is encoded with the Rust `tokenizers` library, so a count equals
 `AutoTokenizer.apply_chat_template(..., tokenize=True)` (tests check it). No torch.
 """
 
@@ -11,6 +11,7 @@ import functools
 import json
 from pathlib import Path
 
+from ..chat_render import render_template
 from ..tokenizer import piece_bytes
 from .base import CallFormat
 
@@ -54,18 +55,15 @@ class TemplateFormat(CallFormat):
         return messages, tools or None
 
     def render_text(self, messages: list[dict], tools: list[dict]) -> str:
-        from transformers.utils.chat_template_utils import render_jinja_template
-
         shown, given = self.template_messages(messages, tools)
-        rendered, _ = render_jinja_template(
-            conversations=[shown],
-            tools=given,
-            chat_template=self.chat_template,
+        return render_template(
+            self.chat_template,
+            shown,
+            given,
             add_generation_prompt=True,
             bos_token=self._token_name("bos_token"),
             eos_token=self._token_name("eos_token"),
         )
-        return rendered[0]
 
     @functools.cached_property
     def _control_texts(self) -> tuple[str, ...]:
