@@ -4,7 +4,7 @@ from engine.startup.warmup import start_warmup
 from ui.chrome import route
 from ui.shipped_model import builtin_first, load_builtin_in_background
 
-# once per process, in the background: torch and xgrammar, the shipped model when sessions start on it (no page
-# waits for it unless it draws it), the tokenizer, the grammar engine, the shipped grammars
-start_warmup(then=load_builtin_in_background if builtin_first() else None)
+# once per process, in the background once the first page is drawn: torch and xgrammar, the shipped model when
+# sessions start on it (no page waits for it unless it draws it), the tokenizer, the grammar engine, the shipped grammars
+start_warmup(then=load_builtin_in_background if builtin_first() else None, after_page=True)
 route()

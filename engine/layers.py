@@ -8,7 +8,7 @@ layer: the engine never imports them, nor streamlit.
 from __future__ import annotations
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "settings", "layers"),  # what every layer may raise and read
+    ("errors", "settings", "layers", "heavy"),  # what every layer may raise and read; torch and co. imported once
     ("core",),  # tokenizer, prompt rendering, the call formats, parsing: no torch
     ("constrain",),  # grammars over a request's tools, masks (xgrammar)
     ("model",),  # running a model: weights, loading, decoding, a remote server (torch)

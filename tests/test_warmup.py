@@ -58,9 +58,9 @@ def test_the_warm_up_starts_once_returns_at_once_and_builds_the_shared_pieces():
     # starting it returns while the background thread still has its work ahead: the page never waits for it
     assert result["at_return"]["finished"] is False and "engine-warmup" in result["at_return"]["alive"]
     assert result["finished"] and result["report_finished"] and result["errors"] == {}
-    # torch, transformers and xgrammar are imported before the thread starts (never by two threads at once)
+    # torch, transformers and xgrammar first, in the thread (engine/heavy.py: never by two threads at once)
     assert result["steps"][:5] == ["import torch", "import transformers", "import xgrammar", "gate", "tokenizer"]
-    assert result["steps"][-2:] == ["grammar engine", "tool set grammars"]
+    assert result["steps"][-4:] == ["grammar engine", "tool set grammars", "other families", "lesson 4's costs"]
     assert result["tokenizer_info_built"] == 1
     assert result["grammars_compiled"] == result["grammars_expected"] > 6
 
@@ -100,3 +100,37 @@ def test_then_runs_in_the_warm_up_thread_before_its_steps():
     # the shipped model's load goes here: one background thread imports transformers' models at a time
     assert result["seen"] == [["then", "engine-warmup"], "step"]
     assert result["seconds"][-2:] == ["then", "step"]
+
+
+AFTER_PAGE = r"""
+import json, sys, time
+sys.path.insert(0, {root!r})
+import engine.startup.warmup as warmup
+warmup.warmup_steps = lambda: [("step", lambda: None)]
+warmup.start_warmup(after_page=True)
+time.sleep(0.5)
+before = dict(warmup.warmup_report().seconds)
+heavy_before = "torch" in sys.modules
+warmup.page_drawn()
+warmup.wait_warmup(600)
+print(json.dumps({{"before": before, "heavy_before": heavy_before, "after": list(warmup.warmup_report().seconds)}}))
+"""
+
+
+def test_a_server_s_warm_up_waits_for_its_first_page_before_it_imports_torch():
+    import json
+    import os
+
+    done = subprocess.run(
+        [sys.executable, "-c", AFTER_PAGE.format(root=str(ROOT))],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "QWEN_WARMUP": "1"},
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    # nothing ran while the first page drew (it had half a second); then everything did
+    assert result["before"] == {} and result["heavy_before"] is False
+    assert result["after"] == ["import torch", "import transformers", "import xgrammar", "step"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.core.call_formats import get_format
+from engine.startup.warmup import page_drawn
 from ui.draw import CSS, PRESENTER_CSS
 from ui.model_status import choice_label, model_status
 from ui.models import live_model_name, setup_link
@@ -51,7 +52,10 @@ def presenting() -> bool:
 def route() -> None:
     """The router (app.py runs this): the shared chrome, then the chosen page."""
     page = _chrome()
-    _run(page)
+    try:
+        _run(page)
+    finally:
+        page_drawn()  # the warm-up waits for a fresh server's first page before it imports torch
 
 
 def _run(page) -> None:

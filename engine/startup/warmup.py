@@ -4,7 +4,9 @@ The first render of a page after a server start paid for imports (torch, transfo
 xgrammar), the tokenizer, xgrammar's view of the vocabulary (0.9 s) and the grammars of the
 shipped tool sets: up to 8 s for the first learner of a class. `start_warmup()` (called by
 app.py on every run; only the first call in a process does anything) builds them in a
-daemon thread, so a page never waits for the warm-up to finish: a page that needs a piece
+daemon thread, so a page never waits for the warm-up to finish (Home, which needs no torch, draws
+while the thread imports it; engine/heavy.py makes a page that needs torch wait for that import
+rather than race it): a page that needs a piece
 before it is warm builds it as it always did (xgrammar's vocabulary view is built under a
 lock, so never twice). `start_warmup(then=...)` runs one more piece first in the same thread (the
 shipped model's load), so that only one background thread at a time imports transformers' models.
@@ -20,13 +22,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ..heavy import guard_imports, heavy_errors, import_heavy
 from ..settings import load_settings
 
-# imported in the calling thread, before the background thread starts: two threads importing
-# transformers' lazy modules at once can hand one of them a half-initialised module
-# ("cannot import name 'PreTrainedTokenizerBase' from 'transformers'"), so a page must never
-# import them while the warm-up thread does
-FIRST = ("torch", "transformers", "xgrammar")
+# how long the warm-up waits for the first page to be drawn before it starts (when asked to wait)
+FIRST_PAGE_WAIT_S = 10.0
 # modules the pages import on their first render, imported in the background
 MODULES = (
     "jsonschema",
@@ -52,11 +52,13 @@ class WarmupReport:
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
 _done = threading.Event()
+_first_page = threading.Event()
 _report = WarmupReport()
 
 
 def warmup_steps() -> list[tuple[str, object]]:
-    """(name, callable) in the order they run: tokenizer, imports, the grammar engine, every shipped tool set's grammars."""
+    """(name, callable) in the order they run: tokenizer, imports, the grammar engine, every shipped tool set's grammars,
+    the other model families' tokenizers and grammars."""
     from ..core.tokenizer import load_tokenizer
 
     steps: list[tuple[str, object]] = [("tokenizer", load_tokenizer)]
@@ -80,7 +82,34 @@ def warmup_steps() -> list[tuple[str, object]]:
             for tool in tools:
                 compile_calls([tool], "call")
 
-    return [*steps, ("grammar engine", grammar_engine), ("tool set grammars", tool_sets)]
+    def other_families():
+        from ..constrain.families import allowed_at_name
+        from ..core.call_formats import family_formats, price_tools
+        from ..core.tooldefs import load_tool_set
+
+        # lesson 8's first visit: each family's tokenizer and template (its prices), its vocabulary as the grammar
+        # engine reads it, and its grammar at the tool's name (about 9 s over seven families, none of it per page)
+        tools = load_tool_set("strawberry")
+        question = [{"role": "user", "content": "How many r's are in strawberry?"}]
+        for family in family_formats():
+            price_tools(family.name, question, tools)
+            allowed_at_name(family.name, tools)
+
+    def lesson_4_costs():
+        from ..core.call_formats import lesson_format_names
+        from ..teaching.cost import malformed_cost_of
+
+        # lesson 4 measures what a malformed call costs by running the scripted conversation's tools in the sandbox
+        for style in lesson_format_names():
+            malformed_cost_of("missing-brace", style)
+
+    return [
+        *steps,
+        ("grammar engine", grammar_engine),
+        ("tool set grammars", tool_sets),
+        ("other families", other_families),
+        ("lesson 4's costs", lesson_4_costs),
+    ]
 
 
 def run_warmup(report: WarmupReport) -> WarmupReport:
@@ -97,8 +126,15 @@ def run_warmup(report: WarmupReport) -> WarmupReport:
     return report
 
 
-def _background(then) -> None:
+def _background(then, after_page: bool) -> None:
     try:
+        if after_page:
+            # a fresh server's first page draws first, alone: Home needs none of torch, transformers and xgrammar,
+            # and a page that does imports them in its own thread meanwhile (engine/heavy.py lets one thread at a time)
+            _first_page.wait(FIRST_PAGE_WAIT_S)
+        for name, seconds in import_heavy().items():
+            _report.seconds[f"import {name}"] = seconds
+        _report.errors.update({f"import {name}": error for name, error in heavy_errors().items()})
         if then is not None:
             started = time.perf_counter()
             try:
@@ -111,21 +147,13 @@ def _background(then) -> None:
         _done.set()
 
 
-def _import(name: str) -> None:
-    started = time.perf_counter()
-    try:
-        importlib.import_module(name)
-    except Exception as error:  # the page that needs it reports its own error
-        _report.errors[f"import {name}"] = f"{type(error).__name__}: {str(error)[:200]}"
-    _report.seconds[f"import {name}"] = round(time.perf_counter() - started, 3)
+def start_warmup(then=None, after_page: bool = False) -> bool:
+    """Start the warm-up if this process has not yet; True if this call started it. Returns at once.
 
-
-def start_warmup(then=None) -> bool:
-    """Start the warm-up if this process has not yet; True if this call started it.
-
-    The first call imports FIRST in its own thread (a few seconds, once per process; other
-    sessions' first runs wait for it here), then starts the background thread: `then()` if
-    given (the shipped model's load, waited for there), then the rest.
+    The background thread imports torch, transformers and xgrammar (engine/heavy.py; any other
+    thread that needs them meanwhile waits for them), runs `then()` if given (the shipped model's
+    load, waited for there), then the rest. `after_page`: it starts once the first page has been
+    drawn (`page_drawn()`), or after FIRST_PAGE_WAIT_S.
     """
     global _thread
     if not load_settings().warmup:
@@ -133,11 +161,15 @@ def start_warmup(then=None) -> bool:
     with _lock:
         if _thread is not None:
             return False
-        for name in FIRST:
-            _import(name)
-        _thread = threading.Thread(target=_background, args=(then,), name="engine-warmup", daemon=True)
+        guard_imports()
+        _thread = threading.Thread(target=_background, args=(then, after_page), name="engine-warmup", daemon=True)
         _thread.start()
         return True
+
+
+def page_drawn() -> None:
+    """A page has been drawn (the router says so after each run): a warm-up waiting for the first page starts."""
+    _first_page.set()
 
 
 def wait_warmup(timeout: float | None = None) -> bool:
