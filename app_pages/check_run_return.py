@@ -5,7 +5,7 @@ import streamlit as st
 from engine.core.call_formats import get_format, parse_turn
 from engine.core.parse import POLICIES
 from engine.harness.loop import list_scenarios, load_scenario, returned_text, run_scenario
-from engine.teaching.cost import measure_malformed_cost
+from engine.teaching.cost import malformed_cost_of
 from ui.chart_words import a_bad_parts, chart_caption
 from ui.charts import ledger_figure
 from ui.draw import draw_reading, notice
@@ -32,7 +32,7 @@ def scripted_run(name: str, chosen_style: str, policy: str):
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def malformed_cost(name: str, chosen_style: str):
-    return measure_malformed_cost(load_scenario(name), chosen_style)
+    return malformed_cost_of(name, chosen_style)
 
 
 def first_step(name: str) -> int:

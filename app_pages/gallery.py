@@ -6,7 +6,7 @@ from engine.core.call_formats import get_format
 from engine.core.parse import POLICIES
 from engine.core.tokenizer import REAL_VOCAB
 from engine.harness.loop import list_gallery, load_scenario, run_scenario
-from engine.teaching.cost import measure_malformed_cost
+from engine.teaching.cost import malformed_cost_of
 from engine.teaching.gallery import (
     check_grammar,
     find_length_cut,
@@ -61,7 +61,7 @@ def cost_of(name: str, chosen_style: str):
     if any(t.finish == "length" for t in scenario.script(chosen_style)):
         return "length", find_length_cut(scenario, chosen_style)
     if scenario.malformed_turn is not None:
-        return "malformed", measure_malformed_cost(scenario, chosen_style)
+        return "malformed", malformed_cost_of(scenario.name, chosen_style)
     return None, None
 
 

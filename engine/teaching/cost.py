@@ -14,11 +14,12 @@ and without the bad turn and reports the measured difference beside the formula.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..core.tokenizer import IM_END
 from ..errors import BadInput
-from ..harness.loop import run_scenario
+from ..harness.loop import load_scenario, run_scenario
 
 
 @dataclass(frozen=True)
@@ -103,3 +104,10 @@ def measure_malformed_cost(scenario, style: str = "native") -> MalformedCost:
         with_bad=bad.ledger.totals(),
         without_bad=clean.ledger.totals(),
     )
+
+
+@functools.lru_cache(maxsize=64)
+def malformed_cost_of(name: str, style: str = "native") -> MalformedCost:
+    """`measure_malformed_cost` of the scenario called `name`, once per process: it runs the scripted tools in the
+    sandbox (about a second), and lesson 4, its quiz and the gallery all show the same figures."""
+    return measure_malformed_cost(load_scenario(name), style)

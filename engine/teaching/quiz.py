@@ -162,11 +162,11 @@ def first_failure(block, style: str) -> tuple[int, str, str]:
 
 
 def figure_check_run_return(style: str = "native", **_) -> CheckRunReturn:
-    from .cost import measure_malformed_cost
+    from .cost import malformed_cost_of
 
     scenario = load_scenario("missing-brace")
     bad = scenario.turns[style][scenario.malformed_turn].text
-    cost = measure_malformed_cost(scenario, style)
+    cost = malformed_cost_of(scenario.name, style)
     mixed = load_scenario("mixed-turn")
     # the calls each policy would run from the mixed turn: the parser's verdict is all the harness goes by
     ran = {
