@@ -116,3 +116,39 @@ def test_the_local_hub_answers_only_its_own_repo(tiny_folder, path):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(hub.url + path.replace(REPO, "other/repo"), timeout=10)
     assert refused.value.code == 404
+
+
+CACHE_FOLDER = """
+import json, sys
+from engine.model.weights import find_cached_weights, hub_cache_folder
+ours = str(hub_cache_folder())
+missing = find_cached_weights("Qwen/Qwen3-1.7B")
+imported = "huggingface_hub" in sys.modules
+from huggingface_hub import constants
+print(json.dumps({"ours": ours, "theirs": constants.HF_HUB_CACHE, "missing": missing, "imported": imported}))
+"""
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [
+        {},
+        {"HF_HOME": "{tmp}/home"},
+        {"XDG_CACHE_HOME": "{tmp}/xdg"},
+        {"HUGGINGFACE_HUB_CACHE": "{tmp}/legacy"},
+        {"HF_HUB_CACHE": "{tmp}/hub", "HUGGINGFACE_HUB_CACHE": "{tmp}/legacy", "HF_HOME": "{tmp}/home"},
+        {"HF_HOME": "$CACHE_ROOT/home", "CACHE_ROOT": "{tmp}"},
+    ],
+    ids=["home", "hf-home", "xdg", "legacy", "hf-hub-cache-first", "variables-expanded"],
+)
+def test_a_model_not_in_the_cache_is_known_without_importing_huggingface_hub(tmp_path, variables):
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    for name in ("HF_HOME", "XDG_CACHE_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        env.pop(name, None)
+    env.update({name: value.format(tmp=tmp_path) for name, value in variables.items()})
+    done = run(["-c", CACHE_FOLDER], env)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    # the folder huggingface_hub itself would look in, and no import of it to say "not there" (a second on Home)
+    assert result["ours"] == result["theirs"] and result["ours"].startswith(str(tmp_path))
+    assert result["missing"] is None and result["imported"] is False

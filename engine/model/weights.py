@@ -17,6 +17,7 @@ import json
 import os
 import queue
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,9 @@ def has_weights(folder: Path) -> bool:
 
 def find_cached_weights(model_id: str) -> Path | None:
     """The cached snapshot folder of `model_id` when it holds a config and weights, else None; never uses the network."""
+    # no folder for it in the cache: not cached, known without importing huggingface_hub (about a second on Home)
+    if not (hub_cache_folder() / f"models--{model_id.replace('/', '--')}").is_dir():
+        return None
     from huggingface_hub import snapshot_download
 
     try:
@@ -46,6 +50,20 @@ def find_cached_weights(model_id: str) -> Path | None:
     except Exception:  # not cached, or not a valid id: both mean "not here"
         return None
     return folder if has_weights(folder) else None
+
+
+def hub_cache_folder() -> Path:
+    """Where huggingface_hub keeps downloaded models: its own setting once it is imported (it reads the environment
+    then), else the same variables read in its order (HF_HUB_CACHE, HUGGINGFACE_HUB_CACHE, HF_HOME, XDG_CACHE_HOME)."""
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        return Path(constants.HF_HUB_CACHE)
+    home = os.getenv(
+        "HF_HOME", os.path.join(os.getenv("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "huggingface")
+    )
+    home = os.path.expandvars(os.path.expanduser(home))
+    hub = os.getenv("HF_HUB_CACHE", os.getenv("HUGGINGFACE_HUB_CACHE", os.path.join(home, "hub")))
+    return Path(os.path.expandvars(os.path.expanduser(hub)))
 
 
 def hub_reachable(timeout: float = HUB_PROBE_SECONDS) -> bool:
