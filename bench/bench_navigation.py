@@ -7,10 +7,13 @@ the sidebar's links, page after page, `--rounds` times: the first round is each 
 on this server (its caches still cold), the later rounds are "warm", what a class waits for when
 the teacher goes back and forth. Medians per page; prints one JSON object.
 
-    python bench/bench_navigation.py [--rounds 3] [--model off|builtin|tiny] [--present]
+    python bench/bench_navigation.py [--rounds 3] [--model off|builtin|tiny] [--present] [--settle 0]
 
 --model is the sidebar's model choice, set in the first page's link (the site's default is the
-shipped model); --present times presenter mode (?present=1), where each page is cut into screens.
+shipped model); --present times presenter mode (?present=1), where each page is cut into screens;
+--settle waits that many seconds after Home before the first round, as a class does while the teacher
+introduces the site (the server's warm-up, engine/startup/warmup.py, goes on meanwhile: 0 clicks at once).
+"fresh_home_loaded_s" is the part of "fresh_home_s" before the browser had loaded the page's own code.
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--model", choices=["off", "builtin", "tiny"], default=None)
     parser.add_argument("--present", action="store_true")
+    parser.add_argument("--settle", type=float, default=0.0)
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -110,9 +114,11 @@ def main() -> None:
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             t = time.perf_counter()
             page.goto(f"http://127.0.0.1:{port}/" + (f"?{query}" if query else ""))
+            loaded_s = time.perf_counter() - t
             home = title_of(next(e for e in lesson_index() if e["id"] == "home"))
             page.wait_for_function(DRAWN, arg=home, polling="raf", timeout=300_000)
             fresh_s = time.perf_counter() - t
+            time.sleep(args.settle)
             for _ in range(args.rounds):
                 for entry in pages:
                     link = page.locator(f'[data-testid="stSidebarNav"] a[href$="/{entry["url_path"]}"]').first
@@ -137,8 +143,10 @@ def main() -> None:
                 "model": args.model or "default",
                 "present": args.present,
                 "rounds": args.rounds,
+                "settle_s": args.settle,
                 "server_start_s": round(server_s, 3),
                 "fresh_home_s": round(fresh_s, 3),
+                "fresh_home_loaded_s": round(loaded_s, 3),
                 "first_visit_s": first,
                 "warm_s": warm,
                 "warm_median_s": round(statistics.median(warm.values()), 3) if warm else None,
