@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.core.tokenizer import IM_END, TOOL_CALL, load_tokenizer
 
@@ -190,3 +192,34 @@ def test_a_folder_with_the_vendored_vocabulary_shares_its_parsed_object_and_keep
     assert shared._tok is vendored_tokenizer()._tok and parsed._tok is not vendored_tokenizer()._tok
     assert shared.chat_template == "{{ messages[0]['content'] }}" != vendored_tokenizer().chat_template
     assert shared.encode(" strawberry") == parsed.encode(" strawberry") == [72600]
+
+
+# -- a vocabulary entry's bytes ------------------------------------------------------------------------
+def _bytes_by_table(piece: str) -> bytes:
+    from engine.core.tokenizer import _byte_decoder
+
+    return bytes(_byte_decoder()[c] for c in piece)
+
+
+def test_every_vocabulary_entry_s_bytes_are_the_byte_table_s():
+    from engine.core.tokenizer import piece_bytes
+
+    tok = load_tokenizer()
+    vocab = tok._tok.get_vocab(with_added_tokens=False)
+    assert len(vocab) == 151_643
+    assert all(piece_bytes(piece, False) == _bytes_by_table(piece) for piece in vocab)
+
+
+@given(
+    st.text(alphabet=st.sampled_from([*"ĠĊčabc¡ÿĀłŃ", " ", "\x00", "\xad", "\x7f", "\xa0", "é", "中", "ÿ"]), max_size=8)
+)
+def test_a_piece_s_bytes_equal_the_table_s_or_both_refuse_it(piece):
+    from engine.core.tokenizer import piece_bytes
+
+    try:
+        expected = _bytes_by_table(piece)
+    except KeyError:
+        with pytest.raises(KeyError):
+            piece_bytes(piece, False)
+    else:
+        assert piece_bytes(piece, False) == expected
