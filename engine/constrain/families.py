@@ -36,7 +36,8 @@ class FamilyMask:
     opener: str | None  # the trigger the grammar switches on at
 
 
-@functools.lru_cache(maxsize=5)
+# one per family, never evicted: lesson 8 asks for each in turn, and a smaller cache would miss every time
+@functools.lru_cache(maxsize=16)
 def family_tokenizer_info(name: str):
     """xgrammar's TokenizerInfo over the family's vocabulary (built once per family: seconds)."""
     import xgrammar as xgr
