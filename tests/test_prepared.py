@@ -311,3 +311,36 @@ def test_the_cache_dtype_is_timed_at_the_thread_count_the_load_settles_on(tmp_pa
     finally:
         torch.set_num_threads(before)
     assert timed == [1] and engine.reasons["kv_cache"] == "timed"
+
+
+def test_entries_no_load_will_use_again_are_removed_when_another_is_written(tmp_path, cache):
+    import json
+    import shutil
+
+    from engine.model.prepared import forget_stale
+
+    kept, gone, other = (write_tiny(tmp_path / name) for name in ("kept", "gone", "other"))
+    for folder in (kept, gone):
+        load_int8(folder)
+    # an entry another version of this code wrote, one being written (no record yet), one that is not an entry
+    old = entry_folder(other, SETTING)
+    load_int8(other)
+    record = json.loads((old / RECORD).read_text())
+    (old / RECORD).unlink()
+    (old / RECORD).write_text(json.dumps({**record, "version": 1}))
+    os.chmod(old / RECORD, 0o600)
+    writing = cache / ("0" * 20)
+    writing.mkdir(mode=0o700)
+    (writing / WEIGHTS).write_bytes(b"half")
+    (cache / "notes").mkdir()
+    shutil.rmtree(gone)
+    # the next entry written prunes: the removed folder's and the old version's go, the rest stay
+    fresh = write_tiny(tmp_path / "fresh")
+    load_int8(fresh)
+    left = set(os.listdir(cache))
+    assert entry_folder(kept, SETTING).name in left and entry_folder(fresh, SETTING).name in left
+    assert entry_folder(gone, SETTING).name not in left and old.name not in left
+    assert {"0" * 20, "notes"} <= left
+    # nothing left to forget, and the kept folder still maps what it prepared
+    assert forget_stale() == []
+    assert load_int8(kept).model.prepared_reason == MAPPED

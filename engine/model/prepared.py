@@ -39,8 +39,8 @@ import torch
 from .native import UnsafeCache, open_cache, read_own_file, write_own_file
 from .weights import safetensors_header_of
 
-# bump when what is prepared, or how, changes: older files are then prepared again
-VERSION = 1
+# bump when what is prepared, or how, changes: older files are then prepared again (2: the record names its folder)
+VERSION = 2
 WEIGHTS, RECORD = "weights.safetensors", "record.json"
 _DTYPES = {torch.float32: "F32", torch.int8: "I8"}
 _TORCH = {name: dtype for dtype, name in _DTYPES.items()}
@@ -183,13 +183,65 @@ def write_prepared(folder: Path, setting: str, tensors: dict[str, torch.Tensor])
             written = dict(zip(_STAT_KEYS, _stat_of(os.fstat(fd)), strict=True))
         finally:
             os.close(fd)
-        record = {"version": VERSION, "setting": setting, "sources": stamp, "file": written, "sha256": digest}
+        record = {
+            "version": VERSION,
+            "setting": setting,
+            "folder": str(Path(folder).resolve()),
+            "sources": stamp,
+            "file": written,
+            "sha256": digest,
+        }
         write_own_file(entry, RECORD, json.dumps(record).encode())
+        forget_stale(keep=entry_folder(folder, setting))
         return ""
     except OSError as error:
         return f"the prepared weights could not be kept ({error.strerror or error})"
     finally:
         os.close(entry)
+
+
+def forget_stale(keep: Path | None = None) -> list[str]:
+    """Remove the entries no load will use again: their model folder is gone, or another version of this code wrote
+    them (each holds a model's size on disk). An entry with no record is left alone (one is being written: its
+    record goes first), as is anything that is not this user's own; the names removed."""
+    root, removed = cache_root(), []
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return removed
+    for name in names:
+        path = root / name
+        if path == keep or len(name) != 20 or any(c not in "0123456789abcdef" for c in name):
+            continue
+        try:
+            entry = open_cache(path)
+        except (UnsafeCache, OSError):
+            continue
+        try:
+            raw = read_own_file(entry, RECORD)
+            if raw is None or not _is_stale(raw):
+                continue
+            for file in (RECORD, WEIGHTS):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(file, dir_fd=entry)
+        finally:
+            os.close(entry)
+        # a folder of this user's own, inside a folder no one else may write: nothing can be swapped in meanwhile
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+            removed.append(name)
+    return removed
+
+
+def _is_stale(raw: bytes) -> bool:
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return False
+    if not isinstance(record, dict) or record.get("version") != VERSION:
+        return True
+    folder = record.get("folder")
+    return isinstance(folder, str) and not (Path(folder) / "config.json").is_file()
 
 
 def _write_safetensors(entry: int, tensors: dict[str, torch.Tensor]) -> str:
