@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -25,6 +26,21 @@ def page_of(page_id: str) -> str:
     if page_id not in pages:
         raise KeyError(f"lessons/index.json has no page {page_id!r}; its pages are {', '.join(pages)}")
     return pages[page_id]
+
+
+def run_python(code: str, env: dict | None = None, timeout: float = 900) -> dict:
+    """`python -c code` in a fresh process at the repository's root, `env` added to this one's; the JSON object its
+    last line prints (a test of what a process does once: imports, a warm-up, its threads)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def open_page(page: str | None = None, timeout: float = 60, **query):

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from helpers import ROOT
+from helpers import ROOT, run_python
 
 CHILD = r"""
 import json, sys, threading, time
@@ -37,19 +34,7 @@ print(json.dumps({{"first": first, "second": second, "at_return": at_return, "fi
 
 
 def run_child(env_extra: dict) -> dict:
-    import json
-    import os
-
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD.format(root=str(ROOT))],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, **env_extra},
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_python(CHILD.format(root=str(ROOT)), env_extra)
 
 
 def test_the_warm_up_starts_once_returns_at_once_and_builds_the_shared_pieces():
@@ -85,19 +70,7 @@ print(json.dumps({{"seen": seen, "seconds": list(warmup.warmup_report().seconds)
 
 
 def test_then_runs_in_the_warm_up_thread_before_its_steps():
-    import json
-    import os
-
-    done = subprocess.run(
-        [sys.executable, "-c", THEN.format(root=str(ROOT))],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "QWEN_WARMUP": "1"},
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = run_python(THEN.format(root=str(ROOT)), {"QWEN_WARMUP": "1"})
     # the shipped model's load goes here: one background thread imports transformers' models at a time
     assert result["seen"] == [["then", "engine-warmup"], "step"]
     assert result["seconds"][-2:] == ["then", "step"]
@@ -121,19 +94,7 @@ print(json.dumps({{"before": before, "heavy_before": heavy_before, "after": list
 
 
 def test_a_server_s_warm_up_waits_for_its_first_page_before_it_imports_torch():
-    import json
-    import os
-
-    done = subprocess.run(
-        [sys.executable, "-c", AFTER_PAGE.format(root=str(ROOT))],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "QWEN_WARMUP": "1"},
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = run_python(AFTER_PAGE.format(root=str(ROOT)), {"QWEN_WARMUP": "1"})
     # nothing ran while the first page drew (it had half a second); then everything did
     assert result["before"] == {} and result["heavy_before"] is False
     assert result["after"] == ["import torch", "import transformers", "import xgrammar", "step"]
