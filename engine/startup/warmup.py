@@ -109,8 +109,8 @@ def warmup_steps() -> list[tuple[str, object]]:
         *steps,
         ("grammar engine", grammar_engine),
         ("tool set grammars", tool_sets),
-        ("other families", other_families),
         ("lesson 4's costs", lesson_4_costs),
+        ("other families", other_families),
     ]
 
 

@@ -15,6 +15,7 @@ and without the bad turn and reports the measured difference beside the formula.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 
 from ..core.tokenizer import IM_END
@@ -106,8 +107,17 @@ def measure_malformed_cost(scenario, style: str = "native") -> MalformedCost:
     )
 
 
-@functools.lru_cache(maxsize=64)
 def malformed_cost_of(name: str, style: str = "native") -> MalformedCost:
     """`measure_malformed_cost` of the scenario called `name`, once per process: it runs the scripted tools in the
-    sandbox (about a second), and lesson 4, its quiz and the gallery all show the same figures."""
+    sandbox (about a second), and lesson 4, its quiz and the gallery all show the same figures. A page that asks
+    while the warm-up measures it waits for that measure rather than running the tools a second time."""
+    with _measuring:
+        return _malformed_cost_of(name, style)
+
+
+_measuring = threading.Lock()
+
+
+@functools.lru_cache(maxsize=64)
+def _malformed_cost_of(name: str, style: str) -> MalformedCost:
     return measure_malformed_cost(load_scenario(name), style)
