@@ -204,3 +204,27 @@ def test_home_and_the_sidebar_never_wait_for_the_shipped_model_while_it_loads(mo
     assert loading in [i.value for i in at.info] and loading in [c.value for c in at.sidebar.caption]
     assert not running.finished.is_set() and isinstance(running.finished, threading.Event)
     assert "Shipped model:" not in page_text(at)  # its label comes once it is loaded
+
+
+def test_lesson_1_without_tools_the_shipped_model_answers_in_words_and_with_them_calls(monkeypatch):
+    import html
+    import re
+
+    from helpers import open_page
+
+    from ui.shipped_model import _starting_choice
+
+    monkeypatch.delenv("QWEN_MODEL", raising=False)
+    _starting_choice.clear()
+    at = open_page("app_pages/why_call_a_tool.py", timeout=180)
+    at.button(key="why_call_a_tool_ask").click().run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+
+    def column_text(heading: str) -> str:
+        column = next(c for c in at.columns if heading in [s.value for s in c.subheader])
+        # the token strips are HTML, one span a token and its id: their text, tags removed ("_letter" is one token)
+        return html.unescape(re.sub(r"<[^>]+>", "", "\n".join(m.value for m in column.markdown)))
+
+    bare, offered = column_text("Without tools"), column_text("With tools")
+    assert "<tool_call>" not in bare and "_letter" not in bare and "guess" in bare, bare
+    assert "<tool_call>" in offered and "_letter" in offered, offered
