@@ -89,6 +89,14 @@ def test_packing_fills_screens_evenly_and_splits_a_long_table_under_its_header()
     assert len(tables) == 2 and all(t.startswith("| a | b |\n| --- | --- |\n") for t in tables)
     assert sum(len(t.splitlines()) - 2 for t in tables) == 14
     assert screens.texts(parts) == ["Some words.", *tables, "- one\n- two"]
+    # rows long enough to wrap take two lines of the box: eight of them are two screens' tables, four and four
+    label = "held-out words in training phrasings: exactly the right call"
+    wide = "| | native | ReAct |\n| --- | --- | --- |\n" + "\n".join(
+        f"| {label} {i} | 10 of 20 | 11 of 20 |" for i in range(8)
+    )
+    assert screens.row_height(wide.splitlines()[2]) == 2 and screens.row_height("| a | b |") == 1
+    assert [len(t.splitlines()) - 2 for t in screens.blocks(wide)] == [4, 4]
+    assert [len(t.splitlines()) - 2 for t in screens.blocks("\n".join(wide.splitlines()[:7]))] == [5]
 
 
 def test_a_glossary_link_projected_keeps_presenter_mode_and_opens_its_term_on_the_first_screen():

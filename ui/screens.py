@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 WIDTH = 80  # characters a projected line holds
 LINES = 18  # lines a projected section holds under its bar, with room to spare
 TABLE_ROWS = 10  # a table's rows (under its header) that its box shows projected (ui/presenter.css: 59% of the screen)
+ROW_CHARS = 60  # a table row's Markdown longer than this wraps onto two lines projected (a long label's cell wraps)
 LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 
@@ -53,18 +54,29 @@ def pack(items: Iterable, size: Callable[[object], int], budget: int = LINES) ->
     return groups
 
 
+def row_height(row: str) -> int:
+    """How many of a projected table box's lines a table row takes: one, or more where its text wraps."""
+    return -(-len(row.strip()) // ROW_CHARS)
+
+
 def blocks(markdown: str) -> list[str]:
     """Markdown cut where a screen may end: between paragraphs, between list items, and inside a table too
     long for its box (each part keeps the table's header)."""
     out: list[str] = []
     for chunk in re.split(r"\n\s*\n", markdown.strip()):
         rows = chunk.splitlines()
-        if rows and rows[0].lstrip().startswith("|") and len(rows) > TABLE_ROWS + 2:
+        if rows and rows[0].lstrip().startswith("|") and sum(map(row_height, rows[2:])) > TABLE_ROWS:
             head, body = rows[:2], rows[2:]
-            per = TABLE_ROWS
-            # even parts, so the last is not a row or two alone
-            parts = -(-len(body) // per)
-            out += ["\n".join(head + body[i * len(body) // parts : (i + 1) * len(body) // parts]) for i in range(parts)]
+            # even parts by height, so the last is not a row or two alone
+            heights = list(map(row_height, body))
+            parts = -(-sum(heights) // TABLE_ROWS)
+            cut, done, part = [[]], 0, sum(heights) / parts
+            for row, height in zip(body, heights, strict=True):
+                if cut[-1] and done + height > part * len(cut) + 0.01:
+                    cut.append([])
+                cut[-1].append(row)
+                done += height
+            out += ["\n".join(head + group) for group in cut]
         elif rows and rows[0].startswith("- "):
             items: list[list[str]] = []
             for row in rows:
