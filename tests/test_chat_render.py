@@ -9,23 +9,8 @@ import pytest
 from transformers.utils.chat_template_utils import render_jinja_template
 
 from engine.core.chat_render import compiled, plain, render_template
-from engine.core.template_guard import ASSETS, is_known
+from engine.core.template_guard import is_known, shipped_templates
 from tests.helpers import ROOT
-
-
-def shipped_templates() -> dict[str, str]:
-    """Every chat template under assets/ (a folder's chat_template.jinja or its tokenizer_config.json's)."""
-    found = {}
-    for folder in sorted(p for p in ASSETS.iterdir() if p.is_dir()):
-        jinja, config = folder / "chat_template.jinja", folder / "tokenizer_config.json"
-        if jinja.is_file():
-            found[folder.name] = jinja.read_text(encoding="utf-8")
-        elif config.is_file():
-            template = json.loads(config.read_text(encoding="utf-8")).get("chat_template")
-            if isinstance(template, str):
-                found[folder.name] = template
-    return found
-
 
 TEMPLATES = shipped_templates()
 TOOLS = json.loads((ROOT / "lessons" / "tools" / "strawberry.json").read_text(encoding="utf-8"))

@@ -102,18 +102,27 @@ class _Cut(Exception):
 
 
 @functools.lru_cache(maxsize=1)
-def known_hashes() -> frozenset[str]:
-    """The sha256 of every chat template the site ships (assets/*/): these render in the process."""
-    found = set()
+def shipped_templates() -> dict[str, str]:
+    """Every chat template the site ships, by its assets/ folder: its chat_template.jinja, and its
+    tokenizer_config.json's (named "folder/tokenizer_config.json" where the folder has both)."""
+    found = {}
     for folder in sorted(p for p in ASSETS.iterdir() if p.is_dir()):
         jinja, config = folder / "chat_template.jinja", folder / "tokenizer_config.json"
-        if jinja.is_file():
-            found.add(template_hash(jinja.read_text(encoding="utf-8")))
         if config.is_file():
             template = json.loads(config.read_text(encoding="utf-8")).get("chat_template")
             if isinstance(template, str):
-                found.add(template_hash(template))
-    return frozenset(found)
+                found[folder.name] = template
+        if jinja.is_file():
+            # a folder with both ships both (llama3.1's): the .jinja is the one its tokenizer renders
+            if folder.name in found:
+                found[f"{folder.name}/tokenizer_config.json"] = found[folder.name]
+            found[folder.name] = jinja.read_text(encoding="utf-8")
+    return found
+
+
+def known_hashes() -> frozenset[str]:
+    """The sha256 of every chat template the site ships (assets/*/): these render in the process."""
+    return frozenset(template_hash(t) for t in shipped_templates().values())
 
 
 def template_hash(template: str) -> str:
