@@ -10,7 +10,7 @@ from ui.description_whatif import description_whatif
 from ui.draw import legend_html, notice, prompt_html
 from ui.first_token_panel import first_token_panels
 from ui.glossary import show_intro
-from ui.sections import headline, more, section
+from ui.sections import headline, more, scene
 from ui.state import style
 from ui.understanding import check_understanding
 from ui.words import LESSONS, for_format, lesson
@@ -47,15 +47,14 @@ headline(for_format(text, "the answer, headline", chosen_style), key="answer_and
 more(for_format(text, "the answer", chosen_style), key="answer_and_when_not_to_call_answer")
 st.markdown(legend_html(), unsafe_allow_html=True)
 st.container(key="answer_and_when_not_to_call_prompt").markdown(conversation_html(last.prompt), unsafe_allow_html=True)
-section("Its answer")
+scene("Its answer", heading=None)
 with st.expander(f"The whole prompt of that call ({last.prompt.count:,} tokens, tool definitions included)"):
     st.markdown(prompt_html(last.prompt), unsafe_allow_html=True)
 st.markdown(text["its answer"])
 st.success(run.answer)
 
-section("When not to call")
 # -- the first token: call or answer -----------------------------------------------------------------
-st.header("When not to call")
+scene("When not to call")
 headline(text["when not to call, headline"], key="answer_and_when_not_to_call_first_token")
 more(text["when not to call"], key="answer_and_when_not_to_call_first_token")
 if not get_format(chosen_style).special_opener:  # the first-token panel needs an opener that is one token
@@ -64,17 +63,14 @@ if not get_format(chosen_style).special_opener:  # the first-token panel needs a
 
 first_token_panels(DATA["questions"], text["needs the model"])
 
-section("What if the tool said something else")
-st.subheader(text["description what if heading"])
+scene("What if the tool said something else", text["description what if heading"], level="subheader")
 description_whatif(DATA["questions"])
 
-section("What Qwen3-1.7B does")
-st.subheader("What Qwen3-1.7B does")
+scene("What Qwen3-1.7B does", level="subheader")
 st.markdown(text["reported elsewhere"])
 
-section("Grounded, or a guess?")
 # -- the twin misconception ------------------------------------------------------------------------
-st.header("Grounded, or a guess?")
+scene("Grounded, or a guess?")
 headline(text["the twin misconception, headline"], key="answer_and_when_not_to_call_twins")
 more(text["the twin misconception"], key="answer_and_when_not_to_call_twins")
 twins = {is_guess: scripted(chosen_style, is_guess) for is_guess in (False, True)}
@@ -92,6 +88,6 @@ for column, is_guess in zip(st.columns(2), (False, True), strict=True):
         results = sum(len(s.results) for s in episode.calls)
         st.info(f"The harness: *{episode.stop_reason}*. Tool results in the conversation: **{results}**")
 
-section("What to notice")
+scene("What to notice", heading=None)
 notice(text["what to notice"])
 check_understanding(ID)

@@ -15,7 +15,7 @@ from ui.glossary import show_intro
 from ui.literal import table_html
 from ui.numbers import format_count
 from ui.palette import ink
-from ui.sections import screen_size, section
+from ui.sections import scene, screen_size
 from ui.state import from_url, style, to_url
 from ui.tool_editor import read_editor_tools, tool_editor
 from ui.words import lesson
@@ -95,8 +95,7 @@ if planned is not None:
 else:
     st.info(usable(first_tools, calls, bad) + " " + text["tools below"])
 
-section("Your tools")
-st.header("Your tools")
+scene("Your tools")
 left, right = st.columns([3, 2], gap="large")
 with left:
     tools, problems = tool_editor("calculator", height=screen_size(360, 300))
@@ -125,8 +124,7 @@ def draw_run(tools) -> None:
     run, other, clean = planned if tools == first_tools and planned else plan_runs(tools, calls, bad, place)
     totals = run.totals()
 
-    section("The run")
-    st.header("The run")
+    scene("The run")
     cols = st.columns(4)
     cols[0].metric("Model calls", totals["calls"])
     cols[1].metric("Input tokens, whole run", f"{totals['input_tokens']:,}")
@@ -173,7 +171,7 @@ def draw_run(tools) -> None:
                     )
                 )
 
-    section("The calls, one by one")
+    scene("The calls, one by one", heading=None)
     st.markdown(
         table_html(
             [
@@ -192,7 +190,7 @@ def draw_run(tools) -> None:
         unsafe_allow_html=True,
     )
 
-    section("The same tools elsewhere")
+    scene("The same tools elsewhere", heading=None)
     # -- the same tools elsewhere: OpenAI's published estimate beside Qwen3's counts, Anthropic's quoted overhead
     same_tools_elsewhere(tools, load_scenario("strawberry").messages)
 
@@ -204,5 +202,5 @@ if usable(tools, calls, bad) is not None:
 else:
     draw_run(tools)
 
-section("What to notice")
+scene("What to notice", heading=None)
 notice(text["what to notice"])

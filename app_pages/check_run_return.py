@@ -12,7 +12,7 @@ from ui.draw import draw_reading, notice
 from ui.glossary import show_intro
 from ui.literal import plural, table_html
 from ui.numbers import format_count
-from ui.sections import section
+from ui.sections import scene
 from ui.state import from_url, style, style_button, to_url
 from ui.understanding import check_understanding
 from ui.views.step_data import harness_run
@@ -108,16 +108,14 @@ def the_run() -> bool:
         key="check_run_return_view",
     )
     # the lesson's opening words and the scenario's story, after the run they explain
-    section("The harness and this run")
-    st.header("The harness and this run")
+    scene("The harness and this run")
     with st.container(key="check_run_return_whole_story"):  # (every line shown: these words are the section)
         show_intro(ID, text["intro"])
         st.markdown(text["scenario"])
         st.markdown(f"**{scenario.summary}** {scenario.lesson}")
 
-    section("The token ledger")
     # -- the ledger ----------------------------------------------------------------------------------
-    st.header("The token ledger")
+    scene("The token ledger")
     st.markdown(text["the token ledger"])
     calls = run.ledger.calls
     rows = [
@@ -143,9 +141,8 @@ def the_run() -> bool:
         st.plotly_chart(figure, key="check_run_return_ledger_chart")
         chart_caption(figure, "call {}")
 
-    section("Forgiving or all-or-nothing")
     # -- the two policies side by side ------------------------------------------------------------------
-    st.header("Forgiving or all-or-nothing")
+    scene("Forgiving or all-or-nothing")
     if not get_format(chosen_style).parallel:
         # one call per reply: the two policies cannot differ
         st.markdown(text["policies in react"])
@@ -165,9 +162,8 @@ def the_run() -> bool:
                     f"{whole.ledger.input_tokens:,} input tokens; it ended with *{whole.stop_reason}*."
                 )
 
-    section("What a broken call costs")
     # -- what the broken call costs -------------------------------------------------------------------
-    st.header("What a broken call costs")
+    scene("What a broken call costs")
     if scenario.malformed_turn is None:
         st.markdown(text["no broken call"])
     elif any(s.parse.returned_as_text for s in run.calls):
@@ -213,7 +209,7 @@ def the_run() -> bool:
         with formula:
             st.metric("Formula: C_bad + (a_bad + e) × n_later", f"{cost.formula_in:,}")
             st.markdown(f"{cost.formula_text} tokens")
-        section("The formula's terms")
+        scene("The formula's terms", heading=None)
         st.markdown(
             words(
                 ID,
@@ -231,6 +227,6 @@ def the_run() -> bool:
 
 # (a scenario this style lacks: only the warning above; the page still ends normally, so projected its section bar is drawn)
 stopped = chosen_style in scenario.styles and the_run()
-section("What to notice")
+scene("What to notice", heading=None)
 notice(text["what to notice (stopped)" if stopped else "what to notice"])
 check_understanding(ID)

@@ -19,7 +19,7 @@ from ui.draw import notice
 from ui.glossary import show_intro
 from ui.models import draw_source, panel_source, show_engine_error, tokenizer
 from ui.numbers import format_allowed
-from ui.sections import headline, more, section
+from ui.sections import headline, more, scene
 from ui.side_by_side import decoded_pair, explain_identical, show_pair
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
@@ -157,21 +157,19 @@ if total < len(ids):
 if mode == "none" and any(s.id == TOOL_CALL for s in steps):
     st.warning(text["none and a call"])
 # the lesson's opening words, the headline figure and how to read the view, after the view they explain
-section("What the mask does")
-st.header("What the mask does")
+scene("What the mask does")
 show_intro(ID, text["intro"])
 (st.caption if get_format(style()).constrained else st.warning)(text["native only"])
 at_name = headline_figure()
 mask_words()
 
-section("Tokens allowed, token by token")
+scene("Tokens allowed, token by token", heading=None)
 figure = allowed_figure(steps, number, REAL_VOCAB, 280)
 st.plotly_chart(figure, key="constrained_decoding_allowed_chart")
 allowed_legend()
 chart_caption(figure, "token {}")
 
-section("Before and after the mask")
-st.subheader("Before and after the mask")
+scene("Before and after the mask", level="subheader")
 if source.kind == "pack":
     draw_source(source)
     st.markdown(text["before and after"])
@@ -189,8 +187,7 @@ else:
     else:
         st.caption(text["before and after, where"])
 
-section("Free and constrained")
-st.header("Free and constrained, side by side")
+scene("Free and constrained", "Free and constrained, side by side")
 headline(text["side by side, headline"], key="constrained_decoding_pair")
 more(text["side by side"], key="constrained_decoding_pair")
 
@@ -202,13 +199,11 @@ if both:
     if identical:
         explain_identical(mode, text)  # (a screen of its own when projected)
 
-section("What the grammar does not do")
-st.header("What the grammar does not do")
+scene("What the grammar does not do")
 st.markdown(text["what it does not do"])
 other = walked("other-tool", "auto")
 st.markdown(words(ID, "wrong tool", allowed=sum(s.ok for s in other), total=len(other)))
-section("It cannot stop a cut-off")
-st.subheader("It cannot stop a cut-off", anchor="cut-off")
+scene("It cannot stop a cut-off", level="subheader", anchor="cut-off")
 cut = load_scenario("cut-off")
 cut_steps = walked_cut(cut_text := cut.turns[constrained_format().name][cut.malformed_turn].text)
 st.markdown(words(ID, "cut off", allowed=sum(s.ok for s in cut_steps), total=len(cut_steps)))
@@ -216,6 +211,6 @@ cut_verdict = parse_turn(cut_text, cut.tools, constrained_format().name)
 st.code(cut_verdict.errors[0].error if cut_verdict.errors else "(no error)", language=None, wrap_lines=True)
 st.caption(text["reported elsewhere"])
 
-section("What to notice")
+scene("What to notice", heading=None)
 notice(words(ID, "what to notice", allowed=at_name["allowed"], vocab=REAL_VOCAB))
 check_understanding(ID, allowed=at_name["allowed"])

@@ -17,7 +17,7 @@ from ui.experiments import (
     totals_table,
 )
 from ui.models import current_engine, random_label
-from ui.sections import section
+from ui.sections import scene
 from ui.state import from_url, to_url
 from ui.words import lesson, words
 
@@ -31,8 +31,7 @@ suite_name = from_url("experiments_suite", "suite", "strawberry", str, names)
 to_url(suite=suite_name)
 published = [p for p in published_figures() if p.suite == suite_name]
 
-section("The suite")
-st.header("Suite")
+scene("The suite", "Suite")
 st.markdown(text["suite"])
 st.selectbox("Suite", names, key="experiments_suite", format_func=lambda n: f"{n}: {load_suite(n).title}")
 suite = load_suite(suite_name)
@@ -42,7 +41,7 @@ with st.expander("The tasks, and what a right answer is"):
         [{"task": t.id, "asks": t.messages[-1]["content"][:120], "right": t.right} for t in suite.tasks],
         hide_index=True,
     )
-section("Conditions, seeds, tokens")
+scene("Conditions, seeds, tokens", heading=None)
 st.markdown(text["conditions"])
 left, middle, right = st.columns(3)
 # pills wrap on a narrow projected column, where a multiselect's chips scroll
@@ -62,23 +61,20 @@ tokens = right.number_input(
 )
 
 if published:
-    section("Published figures")
-    st.subheader("Published")
+    scene("Published figures", "Published", level="subheader")
     st.markdown(text["published"])
     st.dataframe(published_rows(published), hide_index=True)
 
-section("Stop words")
-st.header("Stop words")
+scene("Stop words")
 st.markdown(text["stop words"])
 # projected, each scene's turn on one screen and what it shows on the next: the two do not fit one
-for number, scene in enumerate(load_stop_scenes(), 1):
-    section(f"Stop words, case {number}: the turn")
-    stop_word_scene(scene)
-    section(f"Stop words, case {number}: what it shows")
-    st.markdown(scene.lesson)
+for number, case in enumerate(load_stop_scenes(), 1):
+    scene(f"Stop words, case {number}: the turn", heading=None)
+    stop_word_scene(case)
+    scene(f"Stop words, case {number}: what it shows", heading=None)
+    st.markdown(case.lesson)
 
-section("Run it")
-st.header("Run it")
+scene("Run it")
 engine = current_engine()
 if engine is None:
     # no st.stop(): the page's last part, and projected its section bar, are still drawn
@@ -107,13 +103,11 @@ if engine is not None:
 results = st.session_state.get("experiments_results") or []
 if results:
     ran = st.session_state.get("experiments_suite_run", suite_name)
-    section("Results")
-    st.header("Results")
+    scene("Results")
     st.markdown(text["results"])
     st.caption(f"Suite {ran}, model {results[0].model.get('name')}; " + "; ".join(r.note for r in results if r.note))
     st.dataframe(totals_table(results), hide_index=True)
-    section("Results: chart")
-    st.subheader("Chart")
+    scene("Results: chart", "Chart", level="subheader")
     figure = results_figure(results, [p for p in published_figures() if p.suite == ran])
     # "beside the published runs" only where the chart draws one
     drawn = any(str(x).endswith("(published)") for trace in figure.data[:1] for x in trace.x)
@@ -122,6 +116,6 @@ if results:
     st.plotly_chart(figure, key="experiments_chart")
     chart_caption(figure)
     downloads(results, ran)
-    section("What to notice")
+    scene("What to notice", heading=None)
 
 notice(text["what to notice"])

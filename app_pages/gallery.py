@@ -23,7 +23,7 @@ from ui.gallery_view import (
     draw_schema_cost,
     draw_verdict,
 )
-from ui.sections import more, section
+from ui.sections import more, scene
 from ui.sources import expand_citations
 from ui.state import from_url, style, to_url
 from ui.views.step_data import walk_run
@@ -121,20 +121,18 @@ case = case_of(name, chosen_style)
 st.header(f"1 · The turn (reply {case.turn_index + 1} of the script)")
 st.markdown(turn_html(case.text, case.ours["per-block"].blocks), unsafe_allow_html=True)
 # the gallery's opening words and this case's story, after the turn they explain
-section("The case")
-st.header("The case")
+scene("The case")
 st.markdown(words(ID, "intro", cases=len(list_gallery())))
 more(text["pick a case"], key="gallery_pick")
 about_case()
 st.markdown(text["the turn"])
 if case.cut is not None and case.cut.inside_string:
-    section("Where the block ends")
+    scene("Where the block ends", heading=None)
     st.markdown(words(ID, "the cut", cut_at=case.cut.cut_at, length=len(case.text)))
     st.code(case.cut.left_over, language=None, wrap_lines=True)
 
 # -- 2. the naive parser --------------------------------------------------------------------------------
-section("A naive parser")
-st.header("2 · What a naive parser does")
+scene("A naive parser", "2 · What a naive parser does")
 if case.naive is None:
     st.markdown(text["the naive parser in react"])
 else:
@@ -143,20 +141,18 @@ else:
 st.markdown(plain(scenario.gallery["naive"]))
 
 # -- 3. ours ------------------------------------------------------------------------------------------------
-section("Ours, under both policies")
-st.header("3 · What ours does, under both policies")
+scene("Ours, under both policies", "3 · What ours does, under both policies")
 st.markdown(text["ours, under both policies"])
 for column, policy in zip(st.columns(2), POLICIES, strict=True):
     with column:
         draw_verdict(policy, case.ours[policy], scripted_run(name, chosen_style, policy))
 
 # -- 4. what prevents it ----------------------------------------------------------------------------------
-section("What prevents it")
-st.header("4 · What prevents it")
+scene("What prevents it", "4 · What prevents it")
 st.markdown(plain(scenario.gallery["prevents"]))
 check = grammar_of(name, chosen_style)
 if check is not None:  # the grammar's walk through the turn is a screen of its own
-    section("The grammar, token by token")
+    scene("The grammar, token by token", heading=None)
 if check is None:
     st.markdown(text["no grammar in react"])
 elif check.tool_choice == "none":
@@ -196,8 +192,7 @@ else:
 # -- 5. the cost --------------------------------------------------------------------------------------------------
 kind, cost = cost_of(name, chosen_style)
 if kind is not None:
-    section("The cost")
-    st.header("5 · The cost")
+    scene("The cost", "5 · The cost")
     if kind == "schemas":
         draw_schema_cost(cost)
     elif kind == "retries":
@@ -209,5 +204,5 @@ if kind is not None:
         draw_malformed_cost(cost)
         st.markdown(words(ID, "the terms", c_bad=cost.c_bad, a_bad=cost.a_bad, e=cost.e, n_later=cost.n_later))
 
-section("What to notice")
+scene("What to notice", heading=None)
 notice(text["what to notice"])

@@ -5,7 +5,7 @@ import streamlit as st
 from engine.core.markdown_text import code_span
 from ui import screens
 from ui.glossary import entry_text, glossary, term_url
-from ui.sections import section
+from ui.sections import scene
 from ui.words import lesson_index, page_title
 
 
@@ -37,7 +37,10 @@ st.markdown(" · ".join(f"[{e['term']}]({term_url(e['id'])})" for e in data["ter
 # projected, entries go to one screen while they fit it whole
 for group in screens.pack(data["terms"], lines):
     # its first and last term: a short name keeps the section's bar on one line
-    section(f"Terms: {group[0]['term']} – {group[-1]['term']}" if len(group) > 1 else f"Term: {group[0]['term']}")
+    scene(
+        f"Terms: {group[0]['term']} – {group[-1]['term']}" if len(group) > 1 else f"Term: {group[0]['term']}",
+        heading=None,
+    )
     for entry in group:
         st.subheader(entry["term"], anchor=entry["id"])
         st.markdown(entry_text(entry))

@@ -9,7 +9,7 @@ from engine.harness.loop import list_gallery, load_scenario, run_scenario
 from ui.model_status import model_summary
 from ui.models import live_model_name, setup_link
 from ui.numbers import format_count
-from ui.sections import section
+from ui.sections import scene
 from ui.state import STYLE_NAMES
 from ui.teacher import class_path, minutes_words
 from ui.views.loop_view import loop_view, run_end, run_frames
@@ -31,8 +31,7 @@ def strawberry_loop() -> tuple[list, str]:
 frames, end = strawberry_loop()
 loop_view("home_loop", frames=frames, end=end)
 
-section("The lessons")
-st.header("The lessons")
+scene("The lessons")
 # the count comes from lessons/index.json: the lessons listed below, never a number typed into the text
 listed = [e for e in lesson_index() if e["section"] == NUMBERED and Path(ROOT / e["page"]).exists()]
 st.markdown(words("home", "the lessons", lessons=format_count(len(listed))))
@@ -43,14 +42,14 @@ lines = dict(
 lines = {key: line.format(cases=len(list_gallery())) for key, line in lines.items()}  # counts from the engine's data
 for group in ("Lessons", "Tools"):
     if group == "Tools":
-        section("The tools")
+        scene("The tools", heading=None)
     entries = [e for e in lesson_index() if e["section"] == group and Path(ROOT / e["page"]).exists()]
     # presenter mode: four pages fit a 768 px screen, three beside the lessons' opening sentence; screens share them evenly
     screens = math.ceil(len(entries) / (3 if group == "Lessons" else 4))
     per_screen = math.ceil(len(entries) / screens)
     for shown, entry in enumerate(entries):
         if shown and shown % per_screen == 0:
-            section(f"The {group.lower()}, continued")
+            scene(f"The {group.lower()}, continued", heading=None)
         st.page_link(entry["page"], label=page_title(entry["id"]))
         minutes = minutes_words(entry["id"])
         if entry["id"] in lines or minutes:
@@ -60,20 +59,18 @@ for group in ("Lessons", "Tools"):
 path = class_path()
 pages = {e["id"]: e["page"] for e in lesson_index()}
 length = sum(stop.minutes for stop in path)
-section(f"A {length}-minute class")
-st.header(f"A {length}-minute class")
+scene(f"A {length}-minute class")
 st.markdown(words("home", "a class", minutes=length))
 # projected, three stops fit a 768 px screen: the stops shared evenly over as few screens as that takes
 screens = math.ceil(len(path) / 3)
 starts = {math.ceil(k * len(path) / screens) for k in range(1, screens)}
 for number, stop in enumerate(path):
     if number in starts:
-        section(f"A {length}-minute class, continued")
+        scene(f"A {length}-minute class, continued", heading=None)
     st.page_link(pages[stop.page], label=f"{page_title(stop.page)} · {stop.minutes} min")
     st.caption(f"Screens: {' → '.join(stop.screens)}. {stop.show[0].upper()}{stop.show[1:]}. Ask: *{stop.ask}*")
 
-section("Model and settings")
-st.header("Model and settings")
+scene("Model and settings")
 st.markdown(text["settings"])
 model_summary(live_model_name())
 setup_link()

@@ -22,7 +22,7 @@ from ui.glossary import show_intro
 from ui.literal import table_html
 from ui.numbers import format_count
 from ui.palette import ink
-from ui.sections import section
+from ui.sections import scene
 from ui.state import from_url, to_url
 from ui.understanding import check_understanding
 from ui.words import lesson, words
@@ -132,8 +132,7 @@ st.markdown(
 )
 draw_prices("strawberry", "other_model_families_two_chart")
 
-section("The families")
-st.header("The families")
+scene("The families")
 st.markdown(text["the families"])
 with st.expander("Who renders each prompt"):
     st.markdown(text["who renders each"])
@@ -152,13 +151,11 @@ with st.expander("Who renders each prompt"):
         unsafe_allow_html=True,
     )
 
-section("What twelve tools cost")
-st.header("What twelve tools cost")
+scene("What twelve tools cost")
 st.markdown(text["twelve tools"])
 draw_prices("coding-agent", "other_model_families_twelve_chart")
 
-section("The same call")
-st.header("The same call in each family")
+scene("The same call", "The same call in each family")
 # lesson 3 counts the same call with the <|im_end|> that ends its turn: both figures from the engine
 st.markdown(
     words(
@@ -180,8 +177,7 @@ for tab, name in zip(st.tabs([f.display_family for f in FAMILIES.values()]), FAM
             f"{format_count(len(ids))} tokens · read back as the {FAMILIES[name].parser_reference} reads it: {verdict}"
         )
 
-section("The opener")
-st.header("The opener")
+scene("The opener")
 st.markdown(text["the opener"])
 at_name = allowed_at_names()
 st.markdown(
@@ -198,8 +194,7 @@ st.markdown(
     unsafe_allow_html=True,
 )
 
-section("Where the tools go")
-st.header("Where the tools go")
+scene("Where the tools go")
 names = list(FAMILIES)
 # it opens on the first family the other lessons do not show (their own family's prompt is lesson 2's)
 first_other = next(n for n, f in FAMILIES.items() if not f.in_lessons)
@@ -216,8 +211,7 @@ with st.container(height=200):
     st.markdown(f'<div class="prompt-view">{"".join(parts)}</div>', unsafe_allow_html=True)
 st.caption(words(ID, "where the tools go", count=f"{prompt.count:,}"))
 
-section("Strict and server")
-st.header("Strict and server")
+scene("Strict and server")
 st.markdown(text["strict and server"])
 # one tab per family: a family's few turns fit a projected screen whole, where all of them would scroll
 differences = policy_differences(load_tool_set("strawberry"))
@@ -239,5 +233,5 @@ for tab, family in zip(policies.tabs(lenient), lenient, strict=True):
 check_understanding(ID)  # a section of its own
 
 # last, so that the "Next lesson" link the router adds below fits on the same screen
-section("What to notice")
+scene("What to notice", heading=None)
 notice(text["what to notice"])

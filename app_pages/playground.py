@@ -24,7 +24,7 @@ from ui.playground_files import (
     load_files,
     load_linked_files,
 )
-from ui.sections import more, section
+from ui.sections import more, scene
 from ui.state import edits_to_url, from_url, restore, style, to_url
 from ui.stream import TokenStream
 from ui.views.loop_view import loop_view, run_end, run_frames
@@ -165,9 +165,8 @@ loop_view(
     end=run_end(last["calls"]) if last else "",
 )
 
-section("Workspace")
 # -- the workspace, editable ---------------------------------------------------------------------
-st.header("Workspace")
+scene("Workspace")
 st.markdown(text["workspace"])
 if st.session_state.get(LINK_PROBLEM):  # a link whose files could not be used: why, above the scenario's
     st.warning(st.session_state[LINK_PROBLEM])
@@ -177,9 +176,8 @@ too_long = edits_to_url("files", None if entries == list(scenario.files.items())
 if too_long:
     st.caption(too_long)
 
-section("Question")
 # -- the question, and (read alone) the run --------------------------------------------------------
-st.header("Question")
+scene("Question")
 if mode == "scripted":
     st.caption(text["scripted question"])
 else:
@@ -190,8 +188,7 @@ if mode == "live":
 
 # -- what the run did: a fixed set of sections, however many calls it made --------------------------
 result = st.session_state.get("playground_result")
-section("The calls")
-st.header("The calls")
+scene("The calls")
 if not result:
     st.caption(text["no run yet"])
 else:
@@ -212,20 +209,18 @@ else:
         unseen = result.get("unseen") or [[] for _ in calls]
         draw_call(number, calls[number - 1], tiny=result.get("tiny", False), unseen=unseen[number - 1])
 
-section("The ledger")
-st.subheader("The ledger")
+scene("The ledger", level="subheader")
 if not result:
     st.caption(text["no run yet"])
 else:
     draw_ledger(result)
 
-section("After the run")
-st.subheader("After the run")
+scene("After the run", level="subheader")
 if not result:
     st.caption(text["no run yet"])
 else:
     st.markdown(text["after the run"])
     draw_files_after(result["files_before"], result["files_after"])
 
-section("What to notice")
+scene("What to notice", heading=None)
 notice(text["what to notice"])

@@ -8,7 +8,7 @@ from engine.harness.loop import list_gallery, list_scenarios, load_scenario
 from engine.teaching.exchanges import scenario_exchanges
 from ui.draw import notice
 from ui.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs
-from ui.sections import headline, markdown_in_sections, more, section
+from ui.sections import headline, markdown_in_sections, more, scene
 from ui.state import from_url, style, to_url
 from ui.understanding import check_understanding
 from ui.wire_view import (
@@ -90,8 +90,7 @@ if chosen_style != style():
 with st.container(key="same_call_in_other_apis_formats_view"):
     draw_formats()
 
-section("The call in each format")
-st.header("The call in each format")
+scene("The call in each format")
 st.markdown(text["intro"])
 st.markdown(text["pick a call"])
 with st.expander("The sidebar's style, and what does not depend on it"):
@@ -104,27 +103,23 @@ if shown.calls:
 else:
     st.markdown(f"**No call: the final answer.** `{shown.answer}`")
 
-section("The request, the reply, what goes back")
-st.header("The request, the reply, what goes back")
+scene("The request, the reply, what goes back")
 request_words, reply_words, back_words = panes(3)
 request_words.markdown("**The request.** " + text["the request"])
 reply_words.markdown("**The reply.** " + text["the reply"])
 back_words.markdown("**What goes back.** " + text["what goes back"])
 
-section("What differs")
 # -- what differs ----------------------------------------------------------------------------------------
-st.header("What differs")
+scene("What differs")
 markdown_in_sections(text["what differs"], "What differs", per=2)
 for title, table in differences_screens(chosen_style):
-    section(title)
+    scene(title, heading=None)
     st.markdown(table, unsafe_allow_html=True)
-section("tool_choice in each API")
-st.subheader("tool_choice in each API")
+scene("tool_choice in each API", level="subheader")
 st.markdown(tool_choice_html(), unsafe_allow_html=True)
 
-section("What the same tools cost elsewhere")
 # -- what the same tools cost ----------------------------------------------------------------------------------
-st.header("What the same tools cost elsewhere")
+scene("What the same tools cost elsewhere")
 rows = costs_elsewhere(scenario.tools, scenario.messages)
 if isinstance(rows, str):
     st.warning(f"No estimate for these tools: {rows}")
@@ -144,12 +139,11 @@ else:
     )
     st.caption(f"The tools of “{scenario.title}” ({len(scenario.tools)} of them) and its opening messages.")
     draw_costs(rows)
-section("Anthropic's hidden system prompt")
-st.subheader("Anthropic's hidden system prompt")
+scene("Anthropic's hidden system prompt", level="subheader")
 headline(text["anthropic, headline"], key="same_call_in_other_apis_anthropic")
 more(text["anthropic's hidden system prompt"], key="same_call_in_other_apis_anthropic")
 draw_anthropic()
 
-section("What to notice")
+scene("What to notice", heading=None)
 notice(text["what to notice"])
 check_understanding(ID)

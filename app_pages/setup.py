@@ -13,7 +13,7 @@ from ui.confinement import confinement_lines
 from ui.model_status import engine_lines, model_summary
 from ui.models import TINY_LABEL, current_engine, is_server, live_model_name
 from ui.packs import active_pack, pack_lines
-from ui.sections import section
+from ui.sections import scene
 from ui.shipped_model import builtin_label
 from ui.words import lesson, words
 
@@ -36,13 +36,11 @@ def no_gpu_advice() -> str | None:
     return None if choose_device("auto") == "cuda" else words(ID, "no gpu", **suggest_small_model().as_json())
 
 
-section("The model")
-st.header("The model")
+scene("The model")
 st.markdown(words(ID, "the model", model=name))
 st.page_link(SHIPPED_MODEL_PAGE, label="The shipped model: how it was trained, what it gets wrong")
 
-section("Getting a model")
-st.header("Getting a model")
+scene("Getting a model")
 engine = current_engine()
 # a folder already on this server is not downloaded: the words say how to load it, and how to name another
 # (a name no folder can have, such as ~someone-unknown/model, is refused by the sidebar's load in one line)
@@ -51,12 +49,10 @@ if engine is None:
     st.markdown(words(ID, "no model loaded, a folder" if on_disk else "no model loaded", model=name))
 st.markdown(words(ID, "how to get another model" if on_disk else "how to get the model", model=name))
 
-section("Server settings")
-st.header("Server settings")
+scene("Server settings")
 st.markdown(text["settings"])
 
-section("The engine")
-st.header("The engine")
+scene("The engine")
 st.markdown(text["the engine"])
 if engine is None:
     pack = active_pack()
@@ -73,12 +69,10 @@ else:
 if not load_settings().engine_url and (advice := no_gpu_advice()):
     st.caption(advice)
 
-section("Visitors' tests")
-st.header("Visitors' tests")
+scene("Visitors' tests")
 st.markdown(text["visitors' tests"])
 confinement_lines()
 
-section("Lesson packs")
-st.header("Lesson packs")
+scene("Lesson packs")
 st.markdown(text["lesson packs"])
 pack_lines()

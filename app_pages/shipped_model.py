@@ -9,7 +9,7 @@ import streamlit as st
 from engine.settings import BUILTIN_FOLDER
 from ui import screens
 from ui.models import tokenizer
-from ui.sections import section
+from ui.sections import scene
 from ui.words import lesson, words
 
 text = lesson("shipped-model")
@@ -46,7 +46,7 @@ else:
         groups = screens.pack(heading + screens.blocks(markdown), screens.lines)
         for k, group in enumerate(groups):
             # a heading's note in brackets stays on the page, not in the section's name
-            section(title.split(" (")[0] + (f" ({k + 1} of {len(groups)})" if len(groups) > 1 else ""))
+            scene(title.split(" (")[0] + (f" ({k + 1} of {len(groups)})" if len(groups) > 1 else ""), heading=None)
             for markdown_text in screens.texts(group):
                 st.markdown(markdown_text)
                 if unexplained and f"{rows:,} rows" in markdown_text:

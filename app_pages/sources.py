@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui import screens
-from ui.sections import section
+from ui.sections import scene
 from ui.sources import address_line, entry_markdown, heading, load_sources
 from ui.words import lesson
 
@@ -22,7 +22,7 @@ st.markdown(text["intro"])
 
 # projected, entries go to one screen while they fit it whole
 for group in screens.pack(load_sources().values(), lines):
-    section(", ".join(source.label for source in group))
+    scene(", ".join(source.label for source in group), heading=None)
     for source in group:
         st.subheader(heading(source), anchor=source.key)  # a lesson's [marker] links to sources#key
         st.markdown(entry_markdown(source))

@@ -12,7 +12,7 @@ from ui import ask, ask_scenes
 from ui.draw import notice
 from ui.glossary import show_intro
 from ui.models import TINY_LABEL, draw_source, panel_source, tokenizer
-from ui.sections import section
+from ui.sections import scene
 from ui.state import style, to_url
 from ui.stream import TokenStream
 from ui.understanding import check_understanding
@@ -112,12 +112,13 @@ if spelled:
     pieces = " | ".join(f"`{piece}`" for piece in spelled)
     under.append(words("the-model-writes-a-call", "word inside the call", count=len(spelled), pieces=pieces))
 if under:
-    section("Under the tokens")  # (projected, the view fills the first screen: what its numbers mean comes next)
+    # (projected, the view fills the first screen: what its numbers mean comes next)
+    scene("Under the tokens", heading=None)
     with st.container(key="the_model_writes_a_call_under"):  # (projected, in the room's type size: ui/presenter.css)
         for caption in under:
             st.caption(caption)
 if steps is None:  # (projected, the two decisive tokens open the screen of the call's text)
-    section("The call")
+    scene("The call", heading=None)
 if rows[0][2] is None:
     st.markdown(for_format(text, "decisive moments", style()))
 
@@ -130,18 +131,15 @@ if steps is None:
     st.markdown(text["not generated yet" if kind in ("live", "random") else "no probabilities"])
 
 # -- the learner's turn: their own question under the sampling settings, another token at a step, sampled calls ----
-section("Your own question")
-st.header(text["your own question heading"])
+scene("Your own question", text["your own question heading"])
 ask_scenes.own_question(source, style(), tok)  # (with no model: what it needs, and how to get it)
 
-section("What if")
-st.header(text["what if heading"])
+scene("What if", text["what if heading"])
 ask_scenes.what_if_picker(source, run or ask.lesson_run(source, style(), generation), step)
 
-section("How often a call breaks")
-st.header(text["malformed heading"])
+scene("How often a call breaks", text["malformed heading"])
 ask_scenes.sampled_calls(source, style(), run)
 
-section("What to notice")
+scene("What to notice", heading=None)
 notice(text["what to notice"])
 check_understanding("the-model-writes-a-call")

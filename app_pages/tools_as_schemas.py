@@ -16,7 +16,7 @@ from ui.draw import notice, prompt_html
 from ui.glossary import show_intro
 from ui.literal import plural
 from ui.numbers import format_count
-from ui.sections import screen_size, section
+from ui.sections import scene, screen_size
 from ui.state import STYLE_NAMES, from_url, style, style_button, to_url
 from ui.tool_editor import read_editor_tools, tool_editor
 from ui.understanding import check_understanding
@@ -64,14 +64,13 @@ view = view.container(key="tools_as_schemas_prompt")  # a shorter box on a proje
 to_url(tokens="1" if by_token else None)
 view.markdown(prompt_html(prompt, by_token), unsafe_allow_html=True)
 if prompt.text.endswith(EMPTY_THINK):
-    section("The empty think")
+    scene("The empty think", heading=None)
     st.container(key="tools_as_schemas_whole_think").markdown(
         text["empty think"]
     )  # a screen of its own: every word shown
 
-section("Edit the tools")
 # -- edit the tools, with the costs beside them ------------------------------------------------------
-st.header("Edit the tools")
+scene("Edit the tools")
 st.markdown(text["edit the tools"])
 left, right = st.columns([3, 2], gap="large")
 with left:
@@ -89,8 +88,7 @@ with right:
         column.metric(f"{get_format(name).label}: tools cost", format_count(tools_tokens.total))
 
 # what the figures are made of, under the editor (projected, a screen of its own: beside the editor it was cut)
-section("What the tools cost")
-st.subheader("What the tools cost")
+scene("What the tools cost", level="subheader")
 shown = costs[style()][1]
 # a format only the prompt asks for (ReAct) is said to be a different format, never set beside the maker's own figure as the same measure
 figure = "tools cost figure" if get_format(style()).maker_format else "tools cost figure react"
@@ -108,9 +106,8 @@ st.markdown(
 other = other_lesson_format(style())
 style_button(f"Switch to the {get_format(other).noun} prompt", other, key="tools_as_schemas_switch")
 
-section("Over a run")
 # -- over a run -----------------------------------------------------------------------------------------
-st.header("Over a run")
+scene("Over a run")
 st.markdown(text["over a run"])
 from_url("tools_as_schemas_calls", "calls", 5, int, range(1, 21))
 calls = st.slider("Number of calls in the run", 1, 20, key="tools_as_schemas_calls")
@@ -142,6 +139,6 @@ for column, name in zip(st.columns(len(STYLE_NAMES)), STYLE_NAMES, strict=True):
         f"{get_format(name).label}: tools cost over {plural(calls, 'call')}", format_count(costs[name][1].total * calls)
     )
 
-section("What to notice")
+scene("What to notice", heading=None)
 notice(text["what to notice"])
 check_understanding("tools-as-schemas", tools=tools)

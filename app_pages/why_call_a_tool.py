@@ -13,7 +13,7 @@ from ui.literal import draw_reply
 from ui.models import draw_source, panel_source, tokenizer
 from ui.numbers import format_count
 from ui.packs import replay_episode_here
-from ui.sections import section
+from ui.sections import scene
 from ui.state import from_url, style, to_url
 from ui.stream import TokenStream
 from ui.understanding import check_understanding
@@ -52,8 +52,7 @@ if pieces:
 
 bare = word.strip()
 if bare and " " not in bare:
-    section("With and without the leading space")
-    st.subheader("With and without the leading space")
+    scene("With and without the leading space", level="subheader")
     st.markdown(text["leading space"])
     left, right = st.columns(2)
     for column, variant in ((left, bare), (right, " " + bare)):
@@ -63,9 +62,8 @@ if bare and " " not in bare:
         with column:
             draw_tokens([(p.id, p.text) for p in shown], extra=[letters_hidden(p) for p in shown])
 
-section("Count with code")
 # -- count with the tool -------------------------------------------------------------------------
-st.header("Count with code")
+scene("Count with code")
 st.markdown(text["count with code"])
 from_url("why_call_a_tool_letter", "letter", "r")
 letter = st.text_input("Letter to count", key="why_call_a_tool_letter", max_chars=1)
@@ -76,9 +74,8 @@ if outcome.error:
 else:
     st.metric(f'count_letter(word="{word.strip()}", letter="{letter}")', outcome.result)
 
-section("Ask the model")
 # -- the live panel ----------------------------------------------------------------------------------
-st.header("Ask the model")
+scene("Ask the model")
 st.markdown(text["live panel"])
 scenario = load_scenario("strawberry")
 question = scenario.messages[0]["content"]
@@ -146,8 +143,7 @@ else:
     draw_source(bare_source)
 st.markdown(text["reported elsewhere"])
 
-section("With tools: the scripted run")
-st.subheader("With tools: the scripted run")
+scene("With tools: the scripted run", level="subheader")
 st.markdown(text["with tools, scripted"])
 run = run_scenario(scenario, style())
 for number, call in enumerate(run.calls, start=1):
@@ -160,6 +156,6 @@ for number, call in enumerate(run.calls, start=1):
         with st.chat_message("user", avatar=":material/build:"):
             st.markdown(f"`{result.name}` ran in the harness and returned **{result.text}**")
 
-section("What to notice")
+scene("What to notice", heading=None)
 notice(text["what to notice"])
 check_understanding("why-call-a-tool")

@@ -1,15 +1,16 @@
 """Presenter mode, one screen at a time: a page is a sequence of sections, and a projector shows one.
 
-A page marks where each section begins with `section("title")` (one line at the top level of the
-script, no indentation to change); the part above the first mark is section 1. Outside presenter
-mode the marks do nothing and the page reads as one page. In presenter mode (?present=1 or the
-sidebar's toggle) only the current section is kept, "Section k of n" and two buttons sit above it,
-PageDown / PageUp move between sections, and ?section=k carries the section in a link.
+A page marks where each scene begins with `scene("title")`: one line at the top level of the script, no
+indentation to change, that begins a section and draws the scene's heading; the part above the first mark is
+section 1. Outside presenter mode the marks only draw their headings and the page reads as one page. In presenter
+mode (?present=1 or the sidebar's toggle) only the current section is kept, "Section k of n" and two buttons sit
+above it, PageDown / PageUp move between sections, and ?section=k carries the section in a link.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -121,6 +122,19 @@ def section(title: str) -> None:
         return
     _close()
     _open(title)
+
+
+def scene(
+    title: str, heading: str | None = "", *, level: Literal["header", "subheader"] = "header", anchor: str | None = None
+) -> None:
+    """A scene begins: a section of its own in presenter mode (`title` in the bar above it), then its heading.
+
+    The heading is `heading`, or the title when none is given; `heading=None` draws none (a screen that goes on
+    from the one before, or whose first words say what it is). `level` and `anchor` are st.header's and
+    st.subheader's own: the heading's size, and the #anchor a link may name (by default made from its words)."""
+    section(title)
+    if heading is not None:
+        (st.header if level == "header" else st.subheader)(heading or title, anchor=anchor)
 
 
 def _open(title: str) -> None:
