@@ -4,8 +4,30 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.core.tokenizer import REAL_VOCAB
+from engine.teaching.case_cost import CaseCost
 from ui.draw import call_words, draw_reading, show_token
 from ui.numbers import format_count
+from ui.views.step_data import walk_run
+from ui.views.step_view import Sample, step_view
+
+
+def plain(data_text: str) -> str:
+    """Scenario text as Markdown shows it: a backslash (JSON's escaped slash, <\\/tool_call>) stays visible."""
+    return data_text.replace("\\", "\\\\")
+
+
+def step_through(walked, at, key: str, refused: bool = False, sample=None, allowed=None) -> None:
+    """The turn token by token in the step view, with lesson 6's allowed count under each; `at` is the token discussed."""
+    shown = None
+    if sample and allowed is not None:
+        more = f" (the first {len(sample)} of {allowed:,})" if allowed > len(sample) else ""
+        shown = Sample(f"The allowed tokens at that step{more}:", [show_token(t) for t in sample])
+    step_view(walk_run(walked, at, REAL_VOCAB, "The grammar refuses this token." if refused else "", shown), key=key)
+    st.caption(
+        f"Under each token: how many of the {REAL_VOCAB:,} tokens the grammar allowed at that step (all: nothing "
+        "restricted)" + ("; ✗ marks the token it refused." if refused else ".")
+    )
 
 
 def draw_naive(naive) -> None:
@@ -82,3 +104,14 @@ def draw_malformed_cost(cost) -> None:
     )
     columns[1].metric("By the formula", f"{cost.formula_in:,}", help="C_bad + (a_bad + e) × n_later")
     st.markdown(f"C_bad + (a_bad + e) × n_later = {cost.formula_text} tokens")
+
+
+def draw_case_cost(cost: CaseCost) -> None:
+    """The figures of a case's cost, drawn the way its kind is measured."""
+    draw = {
+        "schemas": draw_schema_cost,
+        "retries": draw_retry_cost,
+        "length": draw_length_cut,
+        "malformed": draw_malformed_cost,
+    }
+    draw[cost.kind](cost.figures)
