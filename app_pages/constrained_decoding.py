@@ -4,32 +4,25 @@ import json
 
 import streamlit as st
 
-from engine.constrain.masks import inspect_mask, walk
 from engine.core.call_formats import constrained_format, find_name_token, get_format, parse_turn
-from engine.core.prompt import render
 from engine.core.tokenizer import REAL_VOCAB, TOOL_CALL
-from engine.core.tooldefs import load_tool_set
-from engine.errors import EngineError
 from engine.harness.loop import load_scenario
-from engine.model.results import MaskRow
 from engine.teaching.panels import TOOL_CHOICES, find_panel
 from ui.chart_words import chart_caption
 from ui.charts import allowed_figure, allowed_legend
 from ui.draw import notice
 from ui.glossary import show_intro
+from ui.mask_walks import TOOLS, before_and_after, lesson_mask_run, mask_at, walked
 from ui.models import draw_source, panel_source, show_engine_error, tokenizer
-from ui.numbers import format_allowed
 from ui.sections import headline, more, scene
 from ui.side_by_side import decoded_pair, explain_identical, show_pair
-from ui.state import from_url, style, to_url
+from ui.state import from_url, reset_to, style, to_url
 from ui.understanding import check_understanding
-from ui.views.step_data import mask_run
 from ui.views.step_view import current_step, step_view
 from ui.words import LESSONS, lesson, words
 
 ID = "constrained-decoding"
 DATA = json.loads((LESSONS / f"{ID}.json").read_text(encoding="utf-8"))
-TOOLS = load_tool_set("strawberry")
 MODES = list(TOOL_CHOICES)
 TURNS = {t["id"]: t for t in DATA["turns"]}
 
@@ -37,62 +30,6 @@ text = lesson(ID)
 st.title(text["title"])  # the mask at work comes first, under the title: the opening words follow
 if not get_format(style()).constrained:  # one line here, the reason with the opening words
     st.warning(text["native only (short)"])
-
-
-@st.cache_data(show_spinner="Building the grammar…", max_entries=64)
-def walked(turn_id: str, mode: str) -> list:
-    return walk(TOOLS, TURNS[turn_id]["text"], mode)
-
-
-@st.cache_data(show_spinner="Building the grammar…", max_entries=2)
-def walked_cut(cut_text: str) -> list:
-    return walk(load_scenario("cut-off").tools, cut_text, "auto")
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def mask_at(prefix: str, mode: str) -> dict:
-    view = inspect_mask(TOOLS, prefix, mode, sample_size=60)
-    return {"allowed": view.allowed, "sample": view.sample, "reason": view.reason, "state": view.state}
-
-
-def reset_step() -> None:
-    st.session_state["constrained_decoding_step"] = 1
-
-
-@st.cache_data(show_spinner="Running the model over the reply…", max_entries=32)
-def before_after(turn_id: str, mode: str, model: str, _engine, _panel) -> list[MaskRow]:
-    """Every step's before/after top-k and forbidden mass, the rows a pack's run gives, from one forward pass
-    over the prompt and the reply; kept per reply, tool_choice and model (`model`: the engine's label), so stepping
-    through the view never runs the model again."""
-    from engine.model.peek import logits_at_each_position
-
-    steps, tok = walked(turn_id, mode), tokenizer()
-    reply = tok.encode(TURNS[turn_id]["text"])[: len(steps)]
-    logits = logits_at_each_position(_engine, render(_panel.request, _engine.tokenizer).ids, reply)
-    rows = []
-    for number, step in enumerate(steps, start=1):
-        if step.allowed is None:
-            rows.append(MaskRow(number, None))
-            continue
-        view = inspect_mask(TOOLS, tok.decode(reply[: number - 1]), mode, logits=logits[number - 1], top_k=_panel.top_k)
-        rows.append(MaskRow.from_view(number, view))
-    return rows
-
-
-def headline_figure() -> dict:
-    """The headline figure, computed now: how many tokens the grammar allows at the tool's name."""
-    at_name = mask_at(DATA["name_prefix"], "auto")
-    st.metric("Tokens allowed at the tool's name", f"{at_name['allowed']} of {REAL_VOCAB:,}")
-    st.markdown(words(ID, "at the name", allowed=at_name["allowed"], vocab=REAL_VOCAB))
-    return at_name
-
-
-def mask_words() -> None:
-    st.header("The mask, step by step")
-    st.markdown(words(ID, "the mask, step by step", vocab=REAL_VOCAB))
-    with st.expander("The four tool_choice modes", expanded=False):
-        st.markdown(text["tool choice"])
-
 
 mode = from_url("constrained_decoding_tool_choice", "tool_choice", "auto", str, MODES)
 turn_id = from_url("constrained_decoding_turn", "turn", "call", str, list(TURNS))
@@ -105,17 +42,19 @@ with st.container(key="constrained_decoding_pickers"):
         MODES,
         key="constrained_decoding_tool_choice",
         required=True,
-        on_change=reset_step,
+        on_change=reset_to,
+        args=("constrained_decoding_step", 1),
     )
     choose_turn.selectbox(
         "The reply",
         list(TURNS),
         key="constrained_decoding_turn",
         format_func=lambda t: TURNS[t]["label"],
-        on_change=reset_step,
+        on_change=reset_to,
+        args=("constrained_decoding_step", 1),
     )
 
-steps = walked(turn_id, mode)
+steps = walked(TURNS[turn_id]["text"], mode)
 total = len(steps)
 # projected, the view opens at the tool's name, where the grammar allows fewest tokens (a link's ?step= still wins)
 name_at = find_name_token([s.token for s in steps])
@@ -123,36 +62,14 @@ number = current_step(
     "constrained_decoding_view", "constrained_decoding_step", total, projected=None if name_at is None else name_at + 1
 )
 to_url(tool_choice=None if mode == "auto" else mode, turn=None if turn_id == "call" else turn_id, step=number)
-tok = tokenizer()
-ids = tok.encode(TURNS[turn_id]["text"])
 mask_panel = find_panel(ID, "mask", turn_id, mode)
 source = panel_source(mask_panel)
 # every step's before/after bars travel with the view, from a pack or from the model (one pass per reply, cached)
 masked_somewhere = mode != "none" and any(s.allowed is not None for s in steps)
-recorded, live_error = None, None
-if source.kind == "pack":
-    recorded = source.run.mask_rows()
-elif source.computes and masked_somewhere:
-    try:
-        recorded = before_after(turn_id, mode, source.engine.info.label(), source.engine, mask_panel)
-    except EngineError as error:  # a model server returns no whole distribution
-        live_error = error
-views = [mask_at(tok.decode(ids[:n]), mode) for n in range(total)]
-step_view(
-    mask_run(
-        steps,
-        views,
-        number,
-        REAL_VOCAB,
-        tok.is_special,
-        lambda n: format_allowed(n, REAL_VOCAB),
-        text["forbidden here"],
-        recorded,
-        mode,
-    ),
-    key="constrained_decoding_view",
-)
-if total < len(ids):
+before = before_and_after(source, mask_panel, TURNS[turn_id]["text"], mode, masked_somewhere)
+shown = lesson_mask_run(steps, TURNS[turn_id]["text"], mode, number, text["forbidden here"], before.rows)
+step_view(shown, key="constrained_decoding_view")
+if total < len(tokenizer().encode(TURNS[turn_id]["text"])):
     st.caption(f"The reply stops after token {total}: the grammar forbids what came next.")
 if mode == "none" and any(s.id == TOOL_CALL for s in steps):
     st.warning(text["none and a call"])
@@ -160,8 +77,14 @@ if mode == "none" and any(s.id == TOOL_CALL for s in steps):
 scene("What the mask does")
 show_intro(ID, text["intro"])
 (st.caption if get_format(style()).constrained else st.warning)(text["native only"])
-at_name = headline_figure()
-mask_words()
+# the headline figure, computed now: how many tokens the grammar allows at the tool's name
+at_name = mask_at(DATA["name_prefix"], "auto")
+st.metric("Tokens allowed at the tool's name", f"{at_name['allowed']} of {REAL_VOCAB:,}")
+st.markdown(words(ID, "at the name", allowed=at_name["allowed"], vocab=REAL_VOCAB))
+st.header("The mask, step by step")
+st.markdown(words(ID, "the mask, step by step", vocab=REAL_VOCAB))
+with st.expander("The four tool_choice modes", expanded=False):
+    st.markdown(text["tool choice"])
 
 scene("Tokens allowed, token by token", heading=None)
 figure = allowed_figure(steps, number, REAL_VOCAB, 280)
@@ -181,8 +104,8 @@ elif not masked_somewhere:
 else:
     draw_source(source)
     st.markdown(text["before and after"])
-    if live_error is not None:
-        show_engine_error(live_error)
+    if before.error is not None:
+        show_engine_error(before.error)
         st.caption(text["before and after, none shown"])
     else:
         st.caption(text["before and after, where"])
@@ -201,11 +124,11 @@ if both:
 
 scene("What the grammar does not do")
 st.markdown(text["what it does not do"])
-other = walked("other-tool", "auto")
+other = walked(TURNS["other-tool"]["text"], "auto")
 st.markdown(words(ID, "wrong tool", allowed=sum(s.ok for s in other), total=len(other)))
 scene("It cannot stop a cut-off", level="subheader", anchor="cut-off")
 cut = load_scenario("cut-off")
-cut_steps = walked_cut(cut_text := cut.turns[constrained_format().name][cut.malformed_turn].text)
+cut_steps = walked(cut_text := cut.turns[constrained_format().name][cut.malformed_turn].text, "auto", "cut-off")
 st.markdown(words(ID, "cut off", allowed=sum(s.ok for s in cut_steps), total=len(cut_steps)))
 cut_verdict = parse_turn(cut_text, cut.tools, constrained_format().name)
 st.code(cut_verdict.errors[0].error if cut_verdict.errors else "(no error)", language=None, wrap_lines=True)

@@ -81,6 +81,11 @@ def keep_page_state() -> None:
             kept[key] = st.session_state[key]
 
 
+def reset_to(key: str, value) -> None:
+    """A widget's on_change that puts `key` back to `value` (a new reply or scenario opens at its first step)."""
+    st.session_state[key] = value
+
+
 def to_url(**params) -> None:
     """Write the page's state into the URL (None removes a parameter)."""
     for name, value in params.items():
