@@ -5,20 +5,20 @@ import json
 import streamlit as st
 
 from engine.harness.loop import list_gallery, list_scenarios, load_scenario
-from engine.teaching.exchanges import scenario_exchanges
 from ui.draw import notice
 from ui.elsewhere import cookbook_check, costs_elsewhere, draw_anthropic, draw_costs
 from ui.sections import headline, markdown_in_sections, more, scene
-from ui.state import from_url, style, to_url
+from ui.state import from_url, reset_to, style, to_url
 from ui.understanding import check_understanding
 from ui.wire_view import (
     differences_screens,
-    draw_exchange,
+    draw_formats,
+    exchanges,
     ordered_formats,
     panes,
+    short,
     short_name,
     step_label,
-    tab_name,
     tool_choice_html,
 )
 from ui.words import lesson, words
@@ -28,22 +28,6 @@ ID = "same-call-in-other-apis"
 text = lesson(ID)
 st.title(text["title"])
 
-
-@st.cache_resource(show_spinner="Writing the call in each format…", max_entries=64)
-def exchanges(name: str, chosen_style: str):
-    return scenario_exchanges(name, chosen_style)
-
-
-def short(text: str, limit: int = 100) -> str:
-    """A one-line glimpse of arguments (the full text is in the formats below); no backticks to break the markdown."""
-    text = text.replace("`", "'")
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def reset_step() -> None:
-    st.session_state["same_call_in_other_apis_step"] = 0
-
-
 # -- the call ---------------------------------------------------------------------------------------
 names = [*list_scenarios(), *list_gallery()]
 scenario_name = from_url("same_call_in_other_apis_scenario", "scenario", "strawberry", str, names)
@@ -52,26 +36,14 @@ chosen_style = style() if style() in scenario.styles else scenario.styles[0]
 written = exchanges(scenario_name, chosen_style)
 number = from_url("same_call_in_other_apis_step", "step", 0, int, range(len(written)))
 
-
-def draw_formats() -> None:
-    """The formats, one tab each: the request beside the reply and the result going back."""
-    by_format = {e.format: e for e in shown.exchanges}
-    formats = ordered_formats(chosen_style)
-    for tab, fmt in zip(st.tabs([tab_name(f) for f in formats]), formats, strict=True):
-        with (
-            tab,
-            st.container(key=f"same_call_in_other_apis_format_{fmt}"),
-        ):  # (a taller row when projected: ui/presenter.css)
-            draw_exchange(by_format[fmt], shown.calls)
-
-
 # the key visual first, under the title: the pickers on one row (projected, without their labels: ui/presenter.css)
 left, right = st.container(key="same_call_in_other_apis_pickers").columns([1, 1])
 left.selectbox(
     "Scenario",
     names,
     key="same_call_in_other_apis_scenario",
-    on_change=reset_step,
+    on_change=reset_to,
+    args=("same_call_in_other_apis_step", 0),
     format_func=lambda n: load_scenario(n).title,
 )
 right.selectbox(
@@ -88,7 +60,7 @@ if chosen_style != style():
         "so its calls come from that script whatever the sidebar says."
     )
 with st.container(key="same_call_in_other_apis_formats_view"):
-    draw_formats()
+    draw_formats(shown, chosen_style)
 
 scene("The call in each format")
 st.markdown(text["intro"])

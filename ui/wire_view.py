@@ -7,7 +7,30 @@ import json
 
 import streamlit as st
 
+from engine.teaching.exchanges import scenario_exchanges
 from engine.wire.formats import NAME, differences, format_names, get_format, text_format_for, tool_choice_formats
+
+
+@st.cache_resource(show_spinner="Writing the call in each format…", max_entries=64)
+def exchanges(name: str, chosen_style: str):
+    """Each step of the scenario's run written in every format (engine.teaching.exchanges), once per style."""
+    return scenario_exchanges(name, chosen_style)
+
+
+def short(text: str, limit: int = 100) -> str:
+    """A one-line glimpse of arguments (the full text is in the formats below); no backticks to break the markdown."""
+    text = text.replace("`", "'")
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def draw_formats(shown, chosen_style: str) -> None:
+    """The formats of one step, a tab each: the request beside the reply and the result going back."""
+    by_format = {e.format: e for e in shown.exchanges}
+    formats = ordered_formats(chosen_style)
+    for tab, fmt in zip(st.tabs([tab_name(f) for f in formats]), formats, strict=True):
+        # (a taller row when projected: ui/presenter.css)
+        with tab, st.container(key=f"same_call_in_other_apis_format_{fmt}"):
+            draw_exchange(by_format[fmt], shown.calls)
 
 
 def as_text(value) -> str:
