@@ -76,12 +76,12 @@ def test_the_playgrounds_live_turns_are_token_strips_with_whitespace_runs_counte
     at = page_app("app_pages/playground.py", timeout=180, model="tiny", mode="live", scenario="strawberry")
     at.button(key="playground_run").click().run(timeout=600)
     assert not at.exception, [e.value for e in at.exception]
-    calls = at.session_state["playground_result"]["calls"]
+    calls = at.session_state["playground_result"].calls
     shown = [m.value for m in at.markdown]
     for call in calls:
         assert call.turn.steps, "a live turn keeps its tokens"
         assert strip_html([(s.id, s.token) for s in call.turn.steps], TOK.is_special) in shown
     # the tiny model's turns are never drawn as code blocks of blank lines: only tool results are code
     assert len(at.code) == sum(len(call.results) for call in calls) + len(
-        at.session_state["playground_result"]["files_after"]
+        at.session_state["playground_result"].files_after
     )

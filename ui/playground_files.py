@@ -17,8 +17,9 @@ from ui.charts import ledger_figure
 from ui.literal import draw_reply
 from ui.models import TINY_LABEL, tokenizer
 from ui.numbers import format_count
+from ui.playground_run import PlaygroundResult
 from ui.sections import screen_size
-from ui.state import forget, unpack_edits
+from ui.state import forget, restore, unpack_edits
 from ui.stream import strip_html
 from ui.words import words
 
@@ -40,6 +41,19 @@ def load_files(name: str) -> None:
     st.session_state["playground_question"] = scenario.messages[-1]["content"]
     st.session_state.pop("playground_result", None)
     st.session_state.pop(LINK_PROBLEM, None)
+
+
+def workspace_entries(slots: list[int]) -> list[tuple[str, str]]:
+    """The workspace's files as they stand, (path, text) per slot, read before Run is drawn; the learner's files
+    and question survive a visit to another page."""
+    for slot in slots:
+        restore(f"playground_path_{slot}")
+        restore(f"playground_text_{slot}")
+    restore("playground_question")
+    return [
+        (st.session_state.get(f"playground_path_{s}", ""), st.session_state.get(f"playground_text_{s}", ""))
+        for s in slots
+    ]
 
 
 def read_linked_files(value: str) -> tuple[list[tuple[str, str]], str | None]:
@@ -152,9 +166,9 @@ def draw_workspace(slots: list[int], problems: list[InputProblem]) -> None:
         st.caption("(no files: the tools will see an empty folder)")
 
 
-def draw_ledger(result: dict) -> None:
+def draw_ledger(result: PlaygroundResult) -> None:
     """What the run cost, call by call, and why it stopped (or where the script met a workspace it did not expect)."""
-    calls = result["calls"]
+    calls = result.calls
     a, b, c = st.columns(3)
     a.metric("Calls", len(calls))
     b.metric("Input tokens", format_count(sum(s.cost.input_tokens for s in calls)))
@@ -162,10 +176,10 @@ def draw_ledger(result: dict) -> None:
     chart = ledger_figure([s.cost for s in calls], 300)
     st.plotly_chart(chart, key="playground_ledger_chart")
     chart_caption(chart, "call {}")
-    departure = result.get("departure")
+    departure = result.departure
     if departure is None:
-        answer = f" The answer: {result['answer']}" if result["answer"] else ""
-        st.info(f"The run stopped: {result['stop']}.{answer}")
+        answer = f" The answer: {result.answer}" if result.answer else ""
+        st.info(f"The run stopped: {result.stop}.{answer}")
         return
     tool = f"`{departure.tool}`" if departure.tool else "the harness"
     st.warning(words("playground", "script departed", call=departure.call, tool=tool))
