@@ -1,21 +1,18 @@
 """Lesson 1: the model sees token ids, not letters; counting is a job for a tool."""
 
-import re
-
 import streamlit as st
 
 from engine.harness.loop import load_scenario, run_scenario
 from engine.harness.tools import run_tool
+from engine.teaching.letters import letters_hidden
 from engine.teaching.panels import find_panel
+from ui.ask_both import ask_both_live, replay_both
 from ui.draw import draw_tokens, notice, show_token
 from ui.glossary import show_intro
-from ui.literal import draw_reply
 from ui.models import draw_source, panel_source, tokenizer
 from ui.numbers import format_count
-from ui.packs import replay_episode_here
 from ui.sections import scene
 from ui.state import from_url, style, to_url
-from ui.stream import TokenStream
 from ui.understanding import check_understanding
 from ui.words import lesson
 
@@ -31,23 +28,15 @@ from_url("why_call_a_tool_word", "word", " strawberry")
 word = st.text_input("Word or text", key="why_call_a_tool_word", max_chars=200)
 to_url(word=word)
 
-
-def letters_hidden(piece) -> str:
-    # a byte token's label (<0x8D>) is not letters: count only the characters it really holds
-    whole = re.sub(r"<0x[0-9A-F]{2}>", "", piece.text)
-    n, parts = sum(ch.isalpha() for ch in whole), len(re.findall(r"<0x[0-9A-F]{2}>", piece.text))
-    return f"{n} letter{'s' if n != 1 else ''}" + (
-        f" + {parts} byte{'s' if parts != 1 else ''} of a character" if parts else ""
-    )
-
-
 pieces = tok.encode_and_show_work(word)
 st.metric("Tokens", format_count(len(pieces)))
 if word != word.strip():  # a space is invisible in the box: say it is there
     st.caption(f"The box holds `{show_token(word)}`: ␣ marks a space, which is part of the text the model gets.")
 if pieces:
     draw_tokens(
-        [(p.id, p.text) for p in pieces], extra=[letters_hidden(p) for p in pieces], special=[p.special for p in pieces]
+        [(p.id, p.text) for p in pieces],
+        extra=[letters_hidden(p.text) for p in pieces],
+        special=[p.special for p in pieces],
     )
 
 bare = word.strip()
@@ -60,7 +49,7 @@ if bare and " " not in bare:
         spaced = "with its leading space" if variant.startswith(" ") else "without a space"
         column.markdown(f'`"{show_token(variant)}"` ({spaced}): **{len(shown)} token{"s" if len(shown) != 1 else ""}**')
         with column:
-            draw_tokens([(p.id, p.text) for p in shown], extra=[letters_hidden(p) for p in shown])
+            draw_tokens([(p.id, p.text) for p in shown], extra=[letters_hidden(p.text) for p in shown])
 
 # -- count with the tool -------------------------------------------------------------------------
 scene("Count with code")
@@ -85,60 +74,9 @@ bare_source, tools_source = panel_source(bare), panel_source(with_tools)
 if bare_source.computes:
     draw_source(bare_source)
     if st.button("Ask without tools, then with tools", key="why_call_a_tool_ask", type="primary"):
-        from engine.harness.loop import iterate_episode
-        from engine.model.live import LiveModel, generate_turn
-
-        engine = bare_source.engine
-        left, right = st.columns(2)
-        with left:
-            st.subheader("Without tools")
-            stream = TokenStream(is_special=tok.is_special)
-            generation = generate_turn(
-                engine, bare.request, bare.generation_for(engine.info.random_weights), on_step=stream.add
-            )
-            stream.finish()
-            st.caption(f"{format_count(generation.output_tokens)} tokens, finish: {generation.finish}")
-        with right:
-            st.subheader("With tools")
-            # one strip per model call, streamed as it is written; the tool results between them
-            streams = [TokenStream(is_special=tok.is_special)]
-            live = LiveModel(
-                engine,
-                with_tools.generation_for(engine.info.random_weights),
-                on_step=lambda step: streams[-1].add(step),
-            )
-            request = with_tools.request
-            for call in iterate_episode(
-                live, request.messages, request.tools, request.style, max_turns=with_tools.max_turns
-            ):
-                streams[-1].finish()
-                st.caption(f"{format_count(call.turn.output_tokens)} tokens, finish: {call.turn.finish}")
-                for result in call.results:
-                    st.markdown(f"Tool result: `{result.text}`")
-                streams.append(TokenStream(is_special=tok.is_special))
-            streams[-1].finish()
+        ask_both_live(bare_source.engine, bare, with_tools)
 elif "pack" in (bare_source.kind, tools_source.kind):
-    left, right = st.columns(2)
-    with left:
-        st.subheader("Without tools")
-        draw_source(bare_source)
-        if bare_source.run is not None:
-            recorded = bare_source.run.generation()
-            draw_reply(recorded.text)  # the model's words literally, as the other column draws them
-            st.caption(f"{format_count(recorded.output_tokens)} tokens, finish: {recorded.finish}")
-    with right:
-        st.subheader("With tools")
-        played = None
-        if tools_source.run is None:
-            draw_source(tools_source)
-        else:
-            played = replay_episode_here(
-                tools_source.run, with_tools, with_tools.request.messages, with_tools.request.tools
-            )
-        for call in played.calls if played else []:
-            draw_reply(call.turn.text)  # long whitespace runs collapsed, as the live view does
-            for result in call.results:
-                st.markdown(f"Tool result: `{result.text}`")
+    replay_both(bare_source, tools_source, with_tools)
 else:
     draw_source(bare_source)
 st.markdown(text["reported elsewhere"])
