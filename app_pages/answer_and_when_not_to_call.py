@@ -60,7 +60,6 @@ more(text["when not to call"], key="answer_and_when_not_to_call_first_token")
 if not get_format(chosen_style).special_opener:  # the first-token panel needs an opener that is one token
     st.caption(text["native only"])
 
-
 first_token_panels(DATA["questions"], text["needs the model"])
 
 scene("What if the tool said something else", text["description what if heading"], level="subheader")

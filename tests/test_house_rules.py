@@ -1,5 +1,6 @@
 """Rules of the house that hold across files: each helper public where it is shared, each set of kinds written once
-and typed, one stepper for the step views, names that say what they hold. Each check is shown able to fail."""
+and typed, one stepper for the step views, names that say what they hold, pages as short scripts of scenes. Each check is shown
+able to fail."""
 
 from __future__ import annotations
 
@@ -130,3 +131,84 @@ def heavy(path: Path) -> set[str]:
         for node in ast.walk(tree(path))
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
     }
+
+
+# -- a page is a short script of scenes --------------------------------------------------------------------------------
+PAGES = sorted((ROOT / "app_pages").glob("*.py"))
+PAGE_LINES = 150  # a page read top to bottom: its scenes, its lesson's words, its widgets
+PAGE_FUNCTIONS = 20  # function definitions in all of app_pages/ together
+FUNCTION_LINES = 100  # the longest function in app_pages/ or ui/
+MOVE = (
+    "move runners, caches (st.cache_* wrappers), state helpers and drawings into ui/ (a module per concern, with a "
+    "docstring saying what it is for), or into engine/teaching/ when they are pure logic without streamlit"
+)
+
+
+def functions(module: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Every function a module defines, nested ones included."""
+    return [n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def long_functions(module: ast.Module, limit: int) -> list[str]:
+    """The functions longer than `limit` lines, with their length."""
+    return [f"{f.name} ({n} lines)" for f in functions(module) if (n := f.end_lineno - f.lineno + 1) > limit]
+
+
+def called(module: ast.Module) -> list[str]:
+    """The names of the functions a module calls (`scene(...)`, `st.header(...)`: scene, header)."""
+    return [getattr(n.func, "id", getattr(n.func, "attr", "")) for n in ast.walk(module) if isinstance(n, ast.Call)]
+
+
+def test_each_page_is_at_most_150_lines():
+    long = {p.name: n for p in PAGES if (n := len(p.read_text(encoding="utf-8").splitlines())) > PAGE_LINES}
+    assert long == {}, (
+        f"a page is a short script of scenes, at most {PAGE_LINES} lines: {MOVE}; the page keeps its scene "
+        f"headings, its lesson's words and which widgets appear: {long}"
+    )
+
+
+def test_the_pages_define_at_most_20_functions_together():
+    found = {p.name: [f.name for f in functions(tree(p))] for p in PAGES}
+    found = {name: defs for name, defs in found.items() if defs}
+    count = sum(len(defs) for defs in found.values())
+    assert count <= PAGE_FUNCTIONS, (
+        f"app_pages/ defines {count} functions, at most {PAGE_FUNCTIONS} together (a page is a script, not a module): "
+        f"{MOVE}: {found}"
+    )
+    # the check can fail: nested and async definitions count too
+    assert len(functions(ast.parse("def a():\n    def b():\n        pass\nasync def c():\n    pass\n"))) == 3
+
+
+def test_no_function_in_the_pages_or_ui_is_over_100_lines():
+    files = [*PAGES, *(ROOT / "ui").rglob("*.py")]
+    found = {p.relative_to(ROOT).as_posix(): names for p in files if (names := long_functions(tree(p), FUNCTION_LINES))}
+    assert found == {}, (
+        f"a function over {FUNCTION_LINES} lines holds several ideas: cut it where its comments say a new step "
+        f"begins, each step a function of its own in a ui/ module (a page's scenes stay at the page's top level): {found}"
+    )
+    assert long_functions(ast.parse("def f():\n" + "    x = 1\n" * FUNCTION_LINES), FUNCTION_LINES) == ["f (101 lines)"]
+
+
+def hidden_scenes(module: ast.Module) -> str | None:
+    """Why a page's scenes are not its own to read, or None: it marks a section without its heading's helper, or it
+    draws several headings and never calls scene()."""
+    calls = called(module)
+    if "section" in calls:
+        return "calls section(): a page begins each scene with ui.sections.scene(title), the section and its heading"
+    headings = sum(calls.count(name) for name in ("header", "subheader", "scene"))
+    if headings > 1 and "scene" not in calls:
+        return f"draws {headings} headings and calls no scene(): each scene after the first begins with scene(title)"
+    return None
+
+
+def test_a_page_of_several_scenes_begins_each_with_scene():
+    found = {p.name: why for p in PAGES if (why := hidden_scenes(tree(p)))}
+    assert found == {}, (
+        "a page shows its scenes top to bottom, each begun by ui.sections.scene() in the page itself (presenter mode "
+        "makes each a screen), so that a reader sees them without opening ui/: keep each scene's scene() call and its "
+        f"lesson words in the page, and move only what draws inside a scene: {found}"
+    )
+    # the check can fail, both ways
+    assert hidden_scenes(ast.parse('st.header("A")\nst.header("B")\n')).startswith("draws 2 headings")
+    assert hidden_scenes(ast.parse('section("A")\nst.header("A")\n')).startswith("calls section()")
+    assert hidden_scenes(ast.parse('st.header("A")\nscene("B")\n')) is None
