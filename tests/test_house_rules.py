@@ -1,6 +1,6 @@
 """Rules of the house that hold across files: each helper public where it is shared, each set of kinds written once
-and typed, one stepper for the step views, names that say what they hold, pages as short scripts of scenes. Each check is shown
-able to fail."""
+and typed, one stepper for the step views, names that say what they hold, pages as short scripts of scenes. Each check
+is shown able to fail."""
 
 from __future__ import annotations
 
