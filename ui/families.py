@@ -57,26 +57,21 @@ def draw_prices(tool_set: str, key: str, how_counted: str) -> None:
     (`how_counted`: the lesson's words above them)."""
     priced = prices(tool_set)
     labels = [FAMILIES[n].display_family for n in priced]
+    parts = (("definitions", "definitions", "tools"), ("template's instructions", "instructions", "template"))
     figure = go.Figure(
         [
             go.Bar(
-                name="definitions",
+                name=name,
                 y=labels,
-                x=[p.definitions for p in priced.values()],
+                x=[getattr(p, field) for p in priced.values()],
                 orientation="h",
-                marker_color=ink("tools"),
-            ),
-            go.Bar(
-                name="template's instructions",
-                y=labels,
-                x=[p.instructions for p in priced.values()],
-                orientation="h",
-                marker_color=ink("template"),
-                text=[f"{p.total:,}" for p in priced.values()],
-                textposition="outside",
-            ),
+                marker_color=ink(kind),
+            )
+            for name, field, kind in parts
         ]
     )
+    # each family's whole price at the end of its bar
+    figure.data[-1].update(text=[f"{p.total:,}" for p in priced.values()], textposition="outside")
     chart_layout(
         figure,
         260,
