@@ -181,9 +181,9 @@ def hostile_session(kind: str, marker: str, test_seconds: float, stop: threading
     """Run one hostile test again and again until `stop`; for each run, how long past its limit it lasted."""
     from dataclasses import replace
 
-    from engine.harness import sandbox
     from engine.harness.playground import fresh_workspace
     from engine.harness.tools import run_tool
+    from engine.sandbox import child
 
     runs = []
     while not stop.is_set():
@@ -198,7 +198,7 @@ def hostile_session(kind: str, marker: str, test_seconds: float, stop: threading
             {
                 "seconds": round(seconds, 3),
                 "past_limit_s": round(max(0.0, seconds - test_seconds), 3),
-                "left": len(sandbox.processes_with(name)),
+                "left": len(child.processes_with(name)),
                 "stopped_by": stopped_by,
             }
         )
@@ -256,7 +256,7 @@ def run_hostile_load(
     timeout: float = 300.0,
 ) -> dict:
     """The ordinary sessions alone (one by one), in a crowd of their own, and in the crowd with the hostile pair."""
-    from engine.harness import sandbox
+    from engine.sandbox import child, modes
 
     marker = f"load{os.getpid()}x{time.monotonic_ns()}"
     solo = {s: ordinary_session(engine, s, requests, max_new_tokens, marker) for s in range(sessions)}
@@ -267,7 +267,7 @@ def run_hostile_load(
     runs = [r for kind in hostile["hostile"].values() for r in kind]
     return {
         "model": engine.info.label(),
-        "confinement": sandbox.choose_confinement().mode,
+        "confinement": modes.choose_confinement().mode,
         "sessions": sessions + len(HOSTILE_TESTS),
         "ordinary_sessions": sessions,
         "requests_per_session": requests,
@@ -289,7 +289,7 @@ def run_hostile_load(
         "hostile_runs": {kind: rs for kind, rs in hostile["hostile"].items()},
         "hostile_past_limit_max_s": round(max((r["past_limit_s"] for r in runs), default=0.0), 3),
         "failures": crowd["failures"] + hostile["failures"],
-        "processes_left": len(sandbox.processes_with(marker)),
+        "processes_left": len(child.processes_with(marker)),
     }
 
 
@@ -336,9 +336,9 @@ def left_behind() -> dict:
 
     A zombie is not counted: it is dead, and waits only for init to reap it. Without a pid namespace
     (Landlock alone) a run's killed daemon is reparented to init, which may reap it a moment later."""
-    from engine.harness import sandbox
+    from engine.sandbox import child
 
-    slot_uids = {sandbox.slot_uid(n) for n in range(sandbox.SLOT_UIDS_PER_SERVER)}
+    slot_uids = {child.slot_uid(n) for n in range(child.SLOT_UIDS_PER_SERVER)}
     processes = zombies = 0
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -386,9 +386,9 @@ def run_eight_hostile(test_seconds: float) -> dict:
     """The eight hostile runs at once, the home page timed beside them, and what is left afterwards."""
     from dataclasses import replace
 
-    from engine.harness import sandbox
     from engine.harness.playground import fresh_workspace
     from engine.harness.tools import run_tool
+    from engine.sandbox import cgroup, modes, slots
     from engine.startup.warmup import wait_warmup
 
     render_home_seconds(1)  # the first render imports the pages: not part of either figure
@@ -420,9 +420,9 @@ def run_eight_hostile(test_seconds: float) -> dict:
     time.sleep(0.5)
     after = left_behind()
     return {
-        "confinement": sandbox.choose_confinement().mode,
-        "slots": sandbox.slot_count(),
-        "cgroup": sandbox.cgroup_status(),
+        "confinement": modes.choose_confinement().mode,
+        "slots": slots.slot_count(),
+        "cgroup": cgroup.cgroup_status(),
         "home_render_idle_s": round(idle, 3),
         "home_render_beside_eight_s": round(busy, 3),
         "render_ratio": round(busy / idle, 3),
@@ -457,13 +457,13 @@ def main() -> int:
     from engine.model.loading import load_model
 
     if args.landlock_only:
-        from engine.harness import sandbox
+        from engine.sandbox import modes
 
-        sandbox.MODES = ("landlock",)  # the fallback where bubblewrap cannot run: no pid namespace
+        modes.MODES = ("landlock",)  # the fallback where bubblewrap cannot run: no pid namespace
     if args.without_hook:
-        from engine.harness import sandbox
+        from engine.sandbox import child
 
-        sandbox.LAYERS = tuple(layer for layer in sandbox.LAYERS if layer != "hook")
+        child.LAYERS = tuple(layer for layer in child.LAYERS if layer != "hook")
     if args.hostile and args.eight_only:
         eight = run_eight_hostile(args.test_seconds)
         print(json.dumps(eight, indent=2))

@@ -12,7 +12,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("core",),  # tokenizer, prompt rendering, the call formats, parsing: no torch
     ("constrain",),  # grammars over a request's tools, masks (xgrammar)
     ("model",),  # running a model: weights, loading, decoding, a remote server (torch)
-    ("harness",),  # the loop, the ledger, the tools and their sandbox
+    ("sandbox",),  # the workspace the tools act on, and the confined run of its tests (no torch)
+    ("harness",),  # the loop, the ledger, the tools the model calls
     ("wire",),  # one call in each API's wire format
     ("train",),  # the shipped model's data, training and measure
     ("teaching",),  # each lesson's figures, panels and questions

@@ -230,12 +230,12 @@ def one_mode(monkeypatch):
     """Make run_tests use one mode and only the given layers inside it (so each layer is seen alone).
 
     The namespaces and the unprivileged user every mode has stay: they come with the mode."""
-    from engine.harness import sandbox
+    from engine.sandbox import child, modes
 
     def use(mode: str, layers: tuple[str, ...]) -> None:
-        monkeypatch.setattr(sandbox, "MODES", (mode,))
-        monkeypatch.setattr(sandbox, "LAYERS", layers)
-        monkeypatch.setattr(sandbox, "_CHOSEN", {})
+        monkeypatch.setattr(modes, "MODES", (mode,))
+        monkeypatch.setattr(child, "LAYERS", layers)
+        monkeypatch.setattr(modes, "_CHOSEN", {})
         monkeypatch.setenv("QWEN_SANDBOX_WEAK", "1")
 
     return use

@@ -15,7 +15,8 @@ from helpers import ROOT, open_page, page_text, view_data
 
 from engine.core.tokenizer import IM_END, REAL_VOCAB, load_tokenizer
 from engine.harness.loop import load_scenario
-from engine.harness.sandbox import describe_confinement, slot_status
+from engine.sandbox.report import describe_confinement
+from engine.sandbox.slots import slot_status
 from ui.numbers import format_allowed
 
 SETUP = "app_pages/setup.py"

@@ -10,8 +10,8 @@ from engine.core.prompt import Request, render
 from engine.core.tokenizer import TOOL_CALL
 from engine.core.tooldefs import load_tool_set
 from engine.harness.playground import check_files, fresh_workspace, snapshot
-from engine.harness.workspace import Limits
 from engine.model.peek import MAX_POSITIONS, first_token, logits_at_each_position, next_logits, p_in_trace_step
+from engine.sandbox.workspace import Limits
 
 
 def test_first_token_matches_the_decode_loop(tiny_engine):

@@ -32,9 +32,10 @@ from pathlib import Path
 import pytest
 
 from engine.errors import BadInput
-from engine.harness import filetools, sandbox
+from engine.harness import filetools
 from engine.harness.tools import run_tool
-from engine.harness.workspace import Limits, ToolRefusal, Workspace
+from engine.sandbox import child, modes, slots
+from engine.sandbox.workspace import Limits, ToolRefusal, Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMITS = Limits()
@@ -311,7 +312,7 @@ END_FAILED = r"\n\[run_tests: end of the tests' output; exit code 1 \(failed\)\]
 
 KILLED = "error: the tests did not finish within 2 s and were killed (every process they started went with them)"
 NEEDS_CONFINEMENT = pytest.mark.skipif(
-    not sandbox.bwrap_works() and sandbox.landlock_abi() < 1,
+    not modes.bwrap_works() and modes.landlock_abi() < 1,
     reason="this machine has neither bubblewrap nor Landlock: run_tests is refused (see test_run_tests_refuses_without_confinement)",
 )
 
@@ -685,8 +686,8 @@ def test_the_workspace_and_its_surroundings_are_unchanged(arena, server):
 
 
 # -- each layer of run_tests on its own -------------------------------------------------------------
-HAS_BWRAP = sandbox.bwrap_works()
-LANDLOCK = sandbox.landlock_abi()
+HAS_BWRAP = modes.bwrap_works()
+LANDLOCK = modes.landlock_abi()
 # (mode chosen, the guard's layers inside the child)
 LAYERS = [
     pytest.param("weak", ("hook",), id="audit-hook-only"),
@@ -814,10 +815,10 @@ def test_run_tests_refuses_without_confinement(tmp_path, monkeypatch):
         "import unittest\nclass T(unittest.TestCase):\n    def test_ok(self):\n        pass\n"
     )
     ws = Workspace(tmp_path)
-    monkeypatch.setattr(sandbox, "MODES", ("weak",))
-    monkeypatch.setattr(sandbox, "_CHOSEN", {})
+    monkeypatch.setattr(modes, "MODES", ("weak",))
+    monkeypatch.setattr(modes, "_CHOSEN", {})
     monkeypatch.delenv("QWEN_SANDBOX_WEAK", raising=False)
-    assert run_tool("run_tests", {}, ws).error == sandbox.REFUSED
+    assert run_tool("run_tests", {}, ws).error == modes.REFUSED
     monkeypatch.setenv("QWEN_SANDBOX_WEAK", "1")
     assert run_tool("run_tests", {}, ws).result.endswith(PASSED)
 
@@ -837,7 +838,7 @@ class View(unittest.TestCase):
         self.assertEqual(os.listdir("/etc"), ["ld.so.cache"])
         for gone in ("/home", "/var", "/opt", "/srv"):
             self.assertFalse(os.path.exists(gone), gone)
-        self.assertEqual(sorted(os.listdir("/run")), ["sandbox_guard.py", "sandbox_launch.py", "workspace"])
+        self.assertEqual(sorted(os.listdir("/run")), ["guard.py", "launcher.py", "syscall_filter.py", "workspace"])
         # the folder around the workspace holds the workspace only
         self.assertEqual(os.listdir(".."), [os.path.basename(os.getcwd())])
         self.assertEqual(open("/proc/self/status").read().count("CapEff:\t0000000000000000"), 1)
@@ -872,7 +873,7 @@ def test_a_killed_run_leaves_no_process_behind(tmp_path, body):
     seconds = time.monotonic() - started
     assert outcome.error == KILLED
     assert seconds < 2.0 + 2.0
-    assert sandbox.processes_with(marker) == []
+    assert child.processes_with(marker) == []
 
 
 # -- the host hidden where a namespace can hide it ---------------------------------------------------------
@@ -905,7 +906,7 @@ class Host(unittest.TestCase):
     ],
 )
 def test_the_host_s_name_clocks_and_disks_are_hidden(tmp_path, one_mode, mode):
-    one_mode(mode, sandbox.LAYERS)
+    one_mode(mode, child.LAYERS)
     (tmp_path / "test_host.py").write_text(HOST_TEST)
     outcome = run_tool("run_tests", {}, Workspace(tmp_path))
     assert outcome.result is not None and outcome.result.endswith(PASSED), outcome.text
@@ -914,23 +915,23 @@ def test_the_host_s_name_clocks_and_disks_are_hidden(tmp_path, one_mode, mode):
 # -- the slots: a share per visitor, a bounded wait ---------------------------------------------------------
 @pytest.fixture
 def four_slots(monkeypatch):
-    slots = sandbox._Slots(4)
-    monkeypatch.setattr(sandbox, "_SLOTS", [slots])
-    return slots
+    four = slots._Slots(4)
+    monkeypatch.setattr(slots, "_SLOTS", [four])
+    return four
 
 
 def test_one_visitor_holds_at_most_half_the_slots_and_a_wait_ends_with_a_message(four_slots):
     with contextlib.ExitStack() as held:
-        assert [held.enter_context(sandbox.take_slot("a", 0.1))[1] for _ in range(2)] == [False, False]
+        assert [held.enter_context(slots.take_slot("a", 0.1))[1] for _ in range(2)] == [False, False]
         # a's third run waits, then is refused in words; b's runs start at once
         with pytest.raises(ToolRefusal, match="you already have 2 run_tests going, the most one visitor may have"):
-            held.enter_context(sandbox.take_slot("a", 0.2))
-        assert [held.enter_context(sandbox.take_slot("b", 0.1))[1] for _ in range(2)] == [False, False]
+            held.enter_context(slots.take_slot("a", 0.2))
+        assert [held.enter_context(slots.take_slot("b", 0.1))[1] for _ in range(2)] == [False, False]
         started = time.monotonic()
         with pytest.raises(ToolRefusal, match=r"all 4 run_tests slots stayed busy for 0.3 s"):
-            held.enter_context(sandbox.take_slot("c", 0.3))
+            held.enter_context(slots.take_slot("c", 0.3))
         assert 0.3 <= time.monotonic() - started < 2
-        assert sandbox.slot_status() == sandbox.SlotStatus(4, 4, 0)
+        assert slots.slot_status() == slots.SlotStatus(4, 4, 0)
     assert sorted(four_slots.free) == [0, 1, 2, 3] and four_slots.held == {}
 
 
@@ -938,10 +939,10 @@ def test_a_freed_slot_goes_to_the_first_visitor_under_their_share(four_slots):
     got = []
     a_held, b_held = contextlib.ExitStack(), contextlib.ExitStack()
     for stack, visitor in ((a_held, "a"), (a_held, "a"), (b_held, "b"), (b_held, "b")):
-        stack.enter_context(sandbox.take_slot(visitor, 0.1))
+        stack.enter_context(slots.take_slot(visitor, 0.1))
 
     def wait_for(visitor):
-        with sandbox.take_slot(visitor, 10) as (_slot, waited):
+        with slots.take_slot(visitor, 10) as (_slot, waited):
             got.append((visitor, waited))
             time.sleep(0.5)
 
@@ -949,10 +950,10 @@ def test_a_freed_slot_goes_to_the_first_visitor_under_their_share(four_slots):
     for thread in waiters:
         thread.start()
         time.sleep(0.2)  # a queues first, then c
-    assert sandbox.slot_status().waiting == 2
+    assert slots.slot_status().waiting == 2
     b_held.close()  # two slots free; a, first in line, still holds its two: c goes first, a keeps waiting
     time.sleep(0.3)
-    assert got == [("c", True)] and sandbox.slot_status().waiting == 1
+    assert got == [("c", True)] and slots.slot_status().waiting == 1
     a_held.close()
     for thread in waiters:
         thread.join(10)
@@ -962,7 +963,7 @@ def test_a_freed_slot_goes_to_the_first_visitor_under_their_share(four_slots):
 @NEEDS_CONFINEMENT
 def test_one_visitor_s_long_runs_do_not_hold_up_another_visitor_s_test(tmp_path, monkeypatch):
     """Two slots: visitor a's sleeping test holds one (its share), and b's one-line test runs beside it at once."""
-    monkeypatch.setattr(sandbox, "_SLOTS", [sandbox._Slots(2)])
+    monkeypatch.setattr(slots, "_SLOTS", [slots._Slots(2)])
     (tmp_path / "slow").mkdir()
     (tmp_path / "slow" / "test_slow.py").write_text(
         "import time, unittest\nclass T(unittest.TestCase):\n    def test_slow(self):\n        time.sleep(6)\n"

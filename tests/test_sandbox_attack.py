@@ -28,9 +28,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.harness import sandbox, sandbox_launch
 from engine.harness.tools import run_tool
-from engine.harness.workspace import Workspace
+from engine.sandbox import modes, syscall_filter
+from engine.sandbox.child import LAYERS, build_launch
+from engine.sandbox.report import describe_confinement
+from engine.sandbox.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTENSION = next(Path(sysconfig.get_paths()["platstdlib"], "lib-dynload").glob("_testimportmultiple.*.so"), None)
@@ -258,18 +260,18 @@ def world(tmp_path):
     shutil.rmtree(base, ignore_errors=True)
 
 
-HAS_BWRAP = sandbox.bwrap_works()
-LANDLOCK = sandbox.landlock_abi()
+HAS_BWRAP = modes.bwrap_works()
+LANDLOCK = modes.landlock_abi()
 MODES = [
     pytest.param(
         "bwrap",
-        sandbox.LAYERS,
+        LAYERS,
         id="bubblewrap",
         marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here"),
     ),
     pytest.param(
         "landlock",
-        sandbox.LAYERS,
+        LAYERS,
         id="landlock",
         marks=pytest.mark.skipif(LANDLOCK < 1, reason="this kernel has no Landlock"),
     ),
@@ -304,9 +306,9 @@ def test_every_mode_refuses_every_attack(world, one_mode, mode, layers):
 def seccomp_child(code: str) -> subprocess.CompletedProcess:
     """Run `code` in a fresh interpreter after the launcher's filter is installed (nothing else confines it)."""
     prelude = (
-        f"import ctypes, errno, os, sys\nsys.path.insert(0, {str(ROOT / 'engine' / 'harness')!r})\n"
-        "import sandbox_launch\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
-        "assert sandbox_launch.install_seccomp(libc, ctypes)\n"
+        f"import ctypes, errno, os, sys\nsys.path.insert(0, {str(ROOT / 'engine' / 'sandbox')!r})\n"
+        "import syscall_filter\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
+        "assert syscall_filter.install_seccomp(libc, ctypes)\n"
         "def call(*args):\n    r = libc.syscall(*args)\n    return r if r >= 0 else -ctypes.get_errno()\n"
     )
     return subprocess.run([sys.executable, "-I", "-c", prelude + code], capture_output=True, text=True, timeout=60)
@@ -358,7 +360,7 @@ def test_the_seccomp_filter_alone_refuses_what_namespaces_do_not_cover():
     as the loader does, and execs through the launcher's descriptor only: that interpreter starts and loads
     extension modules."""
     checks = "".join(f"print({name!r}, {expr})\n" for name, expr in SECCOMP_REFUSES.items())
-    exec_fd = sandbox_launch.EXEC_FD
+    exec_fd = syscall_filter.EXEC_FD
     code = (
         f"PARENT = {os.getpid()}\n"
         + checks
@@ -380,20 +382,20 @@ def test_the_seccomp_filter_alone_refuses_what_namespaces_do_not_cover():
     assert lines[-5:] == ["fork 7", "own prlimit 0", "file mapping, executable True", "plain exec refused", "exec ok"]
 
 
-@pytest.mark.parametrize("machine", sorted(sandbox_launch.SYSCALL_TABLES))
+@pytest.mark.parametrize("machine", sorted(syscall_filter.SYSCALL_TABLES))
 def test_the_filter_is_a_valid_program_with_every_jump_inside_it(machine):
-    program = sandbox_launch.build_seccomp_program(machine)
-    assert program[1] == (0x15, 1, 0, sandbox_launch.SYSCALL_TABLES[machine].audit_arch)
+    program = syscall_filter.build_seccomp_program(machine)
+    assert program[1] == (0x15, 1, 0, syscall_filter.SYSCALL_TABLES[machine].audit_arch)
     for index, (code, jt, jf, _k) in enumerate(program):
         if code & 0x07 == 0x05 and code != 0x05:  # a conditional jump
             assert index + 1 + max(jt, jf) < len(program)
-    assert program[-1] == (0x06, 0, 0, sandbox_launch.RET_ALLOW)
-    assert len(sandbox_launch.pack_seccomp_program(program)) == 8 * len(program)
+    assert program[-1] == (0x06, 0, 0, syscall_filter.RET_ALLOW)
+    assert len(syscall_filter.pack_seccomp_program(program)) == 8 * len(program)
 
 
 @pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is missing or cannot make namespaces here")
 def test_every_architecture_numbers_every_refused_call_once_and_no_call_a_test_needs():
-    assert sandbox.SECCOMP_MACHINES == tuple(sandbox_launch.SYSCALL_TABLES)
+    assert modes.SECCOMP_MACHINES == tuple(syscall_filter.SYSCALL_TABLES)
     # calls every interpreter makes (asm-generic numbers on arm64, syscall_64.tbl on x86_64)
     # (execve is refused whole now: the launcher's one exec is an execveat, through its own descriptor)
     needed = {
@@ -408,8 +410,8 @@ def test_every_architecture_numbers_every_refused_call_once_and_no_call_a_test_n
             "wait4": 260,
         },
     }
-    for machine, table in sandbox_launch.SYSCALL_TABLES.items():
-        refused = [table.numbers[name] for name in sandbox_launch.DENIED_NAMES if table.numbers[name] is not None]
+    for machine, table in syscall_filter.SYSCALL_TABLES.items():
+        refused = [table.numbers[name] for name in syscall_filter.DENIED_NAMES if table.numbers[name] is not None]
         assert len(refused) == len(set(refused)), machine  # no two names on one number
         special = [
             table.numbers[name]
@@ -418,14 +420,14 @@ def test_every_architecture_numbers_every_refused_call_once_and_no_call_a_test_n
                 "ioctl",
                 "execveat",
                 "mmap",
-                *sandbox_launch.SELF_ONLY,
-                *sandbox_launch.REFUSED_BITS,
-                *sandbox_launch.REFUSED_VALUES,
+                *syscall_filter.SELF_ONLY,
+                *syscall_filter.REFUSED_BITS,
+                *syscall_filter.REFUSED_VALUES,
             )
         ]
         assert not set(special) & set(refused), machine
         assert not set(needed[machine].values()) & set(refused), machine
-    assert sandbox_launch.SYSCALL_TABLES["aarch64"].numbers["iopl"] is None  # arm64 has no port I/O calls
+    assert syscall_filter.SYSCALL_TABLES["aarch64"].numbers["iopl"] is None  # arm64 has no port I/O calls
 
 
 def test_a_machine_without_a_filter_is_named_and_refused_unless_weak(monkeypatch, tmp_path):
@@ -433,10 +435,10 @@ def test_a_machine_without_a_filter_is_named_and_refused_unless_weak(monkeypatch
     monkeypatch.setattr(
         os, "uname", lambda: os.uname_result((real.sysname, real.nodename, real.release, real.version, "riscv64"))
     )
-    assert sandbox_launch.install_seccomp(None, None) is False  # nothing is installed for another machine's numbers
-    assert not sandbox.has_seccomp_filter()
-    monkeypatch.setattr(sandbox, "_CHOSEN", {})
-    report = sandbox.describe_confinement()
+    assert syscall_filter.install_seccomp(None, None) is False  # nothing is installed for another machine's numbers
+    assert not modes.has_seccomp_filter()
+    monkeypatch.setattr(modes, "_CHOSEN", {})
+    report = describe_confinement()
     line = next(why for why in report.why_not if why.startswith("no seccomp filter"))
     assert "written for x86_64 and aarch64, and this machine is riscv64" in line
     if report.mode != "weak":
@@ -446,7 +448,7 @@ def test_a_machine_without_a_filter_is_named_and_refused_unless_weak(monkeypatch
     for mode, required in (("landlock", True), ("weak", False)):
         scratch = tmp_path / f"scratch-{mode}"
         scratch.mkdir()
-        _argv, _work = sandbox.build_launch(ws, sandbox.Confinement(mode), sandbox.LAYERS, "t_*.py", str(scratch), None)
+        _argv, _work = build_launch(ws, modes.Confinement(mode), LAYERS, "t_*.py", str(scratch), None)
         inner = next(json.loads(arg) for arg in _argv if arg.startswith("{") and "seccomp_required" in arg)
         assert inner["seccomp_required"] is required, mode
 
@@ -471,10 +473,10 @@ def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
             for folder in {packages!r}:
                 site.addsitedir(folder)
             sys.path.insert(0, {str(ROOT)!r})
-            from engine.harness import sandbox
+            from engine.sandbox.report import describe_confinement
             from engine.harness.tools import run_tool
-            from engine.harness.workspace import Workspace
-            report = sandbox.describe_confinement()
+            from engine.sandbox.workspace import Workspace
+            report = describe_confinement()
             results = [run_tool("run_tests", {{"pattern": "a_*.py"}}, Workspace({str(ws)!r})).text]
             print(json.dumps({{"mode": report.mode, "why_not": report.why_not, "results": results,
                                "executable": sys.executable}}))
@@ -504,10 +506,10 @@ def test_a_server_that_is_not_root_refuses_every_attack_too(world):
     script = textwrap.dedent(f"""
         import json, os, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from engine.harness import sandbox
+        from engine.sandbox.report import describe_confinement
         from engine.harness.tools import run_tool
-        from engine.harness.workspace import Workspace
-        report = sandbox.describe_confinement()
+        from engine.sandbox.workspace import Workspace
+        report = describe_confinement()
         ws = Workspace({str(ws.root)!r})
         texts = [run_tool("run_tests", {{"pattern": name}}, ws).text for name in {names!r}]
         print(json.dumps({{"euid": os.geteuid(), "mode": report.mode, "limits": report.limits, "texts": texts}}))
@@ -532,9 +534,9 @@ def test_a_server_that_is_not_root_refuses_every_attack_too(world):
 
 
 def test_the_report_names_the_mode_and_why_not_a_stronger_one(monkeypatch):
-    monkeypatch.setattr(sandbox, "_CHOSEN", {})
-    monkeypatch.setattr(sandbox, "probe_bwrap", lambda: "bubblewrap failed here: execvp python: No such file")
-    report = sandbox.describe_confinement()
+    monkeypatch.setattr(modes, "_CHOSEN", {})
+    monkeypatch.setattr(modes, "probe_bwrap", lambda: "bubblewrap failed here: execvp python: No such file")
+    report = describe_confinement()
     if LANDLOCK >= 1:
         assert report.mode == "landlock"
         assert report.why_not[0] == "not bubblewrap: bubblewrap failed here: execvp python: No such file"

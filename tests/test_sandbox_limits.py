@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 
 from engine.harness.tools import run_tool
-from engine.harness.workspace import FOLDER_BYTES, Limits, Usage, Workspace
+from engine.sandbox.workspace import FOLDER_BYTES, Limits, Usage, Workspace
 
 LIMITS = Limits()
 

@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 
 from bench.bench_load import run_hostile_load
-from engine.harness import sandbox
+from engine.sandbox import modes
+from engine.sandbox.programs import GUARD_INSIDE
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        not sandbox.bwrap_works() and sandbox.landlock_abi() < 1,
+        not modes.bwrap_works() and modes.landlock_abi() < 1,
         reason="this machine has neither bubblewrap nor Landlock: run_tests is refused",
     ),
 ]
@@ -64,7 +65,7 @@ def test_a_run_yields_to_the_server_its_autogroup_at_nice_10_and_itself_at_19():
             for entry in filter(str.isdigit, os.listdir("/proc")):
                 try:
                     command = Path(f"/proc/{entry}/cmdline").read_bytes()
-                    if marker.encode() in command and command.split(b"\0")[2:3] == [b"/run/sandbox_guard.py"]:
+                    if marker.encode() in command and command.split(b"\0")[2:3] == [GUARD_INSIDE.encode()]:
                         seen["autogroup"] = Path(f"/proc/{entry}/autogroup").read_text().strip()
                         seen["nice"] = str(os.getpriority(os.PRIO_PROCESS, int(entry)))
                 except OSError:

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from engine.harness.tools import run_tool
-from engine.harness.workspace import Workspace
+from engine.sandbox.workspace import Workspace
 
 TRIES = 3000
 SECONDS = 20.0  # the loop stops early past this, whatever the count

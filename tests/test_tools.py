@@ -11,7 +11,7 @@ import pytest
 from engine.core.tooldefs import TOOL_SETS, check_tool_definitions, find_tool_problems, load_tool_set
 from engine.errors import BadInput
 from engine.harness.tools import run_tool
-from engine.harness.workspace import Workspace
+from engine.sandbox.workspace import Workspace
 
 
 def test_strawberry_definitions_are_exactly_the_lessons():

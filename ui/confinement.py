@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.harness.sandbox import describe_confinement, slot_status
+from engine.sandbox.report import describe_confinement
+from engine.sandbox.slots import slot_status
 
 
 def confinement_lines() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..core.json_input import InputProblem, read_json_text
 from ..errors import EngineError
 from ..harness.tools import run_tool
-from ..harness.workspace import Workspace
+from ..sandbox.workspace import Workspace
 
 
 def add_parser(sub) -> None:

@@ -4,7 +4,7 @@ Every file is opened by descriptor, one folder at a time with O_NOFOLLOW (`Works
 so a folder swapped for a symlink during a call cannot lead outside. `grep` uses RE2 (linear
 time, so no pattern can run for ever) and one time budget for walking and searching;
 `run_tests` runs the workspace's unittest suite on a confined copy of the workspace
-(engine/harness/sandbox.py), killed at its time limit. File names that hold control characters, or a
+(engine/sandbox/child.py), killed at its time limit. File names that hold control characters, or a
 colon in grep's output, are shown quoted, so that no name can pass for another line of output.
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Iterator
 
 import re2
 
-from . import sandbox
-from .workspace import ToolRefusal, Workspace
+from ..sandbox.child import run_confined
+from ..sandbox.workspace import ToolRefusal, Workspace
 
 
 def show_name(name: str, colon: bool = False) -> str:
@@ -116,7 +116,7 @@ def write_file(ws: Workspace, path: str, content: str) -> str:
     old = target.stat().st_size if not new_file else 0
     if usage.entries + len(missing) + new_file > limits.workspace_entries:
         raise ToolRefusal(f"error: the workspace would hold more than {limits.workspace_entries} files and folders")
-    from .workspace import FOLDER_BYTES
+    from ..sandbox.workspace import FOLDER_BYTES
 
     if usage.bytes - old + len(data) + FOLDER_BYTES * len(missing) > limits.workspace_bytes:
         raise ToolRefusal(f"error: the workspace would grow past {limits.workspace_bytes} bytes")
@@ -281,7 +281,7 @@ def run_tests(ws: Workspace, pattern: str = "test_*.py") -> str:
         os.close(fd)
     if not matching:
         return f"no test files match {pattern}"
-    run = sandbox.run_confined(ws, pattern)
+    run = run_confined(ws, pattern)
     if run.stopped == "time":
         raise ToolRefusal(
             f"error: the tests did not finish within {limits.test_seconds:g} s and were killed "

@@ -24,10 +24,10 @@ from ..core.prompt import Prompt, Request, render
 from ..core.tokenizer import load_tokenizer
 from ..core.tooldefs import load_tool_set
 from ..errors import BadInput, EngineError
+from ..sandbox.workspace import Workspace
 from ..settings import LESSONS
 from .ledger import CallCost, Ledger
 from .tools import run_tool
-from .workspace import Workspace
 
 ROLES = ("system", "user", "assistant", "tool")
 

@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..sandbox.workspace import Limits, ToolRefusal, Workspace
 from .loop import ModelCall, Run, Scenario, ScriptedModel, iterate_episode, make_workspace
-from .workspace import Limits, ToolRefusal, Workspace
 
 STOP_DEPARTED = "the script stopped: a tool answered differently from what its turns were written for"
 

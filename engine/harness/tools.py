@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 
 from ..core.tokenizer import load_tokenizer
+from ..sandbox.workspace import ToolRefusal, Workspace
 from . import filetools
-from .workspace import ToolRefusal, Workspace
 
 
 @dataclass(frozen=True)

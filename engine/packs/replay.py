@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import EngineError
 from ..harness.loop import Run, ScriptedModel, Turn, iterate_episode
-from ..harness.workspace import Workspace
+from ..sandbox.workspace import Workspace
 from .pack import PackRun, prompt_hash
 
 

@@ -4,18 +4,22 @@ cgroup v2 where this server's own cgroup delegates the memory and pids controlle
 (https://docs.kernel.org/admin-guide/cgroup-v2.html), else the v1 memory and pids
 hierarchies where they are writable (a server run as root on an older layout). Where neither
 is, `open_run_cgroup` says why, and the run falls back to per-process limits and a per-user
-process count (engine/harness/sandbox_launch.py).
+process count (engine/sandbox/launcher.py). `cgroup_status` says once which it is, for every run.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+LOG = logging.getLogger(__name__)
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+RUN_MEMORY_BYTES = 768 << 20  # the whole run's memory, where a cgroup caps it
+RUN_PROCESSES = 32  # the whole run's processes and threads
 
 
 @dataclass
@@ -137,3 +141,18 @@ def open_run_cgroup(name: str, memory_bytes: int, processes: int) -> tuple[RunCg
                     pass
             return None, f"the cgroup v1 memory and pids hierarchies are not writable ({error.strerror})"
     return None, "no cgroup with the memory and pids controllers is delegated to this server"
+
+
+_CGROUP_STATUS: list[str] = []
+
+
+def cgroup_status() -> str:
+    """Whether runs get a cgroup: "cgroup v1", "cgroup v2", or why not (checked once)."""
+    if not _CGROUP_STATUS:
+        group, reason = open_run_cgroup(f"run-tests-probe-{os.getpid()}", RUN_MEMORY_BYTES, RUN_PROCESSES)
+        if group is not None:
+            group.close()
+        else:
+            LOG.warning("run_tests: no cgroup for the runs: %s", reason)
+        _CGROUP_STATUS.append(reason)
+    return _CGROUP_STATUS[0]

@@ -1,7 +1,7 @@
-"""The program the tests run in: an audit hook, then unittest. Started by engine/harness/sandbox_launch.py.
+"""The program the tests run in: an audit hook, then unittest. Started by engine/sandbox/launcher.py.
 
 Run by path in a fresh interpreter, never imported by the engine:
-`python -I sandbox_guard.py SETTINGS_JSON`, in the folder the tests run in (the workspace's
+`python -I guard.py SETTINGS_JSON`, in the folder the tests run in (the workspace's
 copy on a sized tmpfs). The launcher has already confined the process (namespaces, Landlock,
 an unprivileged user, a seccomp filter, resource limits) and exec'd this interpreter, so
 ctypes, which the launcher needed, was never loaded here.
