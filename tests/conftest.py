@@ -127,11 +127,16 @@ def fresh_streamlit_server():
 # any worker; the walks are the suite's longest chain, so spreading them is what keeps it short
 # (test_browser_live_model: each test starts its own server and model folder; one worker ran all four, 231 s)
 SPLIT_BY_TEST = {"test_browser_fit", "test_browser_live_model"}
-# session servers with an environment of their own: the tests that use one stay on one worker, which starts it once,
-# walks included (spread, every worker started both, and each start with its first pages costs the server about
-# 10 CPU-s: the import of torch, the shipped model's load or the pack's read; the suite is short of CPU, not of
-# workers, and each group is about a quarter of one worker's share)
+# session servers with an environment of their own: the other tests that use one stay on one worker, which starts it
+# once (each start with its first pages costs the server about 10 CPU-s: the import of torch, the shipped model's
+# load or the pack's read). The walks of test_browser_fit spread even so: the shipped model walks every page, 23
+# walks and screens of 15-30 s, too long a chain for one worker, so each worker starts the shipped server once
+# (and the pack's, for the pack walks)
 SHARED_SERVERS = ("pack_server", "shipped_server")
+# files that are not browser tests but whose module fixtures cost tens of CPU-seconds: each stays on one worker
+# (spread, each of three workers wrote the tiny GGUF and started llama.cpp's server for test_llama_cpp's tests:
+# 94-115 s of setup each on a busy machine, twice more than once)
+ONE_WORKER_FILES = {"test_llama_cpp"}
 
 
 def pytest_collection_modifyitems(items):
@@ -140,14 +145,16 @@ def pytest_collection_modifyitems(items):
     starts its own streamlit server and chromium when its first browser test asks for them. The browser
     tests mostly wait on those processes, so several of them at once overlap their waits."""
     for item in items:
-        if item.get_closest_marker("browser"):
-            module = item.module.__name__.rpartition(".")[2]
+        module = item.module.__name__.rpartition(".")[2]
+        if module in ONE_WORKER_FILES:
+            item.add_marker(pytest.mark.xdist_group(module))
+        elif item.get_closest_marker("browser"):
             shared = next((name for name in SHARED_SERVERS if name in item.fixturenames), None)
-            if shared:
-                group = shared
-            elif module in SPLIT_BY_TEST:
+            if module in SPLIT_BY_TEST:
                 # each page's walk on its own: a worker that takes one starts the server it needs, once
                 group = f"{module}::{item.name}"
+            elif shared:
+                group = shared
             else:
                 group = module
             item.add_marker(pytest.mark.xdist_group(f"browser-{group}"))

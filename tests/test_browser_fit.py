@@ -123,17 +123,17 @@ def check_opened_page(page, entry: dict, size: str) -> list[str]:
     return problems
 
 
-# every page on a laptop's screen, one test each: the suite's workers share them out (a walk of the whole site was
-# one test of 75-85 s that one worker ran alone). Projected, the presenter walk below opens each page at the same
-# address and checks its first section with check_opened_page, and every section for anything cut off
+# every page on a laptop's screen as the README's quick start opens it (the shipped model drawing the panels), one
+# test each: the suite's workers share them out (a walk of the whole site was one test of 75-85 s that one worker ran
+# alone). Projected, the shipped-model walk below opens each page at the same address and checks its first section
+# with check_opened_page, and every section for anything cut off
 OPENED_PARAMS = [pytest.param("screen", e, id=f"screen-{e['id']}") for e in PAGES]
 
 
 @pytest.mark.parametrize(("size", "entry"), OPENED_PARAMS)
-def test_every_page_opens_and_fits_the_screen_with_nothing_cut_off(chromium, streamlit_server, size, entry):
+def test_every_page_opens_and_fits_the_screen_with_nothing_cut_off(chromium, shipped_server, size, entry):
     with open_at(chromium, size) as (page, query):
-        # on a screen, the model as it starts (live, none loaded)
-        page.goto(f"{streamlit_server}/{'' if entry.get('default') else entry['url_path']}?{query}")
+        page.goto(f"{shipped_server}/{'' if entry.get('default') else entry['url_path']}?{query}")
         settle_run(page)
         problems = check_opened_page(page, entry, size)
         if problems:
@@ -300,11 +300,14 @@ def test_home_lists_what_each_lesson_teaches_and_says_the_model_is_off(chromium,
 
 
 # -- 12: presenter mode is one screen at a time ---------------------------------------------------------
-# every page; each section must fit the 1024×768 screen whole: nothing clamped, nothing cut to an ellipsis
+# each section must fit the 1024×768 screen whole: nothing clamped, nothing cut to an ellipsis. The walks that run:
+# - every page with the shipped model, the site as the README's quick start opens it;
+# - the pages with model panels (engine/teaching/panels.py) and the page that measures models, with a pack and with
+#   no model: only their panels differ from the shipped model's walk (a page without panels draws the same sections
+#   whatever the model, so a walk of it with no model would repeat the shipped model's)
 PRESENTED_PARAMS = [pytest.param(e, id=e["id"]) for e in PAGES]
 # pages read rather than shown: a list of terms, of sources, of set-up steps, a model's record, a page of measurements
 REFERENCE_PAGES = {"home", "glossary", "sources", "setup", "shipped-model", "experiments"}
-# a pack changes only the pages with model panels (engine/teaching/panels.py) and the page that measures models
 PANEL_PAGES = sorted({p.lesson for p in list_panels()} | {"experiments"})
 PACKED_PARAMS = [pytest.param(e, id=e["id"]) for e in PAGES if e["id"] in PANEL_PAGES]
 # text a rule hides: a line clamp that cuts a paragraph, or an ellipsis that ends a line early
@@ -370,8 +373,8 @@ def section_shown(page) -> tuple[int, int]:
     return int(found.group(1)), int(found.group(2))
 
 
-@pytest.mark.parametrize("entry", PRESENTED_PARAMS)
-def test_presenter_mode_shows_each_section_within_one_screen_and_pagedown_reaches_the_last(
+@pytest.mark.parametrize("entry", PACKED_PARAMS)
+def test_presenter_mode_with_no_model_shows_each_section_within_one_screen_and_pagedown_reaches_the_last(
     chromium, streamlit_server, entry
 ):
     walk_sections(chromium, f"{streamlit_server}/{entry['url_path']}?present=1&model=off", entry, "no-model")
@@ -384,7 +387,7 @@ def test_presenter_mode_with_a_pack_shows_each_section_within_one_screen(chromiu
 
 
 # (shipped_server, in conftest.py: the site as the README's quick start opens it, its panels drawn by the shipped model)
-@pytest.mark.parametrize("entry", PACKED_PARAMS)
+@pytest.mark.parametrize("entry", PRESENTED_PARAMS)
 def test_presenter_mode_with_the_shipped_model_shows_each_section_within_one_screen(chromium, shipped_server, entry):
     walk_sections(chromium, f"{shipped_server}/{entry['url_path']}?present=1", entry, "shipped-model")
 
@@ -415,7 +418,7 @@ def walk_sections(chromium, url: str, entry: dict, condition: str) -> None:
         heights, drawn, hidden, empty = {}, {}, {}, []
         while True:
             heights[current] = steady_height(page)
-            if current == 1 and condition == "no-model":
+            if current == 1 and condition == "shipped-model":
                 # the page as a projector opens it: no error, sidebar collapsed, nothing wide cut off
                 opened = check_opened_page(page, entry, "projector")
                 assert not opened, [*opened, f"(projected, section 1; its address: {page.url})"]
