@@ -2,11 +2,12 @@
 # Install what the tests need (Python packages; Debian's chromium and bubblewrap), then run them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# --quick: everything but the browser tests, for the inner loop (CI runs everything)
+# --quick: the inner loop, everything but the browser tests and the slow ones (marked `slow`: many seeded
+# generations, llama.cpp's server, a training run, a load test); CI runs everything
 quick=()
 if [ "${1:-}" = "--quick" ]; then
   shift
-  quick=(-m "not browser")
+  quick=(-m "not browser and not slow")
 fi
 # llama-cpp-python compiles llama.cpp: a native build crashed with "Illegal instruction" on Q8_0 on one of these
 # machines, so build without -march=native and turn on only the instruction sets this CPU lists in /proc/cpuinfo;
@@ -36,6 +37,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "missing Debian packages: ${missing[*]} (sudo apt-get install ${missing[*]}); the browser and sandbox tests need them" >&2
   fi
 fi
+# compiled modules kept (__pycache__, ignored by git): where PYTHONDONTWRITEBYTECODE is set, every worker, server and
+# child process compiled the site's modules and pytest rewrote every test file again (collection alone took 21
+# CPU-seconds a worker on a clean clone against 12 with the cache)
+unset PYTHONDONTWRITEBYTECODE
 python -m ruff check engine app_pages ui tests bench app.py
 python -m ruff format --check engine app_pages ui tests bench app.py
 # three workers on two cores: the browser tests mostly wait on their servers and browsers, so more workers than

@@ -137,6 +137,26 @@ SHARED_SERVERS = ("pack_server", "shipped_server")
 # (spread, each of three workers wrote the tiny GGUF and started llama.cpp's server for test_llama_cpp's tests:
 # 94-115 s of setup each on a busy machine, twice more than once)
 ONE_WORKER_FILES = {"test_llama_cpp"}
+# files whose tests are slow (marked `slow`, left out of `scripts/test.sh --quick`): each test loads or builds a
+# model, starts a server or a child that imports torch, samples many turns or trains; on a busy 2-core machine each
+# took 10-400 s, and together about three quarters of the non-browser tests' time
+SLOW_FILES = {
+    "test_attention",
+    "test_constrain_decode",
+    "test_download_hub",
+    "test_fast_forward",
+    "test_heavy",
+    "test_int8_load",
+    "test_lean",
+    "test_llama_cpp",
+    "test_native",
+    "test_prefix_cache",
+    "test_prepared",
+    "test_template_guard",
+    "test_train",
+    "test_train_resume",
+    "test_warmup",
+}
 
 
 def pytest_collection_modifyitems(items):
@@ -146,6 +166,8 @@ def pytest_collection_modifyitems(items):
     tests mostly wait on those processes, so several of them at once overlap their waits."""
     for item in items:
         module = item.module.__name__.rpartition(".")[2]
+        if module in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
         if module in ONE_WORKER_FILES:
             item.add_marker(pytest.mark.xdist_group(module))
         elif item.get_closest_marker("browser"):
