@@ -33,9 +33,86 @@ PATH_AND_DIR_FD = {
     "os.link": ((0, 2), (1, 3)),
     "os.rename": ((0, 2), (1, 3)),
 }
+# the audited events the hook watches, by family: each family has its check (below)
+PROCESS_EVENTS = frozenset(
+    (
+        "subprocess.Popen",
+        "os.system",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.fork",
+        "sqlite3.enable_load_extension",
+        "sqlite3.load_extension",
+        "os.forkpty",
+        "pty.spawn",
+        "ctypes.dlopen",
+        "ctypes.dlsym",
+        "ctypes.cdata",
+        "os.startfile",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+    )
+)
+SIGNAL_EVENTS = frozenset(("os.kill", "os.killpg", "signal.pthread_kill"))
+CHANGE_EVENTS = frozenset(
+    (
+        "os.remove",
+        "os.rmdir",
+        "os.mkdir",
+        "os.chmod",
+        "os.chown",
+        "os.truncate",
+        "os.utime",
+        "shutil.rmtree",
+        "os.symlink",
+        "os.link",
+        "os.rename",
+        "shutil.copyfile",
+        "shutil.move",
+        "os.chflags",
+        "os.lchflags",
+        "os.setxattr",
+        "os.removexattr",
+        "shutil.copytree",
+        "shutil.chown",
+        "shutil.make_archive",
+        "shutil.unpack_archive",
+    )
+)
+CREATION_EVENTS = frozenset(("os.mkdir", "os.symlink", "os.link"))  # the changes that make a new entry
+# code objects made from parts (code.replace raises code.__new__ too) or from bytes: bytecode the compiler
+# never checked, whose LOAD_CONST may read past its constants (memory read and write, then native code)
+CODE_SURGERY_EVENTS = frozenset(("code.__new__", "marshal.loads", "marshal.load"))
+# modules that hold what the guard replaced (take_away_unaudited): a fresh import would bring the originals back
+FRESH_IMPORTS = frozenset(("_posixsubprocess", "_ctypes", "_winapi", "posix", "_signal", "_imp"))
+LOCAL_SOCKET_EVENTS = frozenset(("socket.__new__", "socket.gethostname"))  # the socket events that reach no one
+NO_PROCESSES = "run_tests may not start processes or load native code"
+NO_SIGNALS = "run_tests may not send signals"
+NO_WRITES = "run_tests may not write outside the workspace"
+NO_CHANGES = "run_tests may not change files outside the workspace"
 
 
 def install_audit_hook(root, max_new_entries):
+    """The audit hook over the folder `root`, once the functions that raise no audit event are taken away.
+
+    Each check is a closure made here, before any test runs, and the hook reaches them through a table in
+    its own closure: a test that rewrites this module's globals (`import __main__`) changes nothing it reads."""
+    rules = path_rules(root, max_new_entries)
+    hook = dispatch(audited_events(rules))
+    take_away_unaudited()
+    refuse_sqlite_attach()
+    # imports compile from source from now on: a cached .pyc would be loaded through marshal, refused above
+    # (and a test could write one whose bytecode the compiler never made)
+    sys.pycache_prefix = "/dev/null/no-bytecode-cache"  # a path no one can make
+    sys.addaudithook(hook)
+
+
+def path_rules(root, max_new_entries):
+    """Where a path leads, seen from every folder the tests hold open, and the count of new entries they make.
+
+    Returns the closures (inside, fd_path, inside_from_anywhere, count_new) the checks share."""
     realpath, isdir, lexists, fsdecode, sep, join = (
         os.path.realpath,
         os.path.isdir,
@@ -45,64 +122,7 @@ def install_audit_hook(root, max_new_entries):
         os.path.join,
     )
     listdir, readlink = os.listdir, os.readlink
-    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-    processes = frozenset(
-        (
-            "subprocess.Popen",
-            "os.system",
-            "os.exec",
-            "os.posix_spawn",
-            "os.spawn",
-            "os.fork",
-            "sqlite3.enable_load_extension",
-            "sqlite3.load_extension",
-            "os.forkpty",
-            "pty.spawn",
-            "ctypes.dlopen",
-            "ctypes.dlsym",
-            "ctypes.cdata",
-            "os.startfile",
-            "gc.get_objects",
-            "gc.get_referrers",
-            "gc.get_referents",
-        )
-    )
-    signals = frozenset(("os.kill", "os.killpg", "signal.pthread_kill"))
-    changes = frozenset(
-        (
-            "os.remove",
-            "os.rmdir",
-            "os.mkdir",
-            "os.chmod",
-            "os.chown",
-            "os.truncate",
-            "os.utime",
-            "shutil.rmtree",
-            "os.symlink",
-            "os.link",
-            "os.rename",
-            "shutil.copyfile",
-            "shutil.move",
-            "os.chflags",
-            "os.lchflags",
-            "os.setxattr",
-            "os.removexattr",
-            "shutil.copytree",
-            "shutil.chown",
-            "shutil.make_archive",
-            "shutil.unpack_archive",
-        )
-    )
-    creations = frozenset(("os.mkdir", "os.symlink", "os.link"))
-    # code objects made from parts (code.replace raises code.__new__ too) or from bytes: bytecode the compiler
-    # never checked, whose LOAD_CONST may read past its constants (memory read and write, then native code)
-    code_surgery = frozenset(("code.__new__", "marshal.loads", "marshal.load"))
-    # modules that hold what the guard replaced below: a fresh import would bring the originals back
-    fresh_imports = frozenset(("_posixsubprocess", "_ctypes", "_winapi", "posix", "_signal", "_imp"))
     created = [0]
-    from urllib.parse import unquote
-
-    path_and_dir_fd = dict(PATH_AND_DIR_FD)  # a copy in this closure: a test may rewrite the module's globals
 
     def inside(p):
         try:
@@ -138,15 +158,6 @@ def install_audit_hook(root, max_new_entries):
             return inside(text)
         return inside(text) and all(inside(join(base, text)) for base in open_folders())
 
-    def sqlite_path(target):
-        """The file a sqlite3.connect() argument opens: a plain path, or the path of a file: URI."""
-        if not target.startswith("file:"):
-            return target
-        path = target[5:].split("?", 1)[0].split("#", 1)[0]
-        if path.startswith("//"):  # file://host/path: the path after the authority
-            path = "/" + path[2:].partition("/")[2]
-        return unquote(path)
-
     def count_new(p, dir_fd=None):
         text = fsdecode(p)
         base = fd_path(dir_fd) if isinstance(dir_fd, int) else None
@@ -164,62 +175,153 @@ def install_audit_hook(root, max_new_entries):
         if created[0] > max_new_entries:
             raise PermissionError(f"run_tests may make at most {max_new_entries} new files and folders")
 
-    def guard(event, args):
-        if event == "open":
-            path, mode, flags = args
-            if path is None or isinstance(path, int):
-                return
-            writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (flags or 0) & write_flags
-            if writes and not inside_from_anywhere(path):
-                raise PermissionError("run_tests may not write outside the workspace")
-            # a folder outside opened as a file descriptor would let dir_fd= write there
-            if not inside_from_anywhere(path) and isdir(path):
-                raise PermissionError("run_tests may not open folders outside the workspace")
-            if writes:
-                count_new(path)
-        elif event.startswith("socket.") and event not in ("socket.__new__", "socket.gethostname"):
-            raise PermissionError("run_tests may not use the network")
-        elif event in processes:
-            raise PermissionError("run_tests may not start processes or load native code")
-        elif event in signals:
-            raise PermissionError("run_tests may not send signals")
-        elif event == "import" and args[0] in fresh_imports:
-            raise PermissionError("run_tests may not start processes or load native code")
-        elif event == "sqlite3.connect":
-            target = sqlite_path(fsdecode(args[0]) if args and args[0] is not None else "")
-            if target not in ("", ":memory:"):
-                if not inside(target):
-                    raise PermissionError("run_tests may not write outside the workspace")
-                count_new(target)
-        elif event in code_surgery:
-            raise PermissionError(
+    return inside, fd_path, inside_from_anywhere, count_new
+
+
+def open_check(rules):
+    """open(): a write only inside (counted when it makes a file), and no folder outside held open."""
+    _inside, _fd_path, inside_from_anywhere, count_new = rules
+    isdir = os.path.isdir
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+    no_writes = NO_WRITES
+
+    def check_open(event, args):
+        path, mode, flags = args
+        if path is None or isinstance(path, int):
+            return
+        writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (flags or 0) & write_flags
+        if writes and not inside_from_anywhere(path):
+            raise PermissionError(no_writes)
+        # a folder outside opened as a file descriptor would let dir_fd= write there
+        if not inside_from_anywhere(path) and isdir(path):
+            raise PermissionError("run_tests may not open folders outside the workspace")
+        if writes:
+            count_new(path)
+
+    return check_open
+
+
+def sqlite_check(rules):
+    """sqlite3.connect(): a database file (a plain path or a file: URI) only inside, counted when it is new."""
+    inside, _fd_path, _inside_from_anywhere, count_new = rules
+    fsdecode = os.fsdecode
+    no_writes = NO_WRITES
+    from urllib.parse import unquote
+
+    def sqlite_path(target):
+        """The file a sqlite3.connect() argument opens: a plain path, or the path of a file: URI."""
+        if not target.startswith("file:"):
+            return target
+        path = target[5:].split("?", 1)[0].split("#", 1)[0]
+        if path.startswith("//"):  # file://host/path: the path after the authority
+            path = "/" + path[2:].partition("/")[2]
+        return unquote(path)
+
+    def check_sqlite(event, args):
+        target = sqlite_path(fsdecode(args[0]) if args and args[0] is not None else "")
+        if target not in ("", ":memory:"):
+            if not inside(target):
+                raise PermissionError(no_writes)
+            count_new(target)
+
+    return check_sqlite
+
+
+def change_check(rules):
+    """A call that changes files: each path argument inside, read from the folder its dir_fd= names (an open
+    descriptor) when one is given; a call on an open file, where that file is; a new entry counted."""
+    inside, fd_path, inside_from_anywhere, count_new = rules
+    fsdecode, sep, join, path_like = os.fsdecode, os.sep, os.path.join, os.PathLike
+    path_and_dir_fd = dict(PATH_AND_DIR_FD)  # copies in this closure: a test may rewrite the module's globals
+    creations = CREATION_EVENTS
+    no_changes = NO_CHANGES
+
+    def check_change(event, args):
+        pairs = dict(path_and_dir_fd.get(event, ()))
+        for index, value in enumerate(args):
+            if isinstance(value, int) and not isinstance(value, bool) and index == 0:
+                target = fd_path(value)  # a call on an open file (fchmod, ftruncate): where is that file?
+                if target is None or not inside(target):
+                    raise PermissionError(no_changes)
+                continue
+            if not isinstance(value, (str, bytes, path_like)):
+                continue
+            text = fsdecode(value)
+            fd = args[pairs[index]] if index in pairs else -1
+            if isinstance(fd, int) and fd >= 0 and not text.startswith(sep):
+                base = fd_path(fd)
+                if base is None or not inside(join(base, text)):
+                    raise PermissionError(no_changes)
+            elif not inside_from_anywhere(text):
+                raise PermissionError(no_changes)
+        if event in creations:
+            last = max(pairs) if pairs else 0
+            fd = args[pairs[last]] if pairs else -1
+            count_new(args[last], fd if isinstance(fd, int) and fd >= 0 else None)
+
+    return check_change
+
+
+def import_check():
+    """import: none of the modules the guard changed, made afresh."""
+    fresh_imports = FRESH_IMPORTS
+    no_processes = NO_PROCESSES
+
+    def check_import(event, args):
+        if args[0] in fresh_imports:
+            raise PermissionError(no_processes)
+
+    return check_import
+
+
+def refusal(message):
+    """A check that refuses its event whatever its arguments."""
+
+    def refuse(event, args):
+        raise PermissionError(message)
+
+    return refuse
+
+
+def audited_events(rules):
+    """The hook's table: each audited event it watches, and the check that event runs."""
+    families = (
+        (("open",), open_check(rules)),
+        (PROCESS_EVENTS, refusal(NO_PROCESSES)),
+        (SIGNAL_EVENTS, refusal(NO_SIGNALS)),
+        (("import",), import_check()),
+        (("sqlite3.connect",), sqlite_check(rules)),
+        (
+            CODE_SURGERY_EVENTS,
+            refusal(
                 "run_tests may not make code objects from parts or bytes (code.replace, "
                 "CodeType, marshal): compile source instead"
-            )
-        elif event in changes:
-            # each path argument, read from the folder its dir_fd= names (an open descriptor) when one is given
-            pairs = dict(path_and_dir_fd.get(event, ()))
-            for index, value in enumerate(args):
-                if isinstance(value, int) and not isinstance(value, bool) and index == 0:
-                    target = fd_path(value)  # a call on an open file (fchmod, ftruncate): where is that file?
-                    if target is None or not inside(target):
-                        raise PermissionError("run_tests may not change files outside the workspace")
-                    continue
-                if not isinstance(value, (str, bytes, os.PathLike)):
-                    continue
-                text = fsdecode(value)
-                fd = args[pairs[index]] if index in pairs else -1
-                if isinstance(fd, int) and fd >= 0 and not text.startswith(sep):
-                    base = fd_path(fd)
-                    if base is None or not inside(join(base, text)):
-                        raise PermissionError("run_tests may not change files outside the workspace")
-                elif not inside_from_anywhere(text):
-                    raise PermissionError("run_tests may not change files outside the workspace")
-            if event in creations:
-                last = max(pairs) if pairs else 0
-                fd = args[pairs[last]] if pairs else -1
-                count_new(args[last], fd if isinstance(fd, int) and fd >= 0 else None)
+            ),
+        ),
+        (CHANGE_EVENTS, change_check(rules)),
+    )
+    return {event: check for events, check in families for event in events}
 
+
+def dispatch(table):
+    """The audit hook: each event's check from the table; every socket event but the local ones refused."""
+    local_sockets = LOCAL_SOCKET_EVENTS
+    refuse_network = refusal("run_tests may not use the network")
+
+    def guard(event, args):
+        check = table.get(event)
+        if check is None and event.startswith("socket.") and event not in local_sockets:
+            check = refuse_network
+        if check is not None:
+            check(event, args)
+
+    return guard
+
+
+def take_away_unaudited():
+    """The functions that start processes, send signals, make devices or end the process without an audit
+    event, replaced by refusals; every builtin and standard extension module loaded now, and the functions
+    that would make one afresh (with the originals) taken away."""
     import _imp
     import _posixsubprocess  # loaded now, so that the hook refuses any later (fresh) import of it
     import _signal
@@ -270,11 +372,6 @@ def install_audit_hook(root, max_new_entries):
     # would run native code with no audit event)
     preload_extensions()
     _imp.create_dynamic = no_processes
-    refuse_sqlite_attach()
-    # imports compile from source from now on: a cached .pyc would be loaded through marshal, refused above
-    # (and a test could write one whose bytecode the compiler never made)
-    sys.pycache_prefix = "/dev/null/no-bytecode-cache"  # a path no one can make
-    sys.addaudithook(guard)
 
 
 # extension modules of the standard library that are not loaded for the tests: native code on demand
