@@ -45,8 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from engine.constrain.grammar import tokenizer_info, tool_parameters  # noqa: E402
+from engine.constrain.grammar import tokenizer_info  # noqa: E402
 from engine.constrain.masks import make_constraint  # noqa: E402
+from engine.constrain.schemas import tool_parameters  # noqa: E402
 from engine.core.tokenizer import IM_END, MODEL_VOCAB, load_tokenizer  # noqa: E402
 from engine.core.tooldefs import load_tool_set, tool_name  # noqa: E402
 
@@ -89,7 +90,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def time_calls(tools: list[dict], calls: list[list[int]], passes: int, apply: bool) -> dict[str, list[float]]:
-    from engine.constrain.grammar import bitmask_to_bool
+    from engine.constrain.packed_mask import bitmask_to_bool
     from engine.model.decode import masked_distribution
 
     tok = load_tokenizer()

@@ -98,7 +98,7 @@ def hostile_tools(seed: int) -> list[dict]:
 def hostile_grammars(seeds: range, dialect: str) -> tuple[list[str], int]:
     """The server grammars (required, and the first tool by name; thinking on for odd seeds) of each seed's
     tool set in `dialect`, and how many the grammar refused."""
-    from engine.constrain.grammar import SchemaUnsupported
+    from engine.constrain.schemas import SchemaUnsupported
     from engine.constrain.server_grammar import build_server_grammar
     from engine.core.tooldefs import tool_name
 

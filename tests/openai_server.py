@@ -29,7 +29,8 @@ class EbnfConstraint:
     def __init__(self, ebnf: str):
         import xgrammar as xgr
 
-        from engine.constrain.grammar import bitmask_to_bool, compiler, new_bitmask
+        from engine.constrain.grammar import compiler
+        from engine.constrain.packed_mask import bitmask_to_bool, new_bitmask
 
         self.matcher = xgr.GrammarMatcher(compiler().compile_grammar(ebnf))
         self.bitmask, self.unpack = new_bitmask(), bitmask_to_bool

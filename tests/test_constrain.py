@@ -15,7 +15,7 @@ import pytest
 import torch
 from helpers import COUNT_CALL, function
 
-from engine.constrain import grammar
+from engine.constrain import grammar, schemas
 from engine.constrain.grammar import compile_calls
 from engine.constrain.masks import (
     MaskView,
@@ -365,10 +365,10 @@ def test_uncompilable_schema_refuses_a_named_tool_choice(strawberry, bad):
 def test_keywords_called_unenforced_really_change_nothing_in_xgrammar(keyword, value):
     import xgrammar as xgr
 
-    assert keyword in grammar.UNENFORCED
+    assert keyword in schemas.UNENFORCED
 
     def ebnf(schema):
-        return str(xgr.Grammar.from_json_schema(schema, any_whitespace=False, separators=grammar.SEPARATORS))
+        return str(xgr.Grammar.from_json_schema(schema, any_whitespace=False, separators=schemas.SEPARATORS))
 
     base = {
         "type": "object",

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from engine.constrain import grammar
+from engine.constrain import grammar, schemas
 from engine.constrain.masks import make_constraint
 from engine.core.tooldefs import MAX_DEFINITIONS_BYTES, find_cost_problem, find_tool_problems
 from engine.errors import BadInput
@@ -168,7 +168,7 @@ def test_a_compile_past_its_time_limit_leaves_the_turn_unconstrained(monkeypatch
     slow = tool("slow", {"type": "object", "properties": {f"q{i}": {"type": "string"} for i in range(100)}})
     grammar.compiler()
     started = time.perf_counter()
-    with pytest.raises(grammar.SchemaUnsupported) as error:
+    with pytest.raises(schemas.SchemaUnsupported) as error:
         grammar.compile_calls([slow], "calls", timeout=0.001)
     assert time.perf_counter() - started < 1
     assert error.value.reason == (

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.constrain import grammar
+from engine.constrain import grammar, schemas
 from engine.constrain.grammar import compile_calls
 from engine.constrain.masks import make_constraint
 from engine.core.call_formats import parse_turn
@@ -62,11 +62,11 @@ def raw_xgrammar_accepts(params: dict, arguments: dict) -> bool:
     import xgrammar as xgr
 
     compiled = grammar.compiler().compile_json_schema(
-        json.dumps(params), any_whitespace=False, separators=grammar.SEPARATORS
+        json.dumps(params), any_whitespace=False, separators=schemas.SEPARATORS
     )
     matcher = xgr.GrammarMatcher(compiled)
     return (
-        matcher.accept_string(json.dumps(arguments, ensure_ascii=False, separators=grammar.SEPARATORS))
+        matcher.accept_string(json.dumps(arguments, ensure_ascii=False, separators=schemas.SEPARATORS))
         and matcher.is_completed()
     )
 
@@ -388,7 +388,7 @@ def test_generated_schemas_mask_equals_check(case):
 
 
 # a character below 256 before a hex digit: xgrammar prints "éa" as "\\xe9a" and reads that back as one character,
-# U+0E9A; the grammar's text is rewritten with four-digit escapes (grammar.ebnf_text), so each value is writable
+# U+0E9A; the grammar's text is rewritten with four-digit escapes (schemas.ebnf_text), so each value is writable
 LATIN_BEFORE_HEX = ["éa", "ça", "ÿf0", "é", "naïve", "Ωa", "日本", "\u0001a", "a\\b", 'x"y']
 
 
@@ -411,7 +411,7 @@ def test_the_grammar_text_reads_back_as_the_same_grammar():
     # xgrammar's own printed text reads back as another grammar (U+0E9A)...
     assert "\\u0e9a" in str(xgr.Grammar.from_ebnf(str(source)))
     # ...ebnf_text's reads back as the same one, and leaves a literal backslash before an x alone
-    text = grammar.ebnf_text(source)
+    text = schemas.ebnf_text(source)
     assert str(xgr.Grammar.from_ebnf(text)) == str(source) and "\\\\x41" in text
 
 

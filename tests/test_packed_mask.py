@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import engine.model.decode as decode
-from engine.constrain.grammar import WORDS, bitmask_to_bool, count_allowed, pack_words
 from engine.constrain.masks import make_constraint
+from engine.constrain.packed_mask import WORDS, bitmask_to_bool, count_allowed, pack_words
 from engine.core.generation import GenerationSettings
 from engine.core.prompt import Request, render
 from engine.core.tokenizer import IM_END, MODEL_VOCAB, REAL_VOCAB, load_tokenizer

@@ -9,8 +9,9 @@ import json
 import pytest
 from helpers import COUNT_CALL, ROOT, function
 
-from engine.constrain.grammar import SchemaUnsupported, compiler
+from engine.constrain.grammar import compiler
 from engine.constrain.masks import walk
+from engine.constrain.schemas import SchemaUnsupported
 from engine.constrain.server_grammar import build_server_grammar, to_gbnf
 from engine.core.tokenizer import load_tokenizer
 from engine.core.tooldefs import tool_name

@@ -34,14 +34,9 @@ from ..core.generation import Alternative
 from ..core.tokenizer import MODEL_VOCAB, REAL_VOCAB, THINK, THINK_END, TOOL_CALL, QwenTokenizer, load_tokenizer
 from ..core.tooldefs import tool_name
 from ..errors import BadInput
-from .grammar import (
-    PackedMask,
-    SchemaUnsupported,
-    bitmask_to_bool,
-    compile_calls,
-    new_bitmask,
-    pack_words,
-)
+from .grammar import compile_calls
+from .packed_mask import PackedMask, bitmask_to_bool, new_bitmask, pack_words
+from .schemas import SchemaUnsupported
 
 MODES = ("none", "auto", "required")
 OPENER_TEXT = "<tool_call>"

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..core.tooldefs import tool_name
-from .grammar import THINK_SUFFIX, call_schema, check_tool, json_schema_ebnf, tool_parameters
+from .grammar import THINK_SUFFIX, call_schema
+from .schemas import check_tool, json_schema_ebnf, tool_parameters
 
 DIALECTS = ("xgrammar", "gbnf")  # vLLM's structured outputs; llama.cpp's grammar field
 THINK_TEXT = '([^<] | "<" [^/])*'  # reasoning without "</": it cannot close itself early
@@ -129,7 +130,7 @@ def _gbnf_char(char: str, special: str) -> str:
     if char in _NAMED and (char in special or point < 0x20):
         return _NAMED[char]
     if point < 0x20 or point == 0x7F or char in special:
-        # \u with its four digits: xgrammar reads \x greedily (see grammar.ebnf_text); llama.cpp reads both
+        # \u with its four digits: xgrammar reads \x greedily (see schemas.ebnf_text); llama.cpp reads both
         return f"\\u{point:04X}"
     return char
 
