@@ -158,7 +158,7 @@ def main(argv=None) -> None:
     # site runs them where its timing chooses a bf16 cache (engine/model/attention.py)
     import os
 
-    from engine.model.fast_forward import build_fast_forward
+    from engine.model.fast_build import build_fast_forward
 
     os.environ["QWEN_KV_DTYPE"] = "bfloat16"
     compact = build_fast_forward(model)

@@ -13,7 +13,7 @@ from transformers import DynamicCache
 from engine.core.prompt import Request, render
 from engine.errors import BadInput
 from engine.model.attention import CacheChoice, _measured_choice, attend, cache_dtype
-from engine.model.fast_forward import build_fast_forward
+from engine.model.fast_build import build_fast_forward
 
 
 @pytest.mark.parametrize("length", [1, 7, 300])

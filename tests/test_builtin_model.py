@@ -150,7 +150,7 @@ def test_download_refuses_the_shipped_model_in_one_line():
 def test_without_qwen_model_the_site_starts_on_the_shipped_model_and_a_named_model_wins(monkeypatch, tmp_path):
     from huggingface_hub import constants
 
-    from engine.model.loading import check_model, starting_model
+    from engine.model.availability import check_model, starting_model
 
     # an empty cache: Qwen3-1.7B is not on this machine
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
@@ -185,7 +185,7 @@ def test_home_and_the_sidebar_never_wait_for_the_shipped_model_while_it_loads(mo
     from helpers import open_page, page_text
 
     import ui.shipped_model as shipped
-    from engine.model.loading import LoadJob
+    from engine.model.load_jobs import LoadJob
 
     # a load that is still running: nothing loaded yet, the job unfinished
     running = LoadJob(BUILTIN)

@@ -24,7 +24,7 @@ REPO = "local/tiny-qwen3"
 # the sidebar's path, without the page: a background load job, its progress events, the loaded model's label
 LOAD_JOB = """
 import json, sys
-from engine.model.loading import start_load
+from engine.model.load_jobs import start_load
 job = start_load(sys.argv[1])
 job.wait(300)
 info = job.model.info.as_json() if job.model else None

@@ -16,7 +16,8 @@ from transformers import DynamicCache
 from engine.core.generation import GenerationSettings
 from engine.core.prompt import Request, render
 from engine.model.decode import stream_steps
-from engine.model.fast_forward import KVCache, build_fast_forward, fast_forward_for, forward_reason, unsupported_reason
+from engine.model.fast_build import build_fast_forward, fast_forward_for, forward_reason, unsupported_reason
+from engine.model.fast_forward import KVCache
 from engine.model.loading import build_tiny, build_tiny_network
 from engine.model.peek import next_logits
 from engine.model.prefix_cache import prefix_cache_for

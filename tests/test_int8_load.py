@@ -15,7 +15,7 @@ from transformers import AutoModelForCausalLM
 
 import engine.model.quant as quant
 from engine.model.embedding import WideningEmbedding
-from engine.model.fast_forward import build_fast_forward, fast_forward_of
+from engine.model.fast_build import build_fast_forward, fast_forward_of
 from engine.model.int8_load import READ_STAGE, NotPlainLayout, index_checkpoint, read_int8_model
 from engine.model.loading import build_tiny_network, load_weights
 from engine.model.quant import quantize_network, quantize_weight

@@ -58,7 +58,10 @@ LIGHT_MODULES = (
     "engine.teaching.panels",
     "engine.packs.panel_source",
     "engine.model.loading",
+    "engine.model.load_jobs",
+    "engine.model.availability",
     "engine.model.weights",
+    "engine.sandbox.report",
 )
 
 

@@ -16,7 +16,7 @@ from transformers import AutoModelForCausalLM
 
 from engine.core.generation import GenerationSettings
 from engine.model import loading
-from engine.model.fast_forward import build_fast_forward
+from engine.model.fast_build import build_fast_forward
 from engine.model.lean import LeanQwen3, NotLean, read_config, read_lean
 from engine.model.loading import build_tiny_network, load_weights
 from engine.settings import BUILTIN_FOLDER

@@ -15,14 +15,9 @@ import threading
 import pytest
 
 from engine.model import loading
-from engine.model.loading import (
-    declares_random_weights,
-    find_job,
-    find_loaded,
-    is_loading,
-    load_model,
-    start_load,
-)
+from engine.model.availability import check_model
+from engine.model.load_jobs import find_job, start_load
+from engine.model.loading import declares_random_weights, find_loaded, is_loading, load_model
 
 
 def copy_folder(source, target, random_weights=None):
@@ -47,7 +42,7 @@ def test_a_folder_loads_once_with_its_source_and_no_random_label(tiny_folder, tm
     # the tiny model's 2 layers, 64 wide, with the real vocabulary: the folder holds exactly that network
     assert model.info.parameters == sum(p.numel() for p in loading.build_tiny_network().parameters())
     assert load_model(name) is model and find_loaded(name) is model
-    assert loading.check_model(name).state == "loaded"
+    assert check_model(name).state == "loaded"
 
 
 def test_a_folder_whose_config_says_random_weights_is_labelled_so(tiny_folder, tmp_path):

@@ -443,7 +443,7 @@ def test_a_model_folder_loads_through_the_real_path_and_gives_the_same_steps(tin
 
 def test_check_model_says_where_a_model_would_come_from(tiny_engine, tmp_path, monkeypatch):
     from engine.model import loading
-    from engine.model.loading import check_model
+    from engine.model.availability import check_model
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert check_model("tiny").state == "loaded" and check_model("tiny").available  # the fixture loaded it

@@ -21,7 +21,8 @@ from engine.__main__ import main
 from engine.core.model_files import FILE_LIMITS, check_folder_files, model_name_problem, read_folder_text
 from engine.core.tokenizer import QwenTokenizer, load_tokenizer
 from engine.errors import ModelFolderRefused, ModelUnavailable
-from engine.model.loading import check_model, declares_random_weights, load_weights
+from engine.model.availability import check_model
+from engine.model.loading import declares_random_weights, load_weights
 from engine.settings import ROOT, VENDORED_TOKENIZER
 
 GIGABYTES = 1_500_000_000  # the attack's size: a sparse file of 1.5 GB

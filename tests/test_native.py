@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 
 from engine.model import native
 from engine.model.attention import attend
-from engine.model.fast_forward import build_fast_forward, rms_norm
+from engine.model.fast_build import build_fast_forward
+from engine.model.fast_forward import rms_norm
 
 EPS = 1e-6
 

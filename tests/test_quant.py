@@ -134,7 +134,7 @@ def test_a_bf16_checkpoint_read_as_bf16_quantizes_to_the_same_int8_as_an_fp32_re
     from transformers import AutoModelForCausalLM
 
     from engine.model.embedding import WideningEmbedding
-    from engine.model.fast_forward import build_fast_forward
+    from engine.model.fast_build import build_fast_forward
     from engine.model.loading import build_tiny_network
 
     build_tiny_network().to(torch.bfloat16).save_pretrained(tmp_path)

@@ -15,7 +15,8 @@ from engine.core.generation import GenerationSettings
 from engine.core.prompt import Request
 from engine.model.live import generate_turn
 from engine.model.loading import load_model
-from engine.model.remote import RemoteError, connect, normalize_url
+from engine.model.remote import connect, normalize_url
+from engine.model.server_http import RemoteError
 from tests.openai_server import MODEL_ID, start_server
 
 REQUEST = Request([{"role": "user", "content": "How many times does the letter r appear in strawberry?"}])

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.model.loading import check_model, find_job, find_loaded, start_load
+from engine.model.availability import check_model
+from engine.model.load_jobs import find_job, start_load
+from engine.model.loading import find_loaded
 from engine.settings import BUILTIN, load_settings
 from ui.models import RANDOM_LABEL, TINY_LABEL, current_engine, random_label, server_engine, template_problem
 from ui.shipped_model import builtin_if_ready, builtin_label

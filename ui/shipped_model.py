@@ -5,7 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.errors import EngineError
-from engine.model.loading import find_job, find_loaded, load_model, start_load, starting_model
+from engine.model.availability import starting_model
+from engine.model.load_jobs import find_job, start_load
+from engine.model.loading import find_loaded, load_model
 from engine.settings import BUILTIN, load_settings
 
 PROVENANCE_PAGE = "/shipped_model"  # the page with its provenance: how it was trained, what it gets wrong

@@ -32,7 +32,7 @@ import torch
 from ..core.generation import Alternative, DecodeStep, Generation, GenerationSettings, ModelInfo
 from ..core.tokenizer import MODEL_VOCAB, REAL_VOCAB
 from ..errors import BadInput, EngineError, GenerationFailed
-from .fast_forward import fast_forward_for
+from .fast_build import fast_forward_for
 from .loading import LoadedModel
 from .prefix_cache import prefix_cache_for
 
@@ -40,7 +40,7 @@ from .prefix_cache import prefix_cache_for
 class Constraint(Protocol):
     """The hook constrained decoding plugs into (engine/constrain/masks.py builds one from a request's tools).
 
-    A constraint may also offer `next_packed()` -> engine.constrain.grammar.PackedMask | None (xgrammar's
+    A constraint may also offer `next_packed()` -> engine.constrain.packed_mask.PackedMask | None (xgrammar's
     packed words and the allowed count); the loop then uses it in place of next_mask() and never
     unpacks the mask to one bool per id.
     """
@@ -266,25 +266,23 @@ def failure_message(error: BaseException | None, index: int, info: ModelInfo) ->
 
 
 # -- the loop ---------------------------------------------------------------------------------
-def stream_steps(
-    engine: LoadedModel,
-    prompt_ids: list[int],
-    settings: GenerationSettings | None = None,
-    constraint: Constraint | None = None,
-) -> Iterator[DecodeStep]:
-    """Generate one turn after `prompt_ids`, yielding each DecodeStep as soon as its token is chosen.
+@dataclass
+class Pick:
+    """One step's choice: the token, its probability, the alternatives shown, and what the mask changed."""
 
-    The last step has `finish` set. The engine's lock is held for each forward pass only, so
-    two users' generations interleave step by step but never mix: each has its own cache and
-    its own random generator. An abandoned stream holds nothing.
-    """
-    settings = settings or GenerationSettings()
-    settings.check()
-    if not prompt_ids:
-        raise BadInput("the prompt is empty: render a request first (engine.core.prompt.render)")
+    id: int
+    p: float
+    top: list[Alternative]
+    allowed: int | None  # how many ids the mask allowed (None: no mask)
+    # the model's own view under a mask, where asked: p without the mask, the forbidden mass, its own top
+    unmasked: tuple[float, float, list[Alternative]] | None
+
+
+def start_turn(engine: LoadedModel, prompt_ids: list[int], settings: GenerationSettings):
+    """The forward to run (the compact one on a CPU Qwen3, else the model), a cache for this turn, and how many
+    prompt tokens it holds already (copied from the longest prefix an earlier run kept, and the prompt read
+    but its last token where the prefix cache is used)."""
     model, device = engine.model, engine.device
-    generator = torch.Generator(device="cpu").manual_seed(settings.seed)
-    prompt_ids = list(prompt_ids)
     # a CPU Qwen3 runs through the compact forward, with its own preallocated cache (engine/model/fast_forward.py)
     fast = fast_forward_for(engine)
     forward = model if fast is None else fast
@@ -313,57 +311,97 @@ def stream_steps(
             raise GenerationFailed(failure_message(error, 0, engine.info)) from error
         kept.store(prompt_ids[:-1], cache)
         reused = len(prompt_ids) - 1
-    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    return forward, cache, reused
+
+
+def next_logits(engine: LoadedModel, forward, feed: torch.Tensor, cache, index: int) -> torch.Tensor:
+    """The last position's logits after `feed`, as fp32 on the CPU with the padding ids at -inf; a forward that
+    fails or gives NaN is a GenerationFailed saying so."""
+    try:
+        with engine.lock, torch.no_grad():
+            out = forward(input_ids=feed, cache=cache, logits_to_keep=1)
+    except Exception as error:  # the lock is released already; this run's cache is dropped with it
+        raise GenerationFailed(failure_message(error, index, engine.info)) from error
+    logits = out.logits[0, -1].float().cpu()
+    # a sum is NaN when some logit is (or both infinities are there): one reduction, then the exact check
+    if torch.isnan(logits[:REAL_VOCAB].sum()) and torch.isnan(logits[:REAL_VOCAB]).any():
+        raise GenerationFailed(failure_message(None, index, engine.info))
+    # the padding rows are not tokens: never shown, never chosen
+    logits[REAL_VOCAB:] = float("-inf")
+    return logits
+
+
+def choose(
+    engine: LoadedModel,
+    logits: torch.Tensor,
+    mask,
+    index: int,
+    settings: GenerationSettings,
+    generator: torch.Generator,
+) -> Pick:
+    """One step's token from `logits` under `mask` (None: no constraint), with what a page shows of it."""
     scale = settings.temperature if settings.temperature > 0 else 1.0
-    feed = torch.tensor([prompt_ids[reused:]], device=device)
+    greedy = settings.temperature == 0
+    if mask is None:
+        # x / 1.0 is x to the bit: no pass over the vocabulary for it
+        probs = torch.softmax(logits if scale == 1.0 else logits / scale, dim=-1)
+        chosen = pick_token(probs, settings, generator)
+        p = float(probs[chosen])
+        return Pick(chosen, p, top_alternatives(probs, settings.top_k, engine, chosen if greedy else None), None, None)
+    # only the allowed tokens take part: pick, probability and top-k all come from them
+    scaled = logits / scale
+    dist = masked_distribution(scaled, mask, index, keep_scaled=settings.model_view)
+    where = pick_token(dist.probs, settings, generator)
+    chosen = dist.token(where)
+    p = float(dist.probs[where])
+    top = top_alternatives(dist.probs, settings.top_k, engine, chosen if greedy else None, dist.ids)
+    unmasked = None
+    if settings.model_view:
+        unmasked = what_the_model_wanted(scaled, dist.log_total, chosen, settings.top_k, engine)
+    return Pick(chosen, p, top, dist.allowed, unmasked)
+
+
+def stream_steps(
+    engine: LoadedModel,
+    prompt_ids: list[int],
+    settings: GenerationSettings | None = None,
+    constraint: Constraint | None = None,
+) -> Iterator[DecodeStep]:
+    """Generate one turn after `prompt_ids`, yielding each DecodeStep as soon as its token is chosen.
+
+    The last step has `finish` set. The engine's lock is held for each forward pass only, so
+    two users' generations interleave step by step but never mix: each has its own cache and
+    its own random generator. An abandoned stream holds nothing.
+    """
+    settings = settings or GenerationSettings()
+    settings.check()
+    if not prompt_ids:
+        raise BadInput("the prompt is empty: render a request first (engine.core.prompt.render)")
+    generator = torch.Generator(device="cpu").manual_seed(settings.seed)
+    prompt_ids = list(prompt_ids)
+    forward, cache, reused = start_turn(engine, prompt_ids, settings)
+    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    feed = torch.tensor([prompt_ids[reused:]], device=engine.device)
     for index in range(settings.max_new_tokens):
-        try:
-            with engine.lock, torch.no_grad():
-                out = forward(input_ids=feed, cache=cache, logits_to_keep=1)
-        except Exception as error:  # the lock is released already; this run's cache is dropped with it
-            raise GenerationFailed(failure_message(error, index, engine.info)) from error
-        logits = out.logits[0, -1].float().cpu()
-        # a sum is NaN when some logit is (or both infinities are there): one reduction, then the exact check
-        if torch.isnan(logits[:REAL_VOCAB].sum()) and torch.isnan(logits[:REAL_VOCAB]).any():
-            raise GenerationFailed(failure_message(None, index, engine.info))
-        # the padding rows are not tokens: never shown, never chosen
-        logits[REAL_VOCAB:] = float("-inf")
+        logits = next_logits(engine, forward, feed, cache, index)
         mask = None
         if constraint is not None:
             mask = constraint.next_packed() if hasattr(constraint, "next_packed") else constraint.next_mask()
-        greedy = settings.temperature == 0
-        unmasked = None
-        if mask is None:
-            # x / 1.0 is x to the bit: no pass over the vocabulary for it
-            probs = torch.softmax(logits if scale == 1.0 else logits / scale, dim=-1)
-            allowed = None
-            chosen = pick_token(probs, settings, generator)
-            p = float(probs[chosen])
-            top = top_alternatives(probs, settings.top_k, engine, chosen if greedy else None)
-        else:
-            # only the allowed tokens take part: pick, probability and top-k all come from them
-            scaled = logits / scale
-            dist = masked_distribution(scaled, mask, index, keep_scaled=settings.model_view)
-            allowed = dist.allowed
-            where = pick_token(dist.probs, settings, generator)
-            chosen = dist.token(where)
-            p = float(dist.probs[where])
-            top = top_alternatives(dist.probs, settings.top_k, engine, chosen if greedy else None, dist.ids)
-            if settings.model_view:
-                unmasked = what_the_model_wanted(scaled, dist.log_total, chosen, settings.top_k, engine)
+        pick = choose(engine, logits, mask, index, settings, generator)
         if constraint is not None:
-            constraint.accept(chosen)
-        stop = chosen in settings.stop_ids
+            constraint.accept(pick.id)
+        stop = pick.id in settings.stop_ids
         finish = "stop" if stop else ("length" if index == settings.max_new_tokens - 1 else None)
-        text = utf8.decode(b"" if stop else engine.tokenizer.token_bytes(chosen), final=finish is not None)
+        text = utf8.decode(b"" if stop else engine.tokenizer.token_bytes(pick.id), final=finish is not None)
+        unmasked = pick.unmasked
         yield DecodeStep(
             index=index,
-            id=chosen,
-            token=engine.tokenizer.token_text(chosen),
+            id=pick.id,
+            token=engine.tokenizer.token_text(pick.id),
             text=text,
-            p=p,
-            top=top,
-            allowed=allowed,
+            p=pick.p,
+            top=pick.top,
+            allowed=pick.allowed,
             p_unmasked=None if unmasked is None else unmasked[0],
             forbidden_mass=None if unmasked is None else unmasked[1],
             top_unmasked=None if unmasked is None else unmasked[2],
@@ -371,7 +409,7 @@ def stream_steps(
         )
         if finish is not None:
             return
-        feed = torch.tensor([[chosen]], device=device)
+        feed = torch.tensor([[pick.id]], device=engine.device)
 
 
 def generate(

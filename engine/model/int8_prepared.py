@@ -18,7 +18,8 @@ from pathlib import Path
 
 import torch
 
-from .fast_forward import FastLayer, FastQwen3, SliceOf, adopt, qk_norm_of
+from .fast_build import adopt, qk_norm_of
+from .fast_forward import FastLayer, FastQwen3, SliceOf
 from .lean import LeanConfig, NotLean, Rotary, build_lean, check_tensors, parameter_count, read_config
 from .native import native_library
 from .prepared import Prepared, open_prepared, write_prepared

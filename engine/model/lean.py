@@ -201,7 +201,7 @@ class LeanQwen3(torch.nn.Module):
     def forward(self, input_ids: torch.Tensor, cache=None, logits_to_keep: int = 0, **_):
         """Logits of the last `logits_to_keep` positions (0: all) through the compact forward; `cache` is its
         KVCache, or None for a pass on a throwaway one (transformers' use_cache=False)."""
-        from .fast_forward import fast_forward_of, forward_reason_of
+        from .fast_build import fast_forward_of, forward_reason_of
 
         fast = fast_forward_of(self)
         if fast is None:

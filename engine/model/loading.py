@@ -6,8 +6,9 @@ tiny model (`tiny`) is a Qwen3ForCausalLM with the real vocabulary size and rand
 a fixed seed: it runs every code path the real model runs, in milliseconds, and its outputs
 mean nothing except as mechanics.
 
-torch is imported inside the functions that need it, so `check_model` (the sidebar's status
-line) never imports it.
+torch is imported inside the functions that need it, so the registry's questions (`find_loaded`,
+`is_loading`) and engine/model/availability.py's `check_model` (the sidebar's status line) never
+import it. A load in a background thread that pages watch is engine/model/load_jobs.py's.
 """
 
 from __future__ import annotations
@@ -20,21 +21,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.generation import ModelInfo
-from ..core.model_files import check_folder_files, model_name_problem, model_path, read_folder_text
+from ..core.model_files import check_folder_files, read_folder_text
 from ..core.tokenizer import QwenTokenizer, load_tokenizer
-from ..errors import BadInput, EngineError, ModelFolderRefused, ModelUnavailable, TokenizerUnavailable
-from ..settings import BUILTIN, BUILTIN_FOLDER, DEFAULT_MODEL, VENDORED_TOKENIZER, load_settings
+from ..errors import BadInput, ModelFolderRefused, ModelUnavailable, TokenizerUnavailable
+from ..settings import BUILTIN, VENDORED_TOKENIZER, load_settings
 from .network import TINY_SHAPE, build_qwen3
 from .quant import QuantChoice, choose_quant
 from .weights import (
     Progress,
     check_model_name,
-    explain_unavailable,
-    find_cached_weights,
     first_line,
-    has_weights,
-    how_to_get,
-    hub_reachable,
     locate_weights,
     revision_of,
     stored_dtype,
@@ -304,7 +300,7 @@ def tune_for_cpu(
         info = replace(info, threads=threads.threads)
     tuned = LoadedModel(loaded.model, loaded.tokenizer, info, reasons)
     # the compact forward's fused products, built now rather than at the first step a learner waits for
-    from .fast_forward import fast_forward_for, forward_reason
+    from .fast_build import fast_forward_for, forward_reason
 
     if progress is not None:
         progress(0, 0, "fusing the projections for the compact forward")
@@ -323,7 +319,7 @@ def load_words(loaded: LoadedModel) -> str:
     prepared = getattr(loaded.model, "prepared_reason", None)
     if prepared:
         return f"{prepared} (engine/model/int8_prepared.py)"
-    from .fast_forward import is_lean
+    from .fast_build import is_lean
 
     if is_lean(loaded.model):
         return "read from its safetensors files without transformers' modeling code (engine/model/lean.py)"
@@ -425,131 +421,3 @@ def is_loading(name: str | None = None) -> bool:
     name = name or load_settings().model
     with _loaded_lock:
         return any(key[0] == name and lock.locked() and key not in _loaded for key, lock in _load_locks.items())
-
-
-@dataclass
-class LoadJob:
-    """One load of a model in a background thread of the process, that any number of pages can watch.
-
-    The page that starts it draws its progress from `stage`, `done` and `total`; a page that
-    stops (the learner clicks elsewhere, the tab closes) does not stop the load, and every
-    other page finds the same job, then the same loaded model.
-    """
-
-    name: str
-    stage: str = "starting"
-    done: int = 0  # bytes so far, while downloading
-    total: int = 0  # bytes in all, while downloading; 0 for a stage without a byte count
-    model: LoadedModel | None = None
-    error: str | None = None  # what failed and how to get the weights
-    finished: threading.Event = field(default_factory=threading.Event, repr=False)
-    events: list = field(default_factory=list, repr=False)  # every (done, total, stage) reported, in order
-
-    def report(self, done: int, total: int, stage: str) -> None:
-        self.done, self.total, self.stage = done, total, stage
-        if len(self.events) < MAX_EVENTS:
-            self.events.append((done, total, stage))
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Whether the load has finished (loaded or failed), waiting up to `timeout` seconds."""
-        return self.finished.wait(timeout)
-
-
-MAX_EVENTS = 10_000  # progress events a job keeps (a download reports about every 10 MB)
-_jobs: dict[str, LoadJob] = {}
-
-
-def start_load(name: str | None = None) -> LoadJob:
-    """The running or finished load of `name`, or a new one started in a background thread.
-
-    A second caller while a load runs gets the same job (one load however many press the
-    button); a caller after a failure starts a fresh job, so pressing again retries.
-    """
-    name = name or load_settings().model
-    with _loaded_lock:
-        job = _jobs.get(name)
-        if job is not None and (not job.finished.is_set() or job.error is None):
-            return job
-        job = _jobs[name] = LoadJob(name)
-
-    def work():
-        try:
-            job.model = load_model(name, progress=job.report)
-        except EngineError as error:
-            job.error = str(error)
-        except Exception as error:  # a thread must hand every failure back to the page that watches it
-            job.error = f"loading {name} failed: {type(error).__name__}: {first_line(error)}. {how_to_get(name)}"
-        finally:
-            job.finished.set()
-
-    threading.Thread(target=work, daemon=True, name=f"load {name}").start()
-    return job
-
-
-def find_job(name: str | None = None) -> LoadJob | None:
-    """The latest load job of `name` in this process (running, loaded or failed), or None."""
-    name = name or load_settings().model
-    with _loaded_lock:
-        return _jobs.get(name)
-
-
-@dataclass(frozen=True)
-class ModelStatus:
-    """Whether a model can be had now, without loading it: for a sidebar or a panel's "no model" note."""
-
-    name: str
-    state: str  # "loaded", "tiny", "shipped", "local folder", "cached", "downloadable" or "missing"
-    path: str | None
-    message: str  # one line for the page; for "missing", how to get the weights
-
-    @property
-    def available(self) -> bool:
-        return self.state != "missing"
-
-
-def check_model(name: str | None = None, probe_hub: bool = False) -> ModelStatus:
-    """Where `name` (default QWEN_MODEL or Qwen/Qwen3-1.7B) would load from; probes the hub (up to 3 s) only if asked."""
-    name = name or load_settings().model
-    if find_loaded(name) is not None:
-        return ModelStatus(name, "loaded", None, f"{name} is loaded")
-    if name == TINY:
-        return ModelStatus(name, "tiny", None, f"tiny: {TINY_NOTE}")
-    if name == BUILTIN:
-        if has_weights(BUILTIN_FOLDER):
-            return ModelStatus(
-                name, "shipped", str(BUILTIN_FOLDER), "the shipped model loads from the site's own folder"
-            )
-        return ModelStatus(
-            name, "missing", str(BUILTIN_FOLDER), f"the shipped model's folder {BUILTIN_FOLDER} has no weights"
-        )
-    problem = model_name_problem(name)
-    if problem:
-        return ModelStatus(name, "missing", None, problem)
-    path = model_path(name)
-    try:
-        is_folder = path.is_dir()
-    except OSError as error:  # a folder above it that cannot be read, say
-        return ModelStatus(name, "missing", str(path), f"cannot look at {path}: {error.strerror or error}")
-    if is_folder:
-        if has_weights(path):
-            return ModelStatus(name, "local folder", str(path), f"{name} loads from the folder {path}")
-        return ModelStatus(name, "missing", str(path), f"the folder {path} has no config.json and .safetensors weights")
-    cached = find_cached_weights(name)
-    if cached is not None:
-        return ModelStatus(name, "cached", str(cached), f"{name} is in the local cache")
-    if probe_hub and hub_reachable():
-        return ModelStatus(
-            name, "downloadable", None, f"{name} is not cached; loading it will download it from the Hugging Face hub"
-        )
-    if probe_hub:
-        return ModelStatus(name, "missing", None, explain_unavailable(name, "unreachable"))
-    return ModelStatus(name, "missing", None, f"{name} is not in the local cache. {how_to_get(name)}")
-
-
-def starting_model() -> str:
-    """The model the site starts on: QWEN_MODEL when set; else Qwen3-1.7B when this machine has its weights; else the
-    shipped model, which needs no download. Never touches the network."""
-    settings = load_settings()
-    if settings.model_chosen:
-        return settings.model
-    return DEFAULT_MODEL if check_model(DEFAULT_MODEL).state in ("loaded", "cached") else BUILTIN

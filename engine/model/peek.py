@@ -22,7 +22,7 @@ import torch
 from ..core.generation import Alternative, DecodeStep
 from ..core.tokenizer import MODEL_VOCAB, REAL_VOCAB, TOOL_CALL
 from ..errors import BadInput
-from .fast_forward import fast_forward_for
+from .fast_build import fast_forward_for
 from .loading import LoadedModel
 from .remote import RemoteEngine, first_token_remote, refuse_remote
 from .results import FirstToken
