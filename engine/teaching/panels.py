@@ -94,115 +94,128 @@ def _lesson_data(name: str) -> dict:
     return json.loads((LESSONS / name).read_text(encoding="utf-8"))
 
 
-def _panels() -> list[Panel]:
-    """Every model panel the pages show, in the order a pack records them."""
-    strawberry = load_scenario("strawberry")
-    panels: list[Panel] = []
-
-    # lesson 1: the strawberry question without tools (native in both styles: no tools, no difference)
+def why_call_a_tool_panels(strawberry) -> list[Panel]:
+    """Lesson 1: the strawberry question without tools (native in both styles: no tools, no difference), and with
+    tools, as an episode of up to 3 calls."""
     lesson = "why-call-a-tool"
-    panels.append(
+    without = Panel(
+        join_id(lesson, "no-tools"),
+        lesson,
+        "generation",
+        "the answer without tools",
+        Request(strawberry.messages, [], "native"),
+        GenerationSettings(max_new_tokens=160, top_k=0),
+        options={"tools": False},
+    )
+    return [without] + [
         Panel(
-            join_id(lesson, "no-tools"),
+            join_id(lesson, "with-tools", style),
+            lesson,
+            "episode",
+            "the question with tools",
+            Request(strawberry.messages, strawberry.tools, style),
+            GenerationSettings(max_new_tokens=80, top_k=0),
+            options={"tools": True, "style": style, "max_turns": 3},
+        )
+        for style in lesson_format_names()
+    ]
+
+
+def writes_a_call_panels(strawberry) -> list[Panel]:
+    """Lesson 3: the call, token by token with the top 8."""
+    lesson = "the-model-writes-a-call"
+    return [
+        Panel(
+            join_id(lesson, "call", style),
             lesson,
             "generation",
-            "the answer without tools",
-            Request(strawberry.messages, [], "native"),
-            GenerationSettings(max_new_tokens=160, top_k=0),
-            options={"tools": False},
+            "the call",
+            Request(strawberry.messages, strawberry.tools, style),
+            GenerationSettings(max_new_tokens=80, top_k=8),
+            random_max_new_tokens=40,
+            options={"style": style},
         )
-    )
-    # ... and with tools, as an episode of up to 3 calls
-    for style in lesson_format_names():
-        panels.append(
-            Panel(
-                join_id(lesson, "with-tools", style),
-                lesson,
-                "episode",
-                "the question with tools",
-                Request(strawberry.messages, strawberry.tools, style),
-                GenerationSettings(max_new_tokens=80, top_k=0),
-                options={"tools": True, "style": style, "max_turns": 3},
-            )
-        )
+        for style in lesson_format_names()
+    ]
 
-    # lesson 3: the call, token by token with the top 8
-    lesson = "the-model-writes-a-call"
-    for style in lesson_format_names():
-        panels.append(
-            Panel(
-                join_id(lesson, "call", style),
-                lesson,
-                "generation",
-                "the call",
-                Request(strawberry.messages, strawberry.tools, style),
-                GenerationSettings(max_new_tokens=80, top_k=8),
-                random_max_new_tokens=40,
-                options={"style": style},
-            )
-        )
 
-    # lesson 5: the first token, for each question (native: <tool_call> is one native token)
+def when_not_to_call_panels(strawberry) -> list[Panel]:
+    """Lesson 5: the first token, for each question (native: <tool_call> is one native token)."""
     lesson = "when-not-to-call"
-    for question in _lesson_data("when-not-to-call.json")["questions"]:
-        panels.append(
-            Panel(
-                join_id(lesson, "first-token", question["id"]),
-                lesson,
-                "first_token",
-                "this question",
-                Request([{"role": "user", "content": question["content"]}], strawberry.tools, "native"),
-                options={"question": question["id"], "top_k": 8},
-            )
+    return [
+        Panel(
+            join_id(lesson, "first-token", question["id"]),
+            lesson,
+            "first_token",
+            "this question",
+            Request([{"role": "user", "content": question["content"]}], strawberry.tools, "native"),
+            options={"question": question["id"], "top_k": 8},
         )
+        for question in _lesson_data("when-not-to-call.json")["questions"]
+    ]
 
-    # lesson 6: the mask at each step of each reply, under each tool_choice; then free vs constrained decodes
+
+def constrained_decoding_panels(strawberry) -> list[Panel]:
+    """Lesson 6: the mask at each step of each reply, under each tool_choice; then free vs constrained decodes."""
     lesson = "constrained-decoding"
     native = Request(strawberry.messages, strawberry.tools, "native")
-    for turn in _lesson_data("constrained-decoding.json")["turns"]:
-        for mode in TOOL_CHOICES:
-            panels.append(
-                Panel(
-                    join_id(lesson, "mask", turn["id"], mode),
-                    lesson,
-                    "masks",
-                    "this reply",
-                    native,
-                    options={"turn": turn["id"], "tool_choice": mode, "top_k": 8},
-                    reply=turn["text"],
-                )
-            )
-    for mode in TOOL_CHOICES:
-        panels.append(
-            Panel(
-                join_id(lesson, "side-by-side", mode),
-                lesson,
-                "side_by_side",
-                "this question",
-                native,
-                GenerationSettings(max_new_tokens=48, temperature=0.7, seed=0, top_k=0),
-                options={"tool_choice": mode},
-            )
+    masks = [
+        Panel(
+            join_id(lesson, "mask", turn["id"], mode),
+            lesson,
+            "masks",
+            "this reply",
+            native,
+            options={"turn": turn["id"], "tool_choice": mode, "top_k": 8},
+            reply=turn["text"],
         )
+        for turn in _lesson_data("constrained-decoding.json")["turns"]
+        for mode in TOOL_CHOICES
+    ]
+    return masks + [
+        Panel(
+            join_id(lesson, "side-by-side", mode),
+            lesson,
+            "side_by_side",
+            "this question",
+            native,
+            GenerationSettings(max_new_tokens=48, temperature=0.7, seed=0, top_k=0),
+            options={"tool_choice": mode},
+        )
+        for mode in TOOL_CHOICES
+    ]
 
-    # the playground: the default scenario's episode on its files; a pack holds the native one only
-    # (a random model's ReAct episode runs all 8 turns of 256 tokens)
+
+def playground_panels() -> list[Panel]:
+    """The playground: the default scenario's episode on its files; a pack holds the native one only (a random
+    model's ReAct episode runs all 8 turns of 256 tokens)."""
     scenario = load_scenario("missing-brace")
-    for style in lesson_format_names():
-        panels.append(
-            Panel(
-                join_id("playground", "episode", style),
-                "playground",
-                "episode",
-                "this question and these files",
-                Request(scenario.messages, scenario.tools, style),
-                GenerationSettings(max_new_tokens=256),
-                options={"scenario": scenario.name, "style": style, "max_turns": 8},
-                workspace=scenario.name,
-                packed=style == lesson_format_names()[0],
-            )
+    return [
+        Panel(
+            join_id("playground", "episode", style),
+            "playground",
+            "episode",
+            "this question and these files",
+            Request(scenario.messages, scenario.tools, style),
+            GenerationSettings(max_new_tokens=256),
+            options={"scenario": scenario.name, "style": style, "max_turns": 8},
+            workspace=scenario.name,
+            packed=style == lesson_format_names()[0],
         )
-    return panels
+        for style in lesson_format_names()
+    ]
+
+
+def _panels() -> list[Panel]:
+    """Every model panel the pages show, in the order a pack records them: lesson by lesson, then the playground."""
+    strawberry = load_scenario("strawberry")
+    return [
+        *why_call_a_tool_panels(strawberry),
+        *writes_a_call_panels(strawberry),
+        *when_not_to_call_panels(strawberry),
+        *constrained_decoding_panels(strawberry),
+        *playground_panels(),
+    ]
 
 
 @cache
