@@ -137,7 +137,8 @@ def heavy(path: Path) -> set[str]:
 PAGES = sorted((ROOT / "app_pages").glob("*.py"))
 PAGE_LINES = 150  # a page read top to bottom: its scenes, its lesson's words, its widgets
 PAGE_FUNCTIONS = 20  # function definitions in all of app_pages/ together
-FUNCTION_LINES = 100  # the longest function in app_pages/ or ui/
+FUNCTION_LINES = 100  # the longest function in engine/, app_pages/ or ui/
+MODULE_LINES = 500  # the longest module in engine/ or ui/
 MOVE = (
     "move runners, caches (st.cache_* wrappers), state helpers and drawings into ui/ (a module per concern, with a "
     "docstring saying what it is for), or into engine/teaching/ when they are pure logic without streamlit"
@@ -179,14 +180,32 @@ def test_the_pages_define_at_most_20_functions_together():
     assert len(functions(ast.parse("def a():\n    def b():\n        pass\nasync def c():\n    pass\n"))) == 3
 
 
-def test_no_function_in_the_pages_or_ui_is_over_100_lines():
-    files = [*PAGES, *(ROOT / "ui").rglob("*.py")]
+def test_no_function_in_the_engine_the_pages_or_ui_is_over_100_lines():
+    files = [*PAGES, *(ROOT / "ui").rglob("*.py"), *(ROOT / "engine").rglob("*.py")]
     found = {p.relative_to(ROOT).as_posix(): names for p in files if (names := long_functions(tree(p), FUNCTION_LINES))}
     assert found == {}, (
         f"a function over {FUNCTION_LINES} lines holds several ideas: cut it where its comments say a new step "
-        f"begins, each step a function of its own in a ui/ module (a page's scenes stay at the page's top level): {found}"
+        "begins, each step a function of its own named for what it does (in engine/, beside it or in a module of its "
+        f"own; for a page, in a ui/ module, a page's scenes staying at the page's top level): {found}"
     )
     assert long_functions(ast.parse("def f():\n" + "    x = 1\n" * FUNCTION_LINES), FUNCTION_LINES) == ["f (101 lines)"]
+
+
+def long_modules(paths: list[Path], limit: int) -> dict[str, int]:
+    """The files of `paths` longer than `limit` lines, with their length."""
+    counts = {p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines()) for p in paths}
+    return {name: n for name, n in counts.items() if n > limit}
+
+
+def test_no_module_in_the_engine_or_ui_is_over_500_lines():
+    found = long_modules([*(ROOT / "engine").rglob("*.py"), *(ROOT / "ui").rglob("*.py")], MODULE_LINES)
+    assert found == {}, (
+        f"a module holds one idea in at most {MODULE_LINES} lines: split it where its ideas part (its `# --` sections "
+        "are a guide), give each new module a docstring saying what it is for, and import each name from the module "
+        f"that now holds it: {found}"
+    )
+    # the check can fail
+    assert list(long_modules([ROOT / "engine" / "layers.py"], 10)) == ["engine/layers.py"]
 
 
 def hidden_scenes(module: ast.Module) -> str | None:
