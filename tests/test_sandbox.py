@@ -277,8 +277,10 @@ def server():
 
 @pytest.fixture(scope="module")
 def decoy():
-    """A process of the server's no test may signal: it must still be alive at the end."""
-    proc = subprocess.Popen(["sleep", "600"])
+    """A process of the server's no test may signal: it must still be alive at the end. It sleeps until the module
+    kills it (a `sleep 600` ran out on its own once the module took over ten minutes on a busy machine, and a layer's
+    test then read its end as a signal that got through)."""
+    proc = subprocess.Popen(["sleep", "infinity"])
     yield proc
     proc.kill()
     proc.wait()
