@@ -135,8 +135,9 @@ SPLIT_BY_TEST = {"test_browser_fit", "test_browser_live_model"}
 SHARED_SERVERS = ("pack_server", "shipped_server")
 # files that are not browser tests but whose module fixtures cost tens of CPU-seconds: each stays on one worker
 # (spread, each of three workers wrote the tiny GGUF and started llama.cpp's server for test_llama_cpp's tests:
-# 94-115 s of setup each on a busy machine, twice more than once)
-ONE_WORKER_FILES = {"test_llama_cpp"}
+# 94-115 s of setup each on a busy machine, twice more than once; lesson 8's page tests built every family's figures
+# on each of three workers, 31-33 s each)
+ONE_WORKER_FILES = {"test_llama_cpp", "test_page_other_families", "test_pages_setup"}
 # files whose tests are slow (marked `slow`, left out of `scripts/test.sh --quick`): each test loads or builds a
 # model, starts a server or a child that imports torch, samples many turns or trains; on a busy 2-core machine each
 # took 10-400 s, and together about three quarters of the non-browser tests' time

@@ -105,6 +105,7 @@ def test_its_held_out_verdicts_are_the_ones_its_record_and_provenance_quote(buil
     assert f"| count_letter: exactly the right call | {right} of {of} (" in provenance
 
 
+@pytest.mark.slow
 def test_the_command_line_runs_it_by_name_offline(tmp_path):
     messages = tmp_path / "messages.json"
     messages.write_text(json.dumps([{"role": "user", "content": STRAWBERRY}]))

@@ -105,6 +105,7 @@ def test_download_of_a_model_that_cannot_be_fetched_fails_fast_with_the_way_out(
     assert "python -m engine download --model nobody-at-all/no-such-model-7f3a9c" in err and "QWEN_MODEL=" in err
 
 
+@pytest.mark.slow
 def test_python_dash_m_engine_generate_runs_as_a_program(messages_file):
     # one real subprocess: the module entry point, stdout JSON, exit 0 (about 5 s: torch and transformers import)
     done = subprocess.run(

@@ -412,6 +412,7 @@ def test_a_prefix_outside_the_grammar_is_bad_input(strawberry):
 
 
 # -- the command line -------------------------------------------------------------------------
+@pytest.mark.slow
 def test_mask_command_line(tmp_path, strawberry):
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps(strawberry), encoding="utf-8")

@@ -328,6 +328,7 @@ def test_cli_constrained_auto_leaves_only_cut_offs(capsys, tiny_engine):
     assert {k for k, n in data["unusable"].items() if n} <= {"cut_off"}
 
 
+@pytest.mark.slow
 def test_eval_leaves_tmpdir_and_the_working_folder_as_it_found_them(tmp_path):
     """A process of its own, so that torch._dynamo is imported afresh (it makes $TMPDIR/torchinductor_<user> on
     import): about 15 s, the command line's imports and the tiny model's build."""

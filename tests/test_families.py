@@ -366,6 +366,7 @@ def test_the_vendored_files_match_their_provenance():
                 assert hashlib.sha256(path.read_bytes()).hexdigest() in provenance, path.name
 
 
+@pytest.mark.slow
 def test_counting_and_parsing_in_every_family_never_import_torch():
     import subprocess
 

@@ -225,6 +225,7 @@ def test_the_gallerys_arrow_keys_are_said_to_step_tokens():
 
 
 # -- one number format -----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_counts_print_with_one_format():
     at = open_page("app_pages/tools_as_schemas.py", model="off", calls="5")
     metrics = {m.label: m.value for m in at.metric}

@@ -115,6 +115,7 @@ def test_lesson_7_costs_qwen3_exact_and_openai_estimated():
     assert "docs.anthropic.com/en/docs/tool-use-pricing-and-tokens" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", lesson_format_names())
 def test_lesson_7_every_scenario_and_step(style):
     at = open_page(P7, style=style)

@@ -84,6 +84,7 @@ def test_a_learners_question_is_written_token_by_token_greedy_as_the_engine_writ
         assert before["rows"][0]["p"] == pytest.approx(made.p, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_temperature_top_k_and_top_p_reach_the_engine_and_each_step_shows_the_draws_distribution(lesson_3):
     # the Top-k slider cuts the draw (sample_top_k); each step still reports the lesson's 8 candidates (top_k)
     settings = GenerationSettings(max_new_tokens=80, temperature=1.5, top_k=8, sample_top_k=3, top_p=0.8, seed=7)
@@ -162,6 +163,7 @@ def test_with_no_model_the_page_says_asking_needs_the_model_and_names_the_shippe
     assert not any("question" in box.label.lower() for box in at.text_input) and not at.slider
 
 
+@pytest.mark.slow
 def test_the_chance_of_a_malformed_call_is_counted_over_the_stated_number_of_sampled_turns(lesson_3):
     from engine.teaching.sampled_calls import sample_calls
 

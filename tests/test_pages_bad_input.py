@@ -161,6 +161,7 @@ PLAYGROUND = [
 ]
 
 
+@pytest.mark.slow
 def test_playground_file_fields_bad_input():
     at = open_page(PG)
     good = {

@@ -48,6 +48,7 @@ def all_text(at) -> str:
     return "\n".join(parts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("query", MODELS)
 @pytest.mark.parametrize("page", PAGES)
 def test_no_page_but_set_up_shows_a_command_a_setting_a_speed_or_a_slot(page, query):

@@ -64,6 +64,7 @@ def growth_problem(texts: dict[int, str], read: Callable[[str], object]) -> str 
     return f"{shown} (ratio {large / max(small, 1e-9):.1f})"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "policy"), READINGS)
 def test_every_shape_reads_in_linear_time(name, policy):
     fmt = get_format(name)

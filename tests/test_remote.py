@@ -182,6 +182,7 @@ def test_tool_choice_auto_and_an_unknown_server_say_why_no_grammar_travels(serve
         side_by_side(unknown, request, "required", SETTINGS)
 
 
+@pytest.mark.slow
 def test_the_command_line_sends_a_named_tool_choice_to_vllm(server, tmp_path):
     url = server("vllm")
     (tmp_path / "m.json").write_text(json.dumps(REQUEST.messages))
@@ -512,6 +513,7 @@ print(done.stderr, end="")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["huge", "drip", "list"])
 def test_generate_with_engine_url_against_a_hostile_server_exits_2_in_time_and_memory(hostile, tmp_path, mode):
     """`generate --engine-url` against a server sending 600 MiB, dripping, or answering a list: exit 2 within the

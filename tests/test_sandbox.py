@@ -717,6 +717,7 @@ def open_folder():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode, layers", LAYERS)
 def test_each_sandbox_layer_holds_on_its_own(open_folder, server, decoy, one_mode, mode, layers):
     """Every escape, run with one layer inside the mode's namespaces, the outside open to every user: nothing changes."""

@@ -280,6 +280,7 @@ MODES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode, layers", MODES)
 def test_every_mode_refuses_every_attack(world, one_mode, mode, layers):
     """Each row fails inside the test (refused, or denied by the kernel); the server and the outside are unchanged."""
@@ -496,6 +497,7 @@ def test_a_virtualenv_reached_through_a_symlink_still_gets_bubblewrap(tmp_path):
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root to start a server as another user"
 )

@@ -83,6 +83,7 @@ def hundred_thousand_files(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", [0.2, 0.5])
 def test_grep_time_budget_covers_walking_100000_files(hundred_thousand_files, budget):
     ws = Workspace(hundred_thousand_files, replace(LIMITS, grep_seconds=budget))
