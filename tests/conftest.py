@@ -123,6 +123,9 @@ def fresh_streamlit_server():
     yield from serve_site("streamlit-server-fresh.log")
 
 
+# the presenter walks that run (tests/test_browser_fit.py, section 12): every page with the shipped model, projected at
+# 1024×768 and on a 1440×900 screen; the pages with model panels and the page that measures models with a pack and
+# with no model. Other browser tests check what only a browser shows: sizes, keys, clicks, links, drawn views.
 # browser files whose tests share no module fixture: each test, and each of its parameters (a page's walk), may go to
 # any worker; the walks are the suite's longest chain, so spreading them is what keeps it short
 # (test_browser_live_model: each test starts its own server and model folder; one worker ran all four, 231 s)

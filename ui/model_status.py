@@ -1,6 +1,6 @@
 """The model's status: the sidebar's lines and load button, Home's one line, and how a loaded model runs (the Set-up page).
 
-The live model is loaded once per server (engine.model.loading.start_load), from whichever session
+The live model is loaded once per server (engine.model.load_jobs.start_load), from whichever session
 pressed the button, then found loaded by every session of the server.
 """
 
@@ -46,7 +46,7 @@ def draw_progress(bar, job) -> None:
 def load_live_model(name: str):
     """Load the live model for the whole server, drawing its progress here; the model, or None with the error kept for the sidebar.
 
-    The load runs in a thread of the server process (engine.model.loading.start_load), not in this
+    The load runs in a thread of the server process (engine.model.load_jobs.start_load), not in this
     script run: a learner who clicks elsewhere meanwhile does not stop it, a second press
     anywhere joins it, and once it is done every session finds the model loaded.
     """
