@@ -16,16 +16,17 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+sys.path.insert(0, str(ROOT / "tests"))
+
+from helpers import free_port, start_streamlit, wait_healthy  # noqa: E402
 
 # page, button, the text that the finished panel shows
 PANELS = {
@@ -35,43 +36,13 @@ PANELS = {
 
 
 def start_server() -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-            "--server.fileWatcherType",
-            "none",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                if answer.read().strip() == b"ok":
-                    return server, url
-        except OSError:
-            time.sleep(0.3)
-    server.kill()
-    raise SystemExit("streamlit did not start within 90 s")
+    """The site on a free port (tests/helpers.py's start, the tests' own), once it answers: (process, base URL)."""
+    port = free_port()
+    server, url = start_streamlit(port), f"http://127.0.0.1:{port}"
+    if not wait_healthy(url, server, 90):
+        server.kill()
+        raise SystemExit("streamlit did not start within 90 s")
+    return server, url
 
 
 def finished(page, timeout_ms: int) -> None:

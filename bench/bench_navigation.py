@@ -22,17 +22,17 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from helpers import free_port, start_streamlit, wait_healthy  # noqa: E402
 
 from ui.words import LESSONS, lesson, lesson_index  # noqa: E402
 
@@ -43,46 +43,13 @@ DRAWN = """(title) => { const app = document.querySelector('[data-testid="stApp"
     return !!app && app.getAttribute('data-test-script-state') === 'notRunning' && !!h1 && h1.innerText.includes(title); }"""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(port: int) -> subprocess.Popen:
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-            "--server.fileWatcherType",
-            "none",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
-                if answer.read().strip() == b"ok":
-                    return server
-        except OSError:
-            time.sleep(0.2)
-    server.kill()
-    raise SystemExit("streamlit did not start")
+    """The site on `port` (tests/helpers.py's start, the tests' own), once it answers."""
+    server = start_streamlit(port)
+    if not wait_healthy(f"http://127.0.0.1:{port}", server, 120):
+        server.kill()
+        raise SystemExit("streamlit did not start")
+    return server
 
 
 def title_of(entry: dict) -> str:

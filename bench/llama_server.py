@@ -13,25 +13,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from helpers import free_port  # noqa: E402
+
 START_TIMEOUT = 180.0  # seconds for the server to load the model and answer /v1/models (a loaded 2-core machine)
 
 
 class ServerError(RuntimeError):
     """The server did not start: its exit code or the wait, with its log's end."""
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on now (127.0.0.1)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wait_ready(url: str, process: subprocess.Popen, log: Path, timeout: float) -> None:

@@ -103,21 +103,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve_site(log_name: str = "streamlit-server.log", env: dict | None = None):
-    """`streamlit run app.py` on a free local port, healthy before it is handed out; its base URL. Stopped after.
-
-    `env` adds to (or, with None values, removes from) the server's environment: QWEN_MODEL, HF_ENDPOINT...
-    """
-    import subprocess
-    import time
-    import urllib.request
-
-    port = free_port()
-    # one log per pytest-xdist worker (each starts servers of its own)
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    log_name = f"{worker}-{log_name}" if worker else log_name
-    log = open(ROOT / ".pytest_cache" / log_name, "w") if (ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL  # noqa: SIM115
-    server = subprocess.Popen(
+def start_streamlit(port: int, env: dict | None = None, log=subprocess.DEVNULL) -> subprocess.Popen:
+    """`streamlit run app.py` headless on 127.0.0.1:`port` (no file watcher, no usage stats), in server_env(env):
+    the process, not answering yet (wait_healthy). The tests' servers and bench/'s start here."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -142,19 +131,40 @@ def serve_site(log_name: str = "streamlit-server.log", env: dict | None = None):
         stderr=subprocess.STDOUT,
         env=server_env(env),
     )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
+
+
+def wait_healthy(url: str, server: subprocess.Popen, timeout: float) -> bool:
+    """Whether the server at `url` answered its health check with ok before `timeout` s passed or it exited."""
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while server.poll() is None and time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
                 if answer.read().strip() == b"ok":
-                    break
+                    return True
         except OSError:
             pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            pytest.fail(f"streamlit did not start on port {port} (exit code {server.poll()})")
-        time.sleep(0.3)
+        time.sleep(0.2)
+    return False
+
+
+def serve_site(log_name: str = "streamlit-server.log", env: dict | None = None):
+    """`streamlit run app.py` on a free local port, healthy before it is handed out; its base URL. Stopped after.
+
+    `env` adds to (or, with None values, removes from) the server's environment: QWEN_MODEL, HF_ENDPOINT...
+    """
+    port = free_port()
+    # one log per pytest-xdist worker (each starts servers of its own)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    log_name = f"{worker}-{log_name}" if worker else log_name
+    log = open(ROOT / ".pytest_cache" / log_name, "w") if (ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL  # noqa: SIM115
+    server = start_streamlit(port, env, log)
+    url = f"http://127.0.0.1:{port}"
+    if not wait_healthy(url, server, 60):
+        server.kill()
+        pytest.fail(f"streamlit did not start on port {port} (exit code {server.poll()})")
     try:
         yield url
     finally:
