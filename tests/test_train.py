@@ -97,6 +97,10 @@ def test_count_phrasings_put_the_word_first_middle_and_last_and_are_never_a_held
     assert any(m.startswith("{word}") for m in made)
     assert any('"{word}"' in m for m in made)
     assert any(m.rstrip("?.!").endswith("{word}") for m in made)
+    # a question that opens with the word, bare or quoted, from the frames that do, never a held-out phrasing
+    first = [data.word_first_phrasing(rng) for _ in range(500)]
+    assert all(m.startswith(("{word}", '"{word}"')) and m.count("{letter}") == 1 for m in first)
+    assert not set(first) & held and len(set(first)) > 100
     # with no share composed, as the shipped model was trained, the draws are the fixed phrasings' own stream
     fixed, plain = random.Random(9), random.Random(9)
     assert [data.count_phrasing(fixed) for _ in range(50)] == [
@@ -300,7 +304,7 @@ def test_a_pieces_drill_copies_a_made_up_word_into_a_call_and_scores_the_copy_al
     candidates = frozenset(drills.spelling_candidates(TOK))
     pieces = _pieces(TOK)
     assert len(pieces) > 20_000 and not set(pieces) & data.heldout_words()
-    capitals = 0
+    capitals = opens = 0
     for _ in range(60):
         sample = drills.pieces_sample(rng, slots, pieces, TOK, candidates, data.heldout_words())
         assert sample.kind == "copy" and 48 <= len(sample.ids) <= 200
@@ -309,6 +313,10 @@ def test_a_pieces_drill_copies_a_made_up_word_into_a_call_and_scores_the_copy_al
         scored = "".join(TOK.token_text(i) for i, t in zip(sample.ids, sample.targets, strict=True) if t)
         # what is scored is the word as the call writes it and the quote that closes it, nothing else
         assert scored.startswith(word + '"') and len(scored) <= len(word) + 3, (word, scored)
-        assert word in text.split("\n")[0] and word.lower() not in data.heldout_words()
+        question = text[: text.index(drills.COPY_FROM)].split("<tool_call>")[0].split("Thought:")[0]
+        assert word in question and word.lower() not in data.heldout_words()
         capitals += word[0].isupper()
+        # a quarter open a line with the word: its first piece has no space, as in the call
+        opens += any(line.lstrip('"').startswith(word) for line in question.split("\n")[1:])
     assert capitals > 3
+    assert 5 <= opens <= 30

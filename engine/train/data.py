@@ -292,6 +292,22 @@ def count_phrasing(rng: random.Random, composed: float = 0.0) -> str:
             return phrasing
 
 
+def word_first_phrasing(rng: random.Random) -> str:
+    """A count question put together from a frame that opens with the word ("{word}: count the r's."), bare or quoted:
+    a message that begins with the word holds it without a space, as the call writes it, and a model that only
+    learned to find the word after "in" copies another word of the question there."""
+    parts = training_data()["count_parts"]
+    held = training_data()["heldout_count_phrasings"]
+    frames = [frame for frame in parts["frames"] if frame.startswith("{W}")]
+    while True:
+        frame = rng.choice(frames).format(
+            L=rng.choice(parts["L"]), Ls=rng.choice(parts["Ls"]), W=rng.choice(("{word}", "{word}", '"{word}"'))
+        )
+        phrasing = frame + rng.choice(parts["after"])
+        if phrasing not in held:
+            return phrasing
+
+
 def call_conversation(rng: random.Random, slots: Slots, style: str, heldout: bool = False) -> Conversation:
     """A question a tool helps with, and the call it asks for."""
     data = training_data()

@@ -27,13 +27,14 @@ from collections.abc import Sequence
 
 from ..core.call_formats import get_format
 from ..core.tokenizer import QwenTokenizer
-from .data import STYLE_NAMES, WORD_ID_LIMIT, Sample, Slots, count_phrasing, vocabulary_words
+from .data import STYLE_NAMES, WORD_ID_LIMIT, Sample, Slots, count_phrasing, vocabulary_words, word_first_phrasing
 
 DRILL_TOKENS = 320  # tokens in one spelling or copy drill sequence
 PIECES_TOKENS = (48, 96)  # a pieces drill's length, drawn in this range
 COPY_FROM = '{"word": "'  # a copy drill scores its call from here on: the word's pieces, then the letter
 PIECE_PATTERN = re.compile(r"[A-Za-z]{2,8}")  # a piece a made-up word is built of: letters, no space
 FILLER_WORDS = 8  # at most this many words of filler before and after a pieces drill's question
+WORD_FIRST = 0.25  # share of pieces drills whose question opens a line with the word (data.word_first_phrasing)
 MAX_TRIES = 200  # made-up words drawn for one drill before it gives up (a few are left out: see pieces_sample)
 
 
@@ -104,10 +105,15 @@ def pieces_sample(
         if word.lower() in held:
             continue  # a held-out word made by chance ("ban" + "ana") is never drilled
         letter = rng.choice(word.lower())
-        question = count_phrasing(rng, slots.composed).format(letter=letter, word=word)
-        before = " ".join(rng.choice(slots.words) for _ in range(rng.randint(0, FILLER_WORDS)))
         after = " ".join(rng.choice(slots.words) for _ in range(rng.randint(0, FILLER_WORDS)))
-        text = " ".join(part for part in (before.capitalize(), question, after) if part)
+        if rng.random() < WORD_FIRST:
+            # the question opens a line with the word, so its first piece has no space, as in the call
+            question = word_first_phrasing(rng).format(letter=letter, word=word)
+            text = "\n" + " ".join(part for part in (question, after) if part)
+        else:
+            question = count_phrasing(rng, slots.composed).format(letter=letter, word=word)
+            before = " ".join(rng.choice(slots.words) for _ in range(rng.randint(0, FILLER_WORDS)))
+            text = " ".join(part for part in (before.capitalize(), question, after) if part)
         call = get_format(rng.choice(STYLE_NAMES)).write_call("count_letter", {"word": word, "letter": letter})
         head = tok.encode(f"{text}\n{call.partition(COPY_FROM)[0]}{COPY_FROM}")
         line = tok.encode(f"{text}\n{call}\n")
