@@ -87,6 +87,18 @@ def add_recipe_flags(p: argparse.ArgumentParser) -> None:
         help="share of count questions phrased from parts rather than the fixed phrasings (default 0.5)",
     )
     p.add_argument(
+        "--pieces-share",
+        type=float,
+        default=None,
+        help="share of samples that are pieces drills, a made-up word copied into a call (default 0.2)",
+    )
+    p.add_argument(
+        "--copy-share",
+        type=float,
+        default=None,
+        help="share of samples that are copy drills, a count question and its call (default 0.25)",
+    )
+    p.add_argument(
         "--autocast",
         choices=["auto", "bf16", "off"],
         default=None,

@@ -62,6 +62,15 @@ def new_config(args) -> TrainConfig:
                 f"--composed-share is a share of the count questions, from 0 to 1, not {args.composed_share}"
             )
         config.composed_share = args.composed_share
+    for flag in ("pieces_share", "copy_share"):
+        value = getattr(args, flag, None)
+        if value is not None:
+            setattr(config, flag, in_range(value, 0.0, 1.0, f"--{flag.replace('_', '-')}", " (a share of the samples)"))
+    if config.drill_share + config.copy_share + config.pieces_share > 1.0:
+        raise BadInput(
+            f"the drills' shares add up to more than every sample: spelling {config.drill_share}, copy "
+            f"{config.copy_share}, pieces {config.pieces_share}; lower --copy-share or --pieces-share"
+        )
     for flag, value in (("kv_heads", args.kv_heads), ("head_dim", args.head_dim)):
         if value is not None:
             in_range(value, 1, 1024, f"--{flag.replace('_', '-')}")
@@ -220,6 +229,12 @@ def command_line(args, config: TrainConfig) -> str:
     if config.rotate_places:
         command += " --rotate-places"
     command += f" --composed-share {config.composed_share}"
+    for flag, value, default in (
+        ("pieces-share", config.pieces_share, TrainConfig.pieces_share),
+        ("copy-share", config.copy_share, TrainConfig.copy_share),
+    ):
+        if value != default:
+            command += f" --{flag} {value}"
     for flag, value in (("kv-heads", args.kv_heads), ("head-dim", args.head_dim)):
         if value is not None:
             command += f" --{flag} {value}"
