@@ -242,6 +242,8 @@ def test_word_probes_ask_the_held_out_count_prompts_again_in_the_trainings_own_p
         ({"kv_heads": 3}, "--kv-heads must divide the 4 attention heads, not 3"),
         ({"head_dim": 0}, "--head-dim must be between 1 and 1,024, not 0"),
         ({"composed_share": 1.5}, "--composed-share is a share of the count questions, from 0 to 1, not 1.5"),
+        ({"pieces_share": -0.1}, "--pieces-share must be between 0.0 and 1.0 (a share of the samples), not -0.1"),
+        ({"copy_share": 0.5, "pieces_share": 0.5}, "the drills' shares add up to more than every sample"),
     ],
 )
 def test_train_builtin_refuses_a_layout_or_share_it_cannot_train_before_it_starts(tmp_path, flags, said):
