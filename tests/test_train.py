@@ -322,3 +322,45 @@ def test_a_pieces_drill_copies_a_made_up_word_into_a_call_and_scores_the_copy_al
         opens += any(line.lstrip('"').startswith(word) for line in question.split("\n")[1:])
     assert capitals > 3
     assert 5 <= opens <= 30
+
+
+@pytest.mark.parametrize(
+    ("new", "ships", "below"),
+    [
+        # the same figures: ships
+        ({"count_exact": {"native": [8, 20]}, "well_formed": {"native": [25, 37]}}, True, []),
+        # more copied, as many well-formed by rate (50 of 74 is 25 of 37): ships
+        ({"count_exact": {"native": [9, 20]}, "well_formed": {"native": [50, 74]}}, True, []),
+        # more copied but fewer well-formed by rate (24 of 39 < 25 of 37), though more by count than 24 of 37
+        (
+            {"count_exact": {"native": [16, 20]}, "well_formed": {"native": [24, 39]}},
+            False,
+            ["well_formed native: 24 of 39 < 25 of 37"],
+        ),
+        # one copy fewer: held back whatever else it does better
+        (
+            {"count_exact": {"native": [7, 20]}, "well_formed": {"native": [37, 37]}},
+            False,
+            ["count_exact native: 7 of 20 < 8 of 20"],
+        ),
+    ],
+)
+def test_a_finished_copy_ships_only_where_no_figure_falls_below_the_shipped_models(new, ships, below):
+    from engine.train.against import against
+
+    shipped = {"count_exact": {"native": [8, 20]}, "well_formed": {"native": [25, 37]}}
+    verdict = against(new, shipped).as_json()
+    assert (verdict["ships"], verdict["below"]) == (ships, below)
+
+
+def test_a_figure_the_new_copy_never_measured_counts_against_it():
+    from engine.train.against import against
+
+    verdict = against({"count_exact": {"native": [20, 20]}}, {"count_exact": {"native": [1, 20], "react": [1, 20]}})
+    assert not verdict.ships and verdict.missing == ["count_exact react"]
+    # the shipped model's own figures, set against themselves, ship
+    from engine.settings import BUILTIN_FOLDER
+
+    record = json.loads((BUILTIN_FOLDER / "heldout.json").read_text(encoding="utf-8"))
+    same = against(record, record)
+    assert same.ships and len(same.rows) == 16

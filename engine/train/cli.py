@@ -214,6 +214,13 @@ def train_builtin(args) -> dict:
     answer.update(out=args.out, parameters=result.parameters)
     if not args.no_measure:
         answer["heldout"] = measure_folder(out)
+        from ..settings import BUILTIN_FOLDER
+        from .against import against_folder
+
+        # beside the shipped model's figures: the copy replaces it only where none falls below (docs/shipped-model.md)
+        verdict = against_folder(answer["heldout"], BUILTIN_FOLDER)
+        if verdict is not None and out.resolve() != BUILTIN_FOLDER.resolve():
+            answer["against_shipped"] = verdict.as_json()
         from .provenance import write_provenance
 
         answer["provenance"] = str(write_provenance(out, command_line(args, run.config)))
