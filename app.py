@@ -1,10 +1,11 @@
-"""The tool-calling explainer: the router. Page config, navigation from lessons/index.json, the shared sidebar."""
+"""The site's entry: `streamlit run app.py` serves router.py (the pages) once what Home needs is loaded.
 
-from engine.startup.warmup import start_warmup
-from ui.chrome import route
-from ui.shipped_model import builtin_first, load_builtin_in_background
+Served as an st.App so that its lifespan (ui/server_start.py) runs before the server answers anyone: a fresh
+server's first page then draws without importing the site first.
+"""
 
-# once per process, in the background once the first page is drawn: torch and xgrammar, the shipped model when
-# sessions start on it (no page waits for it unless it draws it), the tokenizer, the grammar engine, the shipped grammars
-start_warmup(then=load_builtin_in_background if builtin_first() else None, after_page=True)
-route()
+import streamlit as st
+
+from ui.server_start import lifespan
+
+app = st.App("router.py", lifespan=lifespan)

@@ -326,7 +326,7 @@ def render_home_seconds(times: int = 5) -> float:
     found = []
     for _ in range(times):
         started = time.perf_counter()
-        AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+        AppTest.from_file(str(ROOT / "router.py"), default_timeout=120).run()
         found.append(time.perf_counter() - started)
     return statistics.median(found)
 

@@ -97,7 +97,7 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=20)
-    first = {k: round(v[0], 3) for k, v in times.items()}
+    first = {k: round(v[0], 3) for k, v in times.items() if v}
     warm = {k: round(statistics.median(v[1:]), 3) for k, v in times.items() if len(v) > 1}
     print(
         json.dumps(

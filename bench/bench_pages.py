@@ -1,12 +1,12 @@
 """Page render times without the model, first (a cold process: imports, tokenizer, caches) and warm (reruns).
 
-Each page runs in its own fresh Python process through streamlit's AppTest (app.py, then
+Each page runs in its own fresh Python process through streamlit's AppTest (router.py, then
 switch_page), so "first" is what the first visitor after a server start waits for, minus the
 browser. "warm" is the median of a few reruns of the same page. Prints one JSON object.
 
     python bench/bench_pages.py [--reruns 5] [--warmup off|concurrent|wait] [app_pages/calculator.py ...]
 
---warmup says what the start-up warm-up (engine/startup/warmup.py, started by app.py) has done when
+--warmup says what the start-up warm-up (engine/startup/warmup.py, started by router.py) has done when
 the first render starts:
     off         none (QWEN_WARMUP=0): the site before the warm-up existed
     concurrent  it starts with the first render, as when a learner opens a page the moment the server is up
@@ -51,7 +51,7 @@ print(json.dumps({{"first_s": round(first, 3), "warm_s": round(statistics.median
 
 
 def measure(page: str, reruns: int, warmup: str = "concurrent") -> dict:
-    code = ONE_PAGE.format(root=str(ROOT), page=page, reruns=reruns, app=str(ROOT / "app.py"), wait=warmup == "wait")
+    code = ONE_PAGE.format(root=str(ROOT), page=page, reruns=reruns, app=str(ROOT / "router.py"), wait=warmup == "wait")
     env = {**os.environ, "QWEN_WARMUP": "0" if warmup == "off" else "1"}
     wall = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)

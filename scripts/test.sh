@@ -41,8 +41,8 @@ fi
 # child process compiled the site's modules and pytest rewrote every test file again (collection alone took 21
 # CPU-seconds a worker on a clean clone against 12 with the cache)
 unset PYTHONDONTWRITEBYTECODE
-python -m ruff check engine app_pages ui tests bench app.py
-python -m ruff format --check engine app_pages ui tests bench app.py
+python -m ruff check engine app_pages ui tests bench app.py router.py
+python -m ruff format --check engine app_pages ui tests bench app.py router.py
 # three workers on two cores: the browser tests mostly wait on their servers and browsers, so more workers than
 # cores overlap the waits (measured on a clean clone: 17:08 with two, 13:58 with four), but each worker starts a
 # server, a browser and its imports of its own, and the suite is short of CPU: on a later machine three took 14:12

@@ -44,10 +44,10 @@ def run_python(code: str, env: dict | None = None, timeout: float = 900) -> dict
 
 
 def open_page(page: str | None = None, timeout: float = 60, **query):
-    """An AppTest of app.py, run once, then switched to `page` (a path such as "app_pages/home.py"); `query` seeds the URL."""
+    """An AppTest of router.py (the pages app.py serves), run once, then switched to `page` (a path such as "app_pages/home.py"); `query` seeds the URL."""
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    at = AppTest.from_file(str(ROOT / "router.py"), default_timeout=timeout)
     for name, value in query.items():
         at.query_params[name] = value
     at.run()

@@ -21,6 +21,7 @@ SOURCES = [
     *(ROOT / "app_pages").rglob("*.py"),
     *(ROOT / "bench").rglob("*.py"),
     ROOT / "app.py",
+    ROOT / "router.py",
 ]
 
 

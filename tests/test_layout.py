@@ -26,8 +26,14 @@ from engine.layers import LAYERS, layer_of
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "engine"
 # the parts whose imports are read, and what each may import from this repository (the engine's own order is
-# engine/layers.py's; app.py is the router over the pages, so it may import what they may)
-MAY_IMPORT = {"engine": {"engine"}, "ui": {"engine", "ui"}, "app_pages": {"engine", "ui"}, "app": {"engine", "ui"}}
+# engine/layers.py's; router.py runs over the pages and app.py serves it, so each may import what the pages may)
+MAY_IMPORT = {
+    "engine": {"engine"},
+    "ui": {"engine", "ui"},
+    "app_pages": {"engine", "ui"},
+    "app": {"engine", "ui"},
+    "router": {"engine", "ui"},
+}
 # libraries a part never imports: the engine is pure Python, and a page's widgets are ui/'s and app_pages/'s
 NEVER_IMPORTS = {"engine": {"streamlit"}}
 # what a try block catches when an import inside it may fail (an optional library)
@@ -79,12 +85,18 @@ class Import:
 def source_files() -> list[Path]:
     """Every Python file of the parts whose imports are read."""
     return sorted(
-        [*ENGINE.rglob("*.py"), *(ROOT / "ui").rglob("*.py"), *(ROOT / "app_pages").rglob("*.py"), ROOT / "app.py"]
+        [
+            *ENGINE.rglob("*.py"),
+            *(ROOT / "ui").rglob("*.py"),
+            *(ROOT / "app_pages").rglob("*.py"),
+            ROOT / "app.py",
+            ROOT / "router.py",
+        ]
     )
 
 
 def module_of(path: Path) -> str:
-    """engine/core/parse.py -> 'engine.core.parse'; engine/__init__.py -> 'engine'; app.py -> 'app'."""
+    """engine/core/parse.py -> 'engine.core.parse'; engine/__init__.py -> 'engine'; app.py -> 'app'; router.py -> 'router'."""
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -247,7 +259,7 @@ def _installed(library: str) -> bool:
 
 
 def all_imports() -> dict[str, list[Import]]:
-    """Each module of engine/, ui/, app_pages/ and app.py, and its imports, read from the files on disk."""
+    """Each module of engine/, ui/, app_pages/, app.py and router.py, and its imports, read from the files on disk."""
     return {module: list(found) for module, found in _imports_on_disk().items()}
 
 
@@ -369,7 +381,9 @@ def test_imports_resolve_to_modules(where, line, expected):
 
 def test_the_parts_are_read_and_the_graph_holds_what_they_import():
     graph = import_graph(all_imports())
-    assert {"engine.harness.loop", "engine.constrain.masks", "ui.models", "app_pages.home", "app"} <= set(graph)
+    assert {"engine.harness.loop", "engine.constrain.masks", "ui.models", "app_pages.home", "app", "router"} <= set(
+        graph
+    )
     assert "engine.core.tokenizer" in graph["engine.core.prompt"]
     assert "engine.model.loading" in graph["engine.model.decode"]
     assert "ui.packs" in graph["ui.models"] and "ui.words" in graph["app_pages.home"]
@@ -453,7 +467,13 @@ def test_core_model_and_constrain_import_nothing_from_the_layers_above_harness()
 
 
 def test_only_the_model_and_constrain_folders_import_torch_or_xgrammar():
-    files = [*ENGINE.rglob("*.py"), *(ROOT / "app_pages").rglob("*.py"), *(ROOT / "ui").rglob("*.py"), ROOT / "app.py"]
+    files = [
+        *ENGINE.rglob("*.py"),
+        *(ROOT / "app_pages").rglob("*.py"),
+        *(ROOT / "ui").rglob("*.py"),
+        ROOT / "app.py",
+        ROOT / "router.py",
+    ]
     offenders = {}
     for path in files:
         folder = path.relative_to(ENGINE).parts[0] if path.is_relative_to(ENGINE) else None

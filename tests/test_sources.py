@@ -59,7 +59,7 @@ def paren_depth(text: str, at: int) -> int:
 
 
 def reader_files() -> list[Path]:
-    files = [ROOT / "README.md", ROOT / "app.py", *(ROOT / "docs").glob("*.md")]
+    files = [ROOT / "README.md", ROOT / "app.py", ROOT / "router.py", *(ROOT / "docs").glob("*.md")]
     for folder in ("engine", "app_pages", "ui", "lessons"):
         files += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".md", ".json")]
     return files

@@ -50,7 +50,7 @@ def presenting() -> bool:
 
 
 def route() -> None:
-    """The router (app.py runs this): the shared chrome, then the chosen page."""
+    """The router (router.py runs this): the shared chrome, then the chosen page."""
     page = _chrome()
     try:
         _run(page)

@@ -3,7 +3,7 @@
 The first render of a page after a server start paid for imports (torch, transformers,
 xgrammar), the tokenizer, xgrammar's view of the vocabulary (0.9 s) and the grammars of the
 shipped tool sets: up to 8 s for the first learner of a class. `start_warmup()` (called by
-app.py on every run; only the first call in a process does anything) builds them in a
+router.py on every run; only the first call in a process does anything) builds them in a
 daemon thread, so a page never waits for the warm-up to finish (Home, which needs no torch, draws
 while the thread imports it; engine/heavy.py makes a page that needs torch wait for that import
 rather than race it): a page that needs a piece
