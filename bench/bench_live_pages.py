@@ -39,7 +39,7 @@ def start_server() -> tuple[subprocess.Popen, str]:
     """The site on a free port (tests/helpers.py's start, the tests' own), once it answers: (process, base URL)."""
     port = free_port()
     server, url = start_streamlit(port), f"http://127.0.0.1:{port}"
-    if not wait_healthy(url, server, 90):
+    if not wait_healthy(url, server, 180):
         server.kill()
         raise SystemExit("streamlit did not start within 90 s")
     return server, url

@@ -46,7 +46,7 @@ DRAWN = """(title) => { const app = document.querySelector('[data-testid="stApp"
 def start_server(port: int) -> subprocess.Popen:
     """The site on `port` (tests/helpers.py's start, the tests' own), once it answers."""
     server = start_streamlit(port)
-    if not wait_healthy(f"http://127.0.0.1:{port}", server, 120):
+    if not wait_healthy(f"http://127.0.0.1:{port}", server, 180):
         server.kill()
         raise SystemExit("streamlit did not start")
     return server

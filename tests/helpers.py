@@ -162,7 +162,8 @@ def serve_site(log_name: str = "streamlit-server.log", env: dict | None = None):
     log = open(ROOT / ".pytest_cache" / log_name, "w") if (ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL  # noqa: SIM115
     server = start_streamlit(port, env, log)
     url = f"http://127.0.0.1:{port}"
-    if not wait_healthy(url, server, 60):
+    # the server answers once its warm-up is done (ui/server_start.py): on a busy machine, tens of seconds
+    if not wait_healthy(url, server, 180):
         server.kill()
         pytest.fail(f"streamlit did not start on port {port} (exit code {server.poll()})")
     try:

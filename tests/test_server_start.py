@@ -1,5 +1,5 @@
 """What the server loads before it answers: `streamlit run app.py` serves router.py as an st.App whose lifespan
-loads what Home needs (ui/server_start.py), and a step that fails never keeps the server from starting."""
+loads what Home needs and waits for the warm-up (ui/server_start.py); a step that fails never keeps it from starting."""
 
 from __future__ import annotations
 
@@ -57,15 +57,17 @@ def test_a_step_that_fails_is_recorded_and_the_rest_still_run(monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_fresh_server_answers_only_once_what_home_needs_is_loaded(tmp_path):
+def test_a_fresh_server_answers_only_once_what_home_needs_is_loaded_and_the_warm_up_is_done(tmp_path):
     log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - the server writes it until it stops
     port = free_port()
     server = start_streamlit(port, log=log)
     try:
-        assert wait_healthy(f"http://127.0.0.1:{port}", server, 120)
+        assert wait_healthy(f"http://127.0.0.1:{port}", server, 180)
         # the lifespan's line is written before the server takes its first request
         said = (tmp_path / "server.log").read_text(encoding="utf-8")
         assert "Loaded what Home needs in" in said and "failed" not in said
+        # and the warm-up finished before it too: a first visit finds the shared pieces built
+        assert "The shared pieces warmed up in" in said
     finally:
         server.terminate()
         try:

@@ -1,4 +1,4 @@
-"""What the server loads before it answers anyone: what Home needs, so that a class's first page draws at once.
+"""What the server loads before it answers anyone: what Home needs, then what the pages share, so first visits draw at once.
 
 Streamlit runs nothing of a plain script before its first visitor, so the first learner of a fresh server
 used to pay for Python importing the site's modules (about 1 s), pandas and pyarrow (about 1 s: Streamlit's
@@ -6,13 +6,16 @@ views import them to look for dataframes) and the tokenizer's 11 MB of JSON. app
 `st.App` whose lifespan runs `preload()` before the server takes a request, as llama.cpp's server reads
 its model before it answers: the start is that much longer, Home's first visit that much shorter.
 
-Torch, the shipped model and the grammars are not loaded here: they stay the background warm-up's
-(engine/startup/warmup.py), which starts once the first page is drawn. A step that fails is recorded and
+Then the lifespan runs the warm-up (engine/startup/warmup.py: transformers and xgrammar, the shipped model,
+the grammars, lesson 4's measured costs, the other families' tokenizers) and waits for it, at most
+WARMUP_WAIT_S: a page's first visit then finds what it shares built, rather than waiting for a warm-up
+that started with the first page. QWEN_WARMUP=0 leaves the warm-up out. A step that fails is recorded and
 the server starts anyway; the page that needs it then fails in its own words.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import pkgutil
@@ -25,6 +28,8 @@ UI = Path(__file__).resolve().parent
 # what Home's first run imports beside the site's own modules
 THIRD_PARTY = ("pandas", "pyarrow", "jsonschema")
 ENGINE_MODULES = ("engine.harness.loop", "engine.core.prompt", "engine.core.call_formats")
+# the longest the server waits for the warm-up before it answers anyway (the warm-up then goes on behind it)
+WARMUP_WAIT_S = 180.0
 
 
 @dataclass
@@ -70,6 +75,18 @@ def preload() -> PreloadReport:
     return report
 
 
+def warm_up(wait_s: float = WARMUP_WAIT_S) -> float | None:
+    """Start the warm-up now and wait for it: its seconds, or None where QWEN_WARMUP=0 turns it off."""
+    from engine.startup.warmup import start_warmup, wait_warmup
+    from ui.shipped_model import builtin_first, load_builtin_in_background
+
+    started = time.perf_counter()
+    if not start_warmup(then=load_builtin_in_background if builtin_first() else None, after_page=False):
+        return None
+    wait_warmup(wait_s)
+    return time.perf_counter() - started
+
+
 _report: PreloadReport | None = None
 
 
@@ -80,9 +97,18 @@ def last_report() -> PreloadReport | None:
 
 @contextlib.asynccontextmanager
 async def lifespan(app):
-    """st.App's lifespan: preload before the server answers, then serve until it stops."""
+    """st.App's lifespan: preload and warm up before the server answers, then serve until it stops."""
     global _report
     _report = preload()
     failed = f"; failed: {', '.join(sorted(_report.errors))}" if _report.errors else ""
     print(f"Loaded what Home needs in {_report.total:.1f} s{failed}", file=sys.stderr, flush=True)
+    # in a thread of its own: the event loop stays free while the warm-up imports and builds
+    seconds = await asyncio.to_thread(warm_up)
+    if seconds is not None:
+        from engine.startup.warmup import warmup_report
+
+        warmed = warmup_report()
+        failed = f"; failed: {', '.join(sorted(warmed.errors))}" if warmed.errors else ""
+        state = "warmed up" if warmed.finished else f"still warming up after {WARMUP_WAIT_S:.0f} s, serving anyway"
+        print(f"The shared pieces {state} in {seconds:.1f} s{failed}", file=sys.stderr, flush=True)
     yield
