@@ -169,13 +169,18 @@ def serve_site(log_name: str = "streamlit-server.log", env: dict | None = None):
     try:
         yield url
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
         if log is not subprocess.DEVNULL:
             log.close()
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    """Ask a server to stop, and kill it if it has not within 10 s."""
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
 
 
 def server_env(extra: dict | None) -> dict:

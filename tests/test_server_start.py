@@ -3,10 +3,8 @@ loads what Home needs and waits for the warm-up (ui/server_start.py); a step tha
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
-from helpers import ROOT, free_port, run_python, start_streamlit, wait_healthy
+from helpers import ROOT, free_port, run_python, start_streamlit, stop_server, wait_healthy
 from streamlit.web.server.app_discovery import discover_asgi_app
 
 from ui import server_start
@@ -69,9 +67,5 @@ def test_a_fresh_server_answers_only_once_what_home_needs_is_loaded_and_the_warm
         # and the warm-up finished before it too: a first visit finds the shared pieces built
         assert "The shared pieces warmed up in" in said
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
         log.close()
