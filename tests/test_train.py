@@ -364,3 +364,27 @@ def test_a_figure_the_new_copy_never_measured_counts_against_it():
     record = json.loads((BUILTIN_FOLDER / "heldout.json").read_text(encoding="utf-8"))
     same = against(record, record)
     assert same.ships and len(same.rows) == 16
+
+
+def test_made_up_words_are_named_in_whole_conversations_never_held_out_and_change_nothing_when_off():
+    from engine.train.mix import _pieces
+
+    pieces = _pieces(TOK)
+    held = data.heldout_words()
+    slots = data.Slots(random.Random(3), data.conversation_words(TOK), pieces=pieces, made_up=1.0)
+    words = [slots.word() for _ in range(300)]
+    known = set(data.conversation_words(TOK))
+    assert not {w.lower() for w in words} & held
+    # two to four pieces run together: none is a vocabulary word, and many differ
+    assert not set(words) & known and len(set(words)) == len(words)
+    # off, the draws are exactly those of slots without pieces (the held-out probes' stream stays as it was)
+    plain = data.Slots(random.Random(4), data.conversation_words(TOK))
+    off = data.Slots(random.Random(4), data.conversation_words(TOK), pieces=pieces, made_up=0.0)
+    assert [plain.word() for _ in range(100)] == [off.word() for _ in range(100)]
+    # a conversation about a made-up word calls count_letter with it, in the site's own prompt
+    rng = random.Random(6)
+    slots = data.Slots(rng, data.conversation_words(TOK), pieces=pieces, made_up=1.0)
+    conv = next(
+        c for c in (data.call_conversation(rng, slots, "native") for _ in range(50)) if c.expected[0] == "count_letter"
+    )
+    assert conv.expected[1]["word"] not in known and conv.expected[1]["word"] in conv.messages[0]["content"]

@@ -99,6 +99,12 @@ def add_recipe_flags(p: argparse.ArgumentParser) -> None:
         help="share of samples that are copy drills, a count question and its call (default 0.25)",
     )
     p.add_argument(
+        "--made-up-share",
+        type=float,
+        default=None,
+        help="share of the words a conversation names that are made up of letter pieces (default 0)",
+    )
+    p.add_argument(
         "--autocast",
         choices=["auto", "bf16", "off"],
         default=None,

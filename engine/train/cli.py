@@ -62,10 +62,11 @@ def new_config(args) -> TrainConfig:
                 f"--composed-share is a share of the count questions, from 0 to 1, not {args.composed_share}"
             )
         config.composed_share = args.composed_share
-    for flag in ("pieces_share", "copy_share"):
+    for flag in ("pieces_share", "copy_share", "made_up_share"):
         value = getattr(args, flag, None)
         if value is not None:
-            setattr(config, flag, in_range(value, 0.0, 1.0, f"--{flag.replace('_', '-')}", " (a share of the samples)"))
+            what = " (a share of the words)" if flag == "made_up_share" else " (a share of the samples)"
+            setattr(config, flag, in_range(value, 0.0, 1.0, f"--{flag.replace('_', '-')}", what))
     if config.drill_share + config.copy_share + config.pieces_share > 1.0:
         raise BadInput(
             f"the drills' shares add up to more than every sample: spelling {config.drill_share}, copy "
@@ -239,6 +240,7 @@ def command_line(args, config: TrainConfig) -> str:
     for flag, value, default in (
         ("pieces-share", config.pieces_share, TrainConfig.pieces_share),
         ("copy-share", config.copy_share, TrainConfig.copy_share),
+        ("made-up-share", config.made_up_share, TrainConfig.made_up_share),
     ):
         if value != default:
             command += f" --{flag} {value}"

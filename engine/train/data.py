@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Literal
@@ -102,8 +103,12 @@ class Slots:
         heldout: bool = False,
         composed: float = 0.0,
         capitalised: bool = False,
+        pieces: Sequence[str] = (),
+        made_up: float = 0.0,
     ):
         self.rng, self.words, self.heldout = rng, words, heldout
+        # `made_up` of the words a question names are made of these pieces: a word no conversation repeats
+        self.pieces, self.made_up = pieces, made_up
         self.composed = composed  # the share of count questions phrased from parts (count_phrasing)
         self.capitalised = capitalised  # some words written with a capital (CAPITALISED of them)
         data = training_data()
@@ -113,6 +118,8 @@ class Slots:
 
     def word(self) -> str:
         rng = self.rng
+        if self.made_up and self.pieces and rng.random() < self.made_up:
+            return self.made_up_word()
         roll = rng.random()
         if roll < 0.7:
             word = rng.choice(self.words)
@@ -121,6 +128,18 @@ class Slots:
         else:
             word = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
         # a capital changes every token of the word; the call keeps it as the question wrote it
+        if self.capitalised and rng.random() < CAPITALISED:
+            word = word.capitalize()
+        return word
+
+    def made_up_word(self) -> str:
+        """Two to four letter pieces run together, as the pieces drill's words, but named in a whole conversation:
+        its system prompt and tools around the question, so the copy is learned where the held-out words are asked."""
+        rng, held = self.rng, heldout_words()
+        while True:
+            word = "".join(rng.choice(self.pieces).lower() for _ in range(rng.choice((2, 2, 3, 3, 4))))
+            if word not in held:
+                break
         if self.capitalised and rng.random() < CAPITALISED:
             word = word.capitalize()
         return word

@@ -25,6 +25,7 @@ class Mix:
     untooled: float = 0.0  # of the conversations, the share that offers no tool and is answered in words
     composed: float = 0.0  # of the count questions, the share phrased from parts (data.count_phrasing)
     capitalised: bool = False  # some conversation words written with a capital (data.CAPITALISED)
+    made_up: float = 0.0  # of the words a conversation names, the share made up of letter pieces (data.Slots)
 
 
 @cache
@@ -43,7 +44,14 @@ def build_samples(
     """
     rng = random.Random(seed)
     drill_words = vocabulary_words(tok)
-    slots = Slots(rng, conversation_words(tok), composed=mix.composed, capitalised=mix.capitalised)
+    slots = Slots(
+        rng,
+        conversation_words(tok),
+        composed=mix.composed,
+        capitalised=mix.capitalised,
+        pieces=_pieces(tok) if mix.made_up else (),
+        made_up=mix.made_up,
+    )
     if candidates is None:
         candidates = frozenset(spelling_candidates(tok)) if mix.copy or mix.pieces else frozenset()
     held = heldout_words()

@@ -69,6 +69,8 @@ class TrainConfig:
     untooled_share: float = 0.15  # share of conversations that offer no tool and are answered in words
     # share of count questions phrased from parts (data.count_phrasing)
     composed_share: float = 0.5
+    # share of the words a conversation names that are made up of letter pieces (data.Slots.made_up_word)
+    made_up_share: float = 0.0
     capitalised: bool = True  # some conversation words written with a capital, kept so in the call
     spelled: bool = True  # word rows built from their pieces' rows while training (engine/train/spelled.py)
     rotate_places: bool = False  # and each later place's piece turned by a fixed rotation of its own
@@ -93,6 +95,7 @@ class TrainConfig:
             self.untooled_share,
             self.composed_share,
             self.capitalised,
+            self.made_up_share,
         )
 
 
