@@ -298,9 +298,7 @@ def count_phrasing(rng: random.Random, composed: float = 0.0) -> str:
     parts = data["count_parts"]
     held = data["heldout_count_phrasings"]
     while True:
-        frame = rng.choice(parts["frames"]).format(
-            L=rng.choice(parts["L"]), Ls=rng.choice(parts["Ls"]), W=rng.choice(parts["W"])
-        )
+        frame = fill_frame(rng, parts["frames"], parts, parts["W"])
         before = rng.choice(parts["before"])
         if before.endswith(", "):
             frame = frame[0].lower() + frame[1:]  # "Using the tool, how many …"
@@ -311,6 +309,11 @@ def count_phrasing(rng: random.Random, composed: float = 0.0) -> str:
             return phrasing
 
 
+def fill_frame(rng: random.Random, frames: list[str], parts: dict, names: Sequence[str]) -> str:
+    """One of `frames` with its way to name the letter (L, Ls) drawn from `parts` and the word's (W) from `names`."""
+    return rng.choice(frames).format(L=rng.choice(parts["L"]), Ls=rng.choice(parts["Ls"]), W=rng.choice(names))
+
+
 def word_first_phrasing(rng: random.Random) -> str:
     """A count question put together from a frame that opens with the word ("{word}: count the r's."), bare or quoted:
     a message that begins with the word holds it without a space, as the call writes it, and a model that only
@@ -319,9 +322,7 @@ def word_first_phrasing(rng: random.Random) -> str:
     held = training_data()["heldout_count_phrasings"]
     frames = [frame for frame in parts["frames"] if frame.startswith("{W}")]
     while True:
-        frame = rng.choice(frames).format(
-            L=rng.choice(parts["L"]), Ls=rng.choice(parts["Ls"]), W=rng.choice(("{word}", "{word}", '"{word}"'))
-        )
+        frame = fill_frame(rng, frames, parts, ("{word}", "{word}", '"{word}"'))
         phrasing = frame + rng.choice(parts["after"])
         if phrasing not in held:
             return phrasing
