@@ -107,7 +107,9 @@ def shipped_server(tmp_path_factory):
     """A server as the README's quick start runs it: no QWEN_MODEL (the shipped model), offline, an empty
     Hugging Face cache; one for the session, so the shipped model is loaded once for every test that uses it."""
     cache = tmp_path_factory.mktemp("hf-cache")
-    yield from serve_site("streamlit-server-shipped.log", {"QWEN_MODEL": None, "HF_HUB_CACHE": str(cache)})
+    yield from serve_site(
+        "streamlit-server-shipped.log", {"QWEN_MODEL": None, "HF_HUB_CACHE": str(cache), "QWEN_WARMUP": "1"}
+    )
 
 
 @pytest.fixture(scope="session")
@@ -134,7 +136,8 @@ SPLIT_BY_TEST = {"test_browser_fit", "test_browser_live_model"}
 # once (each start with its first pages costs the server about 10 CPU-s: the import of torch, the shipped model's
 # load or the pack's read). The walks of test_browser_fit spread even so: the shipped model walks every page, 23
 # walks and screens of 15-30 s, too long a chain for one worker, so each worker starts the shipped server once
-# (and the pack's, for the pack walks)
+# (the pack's walks, seven of 7-12 s, stay together on the worker that starts the pack's server for test_browser_pack:
+# spread, each of three workers started one)
 SHARED_SERVERS = ("pack_server", "shipped_server")
 # files that are not browser tests but whose module fixtures cost tens of CPU-seconds: each stays on one worker
 # (spread, each of three workers wrote the tiny GGUF and started llama.cpp's server for test_llama_cpp's tests:
@@ -176,7 +179,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group(module))
         elif item.get_closest_marker("browser"):
             shared = next((name for name in SHARED_SERVERS if name in item.fixturenames), None)
-            if module in SPLIT_BY_TEST:
+            if module in SPLIT_BY_TEST and shared != "pack_server":
                 # each page's walk on its own: a worker that takes one starts the server it needs, once
                 group = f"{module}::{item.name}"
             elif shared:

@@ -154,7 +154,13 @@ def serve_site(log_name: str = "streamlit-server.log", env: dict | None = None):
     """`streamlit run app.py` on a free local port, healthy before it is handed out; its base URL. Stopped after.
 
     `env` adds to (or, with None values, removes from) the server's environment: QWEN_MODEL, HF_ENDPOINT...
+    The warm-up is off (QWEN_WARMUP=0) unless `env` turns it on: a test's pages build what they use when they
+    first need it, as they would before the warm-up ends, and the server answers in about 5 s rather than 20-25
+    on a busy machine (the warm-up builds all seven families' grammars and lesson 4's costs, whatever the test
+    opens). The warm-up itself is tests/test_warmup.py's and test_server_start.py's; the shipped model's server
+    keeps it, as the README's quick start runs it.
     """
+    env = {"QWEN_WARMUP": "0", **(env or {})}
     port = free_port()
     # one log per pytest-xdist worker (each starts servers of its own)
     worker = os.environ.get("PYTEST_XDIST_WORKER")
