@@ -8,6 +8,7 @@ under a cap; grep's time budget covers walking the folders as well as searching 
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import replace
 
@@ -80,7 +81,10 @@ def hundred_thousand_files(tmp_path_factory):
             fd = os.open(here / f"{n:04}.txt", os.O_WRONLY | os.O_CREAT, 0o644)
             os.write(fd, b"nothing\n")
             os.close(fd)
-    return root
+    yield root
+    # removed here, not left to pytest: it deletes an old run's folders when a later run starts, and 100,000 files
+    # left behind by each run held the next one's start for minutes
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.slow
