@@ -166,6 +166,9 @@ SLOW_FILES = {
 }
 
 
+# first: pytest-xdist's worker reads the xdist_group marks in a hook of its own (it adds "@group" to each test's id),
+# and that hook runs before a conftest's unless the conftest's asks to go first; without it no group was kept together
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     """Under pytest-xdist (scripts/test.sh runs its workers with --dist loadgroup), a browser test file
     stays on one worker (its module fixtures are made once), and the files spread over the workers: each
